@@ -1,0 +1,62 @@
+// Command cubicle is Cubicle's single binary: it wires the layers under
+// internal/ into subcommands and holds no logic of its own.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run one command in a fresh computer", runCmd},
+		{"gc", "remove what crashed computers left behind", gcCmd},
+		{"bench", "measure computer start and exec latency against bwrap and runc", benchCmd},
+	}
+}
+
+func main() {
+	if linux.IsAgent() {
+		os.Exit(linux.AgentMain())
+	}
+	os.Exit(dispatch(os.Args[1:]))
+}
+
+func dispatch(args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(os.Stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	if args[0] == linux.AgentArg {
+		fmt.Fprintln(os.Stderr, "cubicle: the agent runs only as PID 1 of a computer; use 'cubicle run'")
+		return 2
+	}
+	fmt.Fprintf(os.Stderr, "cubicle: unknown command %q (see 'cubicle --help')\n", args[0])
+	return 2
+}
+
+func usage(w *os.File) {
+	fmt.Fprintln(w, "cubicle — disposable, locked-down Linux computers for AI agents")
+	fmt.Fprintln(w, "\nUsage: cubicle <command> [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'cubicle <command> --help' for a command's flags and an example.")
+}

@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// leaves names per-process cgroups. Those that still had members
+// (background processes) when their command ended linger until empty.
+type leaves struct {
+	seq       atomic.Uint64
+	mu        sync.Mutex
+	lingering map[string]bool
+}
+
+// place moves a stopped new process into the computer's cgroups: every
+// placement hierarchy, and a fresh leaf of its own for tracking descendants.
+func (s *Server) place(p *process) error {
+	cg := s.init.Cgroup
+	pid := strconv.Itoa(p.getPid())
+	for _, fd := range cg.Place {
+		if cg.TrackPlaces && fd == cg.Track {
+			continue
+		}
+		if err := writeAt(fd, "cgroup.procs", pid); err != nil {
+			return fmt.Errorf("%w: join cgroup: %v", ErrInternal, err)
+		}
+	}
+	if cg.Track <= 0 {
+		return nil
+	}
+	leaf := "p" + strconv.FormatUint(s.leaves.seq.Add(1), 10)
+	if err := unix.Mkdirat(cg.Track, leaf, 0o755); err != nil {
+		return fmt.Errorf("%w: create process cgroup: %v", ErrInternal, err)
+	}
+	p.leaf = leaf
+	if err := writeAt(cg.Track, leaf+"/cgroup.procs", pid); err != nil {
+		return fmt.Errorf("%w: join process cgroup: %v", ErrInternal, err)
+	}
+	return nil
+}
+
+func writeAt(dirfd int, name, value string) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	_, err = unix.Write(fd, []byte(value))
+	return err
+}
+
+// leafPids lists the members of a process leaf.
+func (s *Server) leafPids(leaf string) []int {
+	fd, err := unix.Openat(s.init.Cgroup.Track, leaf+"/cgroup.procs", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	var sb strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Read(fd, buf)
+		if n <= 0 || err != nil {
+			break
+		}
+		sb.Write(buf[:n])
+	}
+	var pids []int
+	for _, f := range strings.Fields(sb.String()) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killTree kills a process and every descendant, wherever they moved in the
+// process-group or session space: membership of its cgroup leaf is
+// inherited on fork and cannot be left by unprivileged code.
+func (s *Server) killTree(p *process) {
+	if pid := p.getPid(); pid > 0 {
+		unix.Kill(-pid, unix.SIGKILL)
+		unix.Kill(pid, unix.SIGKILL)
+	}
+	if p.leaf == "" {
+		return
+	}
+	if s.init.Cgroup.Kill {
+		if writeAt(s.init.Cgroup.Track, p.leaf+"/cgroup.kill", "1") == nil {
+			return
+		}
+	}
+	// Without cgroup.kill, repeat until the leaf is empty: a fork racing the
+	// first sweep is caught by the next. The pids limit bounds the rounds.
+	for round := 0; round < 200; round++ {
+		pids := s.leafPids(p.leaf)
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// releaseLeaf removes a process leaf, or remembers it while background
+// processes still live in it.
+func (s *Server) releaseLeaf(leaf string) {
+	if leaf == "" {
+		return
+	}
+	err := unix.Unlinkat(s.init.Cgroup.Track, leaf, unix.AT_REMOVEDIR)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return
+	}
+	s.leaves.mu.Lock()
+	if s.leaves.lingering == nil {
+		s.leaves.lingering = make(map[string]bool)
+	}
+	s.leaves.lingering[leaf] = true
+	s.leaves.mu.Unlock()
+}
+
+func (s *Server) sweepLeaves(ctx context.Context) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.leaves.mu.Lock()
+		for leaf := range s.leaves.lingering {
+			err := unix.Unlinkat(s.init.Cgroup.Track, leaf, unix.AT_REMOVEDIR)
+			if err == nil || errors.Is(err, unix.ENOENT) {
+				delete(s.leaves.lingering, leaf)
+			}
+		}
+		s.leaves.mu.Unlock()
+	}
+}

@@ -1,0 +1,210 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// ErrAgentGone reports that the control channel closed: the computer is dead
+// or being destroyed.
+var ErrAgentGone = errors.New("the computer's agent is gone")
+
+// Client is the host side of the control channel. It multiplexes any number
+// of concurrent requests over one connection. Frames from the agent are
+// hostile input: each is bounded by ReadFrame, and frames for unknown
+// streams are dropped.
+type Client struct {
+	conn io.ReadWriteCloser
+
+	writeMu sync.Mutex
+
+	mu      sync.Mutex
+	streams map[uint32]chan Frame
+	nextID  uint32
+	err     error
+	done    chan struct{}
+}
+
+// NewClient starts reading frames from conn.
+func NewClient(conn io.ReadWriteCloser) *Client {
+	c := &Client{conn: conn, streams: make(map[uint32]chan Frame), done: make(chan struct{})}
+	go c.readLoop()
+	return c
+}
+
+// Done is closed when the channel is gone.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Close closes the channel; pending requests fail with ErrAgentGone.
+func (c *Client) Close() error { return c.conn.Close() }
+
+func (c *Client) readLoop() {
+	var err error
+	for {
+		var f Frame
+		f, err = ReadFrame(c.conn)
+		if err != nil {
+			break
+		}
+		c.mu.Lock()
+		ch := c.streams[f.ID]
+		c.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- f:
+			case <-c.done:
+			}
+		}
+	}
+	c.mu.Lock()
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = ErrAgentGone
+	} else {
+		err = fmt.Errorf("%w: %v", ErrAgentGone, err)
+	}
+	c.err = err
+	c.mu.Unlock()
+	close(c.done)
+	c.conn.Close()
+}
+
+func (c *Client) open() (uint32, chan Frame) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextID++
+	if c.nextID == 0 {
+		c.nextID = 1
+	}
+	ch := make(chan Frame, 16)
+	c.streams[c.nextID] = ch
+	return c.nextID, ch
+}
+
+func (c *Client) release(id uint32) {
+	c.mu.Lock()
+	delete(c.streams, id)
+	c.mu.Unlock()
+}
+
+func (c *Client) gone() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	return ErrAgentGone
+}
+
+func (c *Client) send(kind Kind, id uint32, payload []byte) error {
+	buf, err := AppendFrame(nil, Frame{Kind: kind, ID: id, Payload: payload})
+	if err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if _, err := c.conn.Write(buf); err != nil {
+		return c.gone()
+	}
+	return nil
+}
+
+func (c *Client) sendJSON(kind Kind, id uint32, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.send(kind, id, b)
+}
+
+// next waits for the stream's next frame.
+func (c *Client) next(ctx context.Context, ch chan Frame) (Frame, error) {
+	select {
+	case f := <-ch:
+		return f, nil
+	case <-c.done:
+		select { // frames queued before the channel closed still count
+		case f := <-ch:
+			return f, nil
+		default:
+		}
+		return Frame{}, c.gone()
+	case <-ctx.Done():
+		return Frame{}, ctx.Err()
+	}
+}
+
+// call sends one JSON request and decodes the single reply.
+func (c *Client) call(ctx context.Context, kind Kind, req, reply any) error {
+	id, ch := c.open()
+	defer c.release(id)
+	if err := c.sendJSON(kind, id, req); err != nil {
+		return err
+	}
+	f, err := c.next(ctx, ch)
+	if err != nil {
+		return err
+	}
+	return decodeReply(f, reply)
+}
+
+func decodeReply(f Frame, reply any) error {
+	switch f.Kind {
+	case KindError:
+		var w WireError
+		if err := json.Unmarshal(f.Payload, &w); err != nil {
+			return fmt.Errorf("%w: malformed error from agent", ErrInternal)
+		}
+		return fromWire(w)
+	case KindOK, KindExit, KindDataEnd, KindReady:
+		if reply == nil {
+			return nil
+		}
+		if err := json.Unmarshal(f.Payload, reply); err != nil {
+			return fmt.Errorf("%w: malformed reply from agent: %v", ErrInternal, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: unexpected frame kind %d", ErrInternal, f.Kind)
+}
+
+// Ping checks that the agent answers.
+func (c *Client) Ping(ctx context.Context) error {
+	id, ch := c.open()
+	defer c.release(id)
+	if err := c.send(KindPing, id, nil); err != nil {
+		return err
+	}
+	f, err := c.next(ctx, ch)
+	if err != nil {
+		return err
+	}
+	return decodeReply(f, nil)
+}
+
+// Stat describes one path.
+func (c *Client) Stat(ctx context.Context, path string) (FileInfo, error) {
+	var fi FileInfo
+	err := c.call(ctx, KindStat, PathRequest{Path: path}, &fi)
+	return fi, err
+}
+
+// List lists a directory.
+func (c *Client) List(ctx context.Context, path string) (Listing, error) {
+	var l Listing
+	err := c.call(ctx, KindList, PathRequest{Path: path}, &l)
+	return l, err
+}
+
+// Mkdir creates a directory (and its parents when parents is set).
+func (c *Client) Mkdir(ctx context.Context, path string, parents bool) error {
+	return c.call(ctx, KindMkdir, PathRequest{Path: path, Parents: parents}, nil)
+}
+
+// Remove removes a file or an empty directory, or a whole tree when recursive.
+func (c *Client) Remove(ctx context.Context, path string, recursive bool) error {
+	return c.call(ctx, KindRemove, PathRequest{Path: path, Recursive: recursive}, nil)
+}

@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors for the kinds of failure a caller may want to tell apart.
+// They cross the control channel as codes (see WireError) and come back as
+// the same sentinels, wrapped with the agent's message.
+var (
+	ErrNotFound    = errors.New("no such file or directory")
+	ErrExists      = errors.New("file exists")
+	ErrNotDir      = errors.New("not a directory")
+	ErrIsDir       = errors.New("is a directory")
+	ErrNotEmpty    = errors.New("directory not empty")
+	ErrPathEscape  = errors.New("path escapes the workspace")
+	ErrNotRegular  = errors.New("not a regular file")
+	ErrPermission  = errors.New("permission denied")
+	ErrTooLarge    = errors.New("file too large")
+	ErrNoSpace     = errors.New("no space left on the computer's disk")
+	ErrInvalid     = errors.New("invalid request")
+	ErrProcLimit   = errors.New("process limit reached")
+	ErrUnknownProc = errors.New("no such process")
+	ErrInternal    = errors.New("agent internal error")
+)
+
+var codes = map[string]error{
+	"not_found": ErrNotFound, "exists": ErrExists, "not_dir": ErrNotDir,
+	"is_dir": ErrIsDir, "not_empty": ErrNotEmpty, "path_escape": ErrPathEscape,
+	"not_regular": ErrNotRegular, "permission": ErrPermission, "too_large": ErrTooLarge,
+	"no_space": ErrNoSpace, "invalid": ErrInvalid, "proc_limit": ErrProcLimit,
+	"unknown_process": ErrUnknownProc, "internal": ErrInternal,
+}
+
+// WireError is an error as it travels on the control channel.
+type WireError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// toWire turns an agent-side error into its wire form.
+func toWire(err error) WireError {
+	for code, sentinel := range codes {
+		if errors.Is(err, sentinel) {
+			return WireError{Code: code, Message: err.Error()}
+		}
+	}
+	return WireError{Code: "internal", Message: err.Error()}
+}
+
+// fromWire turns a wire error back into a wrapped sentinel.
+func fromWire(w WireError) error {
+	sentinel, ok := codes[w.Code]
+	if !ok {
+		sentinel = ErrInternal
+	}
+	msg := w.Message
+	if len(msg) > 1024 {
+		msg = msg[:1024]
+	}
+	if msg == "" || msg == sentinel.Error() {
+		return sentinel
+	}
+	return &codedError{sentinel: sentinel, msg: msg}
+}
+
+type codedError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *codedError) Error() string { return e.msg }
+func (e *codedError) Unwrap() error { return e.sentinel }
+
+// pathError wraps a sentinel with the path it concerns.
+func pathError(sentinel error, path string) error {
+	return fmt.Errorf("%s: %w", path, sentinel)
+}

@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// MaxPayload bounds every frame in both directions, so a compromised or buggy
+// peer can never make the other side allocate more than this per frame.
+const MaxPayload = 1 << 20
+
+// ChunkSize is how much process output or file content one data frame carries.
+const ChunkSize = 32 << 10
+
+const headerSize = 9 // payload length (4), kind (1), stream id (4)
+
+// Kind says what a frame carries.
+type Kind uint8
+
+// Frames from the host to the agent.
+const (
+	KindInit       Kind = iota + 1 // JSON Init: bootstrap configuration (first frame only)
+	KindExec                       // JSON ExecStart
+	KindStdin                      // raw bytes for a process's stdin
+	KindStdinClose                 // close a process's stdin
+	KindSignal                     // JSON SignalRequest
+	KindFileWrite                  // JSON FileWrite, then KindData frames and KindDataEnd
+	KindFileRead                   // JSON FileRead
+	KindStat                       // JSON PathRequest
+	KindList                       // JSON PathRequest
+	KindMkdir                      // JSON PathRequest
+	KindRemove                     // JSON PathRequest
+	KindPing                       // empty
+)
+
+// Frames from the agent to the host.
+const (
+	KindReady     Kind = iota + 64 // JSON Ready: bootstrap finished
+	KindStarted                    // JSON Started
+	KindStdout                     // raw process output
+	KindStderr                     // raw process output
+	KindExit                       // JSON ExitStatus; last frame of a process
+	KindStdinAck                   // empty: one stdin chunk was consumed
+	KindOK                         // JSON reply of a request (shape depends on the request)
+	KindError                      // JSON WireError; last frame of a request
+	KindData                       // raw file content (both directions)
+	KindDataEnd                    // JSON DataEnd (agent) or empty (host): end of file content
+)
+
+// ErrFrameTooLarge reports a frame whose announced payload exceeds MaxPayload.
+var ErrFrameTooLarge = errors.New("control channel: frame too large")
+
+// Frame is one message on the control channel.
+type Frame struct {
+	Kind    Kind
+	ID      uint32
+	Payload []byte
+}
+
+// ReadFrame reads one frame, refusing payloads over MaxPayload before
+// allocating anything for them.
+func ReadFrame(r io.Reader) (Frame, error) {
+	var hdr [headerSize]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return Frame{}, err
+	}
+	n := binary.BigEndian.Uint32(hdr[0:4])
+	if n > MaxPayload {
+		return Frame{}, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, n)
+	}
+	f := Frame{Kind: Kind(hdr[4]), ID: binary.BigEndian.Uint32(hdr[5:9])}
+	if n > 0 {
+		f.Payload = make([]byte, n)
+		if _, err := io.ReadFull(r, f.Payload); err != nil {
+			return Frame{}, fmt.Errorf("control channel: truncated frame: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// AppendFrame encodes a frame into buf so it can go out in one write.
+func AppendFrame(buf []byte, f Frame) ([]byte, error) {
+	if len(f.Payload) > MaxPayload {
+		return buf, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(f.Payload))
+	}
+	var hdr [headerSize]byte
+	binary.BigEndian.PutUint32(hdr[0:4], uint32(len(f.Payload)))
+	hdr[4] = byte(f.Kind)
+	binary.BigEndian.PutUint32(hdr[5:9], f.ID)
+	buf = append(buf, hdr[:]...)
+	return append(buf, f.Payload...), nil
+}

@@ -1,0 +1,432 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SandboxUID and SandboxGID are the identity of all code in a computer.
+const (
+	SandboxUID = 1000
+	SandboxGID = 1000
+)
+
+// outputGrace is how long output pipes are still drained after the main
+// process exits, for descendants that hold them; then they are cut so a
+// background process cannot hold a command open.
+const outputGrace = 200 * time.Millisecond
+
+const stdinWindow = 8 // stdin chunks in flight; the host sends at most this many unacknowledged
+
+type process struct {
+	id       uint32
+	pid      int
+	leaf     string
+	stdin    chan []byte // nil when stdin is /dev/null
+	killOnce sync.Once
+	timedOut bool
+	mu       sync.Mutex
+}
+
+func (p *process) getPid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pid
+}
+
+func (s *Server) runProcess(ctx context.Context, id uint32, req ExecStart) {
+	p := &process{id: id}
+	s.mu.Lock()
+	if _, dup := s.procs[id]; dup {
+		s.mu.Unlock()
+		s.sendError(id, fmt.Errorf("%w: stream %d already in use", ErrInvalid, id))
+		return
+	}
+	s.procs[id] = p
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.procs, id)
+		s.mu.Unlock()
+	}()
+
+	st, err := s.execute(ctx, p, req)
+	if err != nil {
+		s.sendError(id, err)
+		return
+	}
+	s.sendJSON(KindExit, id, st)
+}
+
+func (s *Server) execute(ctx context.Context, p *process, req ExecStart) (ExitStatus, error) {
+	argv, err := s.argv(req)
+	if err != nil {
+		return ExitStatus{}, err
+	}
+	cwd, err := s.ws.cwd(req.Cwd)
+	if err != nil {
+		return ExitStatus{}, err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return ExitStatus{}, fmt.Errorf("%w: pipe: %v", ErrInternal, err)
+	}
+	defer stdoutR.Close()
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		stdoutW.Close()
+		return ExitStatus{}, fmt.Errorf("%w: pipe: %v", ErrInternal, err)
+	}
+	defer stderrR.Close()
+	stdin, stdinW, err := s.stdinFor(req.Stdin)
+	if err != nil {
+		stdoutW.Close()
+		stderrW.Close()
+		return ExitStatus{}, err
+	}
+
+	oomBefore := s.oomKills()
+	start := time.Now()
+	w, err := s.spawn(p, argv, s.env(req.Env, cwd), cwd, []*os.File{stdin, stdoutW, stderrW})
+	stdin.Close()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		if stdinW != nil {
+			stdinW.Close()
+		}
+		return ExitStatus{}, err
+	}
+	if stdinW != nil {
+		p.mu.Lock()
+		p.stdin = make(chan []byte, stdinWindow)
+		p.mu.Unlock()
+		go s.feedStdin(p, stdinW)
+	}
+	s.sendJSON(KindStarted, p.id, Started{Pid: p.getPid()})
+
+	var pumps sync.WaitGroup
+	pumps.Add(2)
+	go s.pump(&pumps, p.id, KindStdout, stdoutR)
+	go s.pump(&pumps, p.id, KindStderr, stderrR)
+
+	timeout := req.Timeout.D()
+	if timeout <= 0 {
+		timeout = s.init.Timeout.D()
+	}
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	var ws syscall.WaitStatus
+	select {
+	case ws = <-w.exited:
+	case <-timer:
+		p.mu.Lock()
+		p.timedOut = true
+		p.mu.Unlock()
+		s.killTree(p)
+		ws = <-w.exited
+	case <-ctx.Done():
+		s.killTree(p)
+		ws = <-w.exited
+	}
+	elapsed := time.Since(start)
+	p.mu.Lock()
+	timedOut := p.timedOut
+	if p.stdin != nil {
+		close(p.stdin)
+		p.stdin = nil
+	}
+	p.mu.Unlock()
+	if timedOut {
+		s.killTree(p) // descendants that outlived the main process
+	}
+
+	done := make(chan struct{})
+	go func() { pumps.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(outputGrace):
+		stdoutR.Close()
+		stderrR.Close()
+		<-done
+	}
+	s.releaseLeaf(p.leaf)
+
+	st := ExitStatus{ExitCode: -1, TimedOut: timedOut, Duration: Millis(elapsed)}
+	switch {
+	case ws.Exited():
+		st.ExitCode = ws.ExitStatus()
+	case ws.Signaled():
+		st.Signal = int(ws.Signal())
+	}
+	st.OOMKilled = s.oomKills() > oomBefore
+	return st, nil
+}
+
+// argv resolves the program the way a shell would, inside the computer.
+func (s *Server) argv(req ExecStart) ([]string, error) {
+	switch {
+	case req.Command != "" && len(req.Argv) > 0:
+		return nil, fmt.Errorf("%w: give argv or command, not both", ErrInvalid)
+	case req.Command != "":
+		return []string{"/bin/sh", "-c", req.Command}, nil
+	case len(req.Argv) == 0 || req.Argv[0] == "":
+		return nil, fmt.Errorf("%w: empty command", ErrInvalid)
+	}
+	for _, a := range req.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, fmt.Errorf("%w: argument contains a NUL byte", ErrInvalid)
+		}
+	}
+	return req.Argv, nil
+}
+
+func (s *Server) env(extra []string, cwd string) []string {
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/workspace", "USER=user", "LOGNAME=user", "LANG=C.UTF-8",
+		"PWD=" + cwd,
+	}
+	env = append(env, s.init.Env...)
+	return dedupEnv(append(env, extra...))
+}
+
+// dedupEnv keeps the last value of each variable, in first-seen order, and
+// drops entries that are not NAME=value.
+func dedupEnv(env []string) []string {
+	idx := make(map[string]int, len(env))
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.IndexByte(kv, 0) >= 0 {
+			continue
+		}
+		if i, seen := idx[k]; seen {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+func lookPath(argv0 string, env []string) (string, error) {
+	if strings.Contains(argv0, "/") {
+		return argv0, nil
+	}
+	pathEnv := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range strings.Split(pathEnv, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := path.Join(dir, argv0)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s: command not found", ErrNotFound, argv0)
+}
+
+// spawn starts argv as the sandbox user. The child is created with
+// PTRACE_TRACEME, so it stops right after execve, before running a single
+// instruction of the new program; the agent then moves it into the computer's
+// cgroups and detaches. Nothing the user runs ever executes outside its
+// limits, on cgroup v1 and v2 alike.
+func (s *Server) spawn(p *process, argv, env []string, cwd string, files []*os.File) (*waiter, error) {
+	prog, err := lookPath(argv[0], env)
+	if err != nil {
+		return nil, err
+	}
+	fds := make([]uintptr, len(files))
+	for i, f := range files {
+		fds[i] = f.Fd()
+	}
+	attr := &syscall.ProcAttr{
+		Dir: cwd, Env: env, Files: fds,
+		Sys: &syscall.SysProcAttr{
+			Setpgid:    true,
+			Ptrace:     true,
+			Credential: &syscall.Credential{Uid: SandboxUID, Gid: SandboxGID, Groups: []uint32{}},
+		},
+	}
+
+	runtime.LockOSThread() // ptrace requests must come from the tracing thread
+	defer runtime.UnlockOSThread()
+	s.reg.mu.Lock()
+	pid, err := syscall.ForkExec(prog, argv, attr)
+	if err != nil {
+		s.reg.mu.Unlock()
+		return nil, spawnError(argv[0], err)
+	}
+	w := s.reg.add(pid)
+	s.reg.mu.Unlock()
+	p.mu.Lock()
+	p.pid = pid
+	p.mu.Unlock()
+
+	select {
+	case <-w.stopped:
+	case <-time.After(10 * time.Second):
+		unix.Kill(pid, unix.SIGKILL)
+		return nil, fmt.Errorf("%w: new process did not stop after exec", ErrInternal)
+	}
+	if err := s.place(p); err != nil {
+		unix.Kill(pid, unix.SIGKILL)
+		unix.PtraceDetach(pid)
+		<-w.exited
+		s.releaseLeaf(p.leaf)
+		return nil, err
+	}
+	if err := unix.PtraceDetach(pid); err != nil && !errors.Is(err, unix.ESRCH) {
+		unix.Kill(pid, unix.SIGKILL)
+		<-w.exited
+		s.releaseLeaf(p.leaf)
+		return nil, fmt.Errorf("%w: detach: %v", ErrInternal, err)
+	}
+	return w, nil
+}
+
+func spawnError(argv0 string, err error) error {
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return fmt.Errorf("%w: %s: command not found", ErrNotFound, argv0)
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return fmt.Errorf("%w: %s: permission denied", ErrPermission, argv0)
+	case errors.Is(err, unix.EAGAIN):
+		return fmt.Errorf("%w: cannot start %s: the computer's process limit is reached", ErrProcLimit, argv0)
+	case errors.Is(err, unix.ENOTDIR):
+		return fmt.Errorf("%w: %s: not a directory", ErrNotDir, argv0)
+	}
+	return fmt.Errorf("%w: start %s: %v", ErrInternal, argv0, err)
+}
+
+func (s *Server) stdinFor(want bool) (child, host *os.File, err error) {
+	if !want {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: open %s: %v", ErrInternal, os.DevNull, err)
+		}
+		return f, nil, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: pipe: %v", ErrInternal, err)
+	}
+	return r, w, nil
+}
+
+// pump forwards one output pipe as data frames. Backpressure is end to end:
+// when the host reads slowly, the agent's write blocks and so does the
+// process, so neither side buffers more than a frame.
+func (s *Server) pump(wg *sync.WaitGroup, id uint32, kind Kind, r *os.File) {
+	defer wg.Done()
+	buf := make([]byte, ChunkSize)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if s.send(kind, id, buf[:n]) != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *Server) feedStdin(p *process, w *os.File) {
+	defer w.Close()
+	p.mu.Lock()
+	ch := p.stdin
+	p.mu.Unlock()
+	broken := false
+	for chunk := range ch {
+		if !broken {
+			if _, err := w.Write(chunk); err != nil {
+				broken = true // the process closed stdin; keep acknowledging so the host never stalls
+			}
+		}
+		s.send(KindStdinAck, p.id, nil)
+	}
+}
+
+func (s *Server) processInput(f Frame) {
+	s.mu.Lock()
+	p := s.procs[f.ID]
+	s.mu.Unlock()
+	if p == nil {
+		return // the process already ended; late input is dropped
+	}
+	switch f.Kind {
+	case KindStdin:
+		p.mu.Lock()
+		if p.stdin != nil {
+			select {
+			case p.stdin <- f.Payload:
+			default: // the host exceeded its window; dropping beats blocking the channel
+			}
+		}
+		p.mu.Unlock()
+	case KindStdinClose:
+		p.mu.Lock()
+		if p.stdin != nil {
+			close(p.stdin)
+			p.stdin = nil
+		}
+		p.mu.Unlock()
+	case KindSignal:
+		var req SignalRequest
+		if !s.decode(f, &req) {
+			return
+		}
+		sig := unix.Signal(req.Signal)
+		if sig == unix.SIGKILL {
+			s.killTree(p)
+			return
+		}
+		if pid := p.getPid(); pid > 0 && req.Signal > 0 && req.Signal <= 64 {
+			unix.Kill(-pid, sig) // the process group, as a terminal would
+		}
+	}
+}
+
+// oomKills reads the oom_kill counter of the user's memory cgroup.
+func (s *Server) oomKills() uint64 {
+	fd := s.init.Cgroup.OOM
+	if fd <= 0 {
+		return 0
+	}
+	buf := make([]byte, 1024)
+	n, err := unix.Pread(fd, buf, 0)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(buf[:n]), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			c, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return c
+		}
+	}
+	return 0
+}

@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+)
+
+// Server is the agent's side of the control channel. It runs inside the
+// computer after the bootstrap has dropped privileges.
+type Server struct {
+	conn io.ReadWriter
+	init Init
+	log  *slog.Logger
+
+	writeMu sync.Mutex
+	wbuf    []byte
+
+	ws     *workspace
+	reg    *registry
+	leaves leaves
+
+	mu      sync.Mutex
+	procs   map[uint32]*process
+	uploads map[uint32]*upload
+}
+
+// NewServer prepares a server. workspaceDir is an open directory descriptor
+// for /workspace (every file operation is confined beneath it).
+func NewServer(conn io.ReadWriter, init Init, workspaceDir *os.File, log *slog.Logger) *Server {
+	return &Server{
+		conn:    conn,
+		init:    init,
+		log:     log,
+		ws:      newWorkspace(workspaceDir),
+		reg:     newRegistry(),
+		procs:   make(map[uint32]*process),
+		uploads: make(map[uint32]*upload),
+	}
+}
+
+// Serve answers requests until the host closes the channel. It reaps every
+// child of PID 1, including orphans, for as long as it runs.
+func (s *Server) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.reg.reap(ctx)
+	go s.sweepLeaves(ctx)
+	if err := s.sendJSON(KindReady, 0, Ready{Pid: os.Getpid()}); err != nil {
+		return err
+	}
+	for {
+		f, err := ReadFrame(s.conn)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("read control channel: %w", err)
+		}
+		s.dispatch(ctx, f)
+	}
+}
+
+func (s *Server) dispatch(ctx context.Context, f Frame) {
+	switch f.Kind {
+	case KindExec:
+		var req ExecStart
+		if s.decode(f, &req) {
+			go s.runProcess(ctx, f.ID, req)
+		}
+	case KindStdin, KindStdinClose, KindSignal:
+		s.processInput(f)
+	case KindFileWrite:
+		var req FileWrite
+		if s.decode(f, &req) {
+			s.startUpload(f.ID, req)
+		}
+	case KindData, KindDataEnd:
+		s.uploadInput(f)
+	case KindFileRead:
+		var req FileRead
+		if s.decode(f, &req) {
+			go s.readFile(f.ID, req)
+		}
+	case KindStat, KindList, KindMkdir, KindRemove:
+		var req PathRequest
+		if s.decode(f, &req) {
+			go s.pathOp(f.ID, f.Kind, req)
+		}
+	case KindPing:
+		s.sendJSON(KindOK, f.ID, struct{}{})
+	default:
+		s.sendError(f.ID, fmt.Errorf("%w: unknown frame kind %d", ErrInvalid, f.Kind))
+	}
+}
+
+func (s *Server) decode(f Frame, v any) bool {
+	if err := json.Unmarshal(f.Payload, v); err != nil {
+		s.sendError(f.ID, fmt.Errorf("%w: %v", ErrInvalid, err))
+		return false
+	}
+	return true
+}
+
+// send writes one frame atomically with respect to other senders.
+func (s *Server) send(kind Kind, id uint32, payload []byte) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	buf, err := AppendFrame(s.wbuf[:0], Frame{Kind: kind, ID: id, Payload: payload})
+	if err != nil {
+		return err
+	}
+	s.wbuf = buf
+	_, err = s.conn.Write(buf)
+	if cap(s.wbuf) > 4*ChunkSize {
+		s.wbuf = nil // do not pin a large buffer after a big reply
+	}
+	return err
+}
+
+func (s *Server) sendJSON(kind Kind, id uint32, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.send(kind, id, b)
+}
+
+func (s *Server) sendError(id uint32, err error) {
+	s.sendJSON(KindError, id, toWire(err))
+}

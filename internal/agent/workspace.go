@@ -1,0 +1,181 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// WorkspacePath is where the user's files live inside a computer; the file
+// API never reaches outside it.
+const WorkspacePath = "/workspace"
+
+const maxPathLen = 4096
+
+// resolveFlags confine every lookup beneath /workspace: no "..", absolute
+// symlink or magic link (/proc/*/fd, /proc/*/root) can lead out, and no
+// mount point is crossed.
+const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
+
+// workspace performs file operations as the sandbox user. The agent is root
+// (with only a few capabilities); file operations run on dedicated OS threads
+// whose filesystem uid and gid are the user's, so the kernel checks exactly
+// the permissions the user's own code would have.
+type workspace struct {
+	root *os.File
+	jobs chan func()
+}
+
+const fsWorkers = 2
+
+func newWorkspace(root *os.File) *workspace {
+	ws := &workspace{root: root, jobs: make(chan func())}
+	for i := 0; i < fsWorkers; i++ {
+		go ws.worker()
+	}
+	return ws
+}
+
+func (ws *workspace) worker() {
+	// The thread keeps the user's fs identity for its whole life; it is
+	// never unlocked, so no other goroutine ever runs with it.
+	runtime.LockOSThread()
+	errG := unix.Setfsgid(SandboxGID)
+	errU := unix.Setfsuid(SandboxUID)
+	for job := range ws.jobs {
+		if errG != nil || errU != nil {
+			panic(fmt.Sprintf("agent: cannot take the sandbox user's identity: %v %v", errG, errU))
+		}
+		job()
+	}
+}
+
+// as runs fn on a user-identity thread.
+func (ws *workspace) as(fn func() error) error {
+	done := make(chan error, 1)
+	ws.jobs <- func() { done <- fn() }
+	return <-done
+}
+
+// rel turns a user path into a clean path relative to /workspace.
+func rel(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("%w: empty path", ErrInvalid)
+	}
+	if len(p) > maxPathLen || strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("%w: path too long or contains a NUL byte", ErrInvalid)
+	}
+	if path.IsAbs(p) {
+		r, ok := strings.CutPrefix(path.Clean(p), WorkspacePath)
+		if !ok || (r != "" && r[0] != '/') {
+			return "", pathError(ErrPathEscape, p)
+		}
+		p = strings.TrimPrefix(r, "/")
+		if p == "" {
+			p = "."
+		}
+	}
+	r := path.Clean(p)
+	if r == ".." || strings.HasPrefix(r, "../") {
+		return "", pathError(ErrPathEscape, p)
+	}
+	return r, nil
+}
+
+// display is the absolute in-computer path of a relative one.
+func display(r string) string {
+	if r == "." {
+		return WorkspacePath
+	}
+	return WorkspacePath + "/" + r
+}
+
+// open resolves r beneath /workspace. Call it on a worker thread.
+func (ws *workspace) open(r string, flags uint64, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat2(int(ws.root.Fd()), r, &unix.OpenHow{
+			Flags: flags | unix.O_CLOEXEC, Mode: uint64(mode), Resolve: resolveFlags,
+		})
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue // EAGAIN: a concurrent rename raced the lookup; retry
+		}
+		if err != nil {
+			return -1, errnoError(err, display(r))
+		}
+		return fd, nil
+	}
+}
+
+// errnoError maps a kernel error to a sentinel, naming the path.
+func errnoError(err error, p string) error {
+	var sentinel error
+	switch {
+	case errors.Is(err, unix.EXDEV), errors.Is(err, unix.ELOOP):
+		sentinel = ErrPathEscape
+	case errors.Is(err, unix.ENOENT):
+		sentinel = ErrNotFound
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS):
+		sentinel = ErrPermission
+	case errors.Is(err, unix.ENOTDIR):
+		sentinel = ErrNotDir
+	case errors.Is(err, unix.EISDIR):
+		sentinel = ErrIsDir
+	case errors.Is(err, unix.EEXIST):
+		sentinel = ErrExists
+	case errors.Is(err, unix.ENOTEMPTY):
+		sentinel = ErrNotEmpty
+	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
+		sentinel = ErrNoSpace
+	case errors.Is(err, unix.EFBIG):
+		sentinel = ErrTooLarge
+	case errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENODEV):
+		sentinel = ErrNotRegular
+	case errors.Is(err, unix.ENAMETOOLONG), errors.Is(err, unix.EINVAL):
+		sentinel = ErrInvalid
+	default:
+		return fmt.Errorf("%w: %s: %v", ErrInternal, p, err)
+	}
+	return pathError(sentinel, p)
+}
+
+// cwd validates a working directory for a new process.
+func (ws *workspace) cwd(dir string) (string, error) {
+	if dir == "" {
+		return WorkspacePath, nil
+	}
+	if !path.IsAbs(dir) {
+		dir = path.Join(WorkspacePath, dir)
+	}
+	if len(dir) > maxPathLen || strings.IndexByte(dir, 0) >= 0 {
+		return "", fmt.Errorf("%w: working directory too long or contains a NUL byte", ErrInvalid)
+	}
+	return path.Clean(dir), nil
+}
+
+func typeName(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "file"
+	case unix.S_IFDIR:
+		return "dir"
+	case unix.S_IFLNK:
+		return "symlink"
+	case unix.S_IFIFO:
+		return "fifo"
+	case unix.S_IFSOCK:
+		return "socket"
+	}
+	return "device"
+}
+
+func notRegular(p string, mode uint32) error {
+	if mode&unix.S_IFMT == unix.S_IFDIR {
+		return pathError(ErrIsDir, p)
+	}
+	return fmt.Errorf("%s: %w (it is a %s)", p, ErrNotRegular, typeName(mode))
+}

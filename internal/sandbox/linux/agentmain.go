@@ -1,0 +1,114 @@
+package linux
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent"
+)
+
+// AgentArg is the hidden subcommand that runs the agent.
+const AgentArg = "agent"
+
+// controlFD is the control channel's descriptor in the agent; the agent's
+// cgroup descriptors follow it.
+const controlFD = 3
+
+// IsAgent reports whether this process was started as a computer's agent:
+// PID 1 of a new PID namespace, invoked with the hidden subcommand.
+func IsAgent() bool {
+	return len(os.Args) > 1 && os.Args[1] == AgentArg && os.Getpid() == 1
+}
+
+// AgentMain runs the agent and returns the process exit code. It must be
+// called early in main, before anything else starts goroutines that matter.
+func AgentMain() int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	conn := os.NewFile(controlFD, "control")
+	init, ws, err := bootstrap(conn)
+	if err != nil {
+		b, _ := json.Marshal(agent.WireError{Code: "internal", Message: "computer setup failed: " + err.Error()})
+		buf, _ := agent.AppendFrame(nil, agent.Frame{Kind: agent.KindError, Payload: b})
+		conn.Write(buf)
+		return 1
+	}
+	srv := agent.NewServer(conn, init, ws, log)
+	if err := srv.Serve(context.Background()); err != nil {
+		log.Warn("agent stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// bootstrap turns this fresh PID 1 into a sealed computer: root
+// filesystem, network, limits, privileges, seccomp.
+func bootstrap(conn *os.File) (agent.Init, *os.File, error) {
+	f, err := agent.ReadFrame(conn)
+	if err != nil {
+		return agent.Init{}, nil, fmt.Errorf("read init: %w", err)
+	}
+	var init agent.Init
+	if f.Kind != agent.KindInit || json.Unmarshal(f.Payload, &init) != nil {
+		return init, nil, fmt.Errorf("first frame is not a valid init")
+	}
+	// Inherited descriptors must not reach user processes.
+	fds := append([]int{controlFD, init.Cgroup.OOM}, init.Cgroup.Place...)
+	for _, fd := range fds {
+		unix.CloseOnExec(fd)
+	}
+	if err := buildRoot(init); err != nil {
+		return init, nil, err
+	}
+	if err := pivot(init.RootDir); err != nil {
+		return init, nil, err
+	}
+	if err := unix.Sethostname([]byte(init.Hostname)); err != nil {
+		return init, nil, fmt.Errorf("set hostname: %w", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return init, nil, err
+	}
+	for _, l := range []struct {
+		res int
+		val uint64
+	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_NOFILE, 4096}} {
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.val, Max: l.val}); err != nil {
+			return init, nil, fmt.Errorf("set rlimit %d: %w", l.res, err)
+		}
+	}
+	ws, err := os.OpenFile(agent.WorkspacePath, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return init, nil, fmt.Errorf("open workspace: %w", err)
+	}
+	if err := dropPrivileges(); err != nil {
+		ws.Close()
+		return init, nil, err
+	}
+	return init, ws, nil
+}
+
+// loopbackUp brings up lo, the only interface of a new network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring loopback up: %w", err)
+	}
+	return nil
+}

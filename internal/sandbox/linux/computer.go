@@ -1,0 +1,162 @@
+package linux
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux/disk"
+)
+
+// computer is one running sandbox.
+type computer struct {
+	id     string
+	spec   sandbox.Spec
+	driver *Driver
+	dir    computerDir
+	rec    record
+	lock   *os.File
+	cg     *userCgroup
+	proc   *exec.Cmd
+	client *agent.Client
+	stderr boundedBuffer
+
+	done    chan struct{} // closed when the agent process has been reaped
+	waitErr error
+
+	teardownOnce sync.Once
+	teardownErr  error
+	keptPath     string
+}
+
+var _ sandbox.Sandbox = (*computer)(nil)
+
+func (c *computer) ID() string         { return c.id }
+func (c *computer) Spec() sandbox.Spec { return c.spec }
+
+func (c *computer) Exec(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
+	return c.client.Exec(ctx, req, sio)
+}
+
+func (c *computer) WriteFile(ctx context.Context, req sandbox.FileWrite, r io.Reader) (sandbox.Written, error) {
+	return c.client.WriteFile(ctx, req, r)
+}
+
+func (c *computer) ReadFile(ctx context.Context, req sandbox.FileRead, w io.Writer) (sandbox.DataEnd, error) {
+	return c.client.ReadFile(ctx, req, w)
+}
+
+func (c *computer) Stat(ctx context.Context, path string) (sandbox.FileInfo, error) {
+	return c.client.Stat(ctx, path)
+}
+
+func (c *computer) List(ctx context.Context, path string) (sandbox.Listing, error) {
+	return c.client.List(ctx, path)
+}
+
+func (c *computer) Mkdir(ctx context.Context, path string, parents bool) error {
+	return c.client.Mkdir(ctx, path, parents)
+}
+
+func (c *computer) Remove(ctx context.Context, path string, recursive bool) error {
+	return c.client.Remove(ctx, path, recursive)
+}
+
+// Destroy kills everything and removes every resource of the computer.
+func (c *computer) Destroy(ctx context.Context) error {
+	c.teardownOnce.Do(func() { c.teardownErr = c.teardown(ctx, false) })
+	return c.teardownErr
+}
+
+// Keep stops the computer but keeps its disk, mounted on the host.
+func (c *computer) Keep(ctx context.Context) (string, error) {
+	c.teardownOnce.Do(func() { c.teardownErr = c.teardown(ctx, true) })
+	return c.keptPath, c.teardownErr
+}
+
+// teardown kills the agent (which takes the whole PID namespace with it),
+// waits until every process is gone, then removes cgroups, the disk and
+// the directory. With keep, the disk is mounted at <dir>/workspace instead.
+func (c *computer) teardown(ctx context.Context, keep bool) error {
+	var errs []error
+	if c.cg != nil {
+		c.cg.lift()
+		c.cg.kill()
+	}
+	if c.proc != nil {
+		c.proc.Process.Signal(unix.SIGKILL)
+		select {
+		case <-c.done:
+		case <-time.After(30 * time.Second):
+			errs = append(errs, fmt.Errorf("agent of %s did not exit", c.id))
+		}
+	}
+	if c.client != nil {
+		c.client.Close()
+	}
+	if c.cg != nil {
+		if err := c.cg.destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
+		}
+	}
+	if keep {
+		path, err := c.keepDisk(ctx)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.keptPath = path
+	} else if err := c.removeDir(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.lock != nil {
+		c.lock.Close()
+	}
+	if len(errs) > 0 {
+		c.driver.log.Warn("computer teardown incomplete; cubicle gc will retry", "computer", c.id, "errors", errs)
+		return fmt.Errorf("destroy %s: %v", c.id, errs)
+	}
+	return nil
+}
+
+func (c *computer) removeDir() error {
+	os.Remove(c.dir.path(rootDir))
+	os.Remove(c.dir.path(imageFile))
+	os.Remove(c.dir.path(recordFile))
+	os.Remove(c.dir.path(lockFile))
+	if err := os.Remove(string(c.dir)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove %s: %w", c.dir, err)
+	}
+	return nil
+}
+
+// keepDisk mounts the stopped computer's disk on the host for inspection.
+func (c *computer) keepDisk(ctx context.Context) (string, error) {
+	c.rec.Kept = true
+	c.rec.AgentPid = 0
+	c.rec.Cgroups = nil
+	if err := c.dir.write(c.rec); err != nil {
+		return "", err
+	}
+	target := c.dir.path(keptDir)
+	if err := os.Mkdir(target, 0o755); err != nil {
+		return "", err
+	}
+	loop, err := disk.Attach(ctx, c.dir.path(imageFile), false)
+	if err != nil {
+		return "", err
+	}
+	defer loop.Close()
+	flags, data := disk.MountFlags()
+	if err := unix.Mount(loop.Path, target, "ext4", flags, data); err != nil {
+		return "", fmt.Errorf("mount kept workspace: %w", err)
+	}
+	return target, nil
+}

@@ -1,0 +1,14 @@
+// Package linux implements sandbox.Driver with Linux namespaces, cgroups
+// (v1, hybrid and v2, through github.com/opencontainers/cgroups), a bounded
+// ext4 disk per computer, and a seccomp filter derived from Docker's default
+// profile.
+//
+// The host side (Driver, computer) prepares cgroups and the disk, then
+// re-executes the cubicle binary as "cubicle agent" in new PID, mount,
+// network, IPC, UTS and cgroup namespaces. The child side (AgentMain) builds
+// the computer's root filesystem, pivots into it, drops privileges, loads
+// seccomp and hands over to internal/agent's server.
+//
+// It may import internal/sandbox, internal/agent, its own subpackages
+// (seccomp, disk), x/sys and opencontainers/cgroups.
+package linux

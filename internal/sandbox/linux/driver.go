@@ -1,0 +1,237 @@
+package linux
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux/disk"
+)
+
+// Config configures the driver.
+type Config struct {
+	// StateDir holds computers' disks and records (StateDir/computers) and
+	// cached filesystem templates (StateDir/templates).
+	StateDir string
+	// AgentPath is the cubicle binary to run as the agent; default
+	// /proc/self/exe.
+	AgentPath string
+	// Logger for teardown problems; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Driver creates computers on this Linux host.
+type Driver struct {
+	cfg       Config
+	computers string
+	templates *disk.Templates
+	log       *slog.Logger
+}
+
+var _ sandbox.Driver = (*Driver)(nil)
+
+// New checks that this host can enforce a computer's limits and prepares
+// the state directory. It refuses, saying what is missing, when it cannot.
+func New(cfg Config) (*Driver, error) {
+	if cfg.AgentPath == "" {
+		cfg.AgentPath = "/proc/self/exe"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.StateDir == "" {
+		return nil, fmt.Errorf("linux driver: no state directory configured")
+	}
+	if err := preflight(); err != nil {
+		return nil, err
+	}
+	d := &Driver{
+		cfg:       cfg,
+		computers: filepath.Join(cfg.StateDir, "computers"),
+		templates: disk.NewTemplates(filepath.Join(cfg.StateDir, "templates")),
+		log:       cfg.Logger,
+	}
+	if err := os.MkdirAll(d.computers, 0o700); err != nil {
+		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	return d, nil
+}
+
+// newID returns a random computer id such as cmp_3f9c1a7b2d4e6f80a1b2c3d4.
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("cmp_%x", b)
+}
+
+// Create starts a computer.
+func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if spec.Network == "" {
+		spec.Network = sandbox.NetworkNone
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	c := &computer{id: newID(), spec: spec, driver: d, done: make(chan struct{})}
+	c.dir = computerDir(filepath.Join(d.computers, c.id))
+	if err := c.start(ctx); err != nil {
+		c.teardown(context.WithoutCancel(ctx), false)
+		return nil, err
+	}
+	return c, nil
+}
+
+// tmpBytes sizes /tmp: memory-backed, so at most a quarter of the memory
+// limit and never more than the disk.
+func tmpBytes(spec sandbox.Spec) int64 {
+	return min(spec.MemoryBytes/4, spec.DiskBytes)
+}
+
+func (c *computer) start(ctx context.Context) error {
+	if err := os.Mkdir(string(c.dir), 0o700); err != nil {
+		return fmt.Errorf("create computer directory: %w", err)
+	}
+	lock, err := c.dir.lock(true)
+	if err != nil {
+		return fmt.Errorf("lock computer directory: %w", err)
+	}
+	c.lock = lock
+	c.rec = record{ID: c.id}
+	if err := c.dir.write(c.rec); err != nil {
+		return fmt.Errorf("write computer record: %w", err)
+	}
+	image := c.dir.path(imageFile)
+	if err := c.driver.templates.Create(ctx, image, c.spec.DiskBytes); err != nil {
+		return fmt.Errorf("create workspace disk: %w", err)
+	}
+	loop, err := disk.Attach(ctx, image, false)
+	if err != nil {
+		return fmt.Errorf("attach workspace disk: %w", err)
+	}
+	defer loop.Close() // once mounted inside the computer, the mount holds the device
+	c.cg, err = createUserCgroup(c.id, c.spec)
+	if err != nil {
+		loop.Detach()
+		return err
+	}
+	c.rec.Cgroups = c.cg.paths
+	if err := c.dir.write(c.rec); err != nil {
+		loop.Detach()
+		return fmt.Errorf("write computer record: %w", err)
+	}
+	if err := os.Mkdir(c.dir.path(rootDir), 0o700); err != nil {
+		loop.Detach()
+		return err
+	}
+	if err := c.launch(ctx, loop.Path); err != nil {
+		loop.Detach()
+		return err
+	}
+	return nil
+}
+
+// launch starts the agent and waits for it to report the computer ready.
+func (c *computer) launch(ctx context.Context, device string) error {
+	files, cgfds, err := c.cg.agentFDs(controlFD + 1)
+	if err != nil {
+		return err
+	}
+	defer closeAll(files)
+	hostEnd, agentEnd, err := socketpair()
+	if err != nil {
+		return err
+	}
+	defer agentEnd.Close()
+	c.proc, err = startAgent(c.driver.cfg.AgentPath, append([]*os.File{agentEnd}, files...), &c.stderr)
+	if err != nil {
+		hostEnd.Close()
+		return err
+	}
+	go func() { c.waitErr = c.proc.Wait(); close(c.done) }()
+	c.rec.AgentPid = c.proc.Process.Pid
+	c.rec.AgentStart, _ = procStart(c.rec.AgentPid)
+	if err := c.dir.write(c.rec); err != nil {
+		hostEnd.Close()
+		return fmt.Errorf("write computer record: %w", err)
+	}
+	init := agent.Init{
+		Hostname: "computer", RootDir: c.dir.path(rootDir), Device: device,
+		TmpBytes: tmpBytes(c.spec), ShmBytes: min(64<<20, c.spec.MemoryBytes/4),
+		Env: c.spec.Env, Cgroup: cgfds, Timeout: agent.Millis(c.spec.Timeout),
+		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes,
+	}
+	for _, m := range c.spec.Mounts {
+		init.Mounts = append(init.Mounts, agent.Mount(m))
+	}
+	if err := handshake(ctx, hostEnd, init); err != nil {
+		hostEnd.Close()
+		return c.bootError(err)
+	}
+	c.client = agent.NewClient(hostEnd)
+	return nil
+}
+
+// bootError adds what the agent printed, bounded, to a failed start.
+func (c *computer) bootError(err error) error {
+	if out := c.stderr.String(); out != "" {
+		return fmt.Errorf("%w (agent output: %s)", err, out)
+	}
+	return err
+}
+
+// handshake sends Init and waits for Ready.
+func handshake(ctx context.Context, conn *os.File, init agent.Init) error {
+	payload, err := json.Marshal(init)
+	if err != nil {
+		return err
+	}
+	buf, err := agent.AppendFrame(nil, agent.Frame{Kind: agent.KindInit, Payload: payload})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	conn.SetDeadline(deadline)
+	defer conn.SetDeadline(time.Time{})
+	if _, err := conn.Write(buf); err != nil {
+		return fmt.Errorf("start computer: send init: %w", err)
+	}
+	f, err := agent.ReadFrame(conn)
+	if err != nil {
+		return fmt.Errorf("start computer: the agent did not answer: %w", err)
+	}
+	switch f.Kind {
+	case agent.KindReady:
+		return nil
+	case agent.KindError:
+		var w agent.WireError
+		json.Unmarshal(f.Payload, &w)
+		return fmt.Errorf("start computer: %s", truncate(w.Message, 2048))
+	}
+	return fmt.Errorf("start computer: unexpected first frame kind %d", f.Kind)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+var errDestroyed = errors.New("computer destroyed")

@@ -1,0 +1,98 @@
+package linux
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux/seccomp"
+)
+
+// agentCaps are the only capabilities the agent keeps: to start processes
+// as the sandbox user (setuid, setgid; also setfsuid for file operations)
+// and to signal them (kill). User processes get none: the change of uid on
+// exec clears them, and everything else is gone from the bounding set.
+var agentCaps = []uintptr{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_KILL}
+
+// dropPrivileges applies, to every thread of the agent: no supplementary
+// groups, a bounding set of agentCaps, no ambient capabilities,
+// no_new_privs, non-dumpable, and the seccomp filter that every user
+// process inherits.
+func dropPrivileges() error {
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("drop groups: %w", err)
+	}
+	last, err := lastCap()
+	if err != nil {
+		return err
+	}
+	keep := map[uintptr]bool{}
+	for _, c := range agentCaps {
+		keep[c] = true
+	}
+	for c := uintptr(0); c <= last; c++ {
+		if keep[c] {
+			continue
+		}
+		if err := allThreads(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); err != nil {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := allThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	var mask uint32
+	for _, c := range agentCaps {
+		mask |= 1 << c
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	data := [2]unix.CapUserData{{Effective: mask, Permitted: mask}}
+	if err := allThreads(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); err != nil {
+		return fmt.Errorf("set capabilities: %w", err)
+	}
+	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("set non-dumpable: %w", err)
+	}
+	filter, err := seccomp.Default()
+	if err != nil {
+		return fmt.Errorf("build seccomp filter: %w", err)
+	}
+	if err := filter.Load(); err != nil {
+		return fmt.Errorf("load seccomp filter: %w", err)
+	}
+	return nil
+}
+
+// allThreads runs a syscall on every OS thread: capabilities and
+// no_new_privs are per-thread attributes, and any thread may later fork a
+// user process.
+func allThreads(trap, a1, a2, a3 uintptr) error {
+	_, _, errno := syscall.AllThreadsSyscall(trap, a1, a2, a3)
+	if errno == syscall.ENOTSUP {
+		return fmt.Errorf("cubicle was built with cgo; rebuild it with CGO_ENABLED=0")
+	}
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func lastCap() (uintptr, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 0, fmt.Errorf("read cap_last_cap: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("parse cap_last_cap: %w", err)
+	}
+	return uintptr(n), nil
+}

@@ -1,0 +1,310 @@
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent"
+)
+
+// runtimePaths are bound read-only from the host: the programs and
+// libraries code in a computer may run. Merged-/usr hosts have symlinks for
+// the top-level ones, which are reproduced as symlinks.
+var runtimePaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcBinds are the host /etc entries a computer sees (read-only); nothing
+// else of the host's /etc is visible. passwd, group, hosts, hostname,
+// resolv.conf and nsswitch.conf are written fresh.
+var etcBinds = []string{
+	"ssl", "ca-certificates", "ca-certificates.conf", "alternatives",
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+	"mime.types", "protocols", "services", "rpc", "gai.conf", "inputrc",
+	"python3", "python3.11", "matplotlibrc", "fonts", "bash.bashrc",
+	"profile", "debian_version", "os-release", "magic", "mailcap",
+}
+
+// maskedFiles and maskedDirs hide host kernel information in /proc, as runc
+// does; readonlyProc are visible but never writable.
+var (
+	maskedFiles = []string{"kcore", "keys", "latency_stats", "timer_list", "timer_stats",
+		"sched_debug", "sysrq-trigger", "kallsyms", "kmsg", "config.gz"}
+	maskedDirs   = []string{"acpi", "asound", "scsi", "firmware", "driver"}
+	readonlyProc = []string{"bus", "fs", "irq", "sys"}
+)
+
+// devices are bound from the host into the computer's /dev.
+var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+const roBind = unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
+
+// buildRoot assembles the computer's root filesystem under init.RootDir.
+// It runs as PID 1 in the new mount namespace, before pivot_root.
+func buildRoot(init agent.Init) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	root := init.RootDir
+	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4m,mode=755"); err != nil {
+		return fmt.Errorf("mount root tmpfs: %w", err)
+	}
+	steps := []func(string, agent.Init) error{bindRuntime, writeEtc, mountWorkspace, mountTmp, mountProc, mountDev, bindExtra}
+	for _, step := range steps {
+		if err := step(root, init); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func bindRuntime(root string, _ agent.Init) error {
+	for _, p := range runtimePaths {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("runtime path %s: %w", p, err)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			if err != nil {
+				return fmt.Errorf("runtime path %s: %w", p, err)
+			}
+			if err := os.Symlink(target, root+p); err != nil {
+				return fmt.Errorf("runtime path %s: %w", p, err)
+			}
+			continue
+		}
+		if err := bindReadOnly(p, root+p); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(root + "/bin/sh"); err != nil {
+		return fmt.Errorf("the runtime has no /bin/sh: %w", err)
+	}
+	return nil
+}
+
+// bindReadOnly binds src (a file or directory) at dst, read-only, nosuid, nodev.
+func bindReadOnly(src, dst string) error {
+	if err := mountPoint(src, dst); err != nil {
+		return err
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", src, err)
+	}
+	if err := unix.Mount("", dst, "", roBind, ""); err != nil {
+		return fmt.Errorf("make %s read-only: %w", src, err)
+	}
+	return nil
+}
+
+// mountPoint creates dst as an empty file or directory, like src.
+func mountPoint(src, dst string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return fmt.Errorf("bind source %s: %w", src, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		if err := os.Mkdir(dst, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		return nil
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func writeEtc(root string, init agent.Init) error {
+	etc := root + "/etc"
+	if err := os.Mkdir(etc, 0o755); err != nil {
+		return err
+	}
+	files := map[string]string{
+		"passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n" +
+			"user:x:1000:1000:sandbox user:/workspace:/bin/bash\n" +
+			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":         "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n",
+		"hosts":         "127.0.0.1\tlocalhost " + init.Hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"hostname":      init.Hostname + "\n",
+		"resolv.conf":   "# This computer has no network.\n",
+		"nsswitch.conf": "passwd: files\ngroup: files\nhosts: files dns\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, name := range etcBinds {
+		src := "/etc/" + name
+		if _, err := os.Stat(src); err != nil {
+			continue // absent on this host, or a dangling link
+		}
+		if err := bindReadOnly(src, filepath.Join(etc, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mountWorkspace(root string, init agent.Init) error {
+	ws := root + agent.WorkspacePath
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount(init.Device, ws, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "errors=remount-ro"); err != nil {
+		return fmt.Errorf("mount workspace disk %s: %w", init.Device, err)
+	}
+	os.Remove(ws + "/lost+found")
+	if err := os.Chown(ws, agent.SandboxUID, agent.SandboxGID); err != nil {
+		return err
+	}
+	return os.Chmod(ws, 0o755)
+}
+
+func mountTmp(root string, init agent.Init) error {
+	tmp := root + "/tmp"
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return err
+	}
+	data := fmt.Sprintf("size=%d,mode=1777,nr_inodes=%d", init.TmpBytes, 64<<10)
+	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
+		return fmt.Errorf("mount /tmp: %w", err)
+	}
+	return nil
+}
+
+func mountProc(root string, _ agent.Init) error {
+	proc := root + "/proc"
+	if err := os.Mkdir(proc, 0o555); err != nil {
+		return err
+	}
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+	if err := unix.Mount("proc", proc, "proc", flags, "hidepid=invisible"); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	for _, name := range maskedFiles {
+		p := proc + "/" + name
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := unix.Mount("/dev/null", p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mask /proc/%s: %w", name, err)
+		}
+	}
+	for _, name := range maskedDirs {
+		p := proc + "/" + name
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|flags, "size=0"); err != nil {
+			return fmt.Errorf("mask /proc/%s: %w", name, err)
+		}
+	}
+	for _, name := range readonlyProc {
+		p := proc + "/" + name
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind /proc/%s: %w", name, err)
+		}
+		if err := unix.Mount("", p, "", roBind|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("make /proc/%s read-only: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func mountDev(root string, init agent.Init) error {
+	dev := root + "/dev"
+	if err := os.Mkdir(dev, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=755"); err != nil {
+		return fmt.Errorf("mount /dev: %w", err)
+	}
+	for _, d := range devices {
+		if err := mountPoint("/dev/"+d, dev+"/"+d); err != nil {
+			return err
+		}
+		if err := unix.Mount("/dev/"+d, dev+"/"+d, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind /dev/%s: %w", d, err)
+		}
+	}
+	for _, d := range []string{"pts", "shm"} {
+		if err := os.Mkdir(dev+"/"+d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC,
+		"newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return fmt.Errorf("mount /dev/pts: %w", err)
+	}
+	shm := fmt.Sprintf("size=%d,mode=1777", init.ShmBytes)
+	if err := unix.Mount("shm", dev+"/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, shm); err != nil {
+		return fmt.Errorf("mount /dev/shm: %w", err)
+	}
+	links := map[string]string{"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "core": "/proc/kcore"}
+	for name, target := range links {
+		if err := os.Symlink(target, dev+"/"+name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func bindExtra(root string, init agent.Init) error {
+	for _, m := range init.Mounts {
+		dst := root + filepath.Clean(m.Target)
+		if strings.Contains(m.Target, "..") {
+			return fmt.Errorf("mount target %q must not contain ..", m.Target)
+		}
+		if err := mountPoint(m.Source, dst); err != nil {
+			return err
+		}
+		if err := unix.Mount(m.Source, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", m.Source, err)
+		}
+		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+		if m.ReadOnly {
+			flags |= unix.MS_RDONLY
+		}
+		if err := unix.Mount("", dst, "", flags, ""); err != nil {
+			return fmt.Errorf("remount %s: %w", m.Target, err)
+		}
+	}
+	return nil
+}
+
+// pivot makes root the computer's / and drops every host mount.
+func pivot(root string) error {
+	if err := unix.Chdir(root); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach old root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("make / read-only: %w", err)
+	}
+	return nil
+}
