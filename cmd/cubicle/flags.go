@@ -18,13 +18,18 @@ const defaultData = "/var/lib/cubicle"
 func newFlags(name, usageText string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fmt.Fprint(os.Stdout, usageText)
-		fs.SetOutput(os.Stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
+	fs.Usage = func() {} // errors are reported in one line by parse
+	helpText[fs] = usageText
 	return fs
+}
+
+var helpText = map[*flag.FlagSet]string{}
+
+func printHelp(fs *flag.FlagSet) {
+	fmt.Fprint(os.Stdout, helpText[fs])
+	fs.SetOutput(os.Stdout)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 // parse parses args; it returns an exit code when the command must stop
@@ -32,7 +37,7 @@ func newFlags(name, usageText string) *flag.FlagSet {
 func parse(fs *flag.FlagSet, args []string) (int, bool) {
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
+		printHelp(fs)
 		return 0, false
 	}
 	if err != nil {

@@ -37,16 +37,16 @@ const (
 
 // Frames from the agent to the host.
 const (
-	KindReady     Kind = iota + 64 // JSON Ready: bootstrap finished
-	KindStarted                    // JSON Started
-	KindStdout                     // raw process output
-	KindStderr                     // raw process output
-	KindExit                       // JSON ExitStatus; last frame of a process
-	KindStdinAck                   // empty: one stdin chunk was consumed
-	KindOK                         // JSON reply of a request (shape depends on the request)
-	KindError                      // JSON WireError; last frame of a request
-	KindData                       // raw file content (both directions)
-	KindDataEnd                    // JSON DataEnd (agent) or empty (host): end of file content
+	KindReady    Kind = iota + 64 // JSON Ready: bootstrap finished
+	KindStarted                   // JSON Started
+	KindStdout                    // raw process output
+	KindStderr                    // raw process output
+	KindExit                      // JSON ExitStatus; last frame of a process
+	KindStdinAck                  // empty: one stdin chunk was consumed
+	KindOK                        // JSON reply of a request (shape depends on the request)
+	KindError                     // JSON WireError; last frame of a request
+	KindData                      // raw file content (both directions)
+	KindDataEnd                   // JSON DataEnd (agent) or empty (host): end of file content
 )
 
 // ErrFrameTooLarge reports a frame whose announced payload exceeds MaxPayload.

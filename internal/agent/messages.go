@@ -6,17 +6,17 @@ import "time"
 // linux driver consumes it before the namespaces are finished; the agent
 // server keeps what it needs at run time.
 type Init struct {
-	Hostname   string     `json:"hostname"`
-	RootDir    string     `json:"root_dir"`    // empty host directory to build the new root on
-	Device     string     `json:"device"`      // block device holding the workspace filesystem
-	TmpBytes   int64      `json:"tmp_bytes"`   // size of the /tmp tmpfs
-	ShmBytes   int64      `json:"shm_bytes"`   // size of the /dev/shm tmpfs
-	Mounts     []Mount    `json:"mounts"`      // extra bind mounts
-	Env        []string   `json:"env"`         // default environment of every process
-	Cgroup     CgroupFDs  `json:"cgroup"`      // inherited descriptors for process placement
-	Timeout    Duration   `json:"timeout"`     // default wall-time limit per process
-	MaxFile    int64      `json:"max_file"`    // largest file the file API writes or reads
-	MemoryHint int64      `json:"memory_hint"` // memory limit, for messages only
+	Hostname   string    `json:"hostname"`
+	RootDir    string    `json:"root_dir"`    // empty host directory to build the new root on
+	Device     string    `json:"device"`      // block device holding the workspace filesystem
+	TmpBytes   int64     `json:"tmp_bytes"`   // size of the /tmp tmpfs
+	ShmBytes   int64     `json:"shm_bytes"`   // size of the /dev/shm tmpfs
+	Mounts     []Mount   `json:"mounts"`      // extra bind mounts
+	Env        []string  `json:"env"`         // default environment of every process
+	Cgroup     CgroupFDs `json:"cgroup"`      // inherited descriptors for process placement
+	Timeout    Duration  `json:"timeout"`     // default wall-time limit per process
+	MaxFile    int64     `json:"max_file"`    // largest file the file API writes or reads
+	MemoryHint int64     `json:"memory_hint"` // memory limit, for messages only
 }
 
 // Mount is an extra bind mount from the host into the computer.

@@ -28,6 +28,9 @@ func IsAgent() bool {
 // AgentMain runs the agent and returns the process exit code. It must be
 // called early in main, before anything else starts goroutines that matter.
 func AgentMain() int {
+	// Descriptors inherited from whoever started the host process must never
+	// reach user code; mark them all close-on-exec before anything else.
+	unix.CloseRange(controlFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	conn := os.NewFile(controlFD, "control")
 	init, ws, err := bootstrap(conn)
@@ -55,11 +58,6 @@ func bootstrap(conn *os.File) (agent.Init, *os.File, error) {
 	var init agent.Init
 	if f.Kind != agent.KindInit || json.Unmarshal(f.Payload, &init) != nil {
 		return init, nil, fmt.Errorf("first frame is not a valid init")
-	}
-	// Inherited descriptors must not reach user processes.
-	fds := append([]int{controlFD, init.Cgroup.OOM}, init.Cgroup.Place...)
-	for _, fd := range fds {
-		unix.CloseOnExec(fd)
 	}
 	if err := buildRoot(init); err != nil {
 		return init, nil, err
