@@ -1,0 +1,116 @@
+package linux_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+)
+
+// agentBin is the real cubicle binary, built without cgo as in production;
+// computers in these tests run it as their agent. The test binary itself
+// may be built with -race (which needs cgo).
+var agentBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	if p := os.Getenv("CUBICLE_BIN"); p != "" {
+		agentBin = p
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "cubicle-test-bin")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	agentBin = filepath.Join(dir, "cubicle")
+	build := exec.Command("go", "build", "-o", agentBin, "github.com/cubicle-sandbox/cubicle/cmd/cubicle")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build cubicle: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// newDriver returns a driver with its own state directory.
+func newDriver(t testing.TB) *linux.Driver {
+	t.Helper()
+	d, err := linux.New(linux.Config{StateDir: t.TempDir(), AgentPath: agentBin})
+	if err != nil {
+		t.Fatalf("linux.New: %v", err)
+	}
+	return d
+}
+
+// newComputer starts a computer (default limits, adjusted by tweak) that is
+// destroyed when the test ends.
+func newComputer(t testing.TB, d *linux.Driver, tweak func(*sandbox.Spec)) sandbox.Sandbox {
+	t.Helper()
+	spec := sandbox.DefaultSpec()
+	spec.DiskBytes = 64 << 20
+	if tweak != nil {
+		tweak(&spec)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sb, err := d.Create(ctx, spec)
+	if err != nil {
+		t.Fatalf("create computer: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sb.Destroy(context.Background()); err != nil {
+			t.Errorf("destroy: %v", err)
+		}
+	})
+	return sb
+}
+
+// result is a finished process with its captured output.
+type result struct {
+	sandbox.ExitStatus
+	Stdout, Stderr string
+}
+
+// run runs a shell command in sb and captures its output.
+func run(t testing.TB, sb sandbox.Sandbox, command string) result {
+	t.Helper()
+	return runReq(t, sb, sandbox.ExecRequest{Command: command}, nil)
+}
+
+func runReq(t testing.TB, sb sandbox.Sandbox, req sandbox.ExecRequest, stdin *strings.Reader) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	sio := sandbox.ExecIO{Stdout: &out, Stderr: &errb}
+	if stdin != nil {
+		sio.Stdin = stdin
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := sb.Exec(ctx, req, sio)
+	if err != nil {
+		t.Fatalf("exec %v %q: %v", req.Argv, req.Command, err)
+	}
+	return result{ExitStatus: st, Stdout: out.String(), Stderr: errb.String()}
+}
+
+// mustSucceed runs command and fails the test unless it exits 0.
+func mustSucceed(t testing.TB, sb sandbox.Sandbox, command string) string {
+	t.Helper()
+	r := run(t, sb, command)
+	if r.ExitCode != 0 {
+		t.Fatalf("%q: exit %d signal %d\nstdout: %s\nstderr: %s", command, r.ExitCode, r.Signal, r.Stdout, r.Stderr)
+	}
+	return r.Stdout
+}
