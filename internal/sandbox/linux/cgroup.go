@@ -281,9 +281,14 @@ func (u *userCgroup) kill() {
 // destroy removes the user cgroup, its per-process leaves and the
 // per-computer directory above it.
 func (u *userCgroup) destroy() error {
-	err := cgroups.RemovePaths(u.paths)
+	var parents []string
 	for _, p := range u.paths {
-		if rerr := cgroups.RemovePath(filepath.Dir(p)); rerr != nil && err == nil {
+		parents = append(parents, filepath.Dir(p))
+	}
+	// RemovePaths forgets the paths it removed, so the parents were taken first.
+	err := cgroups.RemovePaths(u.paths)
+	for _, p := range parents {
+		if rerr := cgroups.RemovePath(p); rerr != nil && err == nil {
 			err = rerr
 		}
 	}
