@@ -1,0 +1,36 @@
+# Cubicle: `make run` sets up the host and runs a command in a computer;
+# `make test` runs the whole test suite. Both install what they need.
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+BIN := bin/cubicle
+
+.PHONY: all setup build run test lint bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+# The agent uses syscall.AllThreadsSyscall, which Go refuses in cgo binaries:
+# cubicle is always built without cgo (a static binary).
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/cubicle
+
+run: setup build
+	./$(BIN) run -- /usr/bin/python3 -c 'import platform, os; print("hello from computer", platform.node(), "as uid", os.getuid())'
+
+lint:
+	@test -z "$$(gofmt -l cmd internal)" || { echo "gofmt needed:"; gofmt -l cmd internal; exit 1; }
+	$(GO) vet ./...
+
+# Tests run as root against real namespaces, cgroups and seccomp. Test
+# binaries are built with -race (which needs cgo); computers still run the
+# cgo-free cubicle binary as their agent (CUBICLE_BIN).
+test: setup build lint
+	CGO_ENABLED=1 CUBICLE_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
+
+bench: setup
+	bash scripts/bench.sh
+
+clean:
+	rm -rf bin

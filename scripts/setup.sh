@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what Cubicle needs on a Debian 12 host, idempotently: the Python
+# stack that runs inside computers (from Debian, used as /usr/bin/python3),
+# mkfs.ext4 for computers' disks, and the tools the tests use.
+set -euo pipefail
+
+packages=(
+  python3 python3-ipykernel python3-numpy python3-pandas python3-matplotlib
+  e2fsprogs util-linux procps iproute2 psmisc gcc libc6-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  echo "setup: cubicle creates namespaces, cgroups and loop devices: run it as root" >&2
+fi
+[ -e /dev/loop-control ] || modprobe loop 2>/dev/null || echo "setup: warning: no /dev/loop-control (load the loop module)" >&2
+echo "setup: ok ($(/usr/bin/python3 -c 'import numpy, pandas, matplotlib, ipykernel; print("python stack present")'))"
