@@ -41,7 +41,9 @@ func (s *Server) place(p *process) error {
 	if err := unix.Mkdirat(cg.Track, leaf, 0o755); err != nil {
 		return fmt.Errorf("%w: create process cgroup: %v", ErrInternal, err)
 	}
+	p.mu.Lock()
 	p.leaf = leaf
+	p.mu.Unlock()
 	if err := writeAt(cg.Track, leaf+"/cgroup.procs", pid); err != nil {
 		return fmt.Errorf("%w: join process cgroup: %v", ErrInternal, err)
 	}
@@ -87,22 +89,26 @@ func (s *Server) leafPids(leaf string) []int {
 // process-group or session space: membership of its cgroup leaf is
 // inherited on fork and cannot be left by unprivileged code.
 func (s *Server) killTree(p *process) {
-	if pid := p.getPid(); pid > 0 {
+	p.mu.Lock()
+	p.killed = true
+	pid, leaf := p.pid, p.leaf
+	p.mu.Unlock()
+	if pid > 0 {
 		unix.Kill(-pid, unix.SIGKILL)
 		unix.Kill(pid, unix.SIGKILL)
 	}
-	if p.leaf == "" {
+	if leaf == "" {
 		return
 	}
 	if s.init.Cgroup.Kill {
-		if writeAt(s.init.Cgroup.Track, p.leaf+"/cgroup.kill", "1") == nil {
+		if writeAt(s.init.Cgroup.Track, leaf+"/cgroup.kill", "1") == nil {
 			return
 		}
 	}
 	// Without cgroup.kill, repeat until the leaf is empty: a fork racing the
 	// first sweep is caught by the next. The pids limit bounds the rounds.
 	for round := 0; round < 200; round++ {
-		pids := s.leafPids(p.leaf)
+		pids := s.leafPids(leaf)
 		if len(pids) == 0 {
 			return
 		}

@@ -30,13 +30,14 @@ const outputGrace = 200 * time.Millisecond
 const stdinWindow = 8 // stdin chunks in flight; the host sends at most this many unacknowledged
 
 type process struct {
-	id       uint32
+	id uint32
+
+	mu       sync.Mutex
 	pid      int
 	leaf     string
 	stdin    chan []byte // nil when stdin is /dev/null
-	killOnce sync.Once
 	timedOut bool
-	mu       sync.Mutex
+	killed   bool // a kill was asked for, possibly before the process existed
 }
 
 func (p *process) getPid() int {
@@ -303,6 +304,12 @@ func (s *Server) spawn(p *process, argv, env []string, cwd string, files []*os.F
 		<-w.exited
 		s.releaseLeaf(p.leaf)
 		return nil, fmt.Errorf("%w: detach: %v", ErrInternal, err)
+	}
+	p.mu.Lock()
+	killed := p.killed
+	p.mu.Unlock()
+	if killed { // cancelled while starting
+		s.killTree(p)
 	}
 	return w, nil
 }
