@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -80,7 +81,7 @@ func parseSize(v string) (int64, error) {
 		}
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f <= 0 || f*float64(mult) > 1<<50 {
+	if err != nil || !(f > 0) || f*float64(mult) > 1<<50 { // !(f > 0) also refuses NaN
 		return 0, fmt.Errorf("%q is not a size like 512M or 1G", v)
 	}
 	return int64(f * float64(mult)), nil
@@ -102,7 +103,7 @@ type durationFlag struct{ d time.Duration }
 func (d *durationFlag) String() string { return d.d.String() }
 
 func (d *durationFlag) Set(v string) error {
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 && n <= int(math.MaxInt64/time.Second) {
 		d.d = time.Duration(n) * time.Second
 		return nil
 	}

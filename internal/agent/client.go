@@ -23,7 +23,7 @@ type Client struct {
 	writeMu sync.Mutex
 
 	mu      sync.Mutex
-	streams map[uint32]chan Frame
+	streams map[uint32]*stream
 	nextID  uint32
 	err     error
 	done    chan struct{}
@@ -31,7 +31,7 @@ type Client struct {
 
 // NewClient starts reading frames from conn.
 func NewClient(conn io.ReadWriteCloser) *Client {
-	c := &Client{conn: conn, streams: make(map[uint32]chan Frame), done: make(chan struct{})}
+	c := &Client{conn: conn, streams: make(map[uint32]*stream), done: make(chan struct{})}
 	go c.readLoop()
 	return c
 }
@@ -51,12 +51,12 @@ func (c *Client) readLoop() {
 			break
 		}
 		c.mu.Lock()
-		ch := c.streams[f.ID]
+		st := c.streams[f.ID]
 		c.mu.Unlock()
-		if ch != nil {
+		if st != nil {
 			select {
-			case ch <- f:
-			case <-c.done:
+			case st.ch <- f:
+			case <-st.gone: // released meanwhile: nobody will read it
 			}
 		}
 	}
@@ -72,6 +72,13 @@ func (c *Client) readLoop() {
 	c.conn.Close()
 }
 
+// stream is one request's queue of frames; gone is closed when the request
+// no longer reads it.
+type stream struct {
+	ch   chan Frame
+	gone chan struct{}
+}
+
 func (c *Client) open() (uint32, chan Frame) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -79,14 +86,17 @@ func (c *Client) open() (uint32, chan Frame) {
 	if c.nextID == 0 {
 		c.nextID = 1
 	}
-	ch := make(chan Frame, 16)
-	c.streams[c.nextID] = ch
-	return c.nextID, ch
+	st := &stream{ch: make(chan Frame, 16), gone: make(chan struct{})}
+	c.streams[c.nextID] = st
+	return c.nextID, st.ch
 }
 
 func (c *Client) release(id uint32) {
 	c.mu.Lock()
-	delete(c.streams, id)
+	if st := c.streams[id]; st != nil {
+		close(st.gone)
+		delete(c.streams, id)
+	}
 	c.mu.Unlock()
 }
 

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -67,6 +68,27 @@ func (s *Server) openUpload(id uint32, req FileWrite) (*upload, error) {
 		dirfd, err := s.ws.open(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
 		if err != nil {
 			return err
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFREG:
+			case unix.S_IFLNK:
+				// Writing "through" a symlink would replace the link; refuse,
+				// saying where it leads when that is outside.
+				unix.Close(dirfd)
+				if fd, err := s.ws.open(r, unix.O_PATH, 0); err != nil {
+					if errors.Is(err, ErrPathEscape) {
+						return err
+					}
+				} else {
+					unix.Close(fd)
+				}
+				return fmt.Errorf("%s: %w (it is a symlink)", u.display, ErrNotRegular)
+			default:
+				unix.Close(dirfd)
+				return notRegular(u.display, st.Mode)
+			}
 		}
 		fd, err := unix.Openat(dirfd, u.tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 		if err != nil {
@@ -316,9 +338,13 @@ func (ws *workspace) mkdirAll(r string) error {
 		if err == nil {
 			continue
 		}
-		if fd, oerr := ws.open(prefix, unix.O_PATH|unix.O_DIRECTORY, 0); oerr == nil {
+		fd, oerr := ws.open(prefix, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if oerr == nil {
 			unix.Close(fd) // already a directory (or a symlink to one inside the workspace)
 			continue
+		}
+		if errors.Is(err, ErrExists) {
+			return oerr // it exists but cannot be used: say why (escape, not a directory...)
 		}
 		return err
 	}
@@ -350,7 +376,10 @@ func (ws *workspace) remove(r string, recursive bool) error {
 		return errnoError(err, display(r))
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return errnoError(unix.Unlinkat(dirfd, base, 0), display(r))
+		if err := unix.Unlinkat(dirfd, base, 0); err != nil {
+			return errnoError(err, display(r))
+		}
+		return nil
 	}
 	if recursive {
 		if err := removeChildren(dirfd, base, 0); err != nil {

@@ -74,6 +74,9 @@ func ReadFrame(r io.Reader) (Frame, error) {
 	if n > 0 {
 		f.Payload = make([]byte, n)
 		if _, err := io.ReadFull(r, f.Payload); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
 			return Frame{}, fmt.Errorf("control channel: truncated frame: %w", err)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// header encodes a frame header announcing n payload bytes.
-func header(n uint32, kind Kind, id uint32) []byte {
+// frameHeader encodes a frame header announcing n payload bytes.
+func frameHeader(n uint32, kind Kind, id uint32) []byte {
 	var h [headerSize]byte
 	binary.BigEndian.PutUint32(h[0:4], n)
 	h[4] = byte(kind)
@@ -19,15 +19,15 @@ func header(n uint32, kind Kind, id uint32) []byte {
 	return h[:]
 }
 
-// endlessReader serves a fixed prefix, then zeros forever, counting what
+// frameEndlessReader serves a fixed prefix, then zeros forever, counting what
 // was read past the prefix: a reader that refuses a frame by its header
 // must not read (let alone buffer) the announced payload.
-type endlessReader struct {
+type frameEndlessReader struct {
 	prefix []byte
 	extra  int64
 }
 
-func (r *endlessReader) Read(p []byte) (int, error) {
+func (r *frameEndlessReader) Read(p []byte) (int, error) {
 	if len(r.prefix) > 0 {
 		n := copy(p, r.prefix)
 		r.prefix = r.prefix[n:]
@@ -82,7 +82,7 @@ func TestFrameAppendRefusesOversizedPayload(t *testing.T) {
 
 func TestFrameTooLargeIsRefusedBeforeAllocation(t *testing.T) {
 	for _, n := range []uint32{MaxPayload + 1, 1 << 31, 0xffffffff} {
-		r := &endlessReader{prefix: header(n, KindStdout, 3)}
+		r := &frameEndlessReader{prefix: frameHeader(n, KindStdout, 3)}
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -104,7 +104,7 @@ func TestFrameTooLargeIsRefusedBeforeAllocation(t *testing.T) {
 		}
 	}
 	// The largest legal payload is accepted.
-	r := &endlessReader{prefix: header(MaxPayload, KindStdout, 3)}
+	r := &frameEndlessReader{prefix: frameHeader(MaxPayload, KindStdout, 3)}
 	f, err := ReadFrame(r)
 	if err != nil || len(f.Payload) != MaxPayload {
 		t.Fatalf("MaxPayload frame: %d bytes, err %v", len(f.Payload), err)
@@ -135,15 +135,15 @@ func TestFrameTruncated(t *testing.T) {
 	}
 	// A reader that fails mid-payload reports the failure.
 	boom := errors.New("boom")
-	_, err = ReadFrame(io.MultiReader(bytes.NewReader(full[:headerSize+2]), iotestErrReader{boom}))
+	_, err = ReadFrame(io.MultiReader(bytes.NewReader(full[:headerSize+2]), frameErrReader{boom}))
 	if !errors.Is(err, boom) {
 		t.Errorf("failing reader: err = %v, want it wrapped", err)
 	}
 }
 
-type iotestErrReader struct{ err error }
+type frameErrReader struct{ err error }
 
-func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
+func (r frameErrReader) Read([]byte) (int, error) { return 0, r.err }
 
 func FuzzReadFrame(f *testing.F) {
 	good, _ := AppendFrame(nil, Frame{Kind: KindOK, ID: 1, Payload: []byte(`{}`)})
@@ -151,10 +151,10 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add(good)
 	f.Add(two)
 	f.Add([]byte{})
-	f.Add(header(0, KindPing, 0))
-	f.Add(header(MaxPayload+1, KindData, 5))
-	f.Add(header(0xffffffff, KindData, 5))
-	f.Add(append(header(4, KindError, 1), 'a', 'b'))
+	f.Add(frameHeader(0, KindPing, 0))
+	f.Add(frameHeader(MaxPayload+1, KindData, 5))
+	f.Add(frameHeader(0xffffffff, KindData, 5))
+	f.Add(append(frameHeader(4, KindError, 1), 'a', 'b'))
 	f.Add(good[:headerSize-1])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)

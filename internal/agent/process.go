@@ -35,7 +35,8 @@ type process struct {
 	mu       sync.Mutex
 	pid      int
 	leaf     string
-	stdin    chan []byte // nil when stdin is /dev/null
+	stdin    chan []byte // nil when stdin is /dev/null or was closed
+	in       chan []byte // the same queue, never reset: feedStdin drains it
 	timedOut bool
 	killed   bool // a kill was asked for, possibly before the process existed
 }
@@ -46,16 +47,25 @@ func (p *process) getPid() int {
 	return p.pid
 }
 
-func (s *Server) runProcess(ctx context.Context, id uint32, req ExecStart) {
+// register makes a process known before its Exec frame's successors are
+// dispatched, so stdin frames that arrive while it starts are queued, not lost.
+func (s *Server) register(id uint32, stdin bool) (*process, error) {
 	p := &process{id: id}
+	if stdin {
+		p.in = make(chan []byte, stdinWindow)
+		p.stdin = p.in
+	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if _, dup := s.procs[id]; dup {
-		s.mu.Unlock()
-		s.sendError(id, fmt.Errorf("%w: stream %d already in use", ErrInvalid, id))
-		return
+		return nil, fmt.Errorf("%w: stream %d already in use", ErrInvalid, id)
 	}
 	s.procs[id] = p
-	s.mu.Unlock()
+	return p, nil
+}
+
+func (s *Server) runProcess(ctx context.Context, p *process, req ExecStart) {
+	id := p.id
 	defer func() {
 		s.mu.Lock()
 		delete(s.procs, id)
@@ -78,6 +88,9 @@ func (s *Server) execute(ctx context.Context, p *process, req ExecStart) (ExitSt
 	cwd, err := s.ws.cwd(req.Cwd)
 	if err != nil {
 		return ExitStatus{}, err
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return ExitStatus{}, fmt.Errorf("%w: working directory %s does not exist or is not a directory", ErrNotFound, cwd)
 	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
@@ -110,9 +123,6 @@ func (s *Server) execute(ctx context.Context, p *process, req ExecStart) (ExitSt
 		return ExitStatus{}, err
 	}
 	if stdinW != nil {
-		p.mu.Lock()
-		p.stdin = make(chan []byte, stdinWindow)
-		p.mu.Unlock()
 		go s.feedStdin(p, stdinW)
 	}
 	s.sendJSON(KindStarted, p.id, Started{Pid: p.getPid()})
@@ -364,11 +374,8 @@ func (s *Server) pump(wg *sync.WaitGroup, id uint32, kind Kind, r *os.File) {
 
 func (s *Server) feedStdin(p *process, w *os.File) {
 	defer w.Close()
-	p.mu.Lock()
-	ch := p.stdin
-	p.mu.Unlock()
 	broken := false
-	for chunk := range ch {
+	for chunk := range p.in {
 		if !broken {
 			if _, err := w.Write(chunk); err != nil {
 				broken = true // the process closed stdin; keep acknowledging so the host never stalls

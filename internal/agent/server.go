@@ -71,7 +71,11 @@ func (s *Server) dispatch(ctx context.Context, f Frame) {
 	case KindExec:
 		var req ExecStart
 		if s.decode(f, &req) {
-			go s.runProcess(ctx, f.ID, req)
+			if p, err := s.register(f.ID, req.Stdin); err != nil {
+				s.sendError(f.ID, err)
+			} else {
+				go s.runProcess(ctx, p, req)
+			}
 		}
 	case KindStdin, KindStdinClose, KindSignal:
 		s.processInput(f)

@@ -1,0 +1,212 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the whole configuration. Field tags name the TOML keys; the
+// environment variable of a key is CUBICLE_<SECTION>_<KEY> in upper case.
+type Config struct {
+	Server    Server    `toml:"server"`
+	Computers Computers `toml:"computers"`
+	Log       Log       `toml:"log"`
+}
+
+// Server is the HTTP listener and where state lives.
+type Server struct {
+	Listen string `toml:"listen"`
+	Data   string `toml:"data"`
+}
+
+// Computers are the deployment's limits for computers. Keys may only shrink
+// the time limits (lifetime, exec timeout); memory and CPU are fixed here.
+type Computers struct {
+	Enabled            bool    `toml:"enabled"`
+	Memory             Size    `toml:"memory"`
+	Pids               int64   `toml:"pids"`
+	CPUs               float64 `toml:"cpus"`
+	Disk               Size    `toml:"disk"`
+	LifetimeSeconds    int     `toml:"lifetime_seconds"`
+	ExecTimeoutSeconds int     `toml:"exec_timeout_seconds"`
+	MaxConcurrent      int     `toml:"max_concurrent"`
+	MemoryBudget       Size    `toml:"memory_budget"`
+	PoolSize           int     `toml:"pool_size"`
+	MaxFileBytes       Size    `toml:"max_file_bytes"`
+	MaxOutputBytes     Size    `toml:"max_output_bytes"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `toml:"level"`
+	Format string `toml:"format"`
+}
+
+// Default is the embedded default: everything works without a file.
+func Default() Config {
+	return Config{
+		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle"},
+		Computers: Computers{
+			Enabled: true, Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
+			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
+			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: 1 << 20,
+		},
+		Log: Log{Level: "info", Format: "text"},
+	}
+}
+
+// Lifetime is the deployment's lifetime cap.
+func (c Computers) Lifetime() time.Duration { return time.Duration(c.LifetimeSeconds) * time.Second }
+
+// ExecTimeout is the deployment's per-process cap.
+func (c Computers) ExecTimeout() time.Duration {
+	return time.Duration(c.ExecTimeoutSeconds) * time.Second
+}
+
+// Load reads path (empty: defaults only), then applies environment
+// overrides from env (os.Environ() form), then validates.
+func Load(path string, env []string) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		md, err := toml.DecodeFile(path, &cfg)
+		if err != nil {
+			return cfg, fmt.Errorf("config %s: %w", path, err)
+		}
+		if undecoded := md.Undecoded(); len(undecoded) > 0 {
+			return cfg, fmt.Errorf("config %s: unknown key %q", path, undecoded[0].String())
+		}
+	}
+	if err := applyEnv(&cfg, env); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
+}
+
+// applyEnv sets every CUBICLE_<SECTION>_<KEY> found in env. Unknown
+// CUBICLE_ variables of a known section are an error (a typo must not be
+// silently ignored); other CUBICLE_ variables belong to other features.
+func applyEnv(cfg *Config, env []string) error {
+	vars := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "CUBICLE_") {
+			vars[k] = v
+		}
+	}
+	root := reflect.ValueOf(cfg).Elem()
+	known := map[string]bool{}
+	for i := 0; i < root.NumField(); i++ {
+		section := root.Type().Field(i).Tag.Get("toml")
+		sv := root.Field(i)
+		for j := 0; j < sv.NumField(); j++ {
+			key := sv.Type().Field(j).Tag.Get("toml")
+			name := "CUBICLE_" + strings.ToUpper(section+"_"+key)
+			known[name] = true
+			v, ok := vars[name]
+			if !ok {
+				continue
+			}
+			if err := setField(sv.Field(j), v); err != nil {
+				return fmt.Errorf("%s (%s.%s): %w", name, section, key, err)
+			}
+		}
+	}
+	for k := range vars {
+		for i := 0; i < root.NumField(); i++ {
+			prefix := "CUBICLE_" + strings.ToUpper(root.Type().Field(i).Tag.Get("toml")) + "_"
+			if strings.HasPrefix(k, prefix) && !known[k] {
+				return fmt.Errorf("%s: unknown configuration key", k)
+			}
+		}
+	}
+	return nil
+}
+
+func setField(f reflect.Value, v string) error {
+	if s, ok := f.Addr().Interface().(interface{ UnmarshalText([]byte) error }); ok {
+		return s.UnmarshalText([]byte(v))
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(v)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		f.SetBool(b)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", v)
+		}
+		f.SetInt(n)
+	case reflect.Float64:
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		f.SetFloat(n)
+	default:
+		return fmt.Errorf("unsupported type %s", f.Kind())
+	}
+	return nil
+}
+
+// Validate checks every value and names the first bad key.
+func (c Config) Validate() error {
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+	}
+	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
+		return bad("server.listen", "%q is not host:port", c.Server.Listen)
+	}
+	if c.Server.Data == "" || !strings.HasPrefix(c.Server.Data, "/") {
+		return bad("server.data", "must be an absolute path, got %q", c.Server.Data)
+	}
+	k := c.Computers
+	switch {
+	case k.Memory < 16<<20:
+		return bad("computers.memory", "must be at least 16M")
+	case k.Pids < 8:
+		return bad("computers.pids", "must be at least 8")
+	case k.CPUs < 0:
+		return bad("computers.cpus", "must not be negative")
+	case k.Disk < 16<<20:
+		return bad("computers.disk", "must be at least 16M")
+	case k.LifetimeSeconds < 1:
+		return bad("computers.lifetime_seconds", "must be at least 1")
+	case k.ExecTimeoutSeconds < 1:
+		return bad("computers.exec_timeout_seconds", "must be at least 1")
+	case k.MaxConcurrent < 1:
+		return bad("computers.max_concurrent", "must be at least 1")
+	case k.MemoryBudget < k.Memory:
+		return bad("computers.memory_budget", "must hold at least one computer (%s)", k.Memory)
+	case k.PoolSize < 0 || k.PoolSize > k.MaxConcurrent:
+		return bad("computers.pool_size", "must be between 0 and computers.max_concurrent")
+	case k.MaxFileBytes < 1:
+		return bad("computers.max_file_bytes", "must be positive")
+	case k.MaxOutputBytes < 1024:
+		return bad("computers.max_output_bytes", "must be at least 1K")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return bad("log.format", "%q is not text or json", c.Log.Format)
+	}
+	return nil
+}
+
+// Environ is os.Environ, for callers that load the real environment.
+func Environ() []string { return os.Environ() }

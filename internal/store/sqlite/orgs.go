@@ -1,0 +1,122 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+)
+
+type orgs struct{ db *sql.DB }
+type keys struct{ db *sql.DB }
+
+func (s *DB) Orgs() store.Orgs { return orgs{s.db} }
+func (s *DB) Keys() store.Keys { return keys{s.db} }
+
+func (o orgs) Create(ctx context.Context, org store.Org) error {
+	_, err := o.db.ExecContext(ctx, `INSERT INTO orgs (id, name, allow_computer, created_at) VALUES (?, ?, ?, ?)`,
+		org.ID, org.Name, boolInt(org.AllowComputer), ms(org.CreatedAt))
+	return err
+}
+
+func (o orgs) Get(ctx context.Context, id string) (store.Org, error) {
+	var org store.Org
+	var created int64
+	var allow int
+	err := o.db.QueryRowContext(ctx, `SELECT id, name, allow_computer, created_at FROM orgs WHERE id = ?`, id).
+		Scan(&org.ID, &org.Name, &allow, &created)
+	org.AllowComputer, org.CreatedAt = allow != 0, fromMS(created)
+	return org, notFound(err, "org "+id)
+}
+
+func (o orgs) List(ctx context.Context) ([]store.Org, error) {
+	rows, err := o.db.QueryContext(ctx, `SELECT id, name, allow_computer, created_at FROM orgs ORDER BY created_at`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Org
+	for rows.Next() {
+		var org store.Org
+		var created int64
+		var allow int
+		if err := rows.Scan(&org.ID, &org.Name, &allow, &created); err != nil {
+			return nil, err
+		}
+		org.AllowComputer, org.CreatedAt = allow != 0, fromMS(created)
+		out = append(out, org)
+	}
+	return out, rows.Err()
+}
+
+func (o orgs) Count(ctx context.Context) (int, error) {
+	var n int
+	err := o.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM orgs`).Scan(&n)
+	return n, err
+}
+
+const keyColumns = `id, org_id, name, hash, prefix, admin, capabilities, created_at, revoked_at`
+
+func scanKey(row interface{ Scan(...any) error }) (store.Key, error) {
+	var k store.Key
+	var admin int
+	var caps string
+	var created int64
+	var revoked sql.NullInt64
+	err := row.Scan(&k.ID, &k.OrgID, &k.Name, &k.Hash, &k.Prefix, &admin, &caps, &created, &revoked)
+	k.Admin, k.Capabilities, k.CreatedAt, k.RevokedAt = admin != 0, []byte(caps), fromMS(created), fromNullMS(revoked)
+	return k, err
+}
+
+func (k keys) Create(ctx context.Context, key store.Key) error {
+	caps := string(key.Capabilities)
+	if caps == "" {
+		caps = "{}"
+	}
+	_, err := k.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		key.ID, key.OrgID, key.Name, key.Hash, key.Prefix, boolInt(key.Admin), caps, ms(key.CreatedAt), nullMS(key.RevokedAt))
+	return err
+}
+
+func (k keys) Get(ctx context.Context, id string) (store.Key, error) {
+	key, err := scanKey(k.db.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM keys WHERE id = ?`, id))
+	return key, notFound(err, "key "+id)
+}
+
+func (k keys) ByHash(ctx context.Context, hash string) (store.Key, error) {
+	key, err := scanKey(k.db.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM keys WHERE hash = ?`, hash))
+	return key, notFound(err, "key")
+}
+
+func (k keys) List(ctx context.Context, orgID string) ([]store.Key, error) {
+	q, args := `SELECT `+keyColumns+` FROM keys ORDER BY created_at`, []any{}
+	if orgID != "" {
+		q, args = `SELECT `+keyColumns+` FROM keys WHERE org_id = ? ORDER BY created_at`, []any{orgID}
+	}
+	rows, err := k.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Key
+	for rows.Next() {
+		key, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, key)
+	}
+	return out, rows.Err()
+}
+
+func (k keys) Revoke(ctx context.Context, id string, at time.Time) error {
+	res, err := k.db.ExecContext(ctx, `UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, ms(at), id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound(sql.ErrNoRows, "key "+id)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+)
+
+func open(t *testing.T, path string) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func seed(t *testing.T, db *sqlite.DB) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	if err := db.Orgs().Create(ctx, store.Org{ID: "org_1", Name: "one", AllowComputer: true, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Keys().Create(ctx, store.Key{ID: "key_1", OrgID: "org_1", Name: "k", Hash: "h1", Prefix: "cub_", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Computers().Create(ctx, store.Computer{ID: "cmp_1", OrgID: "org_1", KeyID: "key_1", Status: store.StatusStarting,
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour), Instance: "i"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStopExactlyOnce: concurrent stops of one computer write one usage row
+// and one computer.destroyed event; the others get ErrConflict.
+func TestStopExactlyOnce(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "c.db"))
+	seed(t, db)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, conflict := 0, 0
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := db.Computers().Stop(ctx, store.Stop{ComputerID: "cmp_1", At: time.Now(), Seconds: 3, Reason: "deleted"})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, store.ErrConflict):
+				conflict++
+			default:
+				t.Errorf("stop: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 1 || conflict != 15 {
+		t.Fatalf("ok=%d conflict=%d, want 1 and 15", ok, conflict)
+	}
+	rows, err := db.Usage().List(ctx, "org_1", time.Time{}, time.Time{})
+	if err != nil || len(rows) != 1 || rows[0].Quantity != 3 || rows[0].KeyID != "key_1" || rows[0].Kind != "sandbox_seconds" {
+		t.Fatalf("usage rows %+v, err %v", rows, err)
+	}
+	evs, err := db.Audit().List(ctx, store.EventFilter{OrgID: "org_1", Type: "computer.destroyed"})
+	if err != nil || len(evs) != 1 || evs[0].ComputerID != "cmp_1" {
+		t.Fatalf("events %+v, err %v", evs, err)
+	}
+	c, err := db.Computers().Get(ctx, "org_1", "cmp_1")
+	if err != nil || c.Status != store.StatusDestroyed || c.DestroyedAt == nil {
+		t.Fatalf("computer %+v err %v", c, err)
+	}
+	if _, err := db.Computers().Get(ctx, "org_2", "cmp_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cross-org get: %v, want ErrNotFound", err)
+	}
+}
+
+// TestReopenKeepsData: migrations run once; data survives a reopen.
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	db := open(t, path)
+	seed(t, db)
+	db.Close()
+	db2 := open(t, path)
+	n, err := db2.Orgs().Count(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("orgs after reopen: %d %v", n, err)
+	}
+	k, err := db2.Keys().ByHash(context.Background(), "h1")
+	if err != nil || k.ID != "key_1" {
+		t.Fatalf("key by hash: %+v %v", k, err)
+	}
+	if err := db2.Keys().Revoke(context.Background(), "key_1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db2.Keys().Revoke(context.Background(), "key_1", time.Now()); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second revoke: %v, want ErrNotFound", err)
+	}
+}

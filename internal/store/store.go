@@ -1,0 +1,156 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Error kinds.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// Store is everything persisted. Implementations are safe for concurrent use.
+type Store interface {
+	Orgs() Orgs
+	Keys() Keys
+	Computers() Computers
+	Usage() Usage
+	Audit() Audit
+	Close() error
+}
+
+// Org is an organisation.
+type Org struct {
+	ID            string    `json:"id"`
+	Name          string    `json:"name"`
+	AllowComputer bool      `json:"allow_computer"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// Key is an API key; only a hash of its secret is stored.
+type Key struct {
+	ID           string          `json:"id"`
+	OrgID        string          `json:"org_id"`
+	Name         string          `json:"name"`
+	Hash         string          `json:"-"`
+	Prefix       string          `json:"prefix"` // first characters of the secret, to recognise it
+	Admin        bool            `json:"admin"`
+	Capabilities json.RawMessage `json:"capabilities"`
+	CreatedAt    time.Time       `json:"created_at"`
+	RevokedAt    *time.Time      `json:"revoked_at,omitempty"`
+}
+
+// Orgs stores organisations.
+type Orgs interface {
+	Create(ctx context.Context, o Org) error
+	Get(ctx context.Context, id string) (Org, error)
+	List(ctx context.Context) ([]Org, error)
+	Count(ctx context.Context) (int, error)
+}
+
+// Keys stores API keys.
+type Keys interface {
+	Create(ctx context.Context, k Key) error
+	Get(ctx context.Context, id string) (Key, error)
+	ByHash(ctx context.Context, hash string) (Key, error)
+	List(ctx context.Context, orgID string) ([]Key, error)
+	Revoke(ctx context.Context, id string, at time.Time) error
+}
+
+// Computer states as stored.
+const (
+	StatusStarting  = "starting"
+	StatusReady     = "ready"
+	StatusDestroyed = "destroyed"
+)
+
+// Computer is the durable record of one computer.
+type Computer struct {
+	ID          string          `json:"id"`
+	OrgID       string          `json:"org_id"`
+	KeyID       string          `json:"key_id"`
+	Status      string          `json:"status"`
+	CreatedAt   time.Time       `json:"created_at"`
+	ReadyAt     *time.Time      `json:"ready_at,omitempty"`
+	ExpiresAt   time.Time       `json:"expires_at"`
+	DestroyedAt *time.Time      `json:"destroyed_at,omitempty"`
+	Limits      json.RawMessage `json:"limits"`
+	Metadata    json.RawMessage `json:"metadata"`
+	ResponseID  string          `json:"response_id,omitempty"`
+	Instance    string          `json:"instance"` // the server process that owns it
+}
+
+// ComputerFilter selects computers of one org.
+type ComputerFilter struct {
+	OrgID      string
+	AliveOnly  bool
+	ResponseID string
+}
+
+// Stop is what is recorded, atomically and once, when a computer ends:
+// its status, one usage row and one audit event.
+type Stop struct {
+	ComputerID string
+	At         time.Time
+	Seconds    int64 // whole seconds from ready to gone, rounded up
+	Reason     string
+}
+
+// Computers stores computer records.
+type Computers interface {
+	Create(ctx context.Context, c Computer) error
+	MarkReady(ctx context.Context, id string, at time.Time) error
+	Get(ctx context.Context, orgID, id string) (Computer, error)
+	List(ctx context.Context, f ComputerFilter) ([]Computer, error)
+	// Alive lists computers not yet destroyed, of every org.
+	Alive(ctx context.Context) ([]Computer, error)
+	// Stop marks a computer destroyed and writes its usage row and
+	// computer.destroyed event in one transaction. It returns ErrConflict
+	// if the computer was already stopped, so the rows exist exactly once.
+	Stop(ctx context.Context, s Stop) error
+}
+
+// UsageRow is one metered quantity.
+type UsageRow struct {
+	ID         int64     `json:"id"`
+	OrgID      string    `json:"org_id"`
+	KeyID      string    `json:"key_id"`
+	ComputerID string    `json:"computer_id"`
+	Kind       string    `json:"kind"`
+	Quantity   int64     `json:"quantity"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// Usage reads usage rows (Computers.Stop writes them).
+type Usage interface {
+	List(ctx context.Context, orgID string, since, until time.Time) ([]UsageRow, error)
+}
+
+// Event is one audit event. Data never holds commands, output or file names.
+type Event struct {
+	ID         int64           `json:"id"`
+	OrgID      string          `json:"org_id"`
+	KeyID      string          `json:"key_id"`
+	Type       string          `json:"type"`
+	ComputerID string          `json:"computer_id,omitempty"`
+	Data       json.RawMessage `json:"data,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+}
+
+// EventFilter selects audit events of one org.
+type EventFilter struct {
+	OrgID        string
+	Type         string
+	Since, Until time.Time
+	Limit        int
+}
+
+// Audit stores audit events.
+type Audit interface {
+	Record(ctx context.Context, e Event) error
+	List(ctx context.Context, f EventFilter) ([]Event, error)
+}
