@@ -18,7 +18,10 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"serve", "serve the computers API over HTTP", serveCmd},
 		{"run", "run one command in a fresh computer", runCmd},
+		{"keys", "create, list and revoke API keys", keysCmd},
+		{"orgs", "create and list organisations", orgsCmd},
 		{"gc", "remove what crashed computers left behind", gcCmd},
 		{"bench", "measure computer start and exec latency against bwrap and runc", benchCmd},
 	}

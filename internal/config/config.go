@@ -54,7 +54,7 @@ func Default() Config {
 	return Config{
 		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle"},
 		Computers: Computers{
-			Enabled: true, Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
+			Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: 1 << 20,
 		},

@@ -25,6 +25,9 @@ type (
 	DataEnd     = agent.DataEnd
 )
 
+// Millis converts a duration for ExecRequest.Timeout.
+var Millis = agent.Millis
+
 // Error kinds a caller may test with errors.Is.
 var (
 	ErrNotFound   = agent.ErrNotFound

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+)
+
+const keysUsage = `Usage: cubicle keys create|list|revoke [flags]
+
+Manages API keys in the server's database (works while the server runs).
+The secret of a new key is printed once.
+
+Examples:
+  cubicle keys create --org org_123 --name reports --capabilities '{"tooling":{"system_tools":["computer"]},"computer":{"lifetime_seconds":600},"files":{},"artifacts":{}}'
+  cubicle keys list --json
+  cubicle keys revoke key_456
+
+Flags:
+`
+
+const orgsUsage = `Usage: cubicle orgs create|list [flags]
+
+Manages organisations in the server's database.
+
+Examples:
+  cubicle orgs create --name research
+  cubicle orgs create --name legacy --no-computer
+  cubicle orgs list --json
+
+Flags:
+`
+
+// openGovernance opens the database of a data directory.
+func openGovernance(ctx context.Context, data string) (*governance.Service, func(), error) {
+	st, err := sqlite.Open(ctx, filepath.Join(data, "cubicle.db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	return governance.New(st), func() { st.Close() }, nil
+}
+
+func printOut(asJSON bool, v any, text string) {
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+		return
+	}
+	fmt.Print(text)
+}
+
+// subcommand parses "<verb> [flags]" and returns the verb, or an exit code.
+func subcommand(fs *flag.FlagSet, args []string, verbs ...string) (string, int, bool) {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		if code, ok := parse(fs, []string{"--help"}); !ok {
+			return "", code, false
+		}
+	}
+	for _, v := range verbs {
+		if args[0] == v {
+			code, ok := parse(fs, args[1:])
+			return v, code, ok
+		}
+	}
+	fmt.Fprintf(os.Stderr, "cubicle %s: unknown subcommand %q (want one of %v)\n", fs.Name(), args[0], verbs)
+	return "", 2, false
+}
+
+func keysCmd(args []string) int {
+	fs := newFlags("keys", keysUsage)
+	org := fs.String("org", "", "organisation id (create; list filter)")
+	name := fs.String("name", "", "name of the new key")
+	caps := fs.String("capabilities", `{"tooling":{"system_tools":["computer"]},"computer":{},"files":{},"artifacts":{}}`, "capabilities JSON")
+	data := fs.String("data", defaultData, "data directory of the server")
+	asJSON := fs.Bool("json", false, "print JSON")
+	verb, code, ok := subcommand(fs, args, "create", "list", "revoke")
+	if !ok {
+		return code
+	}
+	ctx := context.Background()
+	gov, done, err := openGovernance(ctx, *data)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle keys: %v\n", err)
+		return 1
+	}
+	defer done()
+	switch verb {
+	case "create":
+		if *org == "" {
+			fmt.Fprintln(os.Stderr, "cubicle keys create: --org is required (see 'cubicle orgs list')")
+			return 2
+		}
+		c, err := governance.ParseCapabilities([]byte(*caps))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle keys create: --capabilities: %v\n", err)
+			return 2
+		}
+		k, secret, err := gov.CreateKey(ctx, *org, *name, c)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle keys create: %v\n", err)
+			return 1
+		}
+		printOut(*asJSON, map[string]any{"key": k, "secret": secret},
+			fmt.Sprintf("created %s in %s\nsecret (shown once): %s\n", k.ID, k.OrgID, secret))
+	case "list":
+		keys, err := gov.ListKeys(ctx, *org)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle keys list: %v\n", err)
+			return 1
+		}
+		text := ""
+		for _, k := range keys {
+			state := "active"
+			if k.RevokedAt != nil {
+				state = "revoked"
+			}
+			text += fmt.Sprintf("%s  %s  %-8s %s…  %s\n", k.ID, k.OrgID, state, k.Prefix, k.Name)
+		}
+		printOut(*asJSON, keys, text)
+	case "revoke":
+		if fs.NArg() != 1 {
+			fmt.Fprintln(os.Stderr, "cubicle keys revoke: give exactly one key id")
+			return 2
+		}
+		if err := gov.RevokeKey(ctx, fs.Arg(0)); err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle keys revoke: %v\n", err)
+			return 1
+		}
+		printOut(*asJSON, map[string]string{"revoked": fs.Arg(0)}, "revoked "+fs.Arg(0)+"\n")
+	}
+	return 0
+}
+
+func orgsCmd(args []string) int {
+	fs := newFlags("orgs", orgsUsage)
+	name := fs.String("name", "", "name of the new organisation")
+	noComputer := fs.Bool("no-computer", false, "do not allow computers in this organisation")
+	data := fs.String("data", defaultData, "data directory of the server")
+	asJSON := fs.Bool("json", false, "print JSON")
+	verb, code, ok := subcommand(fs, args, "create", "list")
+	if !ok {
+		return code
+	}
+	ctx := context.Background()
+	gov, done, err := openGovernance(ctx, *data)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle orgs: %v\n", err)
+		return 1
+	}
+	defer done()
+	switch verb {
+	case "create":
+		org, err := gov.CreateOrg(ctx, *name, !*noComputer)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle orgs create: --name: %v\n", err)
+			return 2
+		}
+		printOut(*asJSON, org, fmt.Sprintf("created %s (%s)\n", org.ID, org.Name))
+	case "list":
+		orgs, err := gov.ListOrgs(ctx)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle orgs list: %v\n", err)
+			return 1
+		}
+		text := ""
+		for _, o := range orgs {
+			text += fmt.Sprintf("%s  computer=%-5t %s\n", o.ID, o.AllowComputer, o.Name)
+		}
+		printOut(*asJSON, orgs, text)
+	}
+	return 0
+}

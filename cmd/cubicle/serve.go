@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+)
+
+const serveUsage = `Usage: cubicle serve [flags]
+
+Serves the computers API over HTTP. State (a SQLite database and the
+computers' disks) lives in the data directory. On first start it creates an
+organisation and an admin key: CUBICLE_ADMIN_KEY sets the key, otherwise a
+generated one is printed once. Every config key can be overridden with
+CUBICLE_<SECTION>_<KEY>, e.g. CUBICLE_COMPUTERS_POOL_SIZE=4.
+
+Example:
+  CUBICLE_ADMIN_KEY=cub_localdevkey0001 cubicle serve --listen 127.0.0.1:8080 --data /var/lib/cubicle
+
+Flags:
+`
+
+func serveCmd(args []string) int {
+	fs := newFlags("serve", serveUsage)
+	cfgPath := fs.String("config", "", "TOML configuration file")
+	listen := fs.String("listen", "", "address to listen on (default from config: 127.0.0.1:8080)")
+	data := fs.String("data", "", "data directory (default from config: /var/lib/cubicle)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	cfg, err := config.Load(*cfgPath, os.Environ())
+	if err == nil {
+		if *listen != "" {
+			cfg.Server.Listen = *listen
+		}
+		if *data != "" {
+			cfg.Server.Data, _ = filepath.Abs(*data)
+		}
+		err = cfg.Validate()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle serve: %v\n", err)
+		return 2
+	}
+	setupLogging(cfg.Log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func setupLogging(c config.Log) {
+	var level slog.Level
+	level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
+	if c.Format == "json" {
+		h = slog.NewJSONHandler(os.Stderr, opts)
+	}
+	slog.SetDefault(slog.New(h))
+}
+
+func serve(ctx context.Context, cfg config.Config) error {
+	if err := os.MkdirAll(cfg.Server.Data, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.Server.Data, "cubicle.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	gov := governance.New(st)
+	secret, err := gov.Bootstrap(ctx, os.Getenv("CUBICLE_ADMIN_KEY"))
+	if err != nil {
+		return err
+	}
+	if secret != "" && os.Getenv("CUBICLE_ADMIN_KEY") == "" {
+		fmt.Printf("admin key (shown once, store it now): %s\n", secret)
+	}
+	drv, err := linux.New(linux.Config{StateDir: cfg.Server.Data})
+	if err != nil {
+		return err
+	}
+	c := cfg.Computers
+	mgr := computer.New(computer.Config{Memory: int64(c.Memory), Pids: c.Pids, CPUs: c.CPUs, Disk: int64(c.Disk),
+		LifetimeSeconds: c.LifetimeSeconds, ExecTimeoutSeconds: c.ExecTimeoutSeconds, MaxConcurrent: c.MaxConcurrent,
+		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
+		MaxOutputBytes: int64(c.MaxOutputBytes)}, drv, st, gov)
+	if err := mgr.Start(ctx); err != nil {
+		return err
+	}
+	defer mgr.Close(context.Background())
+	api := httpapi.New(gov, mgr, st)
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := mgr.Probe(ctx); err != nil {
+			slog.Error("isolation probe failed: the server stays unready", "err", err)
+			return
+		}
+		api.SetReady(true)
+		slog.Info("ready", "listen", ln.Addr().String())
+	}()
+	slog.Info("serving", "listen", ln.Addr().String(), "data", cfg.Server.Data)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	slog.Info("shutting down: destroying computers")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package computer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// ExecRequest is the body of POST /v1/computers/{id}/exec.
+type ExecRequest struct {
+	Command        string            `json:"command,omitempty"`
+	Argv           []string          `json:"argv,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Stdin          string            `json:"stdin,omitempty"`
+	TimeoutSeconds int               `json:"timeout_seconds,omitempty"`
+}
+
+// ExecResult is the answer of an exec.
+type ExecResult struct {
+	ExitCode        int    `json:"exit_code"`
+	Signal          int    `json:"signal,omitempty"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	TimedOut        bool   `json:"timed_out"`
+	OOMKilled       bool   `json:"oom_killed"`
+	DurationMS      int64  `json:"duration_ms"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+}
+
+// Stream receives output as it happens ("stdout" or "stderr"); it is called
+// from one goroutine at a time.
+type Stream func(kind string, data []byte)
+
+func (r ExecRequest) validate() error {
+	if (r.Command == "") == (len(r.Argv) == 0) {
+		return fmt.Errorf("%w: give exactly one of command and argv", ErrInvalid)
+	}
+	if r.TimeoutSeconds < 0 {
+		return fmt.Errorf("%w: timeout_seconds must not be negative", ErrInvalid)
+	}
+	if len(r.Stdin) > 8<<20 {
+		return fmt.Errorf("%w: stdin is limited to 8 MiB", ErrTooLarge)
+	}
+	for k := range r.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("%w: env name %q", ErrInvalid, k)
+		}
+	}
+	return nil
+}
+
+// capture keeps the first max bytes of a stream.
+type capture struct {
+	buf       []byte
+	max       int64
+	truncated bool
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	room := c.max - int64(len(c.buf))
+	if int64(len(p)) > room {
+		c.truncated = true
+		p = p[:max(room, 0)]
+	}
+	c.buf = append(c.buf, p...)
+	return len(p), nil
+}
+
+type streamWriter struct {
+	kind   string
+	cap    *capture
+	stream Stream
+}
+
+func (w streamWriter) Write(p []byte) (int, error) {
+	w.cap.Write(p)
+	if w.stream != nil {
+		w.stream(w.kind, p)
+	}
+	return len(p), nil
+}
+
+// Exec runs a process in a computer of p's organisation. Cancelling ctx
+// (a client that went away) kills the process tree; Exec returns only after
+// it was reaped.
+func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, req ExecRequest, stream Stream) (ExecResult, error) {
+	if err := req.validate(); err != nil {
+		return ExecResult{}, err
+	}
+	l, err := m.running(ctx, p, id)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	timeout := governance.Clamp(l.execLimit, req.TimeoutSeconds)
+	wire := sandbox.ExecRequest{Argv: req.Argv, Command: req.Command, Cwd: req.Cwd,
+		Timeout: sandbox.Millis(time.Duration(timeout) * time.Second)}
+	for k, v := range req.Env {
+		wire.Env = append(wire.Env, k+"="+v)
+	}
+	out := &capture{max: m.cfg.MaxOutputBytes}
+	errb := &capture{max: m.cfg.MaxOutputBytes}
+	sio := sandbox.ExecIO{Stdout: streamWriter{"stdout", out, stream}, Stderr: streamWriter{"stderr", errb, stream}}
+	if req.Stdin != "" {
+		sio.Stdin = strings.NewReader(req.Stdin)
+	}
+	start := time.Now()
+	st, err := l.sb.Exec(ctx, wire, sio)
+	elapsed := time.Since(start)
+	m.metrics.observe(elapsed)
+	if err != nil {
+		return ExecResult{}, execError(err)
+	}
+	res := ExecResult{ExitCode: st.ExitCode, Signal: st.Signal, Stdout: string(out.buf), Stderr: string(errb.buf),
+		TimedOut: st.TimedOut, OOMKilled: st.OOMKilled, DurationMS: elapsed.Milliseconds(),
+		StdoutTruncated: out.truncated, StderrTruncated: errb.truncated}
+	if st.TimedOut {
+		res.Stderr += fmt.Sprintf("\ntimed out after %d seconds\n", timeout)
+	}
+	m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "exec",
+		"duration_ms": res.DurationMS, "exit_code": res.ExitCode})
+	return res, nil
+}
+
+// execError maps sandbox errors to the service's kinds.
+func execError(err error) error {
+	switch {
+	case isAny(err, sandbox.ErrNotFound):
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	case isAny(err, sandbox.ErrGone):
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return err
+}

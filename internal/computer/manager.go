@@ -1,0 +1,346 @@
+package computer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+)
+
+// Config are the deployment's limits for computers.
+type Config struct {
+	Memory             int64
+	Pids               int64
+	CPUs               float64
+	Disk               int64
+	LifetimeSeconds    int
+	ExecTimeoutSeconds int
+	MaxConcurrent      int
+	MemoryBudget       int64
+	PoolSize           int
+	MaxFileBytes       int64
+	MaxOutputBytes     int64
+}
+
+// Manager runs computers for principals.
+type Manager struct {
+	cfg      Config
+	driver   sandbox.Driver
+	st       store.Store
+	gov      *governance.Service
+	instance string
+	now      func() time.Time
+
+	adm     admission
+	pool    *pool
+	metrics Metrics
+
+	mu   sync.Mutex
+	live map[string]*live
+
+	stop chan struct{}
+	bg   sync.WaitGroup
+}
+
+// live is a running computer owned by this server.
+type live struct {
+	sb        sandbox.Sandbox
+	rec       store.Computer
+	principal governance.Principal
+	memory    int64
+	execLimit int
+	destroy   sync.Once
+	err       error
+}
+
+// New returns a manager; call Start before use and Close at the end.
+func New(cfg Config, driver sandbox.Driver, st store.Store, gov *governance.Service) *Manager {
+	m := &Manager{cfg: cfg, driver: driver, st: st, gov: gov, instance: governance.NewID("srv"),
+		now: time.Now, live: map[string]*live{}, stop: make(chan struct{})}
+	m.adm = admission{maxCount: cfg.MaxConcurrent, maxMemory: cfg.MemoryBudget}
+	m.pool = newPool(driver, m.spec(cfg.Memory, cfg.ExecTimeoutSeconds), cfg.PoolSize)
+	return m
+}
+
+func (m *Manager) spec(memory int64, execTimeout int) sandbox.Spec {
+	s := sandbox.DefaultSpec()
+	s.MemoryBytes, s.Pids, s.CPUs, s.DiskBytes = memory, m.cfg.Pids, m.cfg.CPUs, m.cfg.Disk
+	s.Timeout = time.Duration(execTimeout) * time.Second
+	return s
+}
+
+// Start recovers from a crashed predecessor, then starts the reaper and the
+// warm pool.
+func (m *Manager) Start(ctx context.Context) error {
+	if err := m.recover(ctx); err != nil {
+		return err
+	}
+	m.bg.Add(1)
+	go m.reap(context.WithoutCancel(ctx))
+	m.pool.start(context.WithoutCancel(ctx))
+	return nil
+}
+
+// Close destroys every computer this server runs (recording their usage)
+// and the pool.
+func (m *Manager) Close(ctx context.Context) {
+	close(m.stop)
+	m.bg.Wait()
+	m.pool.close(ctx)
+	m.mu.Lock()
+	all := make([]*live, 0, len(m.live))
+	for _, l := range m.live {
+		all = append(all, l)
+	}
+	m.mu.Unlock()
+	for _, l := range all {
+		m.destroy(ctx, l, "shutdown")
+	}
+}
+
+// CreateRequest is the body of POST /v1/computers.
+type CreateRequest struct {
+	MemoryMB           int64             `json:"memory_mb,omitempty"`
+	LifetimeSeconds    int               `json:"lifetime_seconds,omitempty"`
+	ExecTimeoutSeconds int               `json:"exec_timeout_seconds,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
+	ResponseID         string            `json:"-"` // set by the gateway
+}
+
+func (r CreateRequest) validate() error {
+	switch {
+	case r.MemoryMB < 0:
+		return fmt.Errorf("%w: memory_mb must not be negative", ErrInvalid)
+	case r.LifetimeSeconds < 0:
+		return fmt.Errorf("%w: lifetime_seconds must not be negative", ErrInvalid)
+	case r.ExecTimeoutSeconds < 0:
+		return fmt.Errorf("%w: exec_timeout_seconds must not be negative", ErrInvalid)
+	case len(r.Metadata) > 16:
+		return fmt.Errorf("%w: metadata holds at most 16 keys", ErrInvalid)
+	}
+	for k, v := range r.Metadata {
+		if len(k) > 64 || len(v) > 512 {
+			return fmt.Errorf("%w: metadata keys are at most 64 characters and values 512", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// allowed checks the organisation and the key.
+func allowed(p governance.Principal) error {
+	if !p.Org.AllowComputer {
+		return fmt.Errorf("%w: the organisation does not allow computers", ErrForbidden)
+	}
+	if !p.Caps.HasComputer() {
+		return fmt.Errorf("%w: the key lacks the computer capability", ErrForbidden)
+	}
+	return nil
+}
+
+// Create starts a computer for p. Requested limits are clamped to the key's
+// and the deployment's, never rejected for being too large.
+func (m *Manager) Create(ctx context.Context, p governance.Principal, req CreateRequest) (View, error) {
+	if err := allowed(p); err != nil {
+		return View{}, err
+	}
+	if err := req.validate(); err != nil {
+		return View{}, err
+	}
+	var keyLimits governance.ComputerLimits
+	if p.Caps.Computer != nil {
+		keyLimits = *p.Caps.Computer
+	}
+	lifetime := governance.Clamp(m.cfg.LifetimeSeconds, keyLimits.LifetimeSeconds, req.LifetimeSeconds)
+	execLimit := governance.Clamp(m.cfg.ExecTimeoutSeconds, keyLimits.ExecTimeoutSeconds, req.ExecTimeoutSeconds)
+	memory := m.cfg.Memory
+	if req.MemoryMB > 0 {
+		memory = min(memory, max(req.MemoryMB<<20, 32<<20))
+	}
+	if err := m.adm.admit(memory); err != nil {
+		return View{}, err
+	}
+	created := m.now()
+	spec := m.spec(memory, execLimit)
+	sb := (sandbox.Sandbox)(nil)
+	if m.pool.matches(spec) {
+		sb = m.pool.claim()
+	}
+	if sb == nil {
+		var err error
+		sb, err = m.driver.Create(ctx, spec)
+		if err != nil {
+			m.adm.release(memory)
+			return View{}, fmt.Errorf("start computer: %w", err)
+		}
+	}
+	ready := m.now()
+	limits, _ := json.Marshal(Limits{MemoryMB: memory >> 20, CPUs: spec.CPUs, Pids: spec.Pids,
+		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: execLimit})
+	meta, _ := json.Marshal(req.Metadata)
+	rec := store.Computer{ID: sb.ID(), OrgID: p.Org.ID, KeyID: p.Key.ID, Status: store.StatusReady,
+		CreatedAt: created, ReadyAt: &ready, ExpiresAt: ready.Add(time.Duration(lifetime) * time.Second),
+		Limits: limits, Metadata: meta, ResponseID: req.ResponseID, Instance: m.instance}
+	if err := m.st.Computers().Create(ctx, rec); err != nil {
+		sb.Destroy(context.WithoutCancel(ctx))
+		m.adm.release(memory)
+		return View{}, fmt.Errorf("record computer: %w", err)
+	}
+	m.mu.Lock()
+	m.live[rec.ID] = &live{sb: sb, rec: rec, principal: p, memory: memory, execLimit: execLimit}
+	m.mu.Unlock()
+	m.gov.Record(ctx, p, "computer.created", rec.ID, map[string]any{"memory_mb": memory >> 20, "lifetime_seconds": lifetime})
+	slog.InfoContext(ctx, "computer created", "computer", rec.ID, "key", p.Key.ID, "ms", ready.Sub(created).Milliseconds())
+	return viewOf(rec), nil
+}
+
+// Get returns a computer of p's organisation.
+func (m *Manager) Get(ctx context.Context, p governance.Principal, id string) (View, error) {
+	rec, err := m.st.Computers().Get(ctx, p.Org.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return View{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return View{}, err
+	}
+	return viewOf(rec), nil
+}
+
+// List lists p's organisation's computers.
+func (m *Manager) List(ctx context.Context, p governance.Principal, all bool, responseID string) ([]View, error) {
+	recs, err := m.st.Computers().List(ctx, store.ComputerFilter{OrgID: p.Org.ID, AliveOnly: !all, ResponseID: responseID})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]View, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, viewOf(r))
+	}
+	return out, nil
+}
+
+// Delete destroys a computer of p's organisation.
+func (m *Manager) Delete(ctx context.Context, p governance.Principal, id string) error {
+	rec, err := m.st.Computers().Get(ctx, p.Org.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return err
+	}
+	if rec.Status == store.StatusDestroyed {
+		return fmt.Errorf("%w: %s", ErrGone, id)
+	}
+	m.gov.Record(ctx, p, "computer.destroy_requested", id, nil)
+	l := m.lookup(id)
+	if l == nil {
+		return fmt.Errorf("%w: %s is not running on this server; it will be cleaned up", ErrUnavailable, id)
+	}
+	if err := m.destroy(context.WithoutCancel(ctx), l, "deleted"); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+func (m *Manager) lookup(id string) *live {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live[id]
+}
+
+// running returns a live computer of p's organisation, or the error the
+// caller should see.
+func (m *Manager) running(ctx context.Context, p governance.Principal, id string) (*live, error) {
+	if l := m.lookup(id); l != nil && l.rec.OrgID == p.Org.ID {
+		return l, nil
+	}
+	if _, err := m.Get(ctx, p, id); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: %s", ErrGone, id)
+}
+
+// destroy tears a computer down once and records its stop exactly once.
+func (m *Manager) destroy(ctx context.Context, l *live, reason string) error {
+	l.destroy.Do(func() {
+		m.mu.Lock()
+		delete(m.live, l.rec.ID)
+		m.mu.Unlock()
+		if err := l.sb.Destroy(ctx); err != nil {
+			l.err = err
+			slog.ErrorContext(ctx, "destroy computer", "computer", l.rec.ID, "err", err)
+		}
+		m.adm.release(l.memory)
+		m.recordStop(ctx, l.rec, m.now(), reason)
+	})
+	return l.err
+}
+
+// recordStop writes the status, usage row and computer.destroyed event,
+// once: a second attempt is a no-op.
+func (m *Manager) recordStop(ctx context.Context, rec store.Computer, gone time.Time, reason string) {
+	from := rec.CreatedAt
+	if rec.ReadyAt != nil {
+		from = *rec.ReadyAt
+	}
+	seconds := int64(0)
+	if d := gone.Sub(from); d > 0 {
+		seconds = int64((d + time.Second - 1) / time.Second)
+	}
+	err := m.st.Computers().Stop(ctx, store.Stop{ComputerID: rec.ID, At: gone, Seconds: seconds, Reason: reason})
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		slog.ErrorContext(ctx, "record computer stop", "computer", rec.ID, "err", err)
+	}
+}
+
+// reap destroys computers whose lifetime is over.
+func (m *Manager) reap(ctx context.Context) {
+	defer m.bg.Done()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		now := m.now()
+		var expired []*live
+		m.mu.Lock()
+		for _, l := range m.live {
+			if now.After(l.rec.ExpiresAt) {
+				expired = append(expired, l)
+			}
+		}
+		m.mu.Unlock()
+		for _, l := range expired {
+			m.destroy(ctx, l, "expired")
+		}
+	}
+}
+
+// recover stops every computer a previous server left behind: the driver
+// removes their processes and resources, and each gets its stop recorded
+// exactly once.
+func (m *Manager) recover(ctx context.Context) error {
+	if _, err := m.driver.GC(ctx); err != nil {
+		slog.WarnContext(ctx, "recovery: cleanup incomplete", "err", err)
+	}
+	orphans, err := m.st.Computers().Alive(ctx)
+	if err != nil {
+		return fmt.Errorf("recovery: %w", err)
+	}
+	for _, rec := range orphans {
+		m.recordStop(ctx, rec, m.now(), "server_restarted")
+	}
+	if len(orphans) > 0 {
+		slog.InfoContext(ctx, "recovery: stopped computers of a previous server", "count", len(orphans))
+	}
+	return nil
+}

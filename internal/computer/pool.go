@@ -1,0 +1,102 @@
+package computer
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// pool keeps ready computers of the default limit class. A claim takes one
+// in O(1) or returns nil at once; a background loop replenishes it. A
+// computer leaves the pool exactly once and is never returned to it.
+type pool struct {
+	driver sandbox.Driver
+	spec   sandbox.Spec
+	ready  chan sandbox.Sandbox
+	wake   chan struct{}
+	stop   chan struct{}
+	done   sync.WaitGroup
+}
+
+func newPool(driver sandbox.Driver, spec sandbox.Spec, size int) *pool {
+	return &pool{driver: driver, spec: spec, ready: make(chan sandbox.Sandbox, size),
+		wake: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+func (p *pool) start(ctx context.Context) {
+	if cap(p.ready) == 0 {
+		return
+	}
+	p.done.Add(1)
+	go p.fill(ctx)
+}
+
+// matches says whether a spec can be served from the pool.
+func (p *pool) matches(spec sandbox.Spec) bool {
+	return spec.MemoryBytes == p.spec.MemoryBytes && spec.Pids == p.spec.Pids &&
+		spec.CPUs == p.spec.CPUs && spec.DiskBytes == p.spec.DiskBytes
+}
+
+func (p *pool) claim() sandbox.Sandbox {
+	select {
+	case sb := <-p.ready:
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+		return sb
+	default:
+		return nil
+	}
+}
+
+func (p *pool) depth() int { return len(p.ready) }
+
+func (p *pool) fill(ctx context.Context) {
+	defer p.done.Done()
+	backoff := time.Second
+	for {
+		for len(p.ready) < cap(p.ready) {
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			sb, err := p.driver.Create(ctx, p.spec)
+			if err != nil {
+				slog.ErrorContext(ctx, "warm pool: cannot create a computer", "err", err, "retry_in", backoff)
+				select {
+				case <-p.stop:
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, time.Minute)
+				continue
+			}
+			backoff = time.Second
+			p.ready <- sb
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-p.wake:
+		}
+	}
+}
+
+// close stops replenishing and destroys the computers still waiting.
+func (p *pool) close(ctx context.Context) {
+	close(p.stop)
+	p.done.Wait()
+	for {
+		select {
+		case sb := <-p.ready:
+			sb.Destroy(ctx)
+		default:
+			return
+		}
+	}
+}

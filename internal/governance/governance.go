@@ -1,0 +1,178 @@
+package governance
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+)
+
+// Error kinds, translated to HTTP at the edge.
+var (
+	ErrUnauthenticated = errors.New("invalid or missing API key")
+	ErrForbidden       = errors.New("this key may not do that")
+	ErrInvalid         = errors.New("invalid request")
+)
+
+// keyPrefix starts every secret so leaked keys are easy to recognise.
+const keyPrefix = "cub_"
+
+// Principal is an authenticated caller.
+type Principal struct {
+	Key  store.Key
+	Org  store.Org
+	Caps Capabilities
+}
+
+// Admin reports the deployment's admin key.
+func (p Principal) Admin() bool { return p.Key.Admin }
+
+// Service manages orgs, keys and the audit trail.
+type Service struct {
+	st  store.Store
+	now func() time.Time
+}
+
+// New returns the governance service.
+func New(st store.Store) *Service { return &Service{st: st, now: time.Now} }
+
+// NewID returns a prefixed random id such as org_… or key_….
+func NewID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
+func hashSecret(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+func newSecret() string {
+	var b [24]byte
+	rand.Read(b[:])
+	return keyPrefix + hex.EncodeToString(b[:])
+}
+
+// Bootstrap creates the first org and admin key when the store is empty.
+// With adminKey set it uses that secret; otherwise it generates one and
+// returns it (to be printed once). It returns "" when the store was not empty.
+func (s *Service) Bootstrap(ctx context.Context, adminKey string) (string, error) {
+	n, err := s.st.Orgs().Count(ctx)
+	if err != nil {
+		return "", fmt.Errorf("bootstrap: %w", err)
+	}
+	if n > 0 {
+		return "", nil
+	}
+	org := store.Org{ID: NewID("org"), Name: "default", AllowComputer: true, CreatedAt: s.now()}
+	if err := s.st.Orgs().Create(ctx, org); err != nil {
+		return "", fmt.Errorf("bootstrap: %w", err)
+	}
+	secret := adminKey
+	if secret == "" {
+		secret = newSecret()
+	} else if len(secret) < 16 {
+		return "", fmt.Errorf("bootstrap: CUBICLE_ADMIN_KEY must be at least 16 characters")
+	}
+	if _, err := s.createKey(ctx, org.ID, "admin", AllCapabilities(), true, secret); err != nil {
+		return "", err
+	}
+	slog.InfoContext(ctx, "created the first organisation and admin key", "org", org.ID)
+	return secret, nil
+}
+
+// CreateOrg creates an organisation.
+func (s *Service) CreateOrg(ctx context.Context, name string, allowComputer bool) (store.Org, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return store.Org{}, fmt.Errorf("%w: name must be 1 to 200 characters", ErrInvalid)
+	}
+	org := store.Org{ID: NewID("org"), Name: name, AllowComputer: allowComputer, CreatedAt: s.now()}
+	return org, s.st.Orgs().Create(ctx, org)
+}
+
+// CreateKey creates a key in org and returns it with its secret, which is
+// shown only this once.
+func (s *Service) CreateKey(ctx context.Context, orgID, name string, caps Capabilities) (store.Key, string, error) {
+	if _, err := s.st.Orgs().Get(ctx, orgID); err != nil {
+		return store.Key{}, "", err
+	}
+	secret := newSecret()
+	k, err := s.createKey(ctx, orgID, name, caps, false, secret)
+	return k, secret, err
+}
+
+func (s *Service) createKey(ctx context.Context, orgID, name string, caps Capabilities, admin bool, secret string) (store.Key, error) {
+	b, err := json.Marshal(caps)
+	if err != nil {
+		return store.Key{}, err
+	}
+	k := store.Key{ID: NewID("key"), OrgID: orgID, Name: name, Hash: hashSecret(secret),
+		Prefix: secret[:min(8, len(secret))], Admin: admin, Capabilities: b, CreatedAt: s.now()}
+	if err := s.st.Keys().Create(ctx, k); err != nil {
+		return store.Key{}, fmt.Errorf("create key: %w", err)
+	}
+	return k, nil
+}
+
+// ListKeys lists the keys of an org (all orgs when orgID is empty).
+func (s *Service) ListKeys(ctx context.Context, orgID string) ([]store.Key, error) {
+	return s.st.Keys().List(ctx, orgID)
+}
+
+// RevokeKey revokes a key.
+func (s *Service) RevokeKey(ctx context.Context, id string) error {
+	return s.st.Keys().Revoke(ctx, id, s.now())
+}
+
+// ListOrgs lists organisations.
+func (s *Service) ListOrgs(ctx context.Context) ([]store.Org, error) { return s.st.Orgs().List(ctx) }
+
+// Authenticate resolves a bearer secret to its principal.
+func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	if secret == "" || len(secret) > 256 {
+		return Principal{}, ErrUnauthenticated
+	}
+	k, err := s.st.Keys().ByHash(ctx, hashSecret(secret))
+	if errors.Is(err, store.ErrNotFound) {
+		return Principal{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if k.RevokedAt != nil {
+		return Principal{}, fmt.Errorf("%w: the key was revoked", ErrUnauthenticated)
+	}
+	org, err := s.st.Orgs().Get(ctx, k.OrgID)
+	if err != nil {
+		return Principal{}, err
+	}
+	caps, err := ParseCapabilities(k.Capabilities)
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{Key: k, Org: org, Caps: caps}, nil
+}
+
+// Record writes an audit event. Callers pass only ids, kinds, durations
+// and codes: never commands, output or file names.
+func (s *Service) Record(ctx context.Context, p Principal, typ, computerID string, data map[string]any) {
+	var raw json.RawMessage
+	if data != nil {
+		raw, _ = json.Marshal(data)
+	}
+	err := s.st.Audit().Record(ctx, store.Event{OrgID: p.Org.ID, KeyID: p.Key.ID, Type: typ,
+		ComputerID: computerID, Data: raw, CreatedAt: s.now()})
+	if err != nil {
+		slog.ErrorContext(ctx, "audit write failed", "type", typ, "err", err)
+	}
+}

@@ -1,0 +1,205 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+)
+
+func (a *API) createComputer(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	var req computer.CreateRequest
+	if r.ContentLength != 0 {
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+	}
+	v, err := a.comp.Create(r.Context(), p, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, v)
+	return nil
+}
+
+func (a *API) listComputers(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	q := r.URL.Query()
+	all := false
+	switch q.Get("status") {
+	case "", "alive":
+	case "all":
+		all = true
+	default:
+		return withParam("status", fmt.Errorf("%w: status must be all or alive", errBadRequest))
+	}
+	list, err := a.comp.List(r.Context(), p, all, q.Get("response_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list})
+	return nil
+}
+
+func (a *API) getComputer(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	v, err := a.comp.Get(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (a *API) deleteComputer(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	if err := a.comp.Delete(r.Context(), p, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	var req computer.ExecRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if r.Header.Get("Accept") != "text/event-stream" {
+		res, err := a.comp.Exec(r.Context(), p, r.PathValue("id"), req, nil)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, res)
+		return nil
+	}
+	sse := newSSE(w)
+	res, err := a.comp.Exec(r.Context(), p, r.PathValue("id"), req, func(kind string, data []byte) {
+		sse.send(kind, map[string]string{"data": string(data)})
+	})
+	if err != nil {
+		if !sse.started {
+			return err
+		}
+		_, name := status(err)
+		sse.send("error", map[string]any{"error": apiError{Code: name, Message: err.Error()}})
+		return nil
+	}
+	res.Stdout, res.Stderr = "", "" // already streamed
+	sse.send("exit", res)
+	return nil
+}
+
+// sse writes Server-Sent Events, flushing each.
+type sse struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+}
+
+func newSSE(w http.ResponseWriter) *sse { return &sse{w: w, rc: http.NewResponseController(w)} }
+
+func (s *sse) send(event string, v any) {
+	if !s.started {
+		s.w.Header().Set("Content-Type", "text/event-stream")
+		s.w.Header().Set("Cache-Control", "no-cache")
+		s.w.WriteHeader(http.StatusOK)
+		s.started = true
+	}
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, b)
+	s.rc.Flush()
+}
+
+func (a *API) listFiles(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	list, err := a.comp.ListFiles(r.Context(), p, r.PathValue("id"), r.URL.Query().Get("dir"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list.Entries, "truncated": list.Truncated})
+	return nil
+}
+
+func (a *API) putFile(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	written, err := a.comp.PutFile(r.Context(), p, r.PathValue("id"), r.PathValue("path"), r.Body)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"path": written.Path, "bytes": written.Bytes})
+	return nil
+}
+
+func (a *API) getFile(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	return a.comp.GetFile(r.Context(), p, r.PathValue("id"), r.PathValue("path"), func(fi sandbox.FileInfo) io.Writer {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.FormatInt(fi.Size, 10))
+		w.WriteHeader(http.StatusOK)
+		return w
+	})
+}
+
+func (a *API) deleteFile(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	if err := a.comp.DeleteFile(r.Context(), p, r.PathValue("id"), r.PathValue("path")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// timeParam reads a Unix-seconds query parameter.
+func timeParam(r *http.Request, name string) (time.Time, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, withParam(name, fmt.Errorf("%w: %s must be Unix seconds", errBadRequest, name))
+	}
+	return time.Unix(n, 0), nil
+}
+
+func (a *API) usage(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	since, err := timeParam(r, "since")
+	if err != nil {
+		return err
+	}
+	until, err := timeParam(r, "until")
+	if err != nil {
+		return err
+	}
+	rows, err := a.st.Usage().List(r.Context(), p.Org.ID, since, until)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": rows})
+	return nil
+}
+
+func (a *API) audit(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	since, err := timeParam(r, "since")
+	if err != nil {
+		return err
+	}
+	until, err := timeParam(r, "until")
+	if err != nil {
+		return err
+	}
+	limit := 0
+	if v := r.URL.Query().Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 1000 {
+			return withParam("limit", fmt.Errorf("%w: limit must be 1 to 1000", errBadRequest))
+		}
+	}
+	evs, err := a.st.Audit().List(r.Context(), store.EventFilter{OrgID: p.Org.ID, Type: r.URL.Query().Get("type"),
+		Since: since, Until: until, Limit: limit})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": evs})
+	return nil
+}

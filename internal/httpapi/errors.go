@@ -1,0 +1,81 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+)
+
+// apiError is the OpenAI-style error body.
+type apiError struct {
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	Param   *string `json:"param"`
+}
+
+// paramError names the request field that is wrong.
+type paramError struct {
+	param string
+	err   error
+}
+
+func (e *paramError) Error() string { return e.err.Error() }
+func (e *paramError) Unwrap() error { return e.err }
+
+func withParam(param string, err error) error { return &paramError{param: param, err: err} }
+
+var errTooLarge = errors.New("request body too large")
+
+// status maps an error to its HTTP status and code, once, at the edge.
+func status(err error) (int, string) {
+	switch {
+	case errors.Is(err, governance.ErrUnauthenticated):
+		return http.StatusUnauthorized, "invalid_api_key"
+	case errors.Is(err, governance.ErrForbidden), errors.Is(err, computer.ErrForbidden):
+		return http.StatusForbidden, "forbidden"
+	case errors.Is(err, computer.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, computer.ErrGone):
+		return http.StatusConflict, "computer_gone"
+	case errors.Is(err, computer.ErrCapacity):
+		return http.StatusTooManyRequests, "capacity_exceeded"
+	case errors.Is(err, computer.ErrTooLarge), errors.Is(err, errTooLarge):
+		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, computer.ErrInvalid), errors.Is(err, governance.ErrInvalid), errors.Is(err, errBadRequest):
+		return http.StatusBadRequest, "invalid_request"
+	case errors.Is(err, computer.ErrUnavailable):
+		return http.StatusServiceUnavailable, "computer_unavailable"
+	}
+	return http.StatusInternalServerError, "internal_error"
+}
+
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code, name := status(err)
+	msg := err.Error()
+	if code == http.StatusInternalServerError {
+		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		msg = "internal error; see the server log"
+	}
+	body := apiError{Code: name, Message: msg}
+	var pe *paramError
+	if errors.As(err, &pe) {
+		body.Param = &pe.param
+	}
+	if code == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="cubicle"`)
+	}
+	writeJSON(w, code, map[string]any{"error": body})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}

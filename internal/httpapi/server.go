@@ -1,0 +1,138 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+)
+
+// API serves Cubicle's REST endpoints.
+type API struct {
+	gov   *governance.Service
+	comp  *computer.Manager
+	st    store.Store
+	ready atomic.Bool
+	mux   *http.ServeMux
+}
+
+// New builds the handler. Readiness starts false; call SetReady once the
+// isolation probe passed.
+func New(gov *governance.Service, comp *computer.Manager, st store.Store) *API {
+	a := &API{gov: gov, comp: comp, st: st, mux: http.NewServeMux()}
+	a.routes()
+	return a
+}
+
+// SetReady marks the server ready (GET /readyz answers 200).
+func (a *API) SetReady(ok bool) { a.ready.Store(ok) }
+
+func (a *API) routes() {
+	m := a.mux
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	m.HandleFunc("GET /readyz", a.readyz)
+	m.HandleFunc("GET /metrics", a.metrics)
+
+	m.Handle("POST /v1/computers", a.auth(a.createComputer))
+	m.Handle("GET /v1/computers", a.auth(a.listComputers))
+	m.Handle("GET /v1/computers/{id}", a.auth(a.getComputer))
+	m.Handle("DELETE /v1/computers/{id}", a.auth(a.deleteComputer))
+	m.Handle("POST /v1/computers/{id}/exec", a.auth(a.exec))
+	m.Handle("GET /v1/computers/{id}/files", a.auth(a.listFiles))
+	m.Handle("PUT /v1/computers/{id}/files/{path...}", a.auth(a.putFile))
+	m.Handle("GET /v1/computers/{id}/files/{path...}", a.auth(a.getFile))
+	m.Handle("DELETE /v1/computers/{id}/files/{path...}", a.auth(a.deleteFile))
+	m.Handle("GET /v1/usage", a.auth(a.usage))
+	m.Handle("GET /v1/audit", a.auth(a.audit))
+
+	m.Handle("POST /v1/admin/orgs", a.admin(a.createOrg))
+	m.Handle("GET /v1/admin/orgs", a.admin(a.listOrgs))
+	m.Handle("POST /v1/admin/keys", a.admin(a.createKey))
+	m.Handle("GET /v1/admin/keys", a.admin(a.listKeys))
+	m.Handle("DELETE /v1/admin/keys/{id}", a.admin(a.revokeKey))
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": apiError{Code: "not_found",
+			Message: "no route for " + r.Method + " " + r.URL.Path}})
+	})
+}
+
+// ServeHTTP logs every request with its duration.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	a.mux.ServeHTTP(rec, r)
+	slog.DebugContext(r.Context(), "http", "method", r.Method, "path", r.URL.Path, "status", rec.code,
+		"ms", time.Since(start).Milliseconds())
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets SSE handlers flush through the recorder.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap exposes the writer to http.ResponseController.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+type principalKey struct{}
+
+// handler is an authenticated handler.
+type handler func(w http.ResponseWriter, r *http.Request, p governance.Principal) error
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if t, ok := strings.CutPrefix(h, "Bearer "); ok {
+		return strings.TrimSpace(t)
+	}
+	return ""
+}
+
+func (a *API) auth(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.gov.Authenticate(r.Context(), bearer(r))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		if err := h(w, r.WithContext(ctx), p); err != nil {
+			writeError(w, r, err)
+		}
+	})
+}
+
+func (a *API) admin(h handler) http.Handler {
+	return a.auth(func(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+		if !p.Admin() {
+			return governance.ErrForbidden
+		}
+		return h(w, r, p)
+	})
+}
+
+func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
+	if !a.ready.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting: the isolation probe has not passed yet"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
