@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,8 +262,9 @@ func lookPath(argv0 string, env []string) (string, error) {
 // PTRACE_TRACEME, so it stops right after execve, before running a single
 // instruction of the new program; the agent then moves it into the computer's
 // cgroups and detaches. Nothing the user runs ever executes outside its
-// limits, on cgroup v1 and v2 alike.
-func (s *Server) spawn(p *process, argv, env []string, cwd string, files []*os.File) (*waiter, error) {
+// limits, on cgroup v1 and v2 alike. All of it runs on the spawner thread:
+// the tracer, and the thread whose credentials the child inherits.
+func (s *Server) spawn(p *process, argv, env []string, cwd string, files []*os.File) (w *waiter, err error) {
 	prog, err := lookPath(argv[0], env)
 	if err != nil {
 		return nil, err
@@ -281,9 +281,21 @@ func (s *Server) spawn(p *process, argv, env []string, cwd string, files []*os.F
 			Credential: &syscall.Credential{Uid: SandboxUID, Gid: SandboxGID, Groups: []uint32{}},
 		},
 	}
+	s.spawner.run(func() { w, err = s.forkTraced(p, prog, argv, attr) })
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	killed := p.killed
+	p.mu.Unlock()
+	if killed { // cancelled while starting
+		s.killTree(p)
+	}
+	return w, nil
+}
 
-	runtime.LockOSThread() // ptrace requests must come from the tracing thread
-	defer runtime.UnlockOSThread()
+// forkTraced forks, waits for the post-exec stop, places and detaches.
+func (s *Server) forkTraced(p *process, prog string, argv []string, attr *syscall.ProcAttr) (*waiter, error) {
 	s.reg.mu.Lock()
 	pid, err := syscall.ForkExec(prog, argv, attr)
 	if err != nil {
@@ -314,12 +326,6 @@ func (s *Server) spawn(p *process, argv, env []string, cwd string, files []*os.F
 		<-w.exited
 		s.releaseLeaf(p.leaf)
 		return nil, fmt.Errorf("%w: detach: %v", ErrInternal, err)
-	}
-	p.mu.Lock()
-	killed := p.killed
-	p.mu.Unlock()
-	if killed { // cancelled while starting
-		s.killTree(p)
 	}
 	return w, nil
 }

@@ -21,9 +21,10 @@ type Server struct {
 	writeMu sync.Mutex
 	wbuf    []byte
 
-	ws     *workspace
-	reg    *registry
-	leaves leaves
+	ws      *workspace
+	reg     *registry
+	leaves  leaves
+	spawner *Spawner
 
 	mu      sync.Mutex
 	procs   map[uint32]*process
@@ -31,14 +32,16 @@ type Server struct {
 }
 
 // NewServer prepares a server. workspaceDir is an open directory descriptor
-// for /workspace (every file operation is confined beneath it).
-func NewServer(conn io.ReadWriter, init Init, workspaceDir *os.File, log *slog.Logger) *Server {
+// for /workspace (every file operation is confined beneath it); spawner is
+// the thread that starts user processes.
+func NewServer(conn io.ReadWriter, init Init, workspaceDir *os.File, spawner *Spawner, log *slog.Logger) *Server {
 	return &Server{
 		conn:    conn,
 		init:    init,
 		log:     log,
 		ws:      newWorkspace(workspaceDir),
 		reg:     newRegistry(),
+		spawner: spawner,
 		procs:   make(map[uint32]*process),
 		uploads: make(map[uint32]*upload),
 	}

@@ -33,14 +33,14 @@ func AgentMain() int {
 	unix.CloseRange(controlFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	conn := os.NewFile(controlFD, "control")
-	init, ws, err := bootstrap(conn)
+	init, ws, spawner, err := bootstrap(conn)
 	if err != nil {
 		b, _ := json.Marshal(agent.WireError{Code: "internal", Message: "computer setup failed: " + err.Error()})
 		buf, _ := agent.AppendFrame(nil, agent.Frame{Kind: agent.KindError, Payload: b})
 		conn.Write(buf)
 		return 1
 	}
-	srv := agent.NewServer(conn, init, ws, log)
+	srv := agent.NewServer(conn, init, ws, spawner, log)
 	if err := srv.Serve(context.Background()); err != nil {
 		log.Warn("agent stopped", "err", err)
 		return 1
@@ -50,7 +50,26 @@ func AgentMain() int {
 
 // bootstrap turns this fresh PID 1 into a sealed computer: root
 // filesystem, network, limits, privileges, seccomp.
-func bootstrap(conn *os.File) (agent.Init, *os.File, error) {
+func bootstrap(conn *os.File) (agent.Init, *os.File, *agent.Spawner, error) {
+	init, ws, err := setup(conn)
+	if err != nil {
+		return init, nil, nil, err
+	}
+	// The spawner thread must drop its bounding set while the agent still
+	// has CAP_SETPCAP, i.e. before dropPrivileges.
+	spawner, err := agent.NewSpawner(dropBoundingSet)
+	if err == nil {
+		err = dropPrivileges()
+	}
+	if err != nil {
+		ws.Close()
+		return init, nil, nil, err
+	}
+	return init, ws, spawner, nil
+}
+
+// setup builds the computer: root filesystem, hostname, network, rlimits.
+func setup(conn *os.File) (agent.Init, *os.File, error) {
 	f, err := agent.ReadFrame(conn)
 	if err != nil {
 		return agent.Init{}, nil, fmt.Errorf("read init: %w", err)
@@ -74,7 +93,7 @@ func bootstrap(conn *os.File) (agent.Init, *os.File, error) {
 	for _, l := range []struct {
 		res int
 		val uint64
-	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_NOFILE, 4096}} {
+	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_NOFILE, 4096}, {unix.RLIMIT_FSIZE, uint64(init.MaxFile)}} {
 		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.val, Max: l.val}); err != nil {
 			return init, nil, fmt.Errorf("set rlimit %d: %w", l.res, err)
 		}
@@ -82,10 +101,6 @@ func bootstrap(conn *os.File) (agent.Init, *os.File, error) {
 	ws, err := os.OpenFile(agent.WorkspacePath, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return init, nil, fmt.Errorf("open workspace: %w", err)
-	}
-	if err := dropPrivileges(); err != nil {
-		ws.Close()
-		return init, nil, err
 	}
 	return init, ws, nil
 }

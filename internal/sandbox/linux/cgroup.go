@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/manager"
@@ -19,6 +20,8 @@ import (
 // process that creates them (a systemd service's delegated subtree, or the
 // shell's cgroup for the CLI).
 const cgroupParent = "cubicle"
+
+var cgroupSetMu sync.Mutex
 
 // v1Controllers are the hierarchies a computer needs on cgroup v1 (the first
 // three enforce limits; cpuacct accounts CPU time).
@@ -116,7 +119,10 @@ func createUserCgroup(id string, spec sandbox.Spec) (*userCgroup, error) {
 		ucg.destroy()
 		return nil, fmt.Errorf("%w: create cgroup %v: %v", sandbox.ErrUnsupported, paths, err)
 	}
-	if err := mgr.Set(res); err != nil {
+	cgroupSetMu.Lock() // opencontainers/cgroups v0.1.0 fills a global cache unlocked on first Set
+	err = mgr.Set(res)
+	cgroupSetMu.Unlock()
+	if err != nil {
 		ucg.destroy()
 		return nil, fmt.Errorf("%w: set cgroup limits: %v", sandbox.ErrUnsupported, err)
 	}

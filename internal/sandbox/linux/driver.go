@@ -149,8 +149,8 @@ func (c *computer) launch(ctx context.Context, device string) error {
 	if err != nil {
 		return err
 	}
-	defer agentEnd.Close()
 	c.proc, err = startAgent(c.driver.cfg.AgentPath, append([]*os.File{agentEnd}, files...), &c.stderr)
+	agentEnd.Close() // the agent has it now; if it dies, the host sees end of file at once
 	if err != nil {
 		hostEnd.Close()
 		return err
@@ -203,6 +203,8 @@ func handshake(ctx context.Context, conn *os.File, init agent.Init) error {
 	}
 	conn.SetDeadline(deadline)
 	defer conn.SetDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
 	if _, err := conn.Write(buf); err != nil {
 		return fmt.Errorf("start computer: send init: %w", err)
 	}

@@ -45,6 +45,7 @@ func startAgent(path string, extra []*os.File, stderr *boundedBuffer) (*exec.Cmd
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: namespaces,
 			Pdeathsig:  syscall.SIGKILL,
+			Setsid:     true, // a terminal's Ctrl-C must reach cubicle, not the agent
 		},
 	}
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,213 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// fakeDriver makes computers that answer Exec at once and remembers
+// which were never destroyed.
+type fakeDriver struct {
+	mu      sync.Mutex
+	live    map[*fakeSandbox]bool
+	created int
+	onExec  func(n int) error // called with the number of execs so far
+	execs   int
+}
+
+func (d *fakeDriver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.live == nil {
+		d.live = make(map[*fakeSandbox]bool)
+	}
+	sb := &fakeSandbox{d: d}
+	d.live[sb] = true
+	d.created++
+	return sb, nil
+}
+
+func (d *fakeDriver) GC(context.Context) (sandbox.GCReport, error) { return sandbox.GCReport{}, nil }
+
+func (d *fakeDriver) leaked() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.live)
+}
+
+type fakeSandbox struct {
+	sandbox.Sandbox // methods the bench does not use panic
+	d               *fakeDriver
+}
+
+func (s *fakeSandbox) Exec(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
+	s.d.mu.Lock()
+	s.d.execs++
+	n, hook := s.d.execs, s.d.onExec
+	s.d.mu.Unlock()
+	if hook != nil {
+		if err := hook(n); err != nil {
+			return sandbox.ExitStatus{}, err
+		}
+	}
+	if slices.Equal(req.Argv, echoArgv) && sio.Stdout != nil {
+		sio.Stdout.Write([]byte(echoOutput))
+	}
+	return sandbox.ExitStatus{}, nil
+}
+
+func (s *fakeSandbox) Destroy(context.Context) error {
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	delete(s.d.live, s)
+	return nil
+}
+
+func TestRunReportsEveryRowAndCleansUp(t *testing.T) {
+	d := &fakeDriver{}
+	rep, err := Run(context.Background(), Config{Driver: d, Spec: sandbox.DefaultSpec(), N: 3, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range rep.Rows {
+		ids = append(ids, r.ID)
+		if r.N != 3 || r.Failures != 0 || r.P50 <= 0 {
+			t.Errorf("row %s: %+v", r.ID, r)
+		}
+	}
+	want := []string{RowColdStart, RowCreate, RowDestroy, RowExecTrue, RowExecEcho, RowExecIdle, RowHost}
+	if !slices.Equal(ids, want) {
+		t.Errorf("rows %v, want %v", ids, want)
+	}
+	if len(rep.Targets) != 2 || rep.Failed {
+		t.Errorf("targets %+v, failed %v", rep.Targets, rep.Failed)
+	}
+	if n := d.leaked(); n != 0 {
+		t.Errorf("%d computers were not destroyed", n)
+	}
+	// 4 cold starts (1 warm-up + 3) and 2 long-lived computers.
+	if d.created != 6 {
+		t.Errorf("created %d computers, want 6", d.created)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, rep); err != nil || !strings.Contains(b.String(), "cubicle  cold start → first byte") {
+		t.Errorf("table: %v\n%s", err, b.String())
+	}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRunCancelledCleansUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &fakeDriver{}
+	d.onExec = func(n int) error {
+		if n == 10 {
+			cancel()
+			return context.Canceled
+		}
+		return nil
+	}
+	rep, err := Run(ctx, Config{Driver: d, Spec: sandbox.DefaultSpec(), N: 1000})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if rep == nil || rep.CleanupFailed {
+		t.Errorf("report %+v", rep)
+	}
+	if n := d.leaked(); n != 0 {
+		t.Errorf("%d computers were not destroyed after cancel", n)
+	}
+}
+
+func TestRunFailingExecIsCountedAndDisables(t *testing.T) {
+	d := &fakeDriver{}
+	d.onExec = func(int) error { return errors.New("agent gone") }
+	start := time.Now()
+	rep, err := Run(context.Background(), Config{Driver: d, Spec: sandbox.DefaultSpec(), N: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Failed {
+		t.Error("a failing cubicle path did not fail the report")
+	}
+	for _, r := range rep.Rows {
+		if strings.HasPrefix(r.ID, "cubicle_") && (r.N != 0 || r.Failures != consecutiveFailures) {
+			t.Errorf("row %s: n %d failures %d, want 0 and %d", r.ID, r.N, r.Failures, consecutiveFailures)
+		}
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Error("disabled paths kept running")
+	}
+	if n := d.leaked(); n != 0 {
+		t.Errorf("%d computers were not destroyed", n)
+	}
+}
+
+func TestEditSpec(t *testing.T) {
+	raw := []byte(`{"process":{"terminal":true,"user":{"uid":0,"gid":0},"args":["sh"],"cwd":"/"},
+		"root":{"path":"rootfs"},"mounts":[{"destination":"/proc","type":"proc","source":"proc"},
+		{"destination":"/sys","type":"sysfs","source":"sysfs"}],
+		"linux":{"namespaces":[{"type":"pid"},{"type":"cgroup"}],"resources":{"devices":[{"allow":false,"access":"rwm"}]}}}`)
+	spec := sandbox.DefaultSpec()
+	out, err := editSpec(raw, "/b/rootfs", echoArgv, spec, []topDir{{"bin", "usr/bin"}, {"lib", ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Process struct {
+			Terminal bool
+			User     struct{ UID, GID int }
+			Args     []string
+			Cwd      string
+		}
+		Root   struct{ Path string }
+		Mounts []struct{ Destination, Type, Source string }
+		Linux  struct {
+			Namespaces []struct{ Type string }
+			Resources  struct {
+				Devices []any
+				Memory  struct{ Limit int64 }
+				Pids    struct{ Limit int64 }
+				CPU     struct{ Quota, Period int64 }
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Process.Terminal || c.Process.User.UID != 1000 || c.Process.User.GID != 1000 ||
+		!slices.Equal(c.Process.Args, echoArgv) || c.Process.Cwd != "/workspace" || c.Root.Path != "/b/rootfs" {
+		t.Errorf("process/root: %+v %+v", c.Process, c.Root)
+	}
+	var dests []string
+	for _, m := range c.Mounts {
+		dests = append(dests, m.Destination)
+	}
+	if !slices.Equal(dests, []string{"/proc", "/usr", "/lib", "/tmp", "/workspace"}) {
+		t.Errorf("mounts %v", dests)
+	}
+	var ns []string
+	for _, n := range c.Linux.Namespaces {
+		ns = append(ns, n.Type)
+	}
+	if !slices.Equal(ns, []string{"pid", "mount", "network", "ipc", "uts"}) {
+		t.Errorf("namespaces %v", ns)
+	}
+	r := c.Linux.Resources
+	if len(r.Devices) != 1 || r.Memory.Limit != spec.MemoryBytes || r.Pids.Limit != spec.Pids || r.CPU.Quota != 100000 {
+		t.Errorf("resources %+v", r)
+	}
+}
