@@ -82,6 +82,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := m.recover(ctx); err != nil {
 		return err
 	}
+	if err := m.st.Instances().Beat(ctx, m.instance, m.now()); err != nil {
+		return fmt.Errorf("record instance: %w", err)
+	}
 	m.bg.Add(1)
 	go m.reap(context.WithoutCancel(ctx))
 	m.pool.start(context.WithoutCancel(ctx))
@@ -299,11 +302,15 @@ func (m *Manager) recordStop(ctx context.Context, rec store.Computer, gone time.
 	}
 }
 
-// reap destroys computers whose lifetime is over.
+// beatInterval is how often this server records that it is alive.
+const beatInterval = 5 * time.Second
+
+// reap destroys computers whose lifetime is over, and beats.
 func (m *Manager) reap(ctx context.Context) {
 	defer m.bg.Done()
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
+	var lastBeat time.Time
 	for {
 		select {
 		case <-m.stop:
@@ -311,6 +318,12 @@ func (m *Manager) reap(ctx context.Context) {
 		case <-t.C:
 		}
 		now := m.now()
+		if now.Sub(lastBeat) >= beatInterval {
+			if err := m.st.Instances().Beat(ctx, m.instance, now); err != nil {
+				slog.WarnContext(ctx, "heartbeat", "err", err)
+			}
+			lastBeat = now
+		}
 		var expired []*live
 		m.mu.Lock()
 		for _, l := range m.live {
@@ -325,6 +338,20 @@ func (m *Manager) reap(ctx context.Context) {
 	}
 }
 
+// goneAt estimates when a crashed instance's computers died: with it (the
+// agents die with their owner), shortly after its last heartbeat.
+func (m *Manager) goneAt(ctx context.Context, instance string) time.Time {
+	now := m.now()
+	last, err := m.st.Instances().LastSeen(ctx, instance)
+	if err != nil {
+		return now
+	}
+	if gone := last.Add(beatInterval); gone.Before(now) {
+		return gone
+	}
+	return now
+}
+
 // recover stops every computer a previous server left behind: the driver
 // removes their processes and resources, and each gets its stop recorded
 // exactly once.
@@ -337,7 +364,7 @@ func (m *Manager) recover(ctx context.Context) error {
 		return fmt.Errorf("recovery: %w", err)
 	}
 	for _, rec := range orphans {
-		m.recordStop(ctx, rec, m.now(), "server_restarted")
+		m.recordStop(ctx, rec, m.goneAt(ctx, rec.Instance), "server_restarted")
 	}
 	if len(orphans) > 0 {
 		slog.InfoContext(ctx, "recovery: stopped computers of a previous server", "count", len(orphans))

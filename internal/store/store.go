@@ -20,7 +20,16 @@ type Store interface {
 	Computers() Computers
 	Usage() Usage
 	Audit() Audit
+	Instances() Instances
 	Close() error
+}
+
+// Instances records that server processes are alive, so a successor can
+// tell when a crashed one stopped (and charge its computers up to then).
+type Instances interface {
+	Beat(ctx context.Context, id string, at time.Time) error
+	// LastSeen returns the last beat of an instance, ErrNotFound if none.
+	LastSeen(ctx context.Context, id string) (time.Time, error)
 }
 
 // Org is an organisation.
