@@ -1,4 +1,4 @@
-# Cubicle: `make run` sets up the host and runs a command in a computer;
+# Cubicle: `make run` sets up the host and serves the computers API;
 # `make test` runs the whole test suite. Both install what they need.
 export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
@@ -16,8 +16,12 @@ setup:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/cubicle
 
+# The embedded default: SQLite and computers' disks under DATA. On first
+# start an admin key is printed once (or set CUBICLE_ADMIN_KEY).
+DATA ?= /var/lib/cubicle
+LISTEN ?= 127.0.0.1:8080
 run: setup build
-	./$(BIN) run -- /usr/bin/python3 -c 'import platform, os; print("hello from computer", platform.node(), "as uid", os.getuid())'
+	./$(BIN) serve --listen $(LISTEN) --data $(DATA)
 
 lint:
 	@test -z "$$(gofmt -l cmd internal)" || { echo "gofmt needed:"; gofmt -l cmd internal; exit 1; }

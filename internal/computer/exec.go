@@ -120,7 +120,14 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 		TimedOut: st.TimedOut, OOMKilled: st.OOMKilled, DurationMS: elapsed.Milliseconds(),
 		StdoutTruncated: out.truncated, StderrTruncated: errb.truncated}
 	if st.TimedOut {
-		res.Stderr += fmt.Sprintf("\ntimed out after %d seconds\n", timeout)
+		line := fmt.Sprintf("timed out after %d seconds\n", timeout)
+		if res.Stderr != "" && !strings.HasSuffix(res.Stderr, "\n") {
+			line = "\n" + line
+		}
+		res.Stderr += line
+		if stream != nil {
+			stream("stderr", []byte(line))
+		}
 	}
 	m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "exec",
 		"duration_ms": res.DurationMS, "exit_code": res.ExitCode})
