@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/config"
 )
 
 // defaultData is where computers' disks and records live unless --data says otherwise.
@@ -62,40 +64,10 @@ func (s *sizeFlag) Set(v string) error {
 	return nil
 }
 
-func parseSize(v string) (int64, error) {
-	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(v)), "B"), "I")
-	mult := int64(1)
-	if t != "" {
-		switch t[len(t)-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		case 'T':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			t = t[:len(t)-1]
-		}
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || !(f > 0) || f*float64(mult) > 1<<50 { // !(f > 0) also refuses NaN
-		return 0, fmt.Errorf("%q is not a size like 512M or 1G", v)
-	}
-	return int64(f * float64(mult)), nil
-}
+func parseSize(v string) (int64, error) { return config.ParseSize(v) }
 
-func formatSize(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dG", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dM", n>>20)
-	}
-	return strconv.FormatInt(n, 10)
-}
+// formatSize writes a size the way the flags read it.
+func formatSize(n int64) string { return config.Size(n).String() }
 
 // durationFlag accepts Go durations (30s, 2m) or whole seconds (30).
 type durationFlag struct{ d time.Duration }

@@ -58,7 +58,7 @@ func TestParseSize(t *testing.T) {
 func TestFormatSize(t *testing.T) {
 	cases := map[int64]string{
 		1 << 30: "1G", 4 << 30: "4G", 512 << 20: "512M", 1536 << 20: "1536M",
-		1000: "1000", 1 << 10: "1024", 0: "0",
+		1000: "1000", 1 << 10: "1K", 0: "0",
 	}
 	for in, want := range cases {
 		if got := formatSize(in); got != want {

@@ -55,7 +55,7 @@ func ParseSize(v string) (int64, error) {
 		}
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f <= 0 || f*float64(mult) > 1<<50 {
+	if err != nil || !(f > 0) || f*float64(mult) > 1<<50 { // !(f > 0) also refuses NaN
 		return 0, fmt.Errorf("%q is not a size like 512M or 1G", v)
 	}
 	return int64(f * float64(mult)), nil

@@ -163,12 +163,16 @@ func timeParam(r *http.Request, name string) (time.Time, error) {
 	return time.Unix(n, 0), nil
 }
 
-func (a *API) usage(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	since, err := timeParam(r, "since")
-	if err != nil {
-		return err
+// timeRange reads the since and until parameters.
+func timeRange(r *http.Request) (since, until time.Time, err error) {
+	if since, err = timeParam(r, "since"); err == nil {
+		until, err = timeParam(r, "until")
 	}
-	until, err := timeParam(r, "until")
+	return since, until, err
+}
+
+func (a *API) usage(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	since, until, err := timeRange(r)
 	if err != nil {
 		return err
 	}
@@ -181,11 +185,7 @@ func (a *API) usage(w http.ResponseWriter, r *http.Request, p governance.Princip
 }
 
 func (a *API) audit(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	since, err := timeParam(r, "since")
-	if err != nil {
-		return err
-	}
-	until, err := timeParam(r, "until")
+	since, until, err := timeRange(r)
 	if err != nil {
 		return err
 	}
