@@ -114,6 +114,8 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 	elapsed := time.Since(start)
 	m.metrics.observe(elapsed)
 	if err != nil {
+		m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "exec",
+			"duration_ms": elapsed.Milliseconds(), "exit_code": -1, "cancelled": true})
 		return ExecResult{}, execError(err)
 	}
 	res := ExecResult{ExitCode: st.ExitCode, Signal: st.Signal, Stdout: string(out.buf), Stderr: string(errb.buf),
@@ -137,8 +139,10 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 // execError maps sandbox errors to the service's kinds.
 func execError(err error) error {
 	switch {
-	case isAny(err, sandbox.ErrNotFound):
+	case isAny(err, sandbox.ErrNotFound, sandbox.ErrInvalid, sandbox.ErrPermission, sandbox.ErrNotDir):
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	case isAny(err, sandbox.ErrProcLimit):
+		return fmt.Errorf("%w: %v", ErrCapacity, err)
 	case isAny(err, sandbox.ErrGone):
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

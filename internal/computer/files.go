@@ -27,7 +27,8 @@ func fileError(err error) error {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	case isAny(err, sandbox.ErrTooLarge, sandbox.ErrNoSpace):
 		return fmt.Errorf("%w: %w", ErrTooLarge, err)
-	case isAny(err, sandbox.ErrPathEscape, sandbox.ErrNotRegular, sandbox.ErrPermission):
+	case isAny(err, sandbox.ErrPathEscape, sandbox.ErrNotRegular, sandbox.ErrPermission,
+		sandbox.ErrInvalid, sandbox.ErrNotDir, sandbox.ErrIsDir, sandbox.ErrExists, sandbox.ErrNotEmpty):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	case isAny(err, sandbox.ErrGone):
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -80,6 +81,9 @@ func (m *Manager) GetFile(ctx context.Context, p governance.Principal, id, path 
 	}
 	if fi.Type == "dir" {
 		return fmt.Errorf("%w: %s is a directory; list it with ?dir=", ErrInvalid, fi.Path)
+	}
+	if fi.Type != "file" {
+		return fmt.Errorf("%w: %s is a %s, not a regular file", ErrInvalid, fi.Path, fi.Type)
 	}
 	if fi.Size > m.cfg.MaxFileBytes {
 		return fmt.Errorf("%w: %s is %d bytes; the limit is %d", ErrTooLarge, fi.Path, fi.Size, m.cfg.MaxFileBytes)

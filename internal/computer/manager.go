@@ -56,8 +56,9 @@ type live struct {
 	principal governance.Principal
 	memory    int64
 	execLimit int
-	destroy   sync.Once
-	err       error
+	stopping  bool      // under Manager.mu: someone is tearing it down
+	retryAt   time.Time // under Manager.mu: a failed teardown is retried then
+	reason    string
 }
 
 // New returns a manager; call Start before use and Close at the end.
@@ -100,7 +101,10 @@ func (m *Manager) Close(ctx context.Context) {
 	m.mu.Lock()
 	all := make([]*live, 0, len(m.live))
 	for _, l := range m.live {
-		all = append(all, l)
+		if !l.stopping {
+			l.stopping = true
+			all = append(all, l)
+		}
 	}
 	m.mu.Unlock()
 	for _, l := range all {
@@ -163,8 +167,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	lifetime := governance.Clamp(m.cfg.LifetimeSeconds, keyLimits.LifetimeSeconds, req.LifetimeSeconds)
 	execLimit := governance.Clamp(m.cfg.ExecTimeoutSeconds, keyLimits.ExecTimeoutSeconds, req.ExecTimeoutSeconds)
 	memory := m.cfg.Memory
-	if req.MemoryMB > 0 {
-		memory = min(memory, max(req.MemoryMB<<20, 32<<20))
+	if req.MemoryMB > 0 && req.MemoryMB < memory>>20 {
+		memory = max(req.MemoryMB<<20, 32<<20)
 	}
 	if err := m.adm.admit(memory); err != nil {
 		return View{}, err
@@ -205,6 +209,9 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 
 // Get returns a computer of p's organisation.
 func (m *Manager) Get(ctx context.Context, p governance.Principal, id string) (View, error) {
+	if err := allowed(p); err != nil {
+		return View{}, err
+	}
 	rec, err := m.st.Computers().Get(ctx, p.Org.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return View{}, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -217,6 +224,9 @@ func (m *Manager) Get(ctx context.Context, p governance.Principal, id string) (V
 
 // List lists p's organisation's computers.
 func (m *Manager) List(ctx context.Context, p governance.Principal, all bool, responseID string) ([]View, error) {
+	if err := allowed(p); err != nil {
+		return nil, err
+	}
 	recs, err := m.st.Computers().List(ctx, store.ComputerFilter{OrgID: p.Org.ID, AliveOnly: !all, ResponseID: responseID})
 	if err != nil {
 		return nil, err
@@ -230,6 +240,9 @@ func (m *Manager) List(ctx context.Context, p governance.Principal, all bool, re
 
 // Delete destroys a computer of p's organisation.
 func (m *Manager) Delete(ctx context.Context, p governance.Principal, id string) error {
+	if err := allowed(p); err != nil {
+		return err
+	}
 	rec, err := m.st.Computers().Get(ctx, p.Org.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -240,11 +253,15 @@ func (m *Manager) Delete(ctx context.Context, p governance.Principal, id string)
 	if rec.Status == store.StatusDestroyed {
 		return fmt.Errorf("%w: %s", ErrGone, id)
 	}
-	m.gov.Record(ctx, p, "computer.destroy_requested", id, nil)
 	l := m.lookup(id)
 	if l == nil {
+		m.gov.Record(ctx, p, "computer.destroy_requested", id, nil)
 		return fmt.Errorf("%w: %s is not running on this server; it will be cleaned up", ErrUnavailable, id)
 	}
+	if !m.claim(l) {
+		return fmt.Errorf("%w: %s", ErrGone, id)
+	}
+	m.gov.Record(ctx, p, "computer.destroy_requested", id, nil)
 	if err := m.destroy(context.WithoutCancel(ctx), l, "deleted"); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -257,10 +274,30 @@ func (m *Manager) lookup(id string) *live {
 	return m.live[id]
 }
 
+// claim makes the caller the one who tears l down; false if another is.
+func (m *Manager) claim(l *live) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l.stopping {
+		return false
+	}
+	l.stopping = true
+	return true
+}
+
 // running returns a live computer of p's organisation, or the error the
 // caller should see.
 func (m *Manager) running(ctx context.Context, p governance.Principal, id string) (*live, error) {
+	if err := allowed(p); err != nil {
+		return nil, err
+	}
 	if l := m.lookup(id); l != nil && l.rec.OrgID == p.Org.ID {
+		m.mu.Lock()
+		stopping := l.stopping
+		m.mu.Unlock()
+		if stopping {
+			return nil, fmt.Errorf("%w: %s", ErrGone, id)
+		}
 		return l, nil
 	}
 	if _, err := m.Get(ctx, p, id); err != nil {
@@ -270,19 +307,22 @@ func (m *Manager) running(ctx context.Context, p governance.Principal, id string
 }
 
 // destroy tears a computer down once and records its stop exactly once.
+// The caller has claimed l. A failed teardown leaves l live, to be
+// retried by the reaper.
 func (m *Manager) destroy(ctx context.Context, l *live, reason string) error {
-	l.destroy.Do(func() {
+	if err := l.sb.Destroy(ctx); err != nil {
+		slog.ErrorContext(ctx, "destroy computer", "computer", l.rec.ID, "err", err)
 		m.mu.Lock()
-		delete(m.live, l.rec.ID)
+		l.stopping, l.retryAt, l.reason = false, m.now().Add(time.Second), reason
 		m.mu.Unlock()
-		if err := l.sb.Destroy(ctx); err != nil {
-			l.err = err
-			slog.ErrorContext(ctx, "destroy computer", "computer", l.rec.ID, "err", err)
-		}
-		m.adm.release(l.memory)
-		m.recordStop(ctx, l.rec, m.now(), reason)
-	})
-	return l.err
+		return err
+	}
+	m.mu.Lock()
+	delete(m.live, l.rec.ID)
+	m.mu.Unlock()
+	m.adm.release(l.memory)
+	m.recordStop(ctx, l.rec, m.now(), reason)
+	return nil
 }
 
 // recordStop writes the status, usage row and computer.destroyed event,
@@ -327,13 +367,19 @@ func (m *Manager) reap(ctx context.Context) {
 		var expired []*live
 		m.mu.Lock()
 		for _, l := range m.live {
-			if now.After(l.rec.ExpiresAt) {
+			retry := !l.retryAt.IsZero() && now.After(l.retryAt)
+			if !l.stopping && (retry || now.After(l.rec.ExpiresAt)) {
+				l.stopping = true
 				expired = append(expired, l)
 			}
 		}
 		m.mu.Unlock()
 		for _, l := range expired {
-			m.destroy(ctx, l, "expired")
+			reason := "expired"
+			if l.reason != "" {
+				reason = l.reason
+			}
+			m.destroy(ctx, l, reason)
 		}
 	}
 }

@@ -44,5 +44,8 @@ func viewOf(c store.Computer) View {
 		Metadata: map[string]string{}}
 	json.Unmarshal(c.Limits, &v.Limits)
 	json.Unmarshal(c.Metadata, &v.Metadata)
+	if v.Metadata == nil {
+		v.Metadata = map[string]string{}
+	}
 	return v
 }

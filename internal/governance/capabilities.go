@@ -1,6 +1,7 @@
 package governance
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -59,7 +60,9 @@ func ParseCapabilities(b []byte) (Capabilities, error) {
 			return c, fmt.Errorf("%w: unknown capability %q", ErrInvalid, k)
 		}
 	}
-	if err := json.Unmarshal(b, &c); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
 		return c, fmt.Errorf("%w: capabilities: %v", ErrInvalid, err)
 	}
 	if c.Computer != nil && (c.Computer.ExecTimeoutSeconds < 0 || c.Computer.LifetimeSeconds < 0) {

@@ -73,6 +73,9 @@ func (s *Service) Bootstrap(ctx context.Context, adminKey string) (string, error
 	if n > 0 {
 		return "", nil
 	}
+	if adminKey != "" && len(adminKey) < 16 {
+		return "", fmt.Errorf("bootstrap: CUBICLE_ADMIN_KEY must be at least 16 characters")
+	}
 	org := store.Org{ID: NewID("org"), Name: "default", AllowComputer: true, CreatedAt: s.now()}
 	if err := s.st.Orgs().Create(ctx, org); err != nil {
 		return "", fmt.Errorf("bootstrap: %w", err)
@@ -166,6 +169,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 // Record writes an audit event. Callers pass only ids, kinds, durations
 // and codes: never commands, output or file names.
 func (s *Service) Record(ctx context.Context, p Principal, typ, computerID string, data map[string]any) {
+	ctx = context.WithoutCancel(ctx) // an event is written even when the client went away
 	var raw json.RawMessage
 	if data != nil {
 		raw, _ = json.Marshal(data)

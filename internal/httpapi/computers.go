@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
@@ -69,7 +70,7 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if r.Header.Get("Accept") != "text/event-stream" {
+	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		res, err := a.comp.Exec(r.Context(), p, r.PathValue("id"), req, nil)
 		if err != nil {
 			return err

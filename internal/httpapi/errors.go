@@ -58,7 +58,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, name := status(err)
 	msg := err.Error()
 	if code == http.StatusInternalServerError {
-		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		// The route pattern, not the path: paths carry file names, which never go to logs.
+		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern, "err", err)
 		msg = "internal error; see the server log"
 	}
 	body := apiError{Code: name, Message: msg}

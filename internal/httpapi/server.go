@@ -69,7 +69,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	a.mux.ServeHTTP(rec, r)
-	slog.DebugContext(r.Context(), "http", "method", r.Method, "path", r.URL.Path, "status", rec.code,
+	slog.DebugContext(r.Context(), "http", "method", r.Method, "route", r.Pattern, "status", rec.code,
 		"ms", time.Since(start).Milliseconds())
 }
 

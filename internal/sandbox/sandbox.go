@@ -38,6 +38,11 @@ var (
 	ErrPermission = agent.ErrPermission
 	ErrProcLimit  = agent.ErrProcLimit
 	ErrGone       = agent.ErrAgentGone
+	ErrInvalid    = agent.ErrInvalid
+	ErrNotDir     = agent.ErrNotDir
+	ErrIsDir      = agent.ErrIsDir
+	ErrExists     = agent.ErrExists
+	ErrNotEmpty   = agent.ErrNotEmpty
 	// ErrUnsupported means the host cannot enforce what a computer needs
 	// (a cgroup controller, a namespace, loop devices...).
 	ErrUnsupported = errors.New("this host cannot enforce the computer's limits")

@@ -32,8 +32,8 @@ type computer struct {
 	done    chan struct{} // closed when the agent process has been reaped
 	waitErr error
 
-	teardownOnce sync.Once
-	teardownErr  error
+	teardownMu   sync.Mutex
+	tornDown     bool
 	keptPath     string
 }
 
@@ -70,16 +70,30 @@ func (c *computer) Remove(ctx context.Context, path string, recursive bool) erro
 	return c.client.Remove(ctx, path, recursive)
 }
 
-// Destroy kills everything and removes every resource of the computer.
+// Destroy kills everything and removes every resource of the computer. It
+// is idempotent, and after a partial failure a later call retries what is
+// left (every step is safe to repeat).
 func (c *computer) Destroy(ctx context.Context) error {
-	c.teardownOnce.Do(func() { c.teardownErr = c.teardown(ctx, false) })
-	return c.teardownErr
+	_, err := c.finish(ctx, false)
+	return err
 }
 
 // Keep stops the computer but keeps its disk, mounted on the host.
 func (c *computer) Keep(ctx context.Context) (string, error) {
-	c.teardownOnce.Do(func() { c.teardownErr = c.teardown(ctx, true) })
-	return c.keptPath, c.teardownErr
+	return c.finish(ctx, true)
+}
+
+func (c *computer) finish(ctx context.Context, keep bool) (string, error) {
+	c.teardownMu.Lock()
+	defer c.teardownMu.Unlock()
+	if c.tornDown {
+		return c.keptPath, nil
+	}
+	if err := c.teardown(ctx, keep); err != nil {
+		return "", err
+	}
+	c.tornDown = true
+	return c.keptPath, nil
 }
 
 // teardown kills the agent (which takes the whole PID namespace with it),

@@ -181,7 +181,9 @@ func processNames(t testing.TB, sb sandbox.Sandbox) []string {
 	// One process, no fork: it works even when the pids limit is exhausted.
 	code := "import os\nme=os.getpid()\nfor p in os.listdir('/proc'):\n" +
 		" if p.isdigit() and int(p)!=me:\n  try: print(open('/proc/'+p+'/comm').read().strip())\n  except OSError: pass\n"
-	r := runReq(t, sb, sandbox.ExecRequest{Argv: []string{python, "-c", code}}, nil)
+	// Its own timeout: the computer's default may be tiny in timeout tests,
+	// and python's start is slow on a loaded machine.
+	r := runReq(t, sb, sandbox.ExecRequest{Argv: []string{python, "-c", code}, Timeout: sandbox.Millis(time.Minute)}, nil)
 	if r.ExitCode != 0 {
 		t.Fatalf("list processes: exit %d signal %d: %s", r.ExitCode, r.Signal, r.Stderr)
 	}

@@ -143,9 +143,11 @@ func TestLimitForkBomb(t *testing.T) {
 			t.Logf("at most %d processes seen in %d samples; host ran /bin/true %d times, slowest %v",
 				most, samples, h.runs, h.worst)
 			// A listing of /proc is not atomic: a pid freed and reused
-			// while it is read may be seen twice. Without the limit the
+			// while it is read may be seen twice; and processes the agent
+			// starts (this counter among them) join even a full cgroup,
+			// since migration is not limit-checked. Without the limit the
 			// count goes into the thousands.
-			if most > pids+2 || most < pids/2 {
+			if most > pids+4 || most < pids/2 {
 				t.Errorf("the computer ran up to %d processes (in %d samples); limit %d", most, samples, pids)
 			}
 

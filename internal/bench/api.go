@@ -1,0 +1,594 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// Row IDs of 'cubicle bench api', stable for JSON consumers. The in-process
+// sandbox rows keep their ids from Run (RowColdStart, RowExecTrue...).
+const (
+	RowAPICreate    = "api_create_warm_pool"
+	RowAPIDelete    = "api_delete"
+	RowAPIExecTrue  = "api_exec_true"
+	RowAPIExecEcho  = "api_exec_echo_sse"
+	RowLoadCreate   = "load_create"
+	RowLoadExecTrue = "load_exec_true"
+	RowLoadDelete   = "load_delete"
+)
+
+// APITargets are the service's latency goals, judged on the p50 of a row.
+var APITargets = []struct {
+	Row   string
+	What  string
+	Limit time.Duration
+}{
+	{RowAPICreate, "create from the warm pool (POST /v1/computers)", 5 * time.Millisecond},
+	{RowAPIExecTrue, "exec /bin/true through HTTP (POST …/exec)", 4 * time.Millisecond},
+}
+
+// Defaults of 'cubicle bench api'.
+const (
+	DefaultAPIN           = 200
+	DefaultAPIConcurrency = 50
+	DefaultAPIExecs       = 100
+	DefaultAPIPoolSize    = 4
+)
+
+// APIConfig says what 'cubicle bench api' measures.
+type APIConfig struct {
+	// URL and Key name the server. Both are empty when the caller starts
+	// one itself (Validate accepts that; RunAPI needs them set).
+	URL string
+	Key string
+	// Driver, when set, also measures the same operations in this process,
+	// without HTTP (cold start, Create, Destroy, exec), interleaved with the
+	// HTTP ones, so the table shows what HTTP adds.
+	Driver sandbox.Driver
+	Spec   sandbox.Spec // the in-process computers' limits
+	N      int          // timed runs per latency path
+	Warmup int          // untimed runs per path before
+	// Concurrency computers are created at once for the load phase, and
+	// each then runs Execs execs of /bin/true in sequence, all in
+	// parallel. Concurrency 0 skips the load phase.
+	Concurrency int
+	Execs       int
+	// PoolSize is how many computers the server's warm pool holds when full;
+	// every timed create waits for that first. Negative: read it off
+	// /metrics (the depth once it stops growing).
+	PoolSize int
+	// Timeout bounds one request (and one in-process run). Default
+	// DefaultTimeout.
+	Timeout time.Duration
+	Server  ServerInfo // described in the report
+	// ServerPID is the server's process when it runs on this host (0:
+	// unknown): the load phase then reports its CPU time and its
+	// computers'.
+	ServerPID int
+	Log       io.Writer // progress and notes; default io.Discard
+}
+
+// Validate checks the configuration and names the first bad setting in
+// the words of the command's flags.
+func (c APIConfig) Validate() error {
+	switch {
+	case (c.URL == "") != (c.Key == ""):
+		return errors.New("--url and --key go together: give both to use a running server, or neither to start one")
+	case c.N < 1 || c.N > 100000:
+		return fmt.Errorf("--n must be between 1 and 100000, got %d", c.N)
+	case c.Warmup < 0 || c.Warmup > 1000:
+		return fmt.Errorf("--warmup must be between 0 and 1000, got %d", c.Warmup)
+	case c.Concurrency < 0 || c.Concurrency > 10000:
+		return fmt.Errorf("--concurrency must be between 0 (no load phase) and 10000, got %d", c.Concurrency)
+	case c.Concurrency > 0 && (c.Execs < 1 || c.Execs > 1000000):
+		return fmt.Errorf("--execs must be between 1 and 1000000, got %d", c.Execs)
+	case c.PoolSize > 10000:
+		return fmt.Errorf("--pool must be at most 10000, got %d", c.PoolSize)
+	case c.Timeout < 0:
+		return errors.New("--timeout must be positive")
+	}
+	if c.URL != "" {
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--url %q is not an http:// or https:// address like http://127.0.0.1:8080", c.URL)
+		}
+		if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+			return fmt.Errorf("--url %q: give the server's root, without a path", c.URL)
+		}
+	}
+	return nil
+}
+
+// ServerInfo describes the server that was measured.
+type ServerInfo struct {
+	URL string `json:"url"`
+	// Started is true when the bench started the server itself.
+	Started       bool   `json:"started"`
+	PoolSize      int    `json:"pool_size"`
+	MaxConcurrent int    `json:"max_concurrent,omitempty"`
+	MemoryBudget  string `json:"memory_budget,omitempty"`
+}
+
+// APIReport is the result of RunAPI.
+type APIReport struct {
+	Date   time.Time  `json:"date"`
+	Host   Host       `json:"host"`
+	Server ServerInfo `json:"server"`
+	N      int        `json:"n"`
+	Warmup int        `json:"warmup"`
+	Spec   SpecInfo   `json:"spec"`
+	// Rows are the latency rows: in-process sandbox rows first (when a
+	// driver was given), then the same operations over HTTP.
+	Rows []Row `json:"rows"`
+	// Overheads compare the p50 of an HTTP row with its in-process twin.
+	Overheads []Overhead `json:"overheads,omitempty"`
+	Load      *Load      `json:"load,omitempty"`
+	Targets   []Target   `json:"targets"`
+	Notes     []string   `json:"notes,omitempty"`
+	// Failed is set when a timed run or a load request failed, or a
+	// path could not run at all.
+	Failed bool `json:"failed"`
+	// CleanupFailed is set when something the bench made could not be
+	// removed (the notes say what); it implies Failed.
+	CleanupFailed bool `json:"cleanup_failed,omitempty"`
+}
+
+// Overhead is an HTTP row's p50 next to its in-process twin's.
+type Overhead struct {
+	What    string   `json:"what"`
+	API     string   `json:"api_row"`
+	Sandbox string   `json:"sandbox_row"`
+	APIP50  Duration `json:"api_p50_ms"`
+	SbP50   Duration `json:"sandbox_p50_ms"`
+	Delta   Duration `json:"delta_ms"`
+}
+
+// Load is the result of the load phase.
+type Load struct {
+	Computers int `json:"computers"`
+	ExecsEach int `json:"execs_each"`
+	// Rows: the creates (all at once), every exec, the deletes (all at
+	// once). Failures counts failed requests of each kind.
+	Rows []Row `json:"rows"`
+	// Execs is how many execs succeeded, in Seconds of wall time from the
+	// start of the exec phase until the last one returned.
+	Execs      int     `json:"execs"`
+	Seconds    float64 `json:"seconds"`
+	Throughput float64 `json:"execs_per_second"`
+	// CPUBusy is the share of the host's CPU time that was not idle during
+	// the exec phase (0–1); CPUPerExec splits it by process. Both describe
+	// this host, which is the server's unless --url names another.
+	CPUBusy    float64     `json:"cpu_busy,omitempty"`
+	CPUPerExec *CPUPerExec `json:"cpu_per_exec,omitempty"`
+	// Errors counts every failed request, 429s included; Refused counts
+	// the 429s (capacity_exceeded) alone. Skipped execs were not sent
+	// because their computer was not created or kept failing.
+	Errors  int  `json:"errors"`
+	Refused int  `json:"refused_429"`
+	Skipped int  `json:"skipped_execs"`
+	OK      bool `json:"ok"`
+}
+
+// overheadPairs name the in-process twin of each HTTP row.
+var overheadPairs = []struct{ what, api, sb string }{
+	{"exec /bin/true round trip", RowAPIExecTrue, RowExecTrue},
+	{"exec /bin/echo → first byte (SSE)", RowAPIExecEcho, RowExecEcho},
+	{"delete: DELETE vs Destroy()", RowAPIDelete, RowDestroy},
+	{"create: POST from the pool vs a cold Create()", RowAPICreate, RowCreate},
+}
+
+// RunAPI measures a running server over HTTP: creates from its warm pool,
+// execs (unary and SSE), deletes, interleaved with the same operations on
+// in-process computers, then the load phase. It returns an error when it
+// could not finish (ctx cancelled, server unreachable, a path that cannot
+// be set up); failed requests are counted in the report. Every computer it
+// created is deleted before it returns; the report, non-nil once the
+// config was accepted, says in CleanupFailed and Notes when that was
+// incomplete.
+func RunAPI(ctx context.Context, cfg APIConfig) (*APIReport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.URL == "" {
+		return nil, errors.New("bench: no server URL")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	rep := &APIReport{Date: time.Now().UTC(), Host: hostInfo(), Server: cfg.Server, N: cfg.N, Warmup: cfg.Warmup}
+	rep.Server.URL = cfg.URL
+	if cfg.Driver != nil {
+		rep.Spec = SpecInfo{cfg.Spec.MemoryBytes, cfg.Spec.Pids, cfg.Spec.CPUs, cfg.Spec.DiskBytes}
+	}
+	note := rep.note(cfg.Log)
+
+	c := newAPIClient(cfg.URL, cfg.Key, cfg.Concurrency+4, cfg.Timeout)
+	defer c.close()
+	tr := &tracker{ids: map[string]bool{}}
+	defer func() {
+		if err := tr.deleteAll(c); err != nil {
+			note("clean-up incomplete: %v", err)
+			rep.Failed, rep.CleanupFailed = true, true
+		}
+	}()
+
+	if err := c.check(ctx); err != nil {
+		return rep, fmt.Errorf("the server does not answer GET /v1/computers with this key: %w", err)
+	}
+	pool := &poolWaiter{c: c, full: cfg.PoolSize, timeout: cfg.Timeout}
+	if pool.full < 0 {
+		fmt.Fprintln(cfg.Log, "reading the warm pool's size off /metrics")
+		if err := pool.discover(ctx); err != nil {
+			return rep, err
+		}
+	}
+	rep.Server.PoolSize = pool.full
+	if pool.full == 0 {
+		note("the server's warm pool is empty (pool_size 0?): the create row measures cold starts")
+	}
+
+	var paths []*path
+	if cfg.Driver != nil {
+		scfg := Config{Driver: cfg.Driver, Spec: cfg.Spec, Timeout: cfg.Timeout}
+		paths = append(paths, cubicleCold(scfg), cubicleExec(scfg))
+	}
+	paths = append(paths, apiCreatePath(c, tr, pool), apiExecPath(c, tr, pool))
+	if err := measure(ctx, paths, cfg.N, cfg.Warmup, cfg.Log, note, rep.cleanup(note)); err != nil {
+		return rep, err
+	}
+	for _, p := range paths {
+		if p.disabled || p.failures > 0 {
+			rep.Failed = true
+		}
+		for _, r := range p.rows {
+			rep.Rows = append(rep.Rows, Row{ID: r.id, Label: r.label, Summary: Summarize(p.samples[r.id]), Failures: p.failures})
+		}
+	}
+	rep.Overheads = overheads(rep.Rows)
+
+	if cfg.Concurrency > 0 {
+		load, err := runLoad(ctx, c, tr, pool, cfg, note)
+		rep.Load = load
+		if err != nil {
+			return rep, err
+		}
+		if !load.OK {
+			rep.Failed = true
+		}
+	}
+	rep.Targets = targets(rep.Rows)
+	return rep, nil
+}
+
+// note returns a function that records a note and logs it.
+func (r *APIReport) note(log io.Writer) func(string, ...any) {
+	var mu sync.Mutex
+	return func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		mu.Lock()
+		r.Notes = append(r.Notes, msg)
+		mu.Unlock()
+		fmt.Fprintln(log, "note: "+msg)
+	}
+}
+
+// AddNote records a note of the caller (such as the server's clean-up);
+// cleanup says that something could not be removed.
+func (r *APIReport) AddNote(cleanup bool, format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+	if cleanup {
+		r.Failed, r.CleanupFailed = true, true
+	}
+}
+
+// cleanup returns what measure uses to release a path: with a context of
+// its own, since ctx may be the cancelled one, and bounded.
+func (r *APIReport) cleanup(note func(string, ...any)) func(string, func(context.Context) error) {
+	return func(name string, f func(ctx context.Context) error) {
+		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := f(cctx); err != nil {
+			note("%s: clean-up incomplete: %v", name, err)
+			r.Failed, r.CleanupFailed = true, true
+		}
+	}
+}
+
+// measure sets the paths up, runs warmup untimed and n timed iterations
+// (interleaved, as Run does), and releases them before it returns.
+func measure(ctx context.Context, paths []*path, n, warmup int, log io.Writer, note func(string, ...any),
+	cleanup func(string, func(context.Context) error)) error {
+	for _, p := range paths {
+		p.samples = make(map[string][]time.Duration)
+		if p.close != nil {
+			defer cleanup(p.name, p.close)
+		}
+	}
+	for _, p := range paths {
+		if p.setup == nil {
+			continue
+		}
+		fmt.Fprintf(log, "setting up %s\n", p.name)
+		if err := p.setup(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("set up %s: %w", p.name, err)
+		}
+	}
+	fmt.Fprintf(log, "warming up: %d untimed runs per path\n", warmup)
+	for i := range warmup {
+		if err := iteration(ctx, paths, i, false, note); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(log, "measuring: %d runs per path, interleaved\n", n)
+	every := max(1, n/10)
+	for i := range n {
+		if err := iteration(ctx, paths, i, true, note); err != nil {
+			return err
+		}
+		if (i+1)%every == 0 || i+1 == n {
+			fmt.Fprintf(log, "  %d/%d\n", i+1, n)
+		}
+	}
+	return nil
+}
+
+func overheads(rows []Row) []Overhead {
+	byID := map[string]Row{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	var out []Overhead
+	for _, p := range overheadPairs {
+		a, okA := byID[p.api]
+		s, okS := byID[p.sb]
+		if !okA || !okS || a.N == 0 || s.N == 0 {
+			continue
+		}
+		out = append(out, Overhead{What: p.what, API: p.api, Sandbox: p.sb, APIP50: a.P50, SbP50: s.P50, Delta: a.P50 - s.P50})
+	}
+	return out
+}
+
+// targets judges the sandbox's and the service's targets on rows.
+func targets(rows []Row) []Target {
+	var out []Target
+	for _, list := range [][]struct {
+		Row   string
+		What  string
+		Limit time.Duration
+	}{Targets, APITargets} {
+		for _, t := range list {
+			for _, r := range rows {
+				if r.ID == t.Row && r.N > 0 {
+					out = append(out, Target{Row: t.Row, What: t.What, Limit: Duration(t.Limit), P50: r.P50, Met: time.Duration(r.P50) <= t.Limit})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// tracker remembers the computers the bench created and has not deleted,
+// so that they are deleted whatever happens.
+type tracker struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (t *tracker) add(id string) {
+	t.mu.Lock()
+	t.ids[id] = true
+	t.mu.Unlock()
+}
+
+func (t *tracker) remove(id string) {
+	t.mu.Lock()
+	delete(t.ids, id)
+	t.mu.Unlock()
+}
+
+func (t *tracker) list() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.ids))
+	for id := range t.ids {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// deleteAll deletes what is left, a few at a time, within cleanupTimeout,
+// also after ctx was cancelled. A computer that is already gone counts as
+// deleted.
+func (t *tracker) deleteAll(c *apiClient) error {
+	ids := t.list()
+	if len(ids) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 8)
+	)
+	for _, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			var err error
+			for attempt := 0; attempt < 3; attempt++ {
+				if _, err = c.delete(ctx, id); err == nil || isGone(err) {
+					t.remove(id)
+					return
+				}
+				if ctx.Err() != nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("delete %s: %w", id, err))
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// poolWaiter waits until the server's warm pool is full, so that a create
+// claims from a full pool and the refill that a claim starts is not still
+// running when the next path is timed.
+type poolWaiter struct {
+	c       *apiClient
+	full    int
+	timeout time.Duration
+}
+
+// poolPoll is how often /metrics is read while waiting.
+const poolPoll = 5 * time.Millisecond
+
+func (p *poolWaiter) wait(ctx context.Context) error {
+	if p.full <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	last := -1
+	for {
+		n, err := p.c.poolDepth(ctx)
+		if err == nil && n >= p.full {
+			return nil
+		}
+		if err == nil {
+			last = n
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("waiting for the warm pool to refill: %w", err)
+			}
+			return fmt.Errorf("the warm pool did not refill within %v (depth %d of %d)", p.timeout, last, p.full)
+		case <-time.After(poolPoll):
+		}
+	}
+}
+
+// discover sets full to the pool's depth once it stopped growing for a
+// second (at most 30 s).
+func (p *poolWaiter) discover(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	best, stable := -1, 0
+	for time.Now().Before(deadline) && stable < 10 {
+		n, err := p.c.poolDepth(ctx)
+		if err != nil {
+			return err
+		}
+		if n > best {
+			best, stable = n, 0
+		} else {
+			stable++
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	p.full = best
+	return nil
+}
+
+// apiCreatePath times POST /v1/computers with a full warm pool, waits for
+// the pool to refill (untimed), then times DELETE of that computer.
+func apiCreatePath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
+	return &path{
+		name: "api create and delete", required: true,
+		rows: []rowDef{
+			{RowAPICreate, "api      POST /v1/computers (warm pool)"},
+			{RowAPIDelete, "api      DELETE /v1/computers/{id}"},
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			if err := pool.wait(ctx); err != nil {
+				return nil, err
+			}
+			id, dc, err := c.create(ctx)
+			if err != nil {
+				return nil, err
+			}
+			tr.add(id)
+			// The claim started a refill (a cold start on the server);
+			// let it finish so that the DELETE is timed on a quiet server.
+			if err := pool.wait(ctx); err != nil {
+				return nil, err
+			}
+			dd, err := c.delete(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			tr.remove(id)
+			return map[string]time.Duration{RowAPICreate: dc, RowAPIDelete: dd}, nil
+		},
+	}
+}
+
+// apiExecPath times execs over HTTP into one computer made at set-up: a
+// unary /bin/true round trip and /bin/echo's first streamed byte (SSE).
+func apiExecPath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
+	var id string
+	return &path{
+		name: "api exec", required: true,
+		rows: []rowDef{
+			{RowAPIExecTrue, "api      exec /bin/true round trip"},
+			{RowAPIExecEcho, "api      exec /bin/echo → first byte (SSE)"},
+		},
+		setup: func(ctx context.Context) error {
+			got, _, err := c.create(ctx)
+			if err != nil {
+				return err
+			}
+			id = got
+			tr.add(id)
+			return pool.wait(ctx)
+		},
+		close: func(ctx context.Context) error {
+			if id == "" {
+				return nil
+			}
+			if _, err := c.delete(ctx, id); err != nil && !isGone(err) {
+				return err
+			}
+			tr.remove(id)
+			return nil
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			rt, err := c.exec(ctx, id, trueArgv, "")
+			if err != nil {
+				return nil, fmt.Errorf("/bin/true: %w", err)
+			}
+			fb, err := c.execSSE(ctx, id, echoArgv, echoOutput)
+			if err != nil {
+				return nil, fmt.Errorf("/bin/echo: %w", err)
+			}
+			return map[string]time.Duration{RowAPIExecTrue: rt, RowAPIExecEcho: fb}, nil
+		},
+	}
+}

@@ -1,0 +1,187 @@
+package governance_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+)
+
+// TestParseCapabilities accepts the seed's shape and refuses unknown
+// capabilities, computer without tooling, negative limits and non-objects.
+func TestParseCapabilities(t *testing.T) {
+	seed := `{"tooling":{"system_tools":["computer"]},"computer":{"exec_timeout_seconds":30,"lifetime_seconds":600},"files":{},"artifacts":{}}`
+	c, err := governance.ParseCapabilities([]byte(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.HasComputer() || !c.HasSystemTool("computer") || !c.HasFiles() || !c.HasArtifacts() ||
+		c.Computer.ExecTimeoutSeconds != 30 || c.Computer.LifetimeSeconds != 600 {
+		t.Fatalf("seed capabilities: %+v", c)
+	}
+	for _, doc := range []string{"", "{}", "null"} {
+		c, err := governance.ParseCapabilities([]byte(doc))
+		if err != nil || c.HasComputer() || c.HasFiles() || c.HasArtifacts() || c.HasSystemTool("computer") {
+			t.Fatalf("%q: %+v %v", doc, c, err)
+		}
+	}
+	if c, err := governance.ParseCapabilities([]byte(`{"tooling":{"system_tools":[]},"computer":{}}`)); err != nil || !c.HasComputer() || c.HasSystemTool("computer") || c.HasFiles() {
+		t.Fatalf("computer without the system tool: %+v %v", c, err)
+	}
+	if c, err := governance.ParseCapabilities([]byte(`{"tooling":{"system_tools":["computer"]}}`)); err != nil || c.HasComputer() {
+		t.Fatalf("tooling alone grants computer: %+v %v", c, err)
+	}
+	bad := map[string]string{
+		`{"shell":{}}`: `"shell"`,
+		`{"tooling":{"system_tools":["computer"]},"computer":{},"exec":{}}`: `"exec"`,
+		`{"computer":{}}`: "tooling",
+		`{"tooling":{"system_tools":["computer"]},"computer":{"lifetime_seconds":-1}}`:     "negative",
+		`{"tooling":{"system_tools":["computer"]},"computer":{"exec_timeout_seconds":-5}}`: "negative",
+		`{"tooling":{"system_tools":["computer"]},"computer":{"lifetime_seconds":"long"}}`: "",
+		`{"tooling":"yes"}`: "",
+		`[]`:                "object",
+		`"computer"`:        "object",
+		`{"computer":`:      "",
+	}
+	for doc, want := range bad {
+		_, err := governance.ParseCapabilities([]byte(doc))
+		if err == nil || !errors.Is(err, governance.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want ErrInvalid mentioning %q", doc, err, want)
+		}
+	}
+}
+
+// TestParseCapabilitiesRejectsUnknownLimit: a misspelt limit inside
+// "computer" must not be silently dropped — the key would then run with the
+// deployment's (larger) limits instead of the intended smaller ones.
+func TestParseCapabilitiesRejectsUnknownLimit(t *testing.T) {
+	for _, doc := range []string{
+		`{"tooling":{"system_tools":["computer"]},"computer":{"lifetime_second":60}}`,
+		`{"tooling":{"system_tools":["computer"]},"computer":{"exec_timeout":5}}`,
+		`{"tooling":{"system_tool":["computer"]},"computer":{}}`,
+	} {
+		c, err := governance.ParseCapabilities([]byte(doc))
+		if err == nil {
+			t.Errorf("%s accepted as %+v (limits %+v)", doc, c, c.Computer)
+		}
+	}
+}
+
+// TestClamp: the smallest positive value wins; zero and negatives mean
+// "not set"; limits never grow beyond the deployment's.
+func TestClamp(t *testing.T) {
+	cases := []struct {
+		dep    int
+		others []int
+		want   int
+	}{
+		{3600, nil, 3600},
+		{3600, []int{0, 0}, 3600},
+		{3600, []int{600, 0}, 600},
+		{3600, []int{0, 60}, 60},
+		{3600, []int{600, 60}, 60},
+		{3600, []int{60, 600}, 60},
+		{3600, []int{7200, 9000}, 3600},
+		{3600, []int{-5, 100}, 100},
+		{30, []int{2, 1}, 1},
+		{300, []int{1 << 40}, 300},
+	}
+	for _, c := range cases {
+		if got := governance.Clamp(c.dep, c.others...); got != c.want {
+			t.Errorf("Clamp(%d, %v) = %d, want %d", c.dep, c.others, got, c.want)
+		}
+	}
+}
+
+// TestKeysAndAuthentication: keys are stored hashed, authenticate to their
+// org and capabilities, and stop working when revoked.
+func TestKeysAndAuthentication(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "g.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g := governance.New(st)
+	admin, err := g.Bootstrap(ctx, "")
+	if err != nil || !strings.HasPrefix(admin, "cub_") {
+		t.Fatalf("bootstrap: %q %v", admin, err)
+	}
+	if again, err := g.Bootstrap(ctx, ""); err != nil || again != "" {
+		t.Fatalf("second bootstrap: %q %v", again, err)
+	}
+	ap, err := g.Authenticate(ctx, admin)
+	if err != nil || !ap.Admin() || !ap.Caps.HasComputer() || !ap.Org.AllowComputer {
+		t.Fatalf("admin principal %+v %v", ap, err)
+	}
+	org, err := g.CreateOrg(ctx, "  research  ", false)
+	if err != nil || org.Name != "research" || org.AllowComputer || !strings.HasPrefix(org.ID, "org_") {
+		t.Fatalf("org %+v %v", org, err)
+	}
+	if _, err := g.CreateOrg(ctx, "   ", true); !errors.Is(err, governance.ErrInvalid) {
+		t.Fatalf("blank org name: %v", err)
+	}
+	caps, _ := governance.ParseCapabilities([]byte(`{"files":{}}`))
+	k, secret, err := g.CreateKey(ctx, org.ID, "reports", caps)
+	if err != nil || !strings.HasPrefix(k.ID, "key_") || k.Hash == secret || k.Admin {
+		t.Fatalf("key %+v %v", k, err)
+	}
+	if _, _, err := g.CreateKey(ctx, "org_nope", "x", caps); err == nil {
+		t.Fatal("a key in a missing org was created")
+	}
+	p, err := g.Authenticate(ctx, secret)
+	if err != nil || p.Key.ID != k.ID || p.Org.ID != org.ID || p.Caps.HasComputer() || !p.Caps.HasFiles() || p.Admin() {
+		t.Fatalf("principal %+v %v", p, err)
+	}
+	for _, s := range []string{"", secret + "x", strings.ToUpper(secret), strings.Repeat("a", 300)} {
+		if _, err := g.Authenticate(ctx, s); !errors.Is(err, governance.ErrUnauthenticated) {
+			t.Fatalf("secret %.20q: %v", s, err)
+		}
+	}
+	if err := g.RevokeKey(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Authenticate(ctx, secret); !errors.Is(err, governance.ErrUnauthenticated) {
+		t.Fatalf("revoked key: %v", err)
+	}
+	// Secrets are not stored.
+	st.Close()
+	for _, name := range []string{"g.db", "g.db-wal"} {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		if bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte(admin)) {
+			t.Fatalf("a secret is stored in clear in %s", name)
+		}
+	}
+}
+
+// TestBootstrapRefusalLeavesNoTrace: a refused CUBICLE_ADMIN_KEY (too
+// short) must not leave a half-bootstrapped store behind; otherwise the next
+// start sees an organisation, skips bootstrapping and the deployment never
+// gets an admin key.
+func TestBootstrapRefusalLeavesNoTrace(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "g.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g := governance.New(st)
+	if _, err := g.Bootstrap(ctx, "short"); err == nil {
+		t.Fatal("a short admin key was accepted")
+	}
+	const good = "cub_long_enough_admin_key_01"
+	secret, err := g.Bootstrap(ctx, good)
+	if err != nil || secret != good {
+		t.Fatalf("bootstrap after a refused key: %q, %v; want the admin key %q", secret, err, good)
+	}
+	if p, err := g.Authenticate(ctx, good); err != nil || !p.Admin() {
+		t.Fatalf("the admin key does not work: %+v %v", p, err)
+	}
+}

@@ -1,0 +1,476 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+)
+
+// agentBin is the real cubicle binary, built without cgo as in production;
+// computers in these tests run it as their agent.
+var agentBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	if p := os.Getenv("CUBICLE_BIN"); p != "" {
+		agentBin = p
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "cubicle-httpapi-bin")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	agentBin = filepath.Join(dir, "cubicle")
+	build := exec.Command("go", "build", "-o", agentBin, "github.com/cubicle-sandbox/cubicle/cmd/cubicle")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build cubicle: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+const adminSecret = "cub_test_admin_secret_0001"
+
+// env is one in-process server: real SQLite, real linux driver, real
+// computers, real HTTP.
+type env struct {
+	t     *testing.T
+	url   string
+	api   *httpapi.API
+	mgr   *computer.Manager
+	st    *sqlite.DB
+	dir   string // data directory (SQLite file, driver state)
+	admin string // admin secret
+}
+
+// testConfig is a small deployment: cheap computers, no warm pool.
+func testConfig() computer.Config {
+	return computer.Config{
+		Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20,
+		LifetimeSeconds: 600, ExecTimeoutSeconds: 30, MaxConcurrent: 8,
+		MemoryBudget: 8 << 30, PoolSize: 0, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20,
+	}
+}
+
+// newEnv starts a server; tweak adjusts the deployment's limits. The
+// server is ready (SetReady) unless notReady is given.
+func newEnv(t *testing.T, tweak func(*computer.Config), notReady ...bool) *env {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "cubicle.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := governance.New(st)
+	if _, err := gov.Bootstrap(ctx, adminSecret); err != nil {
+		t.Fatal(err)
+	}
+	drv, err := linux.New(linux.Config{StateDir: dir, AgentPath: agentBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	mgr := computer.New(cfg, drv, st, gov)
+	if err := mgr.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(gov, mgr, st)
+	if len(notReady) == 0 || !notReady[0] {
+		api.SetReady(true)
+	}
+	srv := httptest.NewServer(api)
+	e := &env{t: t, url: srv.URL, api: api, mgr: mgr, st: st, dir: dir, admin: adminSecret}
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		mgr.Close(context.Background())
+		st.Close()
+	})
+	return e
+}
+
+// resp is a finished HTTP exchange.
+type resp struct {
+	code int
+	body []byte
+	hdr  http.Header
+}
+
+func (r resp) String() string { return fmt.Sprintf("%d %s", r.code, bytes.TrimSpace(r.body)) }
+
+// json decodes the body into v, failing the test on malformed JSON.
+func (r resp) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r, err)
+	}
+}
+
+// apiErr is the error body of the API.
+type apiErr struct {
+	Error struct {
+		Code    string  `json:"code"`
+		Message string  `json:"message"`
+		Param   *string `json:"param"`
+	} `json:"error"`
+}
+
+// wantError checks the status and the OpenAI-style error shape: code and
+// message present, and the key "param" present (null or a string).
+func (r resp) wantError(t *testing.T, code int, errCode string) apiErr {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("status %s, want %d", r, code)
+	}
+	var raw map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(r.body, &raw); err != nil {
+		t.Fatalf("error body is not JSON: %s", r)
+	}
+	for _, k := range []string{"code", "message", "param"} {
+		if _, ok := raw["error"][k]; !ok {
+			t.Fatalf("error body lacks error.%s: %s", k, r)
+		}
+	}
+	var e apiErr
+	r.json(t, &e)
+	if e.Error.Message == "" {
+		t.Fatalf("empty error message: %s", r)
+	}
+	if errCode != "" && e.Error.Code != errCode {
+		t.Fatalf("error code %q, want %q: %s", e.Error.Code, errCode, r)
+	}
+	return e
+}
+
+// do sends a request with key (empty: no Authorization) and a body
+// (nil, []byte, string, io.Reader or a value to encode as JSON).
+func (e *env) do(key, method, path string, body any) resp {
+	e.t.Helper()
+	return e.doCtx(context.Background(), key, method, path, body, nil)
+}
+
+func (e *env) doCtx(ctx context.Context, key, method, path string, body any, hdr map[string]string) resp {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	case string:
+		rd = strings.NewReader(b)
+	case io.Reader:
+		rd = b
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, e.url+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatalf("%s %s: read body (status %d): %v", method, path, res.StatusCode, err)
+	}
+	return resp{code: res.StatusCode, body: b, hdr: res.Header}
+}
+
+// rawDo is like do but reports transport and body errors instead of
+// failing, for endpoints whose misbehaviour is a broken response.
+func (e *env) rawDo(key, method, path string, body io.Reader) (resp, error) {
+	req, err := http.NewRequest(method, e.url+path, body)
+	if err != nil {
+		return resp{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return resp{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return resp{code: res.StatusCode, body: b, hdr: res.Header}, err
+}
+
+// view is the computer object.
+type view struct {
+	ID        string            `json:"id"`
+	Object    string            `json:"object"`
+	Status    string            `json:"status"`
+	CreatedAt int64             `json:"created_at"`
+	ReadyAt   *int64            `json:"ready_at"`
+	ExpiresAt int64             `json:"expires_at"`
+	Limits    computer.Limits   `json:"limits"`
+	Metadata  map[string]string `json:"metadata"`
+}
+
+// create makes a computer and fails unless the answer is 201.
+func (e *env) create(key string, body any) view {
+	e.t.Helper()
+	r := e.do(key, "POST", "/v1/computers", body)
+	if r.code != http.StatusCreated {
+		e.t.Fatalf("create computer: %s", r)
+	}
+	var v view
+	r.json(e.t, &v)
+	if !strings.HasPrefix(v.ID, "cmp_") {
+		e.t.Fatalf("computer id %q lacks cmp_", v.ID)
+	}
+	return v
+}
+
+// get reads a computer and fails unless the answer is 200.
+func (e *env) get(key, id string) view {
+	e.t.Helper()
+	r := e.do(key, "GET", "/v1/computers/"+id, nil)
+	if r.code != http.StatusOK {
+		e.t.Fatalf("get computer %s: %s", id, r)
+	}
+	var v view
+	r.json(e.t, &v)
+	return v
+}
+
+// execResult is the unary exec answer.
+type execResult struct {
+	ExitCode        int    `json:"exit_code"`
+	Signal          int    `json:"signal"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	TimedOut        bool   `json:"timed_out"`
+	OOMKilled       bool   `json:"oom_killed"`
+	DurationMS      int64  `json:"duration_ms"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+}
+
+// exec runs a unary exec and fails unless it answers 200.
+func (e *env) exec(key, id string, body any) execResult {
+	e.t.Helper()
+	r := e.do(key, "POST", "/v1/computers/"+id+"/exec", body)
+	if r.code != http.StatusOK {
+		e.t.Fatalf("exec %v: %s", body, r)
+	}
+	var res execResult
+	r.json(e.t, &res)
+	return res
+}
+
+// sh runs a shell command that must exit 0 and returns its stdout.
+func (e *env) sh(key, id, command string) string {
+	e.t.Helper()
+	res := e.exec(key, id, map[string]any{"command": command})
+	if res.ExitCode != 0 {
+		e.t.Fatalf("%q: exit %d\nstdout: %s\nstderr: %s", command, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// newOrg creates an organisation through the admin API.
+func (e *env) newOrg(name string, allowComputer bool) string {
+	e.t.Helper()
+	r := e.do(e.admin, "POST", "/v1/admin/orgs", map[string]any{"name": name, "allow_computer": allowComputer})
+	if r.code != http.StatusCreated {
+		e.t.Fatalf("create org: %s", r)
+	}
+	var org struct {
+		ID string `json:"id"`
+	}
+	r.json(e.t, &org)
+	return org.ID
+}
+
+// computerCaps is the seed's capability set for a key that uses computers.
+const computerCaps = `{"tooling":{"system_tools":["computer"]},"computer":{},"files":{},"artifacts":{}}`
+
+// newKey creates a key in org (empty: the admin's org) and returns its id
+// and secret.
+func (e *env) newKey(org, caps string) (id, secret string) {
+	e.t.Helper()
+	body := map[string]any{"name": "test", "capabilities": json.RawMessage(caps)}
+	if org != "" {
+		body["org_id"] = org
+	}
+	r := e.do(e.admin, "POST", "/v1/admin/keys", body)
+	if r.code != http.StatusCreated {
+		e.t.Fatalf("create key: %s", r)
+	}
+	var k struct {
+		Key struct {
+			ID string `json:"id"`
+		} `json:"key"`
+		Secret string `json:"secret"`
+	}
+	r.json(e.t, &k)
+	if k.Key.ID == "" || k.Secret == "" {
+		e.t.Fatalf("create key: %s", r)
+	}
+	return k.Key.ID, k.Secret
+}
+
+// metric reads one sample of /metrics by its exact name and labels.
+func (e *env) metric(name string) float64 {
+	e.t.Helper()
+	r := e.do("", "GET", "/metrics", nil)
+	if r.code != http.StatusOK {
+		e.t.Fatalf("metrics: %s", r)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(r.body))
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				e.t.Fatalf("metric %s: %q", name, line)
+			}
+			return f
+		}
+	}
+	e.t.Fatalf("metric %s missing from:\n%s", name, r.body)
+	return 0
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// usageRow and event mirror the store's JSON.
+type usageRow struct {
+	OrgID      string `json:"org_id"`
+	KeyID      string `json:"key_id"`
+	ComputerID string `json:"computer_id"`
+	Kind       string `json:"kind"`
+	Quantity   int64  `json:"quantity"`
+}
+
+type event struct {
+	OrgID      string         `json:"org_id"`
+	KeyID      string         `json:"key_id"`
+	Type       string         `json:"type"`
+	ComputerID string         `json:"computer_id"`
+	Data       map[string]any `json:"data"`
+}
+
+func (e *env) usage(key string) []usageRow {
+	e.t.Helper()
+	r := e.do(key, "GET", "/v1/usage", nil)
+	if r.code != http.StatusOK {
+		e.t.Fatalf("usage: %s", r)
+	}
+	var l struct {
+		Data []usageRow `json:"data"`
+	}
+	r.json(e.t, &l)
+	return l.Data
+}
+
+func (e *env) audit(key, query string) []event {
+	e.t.Helper()
+	r := e.do(key, "GET", "/v1/audit"+query, nil)
+	if r.code != http.StatusOK {
+		e.t.Fatalf("audit: %s", r)
+	}
+	var l struct {
+		Data []event `json:"data"`
+	}
+	r.json(e.t, &l)
+	return l.Data
+}
+
+// forComputer keeps the rows and events of one computer.
+func usageOf(rows []usageRow, id string) []usageRow {
+	var out []usageRow
+	for _, r := range rows {
+		if r.ComputerID == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func eventsOf(evs []event, id, typ string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.ComputerID == id && (typ == "" || e.Type == typ) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// adminKeyID is the id of the bootstrap admin key.
+func (e *env) adminKeyID() string {
+	e.t.Helper()
+	r := e.do(e.admin, "GET", "/v1/admin/keys", nil)
+	if r.code != http.StatusOK {
+		e.t.Fatalf("list keys: %s", r)
+	}
+	var l struct {
+		Data []struct {
+			ID    string `json:"id"`
+			Admin bool   `json:"admin"`
+		} `json:"data"`
+	}
+	r.json(e.t, &l)
+	for _, k := range l.Data {
+		if k.Admin {
+			return k.ID
+		}
+	}
+	e.t.Fatalf("no admin key in %s", r)
+	return ""
+}

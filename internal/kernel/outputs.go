@@ -1,0 +1,577 @@
+package kernel
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// OutputType says what an Output is.
+type OutputType string
+
+const (
+	// OutStream is text written to stdout or stderr (Name says which).
+	OutStream OutputType = "stream"
+	// OutDisplay is display_data: Text (from MIME), JSON, PNG.
+	OutDisplay OutputType = "display_data"
+	// OutResult is the value of the cell's last expression (execute_result).
+	OutResult OutputType = "execute_result"
+	// OutError is an exception: EName, EValue, Traceback (ANSI stripped).
+	OutError OutputType = "error"
+	// OutUpdate replaces an earlier display (update_display_data); it only
+	// appears in streamed outputs: in Result.Outputs the display is replaced.
+	OutUpdate OutputType = "update_display_data"
+	// OutClear is clear_output. Streamed: "drop what you showed for this
+	// cell". In Result.Outputs: one note, first, saying how many outputs were
+	// cleared (Text).
+	OutClear OutputType = "clear_output"
+	// OutInput marks where the cell called input(); Text is the prompt. The
+	// request was answered with end-of-file.
+	OutInput OutputType = "input_request"
+	// OutTruncated marks where the cell's output reached the cap; Text says
+	// how much was dropped after it.
+	OutTruncated OutputType = "truncated"
+)
+
+// Output is one output of a cell.
+type Output struct {
+	Type OutputType `json:"type"`
+	Name string     `json:"name,omitempty"` // stream: "stdout" or "stderr"
+	// Text: stream text; display/result: the chosen text representation;
+	// notes for clear_output, input_request and truncated.
+	Text string `json:"text,omitempty"`
+	// MIME is the representation Text came from: text/markdown, text/plain
+	// or text/html (converted to markdown).
+	MIME string          `json:"mime,omitempty"`
+	JSON json.RawMessage `json:"json,omitempty"` // application/json, compacted
+	// PNG is a validated image/png (decoded bytes; base64 in JSON).
+	PNG            []byte   `json:"png,omitempty"`
+	Width          int      `json:"width,omitempty"`
+	Height         int      `json:"height,omitempty"`
+	ExecutionCount int      `json:"execution_count,omitempty"`
+	EName          string   `json:"ename,omitempty"`
+	EValue         string   `json:"evalue,omitempty"`
+	Traceback      []string `json:"traceback,omitempty"`
+	// Omitted lists representations the kernel sent that are not returned
+	// (other MIME types, an alternative text form, an invalid image and why).
+	Omitted []string `json:"omitted,omitempty"`
+	// DisplayID is the transient display_id, if any (for updates).
+	DisplayID string `json:"display_id,omitempty"`
+}
+
+func (o *Output) size() int64 {
+	n := len(o.Text) + len(o.JSON) + len(o.PNG) + len(o.EName) + len(o.EValue)
+	for _, t := range o.Traceback {
+		n += len(t)
+	}
+	return int64(n)
+}
+
+// errorReserve bounds the one error output kept after the output cap.
+const errorReserve = 64 << 10
+
+// Jupyter content shapes.
+type streamContent struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+type displayContent struct {
+	Data           map[string]json.RawMessage `json:"data"`
+	ExecutionCount *int                       `json:"execution_count"`
+	Transient      struct {
+		DisplayID string `json:"display_id"`
+	} `json:"transient"`
+}
+
+type errorContent struct {
+	EName     string   `json:"ename"`
+	EValue    string   `json:"evalue"`
+	Traceback []string `json:"traceback"`
+}
+
+type clearContent struct {
+	Wait bool `json:"wait"`
+}
+
+// collector turns one cell's iopub messages into outputs: merges stream
+// chunks, de-duplicates images, applies clear_output and the output cap.
+type collector struct {
+	limit    int64
+	maxImage int64
+
+	items []*item
+	used  int64 // bytes admitted (never refunded, even when cleared)
+
+	marker       *item // truncation marker, once the cap is reached
+	droppedN     int
+	droppedBytes int64
+	errAfterCap  bool
+
+	seen    map[[sha256.Size]byte]bool
+	dedup   int
+	cleared int
+	clearOn bool // clear_output(wait=True) pending
+
+	events   []Output // for the streaming callback, drained by Run
+	noEvents bool     // nobody drains events any more (cancelled Run)
+}
+
+type item struct {
+	out Output
+	sb  *strings.Builder // stream text being merged
+}
+
+func newCollector(limit, maxImage int64) *collector {
+	return &collector{limit: limit, maxImage: maxImage, seen: map[[sha256.Size]byte]bool{}}
+}
+
+// handle applies one iopub message. It returns errMalformed for content it
+// cannot decode (the message is then ignored).
+func (c *collector) handle(m *Message) error {
+	switch m.Header.MsgType {
+	case "stream":
+		var s streamContent
+		if err := decodeContent(m, &s); err != nil {
+			return err
+		}
+		if s.Name != "stderr" {
+			s.Name = "stdout"
+		}
+		c.addStream(s.Name, s.Text)
+	case "display_data", "execute_result", "update_display_data":
+		var d displayContent
+		if err := decodeContent(m, &d); err != nil {
+			return err
+		}
+		o := displayOutput(d.Data, c.maxImage, c.limit)
+		o.Type = OutputType(m.Header.MsgType)
+		o.DisplayID = clip(d.Transient.DisplayID, 256)
+		if o.Type == OutResult {
+			if d.ExecutionCount != nil {
+				o.ExecutionCount = *d.ExecutionCount
+			}
+		}
+		if o.Type == OutUpdate {
+			c.update(o)
+		} else {
+			c.addDisplay(o)
+		}
+	case "error":
+		var e errorContent
+		if err := decodeContent(m, &e); err != nil {
+			return err
+		}
+		o := Output{Type: OutError, EName: stripANSI(e.EName), EValue: stripANSI(e.EValue)}
+		for _, t := range e.Traceback {
+			o.Traceback = append(o.Traceback, stripANSI(t))
+		}
+		c.addError(o)
+	case "clear_output":
+		var cl clearContent
+		if err := decodeContent(m, &cl); err != nil {
+			return err
+		}
+		if cl.Wait {
+			c.clearOn = true
+		} else {
+			c.clear()
+		}
+	}
+	return nil
+}
+
+func (c *collector) emit(o Output) {
+	if !c.noEvents {
+		c.events = append(c.events, o)
+	}
+}
+
+func (c *collector) drainEvents() []Output {
+	ev := c.events
+	c.events = nil
+	return ev
+}
+
+func (c *collector) flushClear() {
+	if c.clearOn {
+		c.clearOn = false
+		c.clear()
+	}
+}
+
+func (c *collector) clear() {
+	kept := c.items[:0]
+	for _, it := range c.items {
+		switch {
+		case it == c.marker:
+			kept = append(kept, it)
+		case it.out.Type == OutClear:
+		default:
+			c.cleared++
+		}
+	}
+	c.items = kept
+	clear(c.seen)
+	c.emit(Output{Type: OutClear})
+}
+
+// room reports how many more bytes may be admitted.
+func (c *collector) room() int64 { return max(0, c.limit-c.used) }
+
+func (c *collector) capReached(droppedN int, droppedBytes int64) {
+	c.droppedN += droppedN
+	c.droppedBytes += droppedBytes
+	if c.marker == nil {
+		c.marker = &item{out: Output{Type: OutTruncated}}
+		c.items = append(c.items, c.marker)
+		c.marker.out.Text = c.markerText()
+		c.emit(c.marker.out)
+	}
+}
+
+func (c *collector) markerText() string {
+	return fmt.Sprintf("[output truncated: the cell's output reached the %s limit; %d more bytes in %d outputs were dropped]",
+		humanBytes(c.limit), c.droppedBytes, c.droppedN)
+}
+
+func (c *collector) addStream(name, text string) {
+	if text == "" {
+		return
+	}
+	c.flushClear()
+	if c.marker != nil {
+		c.droppedN++
+		c.droppedBytes += int64(len(text))
+		return
+	}
+	cut := false
+	if int64(len(text)) > c.room() {
+		keep := cutText(text, int(c.room()))
+		c.droppedBytes += int64(len(text) - len(keep))
+		text, cut = keep, true
+	}
+	if text != "" {
+		c.used += int64(len(text))
+		if n := len(c.items); n > 0 && c.items[n-1].sb != nil && c.items[n-1].out.Name == name {
+			c.items[n-1].sb.WriteString(text)
+		} else {
+			sb := &strings.Builder{}
+			sb.WriteString(text)
+			c.items = append(c.items, &item{out: Output{Type: OutStream, Name: name}, sb: sb})
+		}
+		c.emit(Output{Type: OutStream, Name: name, Text: text})
+	}
+	if cut {
+		c.capReached(1, 0)
+	}
+}
+
+func (c *collector) addDisplay(o Output) {
+	c.flushClear()
+	if o.PNG != nil {
+		h := sha256.Sum256(o.PNG)
+		if c.seen[h] {
+			c.dedup++ // the same figure again (matplotlib shows a figure that is also the last expression twice)
+			return
+		}
+		c.seen[h] = true
+	}
+	c.admit(o)
+}
+
+func (c *collector) admit(o Output) {
+	if c.marker != nil {
+		c.droppedN++
+		c.droppedBytes += o.size()
+		return
+	}
+	if sz := o.size(); sz > c.room() {
+		// Keep what text fits; structured parts do not survive a cut.
+		full := sz
+		o.JSON, o.PNG, o.Width, o.Height = nil, nil, 0, 0
+		o.Text = cutText(o.Text, int(c.room()))
+		if o.Text != "" {
+			c.used += o.size()
+			c.items = append(c.items, &item{out: o})
+			c.emit(o)
+			c.capReached(1, full-o.size())
+		} else {
+			c.capReached(1, full)
+		}
+		return
+	}
+	c.used += o.size()
+	c.items = append(c.items, &item{out: o})
+	c.emit(o)
+}
+
+func (c *collector) update(o Output) {
+	if o.DisplayID != "" {
+		for _, it := range c.items {
+			if it.out.DisplayID == o.DisplayID && it.sb == nil && it != c.marker {
+				if c.marker != nil || o.size() > c.room() {
+					c.droppedN++
+					c.droppedBytes += o.size()
+					return
+				}
+				c.used += o.size()
+				typ := it.out.Type
+				it.out = o
+				it.out.Type = typ
+				c.emit(o)
+				return
+			}
+		}
+	}
+	o.Type = OutDisplay // the display it updates is not in this cell: show it as new
+	c.addDisplay(o)
+}
+
+func (c *collector) addError(o Output) {
+	c.flushClear()
+	if c.marker == nil && o.size() <= c.room() {
+		c.admit(o)
+		return
+	}
+	if c.errAfterCap {
+		c.droppedN++
+		c.droppedBytes += o.size()
+		return
+	}
+	// The first error past the cap is kept (trimmed): why the cell failed
+	// matters more than the output that filled the cap.
+	c.errAfterCap = true
+	full := o.size()
+	o.EName = cutText(o.EName, 256)
+	o.EValue = cutText(o.EValue, 4096)
+	budget := errorReserve - len(o.EName) - len(o.EValue)
+	var tb []string
+	for i := len(o.Traceback) - 1; i >= 0 && budget > 0; i-- {
+		t := cutText(o.Traceback[i], budget)
+		budget -= len(t)
+		tb = append(tb, t)
+	}
+	for i, j := 0, len(tb)-1; i < j; i, j = i+1, j-1 {
+		tb[i], tb[j] = tb[j], tb[i]
+	}
+	o.Traceback = tb
+	c.capReached(0, full-o.size())
+	c.items = append(c.items, &item{out: o})
+	c.emit(o)
+}
+
+func (c *collector) addInput(prompt string) {
+	c.flushClear()
+	o := Output{Type: OutInput, Text: cutText(prompt, 1024)}
+	c.items = append(c.items, &item{out: o})
+	c.emit(o)
+}
+
+// outputs returns the cell's outputs so far.
+func (c *collector) outputs() []Output {
+	outs := make([]Output, 0, len(c.items)+1)
+	if c.cleared > 0 {
+		outs = append(outs, Output{Type: OutClear, Text: fmt.Sprintf("[%d earlier outputs of this cell were cleared by clear_output()]", c.cleared)})
+	}
+	for _, it := range c.items {
+		o := it.out
+		if it.sb != nil {
+			o.Text = it.sb.String()
+		}
+		if it == c.marker {
+			o.Text = c.markerText()
+		}
+		outs = append(outs, o)
+	}
+	return outs
+}
+
+// displayOutput picks the text representation (text/markdown > text/plain >
+// text/html converted to markdown) and keeps application/json and a valid
+// image/png. Everything else is listed in Omitted.
+func displayOutput(data map[string]json.RawMessage, maxImage, maxText int64) Output {
+	var o Output
+	for _, mime := range []string{"text/markdown", "text/plain", "text/html"} {
+		s, ok := mimeText(data[mime])
+		if !ok {
+			continue
+		}
+		if mime == "text/plain" && isDefaultRepr(s) {
+			if _, html := data["text/html"]; html {
+				continue // "<IPython.core.display.HTML object>" says nothing: use the HTML
+			}
+		}
+		switch mime {
+		case "text/html":
+			o.Text = htmlToMarkdown(s, int(maxText))
+		case "text/plain":
+			o.Text = stripANSI(s)
+		default:
+			o.Text = s
+		}
+		o.MIME = mime
+		break
+	}
+	if raw, ok := data["application/json"]; ok {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err == nil {
+			o.JSON = buf.Bytes()
+		}
+	}
+	if raw, ok := data["image/png"]; ok {
+		img, w, h, err := decodePNG(raw, maxImage)
+		if err != nil {
+			o.Omitted = append(o.Omitted, "image/png ("+err.Error()+")")
+		} else {
+			o.PNG, o.Width, o.Height = img, w, h
+		}
+	}
+	var rest []string
+	for mime := range data {
+		switch {
+		case mime == o.MIME, mime == "image/png", mime == "application/json" && o.JSON != nil:
+		default:
+			rest = append(rest, clip(mime, 100))
+		}
+	}
+	sort.Strings(rest)
+	if len(rest) > 32 {
+		rest = append(rest[:32], fmt.Sprintf("(%d more)", len(rest)-32))
+	}
+	o.Omitted = append(o.Omitted, rest...)
+	return o
+}
+
+// isDefaultRepr reports whether s is Python's default object repr, like
+// "<IPython.core.display.HTML object>" or "<foo.Bar object at 0x7f...>".
+func isDefaultRepr(s string) bool {
+	s = strings.TrimSpace(s)
+	if len(s) < 3 || len(s) > 300 || s[0] != '<' || s[len(s)-1] != '>' || strings.ContainsAny(s[1:len(s)-1], "<>\n") {
+		return false
+	}
+	return strings.HasSuffix(s, " object>") || strings.Contains(s, " object at 0x")
+}
+
+// mimeText decodes a text MIME value: a string or a list of strings.
+func mimeText(raw json.RawMessage) (string, bool) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, true
+	}
+	var parts []string
+	if err := json.Unmarshal(raw, &parts); err == nil {
+		return strings.Join(parts, ""), true
+	}
+	return "", false
+}
+
+// decodePNG decodes a base64 image/png value, bounding the decoded size
+// before decoding and checking that it is a PNG.
+func decodePNG(raw json.RawMessage, maxImage int64) ([]byte, int, int, error) {
+	s, ok := mimeText(raw)
+	if !ok {
+		return nil, 0, 0, fmt.Errorf("not a base64 string")
+	}
+	if strings.ContainsAny(s, "\r\n ") {
+		s = strings.NewReplacer("\r", "", "\n", "", " ", "").Replace(s)
+	}
+	if n := int64(base64.StdEncoding.DecodedLen(len(s))); n > maxImage {
+		return nil, 0, 0, fmt.Errorf("%s decoded; the limit is %s", humanBytes(n), humanBytes(maxImage))
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("invalid base64")
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("not a PNG: %v", err)
+	}
+	return b, cfg.Width, cfg.Height, nil
+}
+
+// cutText returns a prefix of s of at most n bytes, ending at a line break
+// when one is in the second half, never splitting a UTF-8 sequence.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	p := s[:n]
+	if i := strings.LastIndexByte(p, '\n'); i >= n/2 {
+		return p[:i+1]
+	}
+	for i := 0; i < utf8.UTFMax && len(p) > 0; i++ {
+		r, size := utf8.DecodeLastRuneInString(p)
+		if r != utf8.RuneError || size != 1 {
+			break
+		}
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+// stripANSI removes terminal escape sequences (CSI, OSC and two-byte ESC
+// sequences) from s.
+func stripANSI(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		ch := s[i]
+		csi := ch == 0x1b && i+1 < len(s) && s[i+1] == '['
+		switch {
+		case csi:
+			j := i + 2
+			for j < len(s) && s[j] >= 0x20 && s[j] <= 0x3f { // parameter and intermediate bytes
+				j++
+			}
+			if j < len(s) && s[j] >= 0x40 && s[j] <= 0x7e {
+				j++ // final byte
+			}
+			i = j
+		case ch == 0x1b && i+1 < len(s) && s[i+1] == ']': // OSC ... BEL or ESC \
+			j := i + 2
+			for j < len(s) && s[j] != 0x07 && !(s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\') {
+				j++
+			}
+			if j < len(s) && s[j] == 0x07 {
+				j++
+			} else if j < len(s) {
+				j += 2
+			}
+			i = j
+		case ch == 0x1b:
+			i += 2
+			if i > len(s) {
+				i = len(s)
+			}
+		default:
+			b.WriteByte(ch)
+			i++
+		}
+	}
+	return b.String()
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
