@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/bench"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
@@ -20,11 +22,14 @@ const benchTopUsage = `Usage: cubicle bench <benchmark> [flags]
 
 Benchmarks:
   sandbox  computer start and exec latency, side by side with bwrap and runc
+  api      the computers API over HTTP (create, exec, delete, load), side by
+           side with the same operations on the sandbox driver
 
-Example:
+Examples:
   cubicle bench sandbox --n 100 --data /tmp/cubicle-bench
+  cubicle bench api --n 200 --concurrency 50 --execs 100
 
-Run 'cubicle bench sandbox --help' for its flags.
+Run 'cubicle bench sandbox --help' or 'cubicle bench api --help' for flags.
 `
 
 const benchUsage = `Usage: cubicle bench sandbox [flags]
@@ -52,7 +57,7 @@ Flags:
 
 func benchCmd(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "cubicle bench: name what to measure (usage: cubicle bench sandbox [flags])")
+		fmt.Fprintln(os.Stderr, "cubicle bench: name what to measure (usage: cubicle bench sandbox|api [flags])")
 		return 2
 	}
 	switch args[0] {
@@ -61,8 +66,10 @@ func benchCmd(args []string) int {
 		return 0
 	case "sandbox":
 		return benchSandbox(args[1:])
+	case "api":
+		return benchAPI(args[1:])
 	}
-	fmt.Fprintf(os.Stderr, "cubicle bench: unknown benchmark %q (the only one is 'sandbox'; see 'cubicle bench --help')\n", args[0])
+	fmt.Fprintf(os.Stderr, "cubicle bench: unknown benchmark %q (known: sandbox, api; see 'cubicle bench --help')\n", args[0])
 	return 2
 }
 
@@ -142,4 +149,194 @@ func benchSandbox(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+const benchAPIUsage = `Usage: cubicle bench api [flags]
+
+Measures the computers API over real HTTP (one keep-alive client), side by
+side in one run with the same operations on the sandbox driver called in
+this process, and prints p50, p90, p99, mean and n in milliseconds:
+  api      POST /v1/computers from a full warm pool (it waits for the
+           pool to refill between creates), DELETE, exec /bin/true
+           (unary JSON), /bin/echo's first byte streamed as SSE
+  cubicle  cold start, Create(), Destroy(), exec round trip and first
+           byte, as in 'cubicle bench sandbox'
+  load     --concurrency computers created at once, then --execs execs
+           of /bin/true in each (in sequence), all computers in
+           parallel: throughput, latency, errors (429s counted apart)
+Without --url it starts 'cubicle serve' itself on 127.0.0.1 with a free
+port, a temporary data directory and a generated admin key, and stops it
+afterwards. With --url and --key it measures that server (the in-process
+rows then describe this host, not necessarily the server's). Every
+computer and temporary directory is removed afterwards, also on Ctrl-C.
+Exits 0 when every run and request succeeded, 1 when one failed, 130
+when interrupted. Needs root (computers need namespaces and cgroups).
+
+Examples:
+  cubicle bench api --n 200 --concurrency 50 --execs 100 --json
+  cubicle bench api --url http://127.0.0.1:8080 --key "$KEY" --sandbox=false
+
+Flags:
+`
+
+func benchAPI(args []string) int {
+	fs := newFlags("bench api", benchAPIUsage)
+	url := fs.String("url", "", "measure the server at this address instead of starting one (needs --key)")
+	key := fs.String("key", "", "API key for --url (its org must allow computers)")
+	n := fs.Int("n", bench.DefaultAPIN, "timed runs per latency path")
+	warmup := fs.Int("warmup", 3, "untimed warm-up runs per path")
+	concurrency := fs.Int("concurrency", bench.DefaultAPIConcurrency, "computers in the load phase, created at once (0: no load phase)")
+	execs := fs.Int("execs", bench.DefaultAPIExecs, "execs of /bin/true per computer in the load phase")
+	pool := fs.Int("pool", bench.DefaultAPIPoolSize, "warm pool size of the server it starts (with --url: read off /metrics)")
+	withSandbox := fs.Bool("sandbox", true, "also measure the sandbox driver in this process, for comparison")
+	data := fs.String("data", os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	timeout := &durationFlag{bench.DefaultTimeout}
+	fs.Var(timeout, "timeout", "bound on one request or run")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "cubicle bench api: "+format+"\n", args...)
+		return 2
+	}
+	cfg := bench.APIConfig{URL: *url, Key: *key, N: *n, Warmup: *warmup, Concurrency: *concurrency, Execs: *execs,
+		PoolSize: *pool, Timeout: timeout.d, Spec: sandbox.DefaultSpec(), Log: os.Stderr}
+	if *url != "" {
+		cfg.PoolSize = -1
+	}
+	switch err := cfg.Validate(); {
+	case fs.NArg() > 0:
+		return fail("unexpected argument %q", fs.Arg(0))
+	case err != nil:
+		return fail("%v", err)
+	case timeout.d <= 0:
+		return fail("--timeout must be positive")
+	case *url == "" && (*pool < 1 || *pool > 1000):
+		return fail("--pool must be between 1 and 1000, got %d", *pool)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	rep, err := runBenchAPI(ctx, cfg, *data, *withSandbox)
+	cleaned := "every computer, server and directory it made was removed"
+	if rep != nil && rep.CleanupFailed {
+		cleaned = "clean-up was incomplete (see the notes above)"
+	}
+	switch {
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		fmt.Fprintf(os.Stderr, "cubicle bench api: interrupted; %s\n", cleaned)
+		return 130
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "cubicle bench api: %v; %s\n", err, cleaned)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		bench.WriteAPITable(os.Stdout, rep)
+	}
+	if rep.Failed {
+		fmt.Fprintln(os.Stderr, "cubicle bench api: some runs or requests failed (see the notes)")
+		return 1
+	}
+	return 0
+}
+
+// runBenchAPI makes a temporary directory in parent, starts a server in it
+// unless cfg names one, runs the bench, and removes everything it made:
+// the server is stopped (it destroys its computers), what a kill left is
+// collected, and the directory is removed. Clean-up problems become notes
+// of the report (or go to stderr when there is none).
+func runBenchAPI(ctx context.Context, cfg bench.APIConfig, parent string, withSandbox bool) (rep *bench.APIReport, err error) {
+	root, err := os.MkdirTemp(parent, "cubicle-bench-api-")
+	if err != nil {
+		return nil, fmt.Errorf("temporary directory: %w", err)
+	}
+	var notes []string
+	cleanupFailed := false
+	note := func(failed bool, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		fmt.Fprintln(os.Stderr, "note: "+msg)
+		notes = append(notes, msg)
+		cleanupFailed = cleanupFailed || failed
+	}
+	// gc removes what computers under dir left, after their owner is gone.
+	gc := func(dir string, wantNone bool) {
+		drv, err := linux.New(linux.Config{StateDir: dir})
+		if err != nil {
+			note(true, "gc %s: %v", dir, err)
+			return
+		}
+		gctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		r, err := drv.GC(gctx)
+		switch {
+		case err != nil:
+			note(true, "gc %s: %v", dir, err)
+		case r.Computers > 0 && wantNone:
+			note(false, "%d computers were left in %s and removed by gc", r.Computers, dir)
+		}
+	}
+	defer func() {
+		if err := bench.RemoveTree(root); err != nil {
+			note(true, "%v", err)
+		}
+		if rep == nil {
+			return
+		}
+		for _, n := range notes {
+			rep.AddNote(false, "%s", n)
+		}
+		if cleanupFailed {
+			rep.AddNote(true, "clean-up incomplete")
+		}
+	}()
+
+	if withSandbox {
+		dir := filepath.Join(root, "sandbox")
+		drv, err := linux.New(linux.Config{StateDir: dir})
+		if err != nil {
+			return nil, fmt.Errorf("in-process computers: %w (--sandbox=false measures over HTTP only)", err)
+		}
+		cfg.Driver = drv
+		defer gc(dir, true)
+	}
+	if cfg.URL == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the cubicle binary: %w", err)
+		}
+		dir := filepath.Join(root, "serve")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, err
+		}
+		// Limits, not usage: room for the load's computers, the pool and
+		// the bench's own.
+		maxConc := cfg.Concurrency + cfg.PoolSize + 8
+		budget := max(64, (maxConc+1)/2+1) // GiB, at 512M per computer
+		scfg := bench.ServerConfig{Binary: exe, Data: dir, PoolSize: cfg.PoolSize, MaxConcurrent: maxConc,
+			MemoryBudget: fmt.Sprintf("%dG", budget)}
+		fmt.Fprintf(os.Stderr, "starting cubicle serve (pool %d, max_concurrent %d, memory_budget %s) in %s\n",
+			scfg.PoolSize, scfg.MaxConcurrent, scfg.MemoryBudget, dir)
+		srv, err := bench.StartServer(ctx, scfg)
+		if err != nil {
+			gc(dir, false)
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "cubicle serve is ready at %s\n", srv.URL)
+		defer func() {
+			fmt.Fprintln(os.Stderr, "stopping cubicle serve")
+			stopErr := srv.Stop()
+			if stopErr != nil {
+				note(true, "%v; its log ends with:\n%s", stopErr, srv.LogTail(2048))
+			}
+			gc(dir, stopErr == nil)
+		}()
+		cfg.URL, cfg.Key, cfg.ServerPID = srv.URL, srv.Key, srv.PID()
+		cfg.Server = bench.ServerInfo{Started: true, PoolSize: cfg.PoolSize, MaxConcurrent: maxConc, MemoryBudget: scfg.MemoryBudget}
+	}
+	return bench.RunAPI(ctx, cfg)
 }

@@ -23,7 +23,7 @@ func commands() []command {
 		{"keys", "create, list and revoke API keys", keysCmd},
 		{"orgs", "create and list organisations", orgsCmd},
 		{"gc", "remove what crashed computers left behind", gcCmd},
-		{"bench", "measure computer start and exec latency against bwrap and runc", benchCmd},
+		{"bench", "measure the sandbox (vs bwrap, runc) and the HTTP API", benchCmd},
 	}
 }
 

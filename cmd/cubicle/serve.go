@@ -58,6 +58,8 @@ func serveCmd(args []string) int {
 		return 2
 	}
 	setupLogging(cfg.Log)
+	// A closed log pipe must not kill the server and orphan its computers.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, cfg); err != nil {

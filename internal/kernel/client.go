@@ -58,6 +58,10 @@ func (o Options) withDefaults() Options {
 // ErrClosed is returned by operations on a closed Client.
 var ErrClosed = errors.New("kernel: client closed")
 
+// ErrDisconnected reports that a connection to the kernel ended (the kernel
+// exited or closed the socket). The Client is unusable.
+var ErrDisconnected = errors.New("kernel: connection lost")
+
 // KernelInfo is what the kernel said about itself in kernel_info_reply.
 type KernelInfo struct {
 	ProtocolVersion       string `json:"protocol_version"`
@@ -155,7 +159,7 @@ func Connect(ctx context.Context, ci ConnInfo, opts Options) (*Client, error) {
 	fail := func(err error) (*Client, error) {
 		c.fail(err)
 		c.Close()
-		return nil, err
+		return nil, c.err // the first failure (e.g. a reader's protocol error), not its consequences
 	}
 	if c.iopub, err = dial("iopub", ci.IOPubPort, "SUB"); err != nil {
 		return fail(err)
@@ -323,7 +327,7 @@ func (c *Client) sendReply(z *zconn, id, msgType string, parent *Header, content
 	}
 	if err := z.writeMessage(frames); err != nil {
 		c.fail(err)
-		return err
+		return c.err // the first failure: a write after a reader failed reports the reader's error
 	}
 	return nil
 }
@@ -347,7 +351,7 @@ func (c *Client) reader(z *zconn) {
 			default:
 				var pe *ProtocolError
 				if !errors.As(err, &pe) {
-					err = fmt.Errorf("kernel %s socket: %w", z.name, err)
+					err = fmt.Errorf("%w (kernel %s socket: %v; did the kernel exit?)", ErrDisconnected, z.name, err)
 				}
 				c.fail(err)
 			}

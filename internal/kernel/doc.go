@@ -38,7 +38,8 @@
 // process never panics and never allocates an announced size. A message
 // with a bad signature, or that is not a well-formed Jupyter message, or
 // whose content has the wrong shape, is dropped and counted (Stats); the
-// session goes on. Reader goroutines and timers recover panics and turn
+// session goes on. A connection that ends (the kernel exited: EOF, reset)
+// ends the Client with ErrDisconnected, within milliseconds of the exit. Reader goroutines and timers recover panics and turn
 // them into a session error as a last line of defence. Close ends every
 // goroutine the Client started.
 //
@@ -75,7 +76,11 @@
 //     text/plain > text/html (converted to markdown), plus application/json
 //     (compacted) and image/png (base64-decoded, size-bounded before
 //     decoding, header checked with image/png) kept structured; other MIME
-//     types are named in Output.Omitted. The same PNG (by SHA-256) is never
+//     types are named in Output.Omitted. One exception to the preference:
+//     a text/plain that is only Python's default repr ("<IPython.core.
+//     display.HTML object>", which IPython's HTML() and similar displays
+//     carry) yields to text/html, since it says nothing. The HTML converter
+//     is linear, bounded in nesting, span expansion and output size. The same PNG (by SHA-256) is never
 //     kept twice in one cell: matplotlib's inline backend shows a figure that
 //     is the cell's last expression both as execute_result and again as
 //     display_data; the first is kept. Tracebacks, ename/evalue and
@@ -83,7 +88,8 @@
 //   - clear_output: the cell's earlier outputs are dropped from
 //     Result.Outputs, like a notebook shows them, and one OutClear note at the
 //     front says how many were cleared (nothing vanishes silently).
-//     wait=True defers the clear until the next output. Streaming consumers
+//     wait=True defers the clear until the next output (if none comes,
+//     nothing is cleared, as in a notebook). Streaming consumers
 //     get an OutClear event. Cleared bytes still count against the cap, so
 //     the cap also bounds what a streaming consumer receives.
 //   - The per-cell cap (MaxOutputBytes, default 4 MiB) counts text, JSON

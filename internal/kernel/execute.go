@@ -204,7 +204,15 @@ func (c *Client) WaitIdle(ctx context.Context) ([]Result, error) {
 		out = append(out, e.result())
 	}
 	c.mu.Lock()
-	c.abandoned = c.abandoned[len(ab):]
+	kept := c.abandoned[:0]
+	for _, e := range c.abandoned {
+		select {
+		case <-e.doneCh:
+		default:
+			kept = append(kept, e)
+		}
+	}
+	c.abandoned = kept
 	c.mu.Unlock()
 	return out, nil
 }
@@ -320,7 +328,6 @@ func (e *execution) finish() {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
-	e.col.flushClear()
 	close(e.doneCh)
 	e.c.forget(e)
 }

@@ -391,6 +391,33 @@ func TestInterrupt(t *testing.T) {
 	}
 }
 
+func TestKernelDies(t *testing.T) {
+	k, c := startKernel(t, Options{})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Execute(ctx, "import time\ntime.sleep(30)", nil)
+	if !errors.Is(err, ErrDisconnected) {
+		t.Fatalf("Execute: %v", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("noticed after %v", el)
+	}
+	t.Log(err)
+	if _, err := c.Execute(ctx, "1+1", nil); !errors.Is(err, ErrDisconnected) || !errors.Is(c.Err(), ErrDisconnected) {
+		t.Errorf("after death: %v / %v", err, c.Err())
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Error("Done not closed")
+	}
+}
+
 func TestManyLines(t *testing.T) {
 	c := sharedKernel(t)
 	const n = 100000

@@ -209,11 +209,9 @@ func (c *collector) flushClear() {
 func (c *collector) clear() {
 	kept := c.items[:0]
 	for _, it := range c.items {
-		switch {
-		case it == c.marker:
+		if it == c.marker {
 			kept = append(kept, it)
-		case it.out.Type == OutClear:
-		default:
+		} else {
 			c.cleared++
 		}
 	}

@@ -138,7 +138,7 @@ func (fr *frameReader) truncated(err error) error {
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("kernel %s socket: truncated frame: %w", fr.socket, err)
+	return fmt.Errorf("truncated frame: %w", err)
 }
 
 func (fr *frameReader) readBody(n int) ([]byte, error) {

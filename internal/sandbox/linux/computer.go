@@ -32,9 +32,9 @@ type computer struct {
 	done    chan struct{} // closed when the agent process has been reaped
 	waitErr error
 
-	teardownMu   sync.Mutex
-	tornDown     bool
-	keptPath     string
+	teardownMu sync.Mutex
+	tornDown   bool
+	keptPath   string
 }
 
 var _ sandbox.Sandbox = (*computer)(nil)
