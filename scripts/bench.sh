@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Measures cubicle's computer start and exec latency against bubblewrap and
 # runc ('cubicle bench sandbox'), then the computers API over HTTP next to
-# the same operations on the driver ('cubicle bench api'), and prints both
+# the same operations on the driver ('cubicle bench api'), then Python in
+# computers next to jupyter_server ('cubicle bench python'), and prints the
 # tables (docs/benchmarks.md shows them).
 #
-#   scripts/bench.sh                    # both: 100 sandbox runs, 200 API runs, load 50 × 100
-#   N=20 API_N=50 scripts/bench.sh      # fewer runs
+#   scripts/bench.sh                    # all: 100 sandbox runs, 200 API runs, load 50 × 100,
+#                                       # 100 Python round trips and 30 first cells
+#   N=20 API_N=50 PY_N=50 PY_FIRST_N=10 scripts/bench.sh   # fewer runs
 #   CONCURRENCY=20 EXECS=50 scripts/bench.sh
-#   BENCH=api scripts/bench.sh --json   # only one of them (sandbox or api)
+#   BENCH=python scripts/bench.sh --json   # only one of them (sandbox, api or python)
 #
-# Extra arguments go to every bench that runs, so with both only flags they
-# share make sense (--json, --timeout); with --json each prints its own JSON
-# document, one after the other.
+# Extra arguments go to every bench that runs, so with more than one only
+# flags they share make sense (--json, --timeout); with --json each prints
+# its own JSON document, one after the other.
 #
 # Needs root (computers need namespaces, cgroups and loop devices). Installs
-# bubblewrap and runc with apt-get when they are missing, builds
+# bubblewrap and runc (sandbox) and python3-jupyter-server (python) with
+# apt-get when they are missing (running apt-get update only then), builds
 # ./bin/cubicle, and removes its temporary state directory afterwards (also
 # what a killed run left in it). Safe to run again.
 set -euo pipefail
@@ -24,12 +27,14 @@ N="${N:-100}"
 API_N="${API_N:-200}"
 CONCURRENCY="${CONCURRENCY:-50}"
 EXECS="${EXECS:-100}"
+PY_N="${PY_N:-100}"
+PY_FIRST_N="${PY_FIRST_N:-30}"
 BENCH="${BENCH:-all}"
 
 case "$BENCH" in
-all | sandbox | api) ;;
+all | sandbox | api | python) ;;
 *)
-	echo "bench.sh: BENCH must be all, sandbox or api, got '$BENCH'" >&2
+	echo "bench.sh: BENCH must be all, sandbox, api or python, got '$BENCH'" >&2
 	exit 2
 	;;
 esac
@@ -38,16 +43,22 @@ if [[ $(id -u) -ne 0 ]]; then
 	exit 1
 fi
 
-if [[ $BENCH != api ]]; then
-	missing=()
+missing=()
+if [[ $BENCH == all || $BENCH == sandbox ]]; then
 	command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 	command -v runc >/dev/null 2>&1 || missing+=(runc)
-	if ((${#missing[@]} > 0)); then
-		echo "bench.sh: installing ${missing[*]}" >&2
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq
-		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	fi
+fi
+if [[ $BENCH == all || $BENCH == python ]]; then
+	# The peer of 'bench python' (Debian's jupyter_server 1.23 and the
+	# ipykernel both sides run).
+	/usr/bin/python3 -c 'import jupyter_server, ipykernel' >/dev/null 2>&1 ||
+		missing+=(python3-jupyter-server python3-ipykernel)
+fi
+if ((${#missing[@]} > 0)); then
+	echo "bench.sh: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 mkdir -p bin
@@ -57,9 +68,11 @@ data="$(mktemp -d /tmp/cubicle-bench-data.XXXXXX)"
 cleanup() {
 	# The benches remove what they make themselves; gc catches what a kill
 	# left: in-process computers of 'bench sandbox' (in $data) and of 'bench
-	# api' (its sandbox/ directory), and a killed server's (its serve/).
+	# api' (its sandbox/ directory), and a killed server's (its serve/, or
+	# warm/ and cold/ of 'bench python').
 	local d
-	for d in "$data" "$data"/cubicle-bench-api-*/sandbox "$data"/cubicle-bench-api-*/serve; do
+	for d in "$data" "$data"/cubicle-bench-api-*/sandbox "$data"/cubicle-bench-api-*/serve \
+		"$data"/cubicle-bench-python-*/warm "$data"/cubicle-bench-python-*/cold; do
 		[[ -d $d ]] && ./bin/cubicle gc --data "$d" >/dev/null 2>&1 || true
 	done
 	rm -rf --one-file-system "$data"
@@ -67,16 +80,29 @@ cleanup() {
 trap cleanup EXIT
 
 status=0
-if [[ $BENCH != api ]]; then
-	./bin/cubicle bench sandbox --n "$N" --data "$data" "$@" || status=$?
-	if ((status == 130)); then # interrupted: do not start the next one
+run() { # run BENCH ARGS...: one bench; stop everything when it was interrupted
+	local rc=0
+	./bin/cubicle bench "$@" || rc=$?
+	if ((rc == 130)); then
 		exit 130
 	fi
+	if ((rc != 0)); then
+		status=$rc
+	fi
+}
+if [[ $BENCH == all || $BENCH == sandbox ]]; then
+	run sandbox --n "$N" --data "$data" "$@"
 fi
 if [[ $BENCH == all ]]; then
 	echo
 fi
-if [[ $BENCH != sandbox ]]; then
-	./bin/cubicle bench api --n "$API_N" --concurrency "$CONCURRENCY" --execs "$EXECS" --data "$data" "$@" || status=$?
+if [[ $BENCH == all || $BENCH == api ]]; then
+	run api --n "$API_N" --concurrency "$CONCURRENCY" --execs "$EXECS" --data "$data" "$@"
+fi
+if [[ $BENCH == all ]]; then
+	echo
+fi
+if [[ $BENCH == all || $BENCH == python ]]; then
+	run python --n "$PY_N" --first-n "$PY_FIRST_N" --data "$data" "$@"
 fi
 exit "$status"

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/bench"
+	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 )
@@ -24,12 +25,15 @@ Benchmarks:
   sandbox  computer start and exec latency, side by side with bwrap and runc
   api      the computers API over HTTP (create, exec, delete, load), side by
            side with the same operations on the sandbox driver
+  python   Python over HTTP: 1+1 round trip side by side with jupyter_server,
+           and the first cell of a new computer with the warm pool vs. cold
 
 Examples:
   cubicle bench sandbox --n 100 --data /tmp/cubicle-bench
   cubicle bench api --n 200 --concurrency 50 --execs 100
+  cubicle bench python --n 100
 
-Run 'cubicle bench sandbox --help' or 'cubicle bench api --help' for flags.
+Run 'cubicle bench <benchmark> --help' for its flags.
 `
 
 const benchUsage = `Usage: cubicle bench sandbox [flags]
@@ -57,7 +61,7 @@ Flags:
 
 func benchCmd(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "cubicle bench: name what to measure (usage: cubicle bench sandbox|api [flags])")
+		fmt.Fprintln(os.Stderr, "cubicle bench: name what to measure (usage: cubicle bench sandbox|api|python [flags])")
 		return 2
 	}
 	switch args[0] {
@@ -68,8 +72,10 @@ func benchCmd(args []string) int {
 		return benchSandbox(args[1:])
 	case "api":
 		return benchAPI(args[1:])
+	case "python":
+		return benchPython(args[1:])
 	}
-	fmt.Fprintf(os.Stderr, "cubicle bench: unknown benchmark %q (known: sandbox, api; see 'cubicle bench --help')\n", args[0])
+	fmt.Fprintf(os.Stderr, "cubicle bench: unknown benchmark %q (known: sandbox, api, python; see 'cubicle bench --help')\n", args[0])
 	return 2
 }
 
@@ -339,4 +345,203 @@ func runBenchAPI(ctx context.Context, cfg bench.APIConfig, parent string, withSa
 		cfg.Server = bench.ServerInfo{Started: true, PoolSize: cfg.PoolSize, MaxConcurrent: maxConc, MemoryBudget: scfg.MemoryBudget}
 	}
 	return bench.RunAPI(ctx, cfg)
+}
+
+const benchPythonUsage = `Usage: cubicle bench python [flags]
+
+Measures Python in computers over real HTTP, in one run and side by side,
+and prints p50, p90, p99, mean and n in milliseconds:
+  cubicle  1+1 round trip: POST /v1/computers/{id}/python into one
+           computer with a warm session kernel, until the answer is
+           decoded (unary JSON, and SSE until the result event)
+  host     1+1 in an ipykernel on the host, started as the agent starts
+           one and driven by Cubicle's kernel client: the floor, without
+           computer, agent or HTTP
+  jupyter  1+1 through Debian's jupyter_server: one kernel, one channels
+           WebSocket; execute_request until its execute_reply and the
+           iopub status idle arrived (the same /usr/bin/python3 kernel)
+  warm     a brand-new computer and its first cell (a pandas
+           DataFrame's describe()): POST /v1/computers from a full warm
+           pool, whose kernels already imported numpy, pandas and
+           matplotlib, plus POST …/python; the pool refills between runs
+  cold     the same on a server without a pool: a cold start, and the
+           first cell starts the kernel and runs the prelude
+It starts two 'cubicle serve' (one with a warm pool of --pool, one with
+none) on 127.0.0.1 and jupyter_server (python3-jupyter-server; skipped
+with a note when missing), each with a temporary directory, and stops
+them afterwards. Every computer, kernel, server and directory is removed,
+also on error or Ctrl-C. Exits 0 when every Cubicle run succeeded, 1 when
+one failed, 130 when interrupted. Needs root.
+
+Example:
+  cubicle bench python --n 100 --first-n 30 --json
+
+Flags:
+`
+
+func benchPython(args []string) int {
+	fs := newFlags("bench python", benchPythonUsage)
+	n := fs.Int("n", bench.DefaultPythonN, "timed 1+1 round trips per path")
+	firstN := fs.Int("first-n", bench.DefaultPythonFirstN, "timed first cells per path (warm, cold), spread among the round trips (0: none)")
+	warmup := fs.Int("warmup", 3, "untimed round trips per path before (first cells: 1)")
+	pool := fs.Int("pool", bench.DefaultPythonPoolSize, "warm pool size of the warm server (at least 2)")
+	cold := fs.Bool("cold", true, "also start a server without a pool and measure cold first cells")
+	jupyter := fs.Bool("jupyter", true, "also measure jupyter_server (python3-jupyter-server)")
+	host := fs.Bool("host", true, "also measure the floor: a kernel on the host, without computer, agent or HTTP")
+	python := fs.String("python", "/usr/bin/python3", "the Python that runs jupyter_server and the host kernel")
+	data := fs.String("data", os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	timeout := &durationFlag{bench.DefaultTimeout}
+	fs.Var(timeout, "timeout", "bound on one 1+1 round trip (first cells and pool refills: 3m)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "cubicle bench python: "+format+"\n", args...)
+		return 2
+	}
+	cfg := bench.PythonConfig{N: *n, FirstN: *firstN, Warmup: *warmup, Timeout: timeout.d, Log: os.Stderr}
+	switch err := cfg.Validate(); {
+	case fs.NArg() > 0:
+		return fail("unexpected argument %q", fs.Arg(0))
+	case err != nil:
+		return fail("%v", err)
+	case timeout.d <= 0:
+		return fail("--timeout must be positive")
+	case *pool < 2 || *pool > 16:
+		return fail("--pool must be between 2 and 16, got %d", *pool)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	rep, err := runBenchPython(ctx, cfg, *data, *pool, *cold, *jupyter, *host, *python)
+	cleaned := "every computer, kernel, server and directory it made was removed"
+	if rep != nil && rep.CleanupFailed {
+		cleaned = "clean-up was incomplete (see the notes above)"
+	}
+	switch {
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		fmt.Fprintf(os.Stderr, "cubicle bench python: interrupted; %s\n", cleaned)
+		return 130
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "cubicle bench python: %v; %s\n", err, cleaned)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		bench.WritePythonTable(os.Stdout, rep)
+	}
+	if rep.Failed {
+		fmt.Fprintln(os.Stderr, "cubicle bench python: some runs failed (see the notes)")
+		return 1
+	}
+	return 0
+}
+
+// runBenchPython makes a temporary directory in parent, starts the warm
+// server, the cold one (withCold) and lets the bench start jupyter_server
+// (withJupyter), runs the bench, and removes everything it made: the
+// servers are stopped (they destroy their computers), what a kill left is
+// collected, and the directory is removed.
+func runBenchPython(ctx context.Context, cfg bench.PythonConfig, parent string, poolSize int, withCold, withJupyter, withHost bool,
+	python string) (rep *bench.PythonReport, err error) {
+	root, jdir, hdir, err := bench.PythonTempDirs(parent)
+	if err != nil {
+		return nil, err
+	}
+	var notes []string
+	cleanupFailed := false
+	note := func(failed bool, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		fmt.Fprintln(os.Stderr, "note: "+msg)
+		notes = append(notes, msg)
+		cleanupFailed = cleanupFailed || failed
+	}
+	gc := func(dir string, wantNone bool) {
+		drv, err := linux.New(linux.Config{StateDir: dir})
+		if err != nil {
+			note(true, "gc %s: %v", dir, err)
+			return
+		}
+		gctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		r, err := drv.GC(gctx)
+		switch {
+		case err != nil:
+			note(true, "gc %s: %v", dir, err)
+		case r.Computers > 0 && wantNone:
+			note(false, "%d computers were left in %s and removed by gc", r.Computers, dir)
+		}
+	}
+	defer func() {
+		if err := bench.RemoveTree(root); err != nil {
+			note(true, "%v", err)
+		}
+		if rep == nil {
+			return
+		}
+		for _, n := range notes {
+			rep.AddNote(false, "%s", n)
+		}
+		if cleanupFailed {
+			rep.AddNote(true, "clean-up incomplete")
+		}
+	}()
+
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the cubicle binary: %w", err)
+	}
+	// start starts a server with its own data directory; stop it with the
+	// returned function.
+	start := func(name string, pool int) (*bench.Server, bench.ServerInfo, func(), error) {
+		dir := filepath.Join(root, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, bench.ServerInfo{}, nil, err
+		}
+		scfg := bench.ServerConfig{Binary: exe, Data: dir, PoolSize: pool, MaxConcurrent: 16, MemoryBudget: "16G"}
+		fmt.Fprintf(os.Stderr, "starting cubicle serve (%s: pool %d, default prelude) in %s\n", name, pool, dir)
+		srv, err := bench.StartServer(ctx, scfg)
+		if err != nil {
+			gc(dir, false)
+			return nil, bench.ServerInfo{}, nil, fmt.Errorf("%s server: %w", name, err)
+		}
+		fmt.Fprintf(os.Stderr, "cubicle serve (%s) is ready at %s\n", name, srv.URL)
+		stopFn := func() {
+			fmt.Fprintf(os.Stderr, "stopping cubicle serve (%s)\n", name)
+			stopErr := srv.Stop()
+			if stopErr != nil {
+				note(true, "%s server: %v; its log ends with:\n%s", name, stopErr, srv.LogTail(2048))
+			}
+			gc(dir, stopErr == nil)
+		}
+		info := bench.ServerInfo{Started: true, PoolSize: pool, MaxConcurrent: scfg.MaxConcurrent, MemoryBudget: scfg.MemoryBudget}
+		return srv, info, stopFn, nil
+	}
+	warm, info, stopWarm, err := start("warm", poolSize)
+	if err != nil {
+		return nil, err
+	}
+	defer stopWarm()
+	cfg.Warm = bench.PythonServer{URL: warm.URL, Key: warm.Key, PoolSize: poolSize, Info: info}
+	if withCold && cfg.FirstN > 0 {
+		cold, info, stopCold, err := start("cold", 0)
+		if err != nil {
+			return nil, err
+		}
+		defer stopCold()
+		cfg.Cold = bench.PythonServer{URL: cold.URL, Key: cold.Key, Info: info}
+	}
+	if withJupyter {
+		cfg.Jupyter = &bench.JupyterConfig{Python: python, Dir: jdir}
+	}
+	if withHost {
+		// The servers run the default prelude (their CUBICLE_ variables are
+		// the bench's); so does the floor's kernel.
+		cfg.HostKernel = &bench.HostKernelConfig{Python: python, Dir: hdir, Prelude: config.DefaultPrelude}
+	}
+	return bench.RunPython(ctx, cfg)
 }

@@ -20,6 +20,7 @@ func commands() []command {
 	return []command{
 		{"serve", "serve the computers API over HTTP", serveCmd},
 		{"run", "run one command in a fresh computer", runCmd},
+		{"python", "run Python cells or a REPL in a computer's kernel", pythonCmd},
 		{"keys", "create, list and revoke API keys", keysCmd},
 		{"orgs", "create and list organisations", orgsCmd},
 		{"gc", "remove what crashed computers left behind", gcCmd},

@@ -68,21 +68,22 @@ func runCmd(args []string) int {
 		return 125
 	}
 	st, execErr := sb.Exec(ctx, sandbox.ExecRequest{Argv: argv}, sandbox.ExecIO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
-	finish(sb, *keep)
+	finish("run", sb, *keep)
 	return exitCode(spec, st, execErr)
 }
 
-func finish(sb sandbox.Sandbox, keep bool) {
+// finish destroys a command's computer, or keeps its workspace.
+func finish(command string, sb sandbox.Sandbox, keep bool) {
 	ctx := context.Background()
 	if !keep {
 		if err := sb.Destroy(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "cubicle run: %v\n", err)
+			fmt.Fprintf(os.Stderr, "cubicle %s: %v\n", command, err)
 		}
 		return
 	}
 	path, err := sb.Keep(ctx)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cubicle run: keep workspace: %v\n", err)
+		fmt.Fprintf(os.Stderr, "cubicle %s: keep workspace: %v\n", command, err)
 		return
 	}
 	fmt.Fprintf(os.Stderr, "cubicle: workspace kept at %s (remove with 'cubicle gc --kept')\n", path)

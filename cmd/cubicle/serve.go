@@ -105,7 +105,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	mgr := computer.New(computer.Config{Memory: int64(c.Memory), Pids: c.Pids, CPUs: c.CPUs, Disk: int64(c.Disk),
 		LifetimeSeconds: c.LifetimeSeconds, ExecTimeoutSeconds: c.ExecTimeoutSeconds, MaxConcurrent: c.MaxConcurrent,
 		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
-		MaxOutputBytes: int64(c.MaxOutputBytes)}, drv, st, gov)
+		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude}, drv, st, gov)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}

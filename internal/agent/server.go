@@ -29,13 +29,15 @@ type Server struct {
 	mu      sync.Mutex
 	procs   map[uint32]*process
 	uploads map[uint32]*upload
+
+	py *pythonManager // Python kernels (python.go)
 }
 
 // NewServer prepares a server. workspaceDir is an open directory descriptor
 // for /workspace (every file operation is confined beneath it); spawner is
 // the thread that starts user processes.
 func NewServer(conn io.ReadWriter, init Init, workspaceDir *os.File, spawner *Spawner, log *slog.Logger) *Server {
-	return &Server{
+	s := &Server{
 		conn:    conn,
 		init:    init,
 		log:     log,
@@ -45,6 +47,8 @@ func NewServer(conn io.ReadWriter, init Init, workspaceDir *os.File, spawner *Sp
 		procs:   make(map[uint32]*process),
 		uploads: make(map[uint32]*upload),
 	}
+	s.py = newPythonManager(s)
+	return s
 }
 
 // Serve answers requests until the host closes the channel. It reaps every
@@ -98,6 +102,18 @@ func (s *Server) dispatch(ctx context.Context, f Frame) {
 		var req PathRequest
 		if s.decode(f, &req) {
 			go s.pathOp(f.ID, f.Kind, req)
+		}
+	case KindPython:
+		var req PythonRequest
+		if s.decode(f, &req) {
+			s.py.start(ctx, f.ID, req)
+		}
+	case KindPythonCancel:
+		s.py.cancel(f.ID)
+	case KindPythonControl:
+		var req PythonControl
+		if s.decode(f, &req) {
+			go s.py.control(ctx, f.ID, req)
 		}
 	case KindPing:
 		s.sendJSON(KindOK, f.ID, struct{}{})

@@ -37,7 +37,8 @@ type ExecResult struct {
 // from one goroutine at a time.
 type Stream func(kind string, data []byte)
 
-func (r ExecRequest) validate() error {
+// Validate checks an exec request.
+func (r ExecRequest) Validate() error {
 	if (r.Command == "") == (len(r.Argv) == 0) {
 		return fmt.Errorf("%w: give exactly one of command and argv", ErrInvalid)
 	}
@@ -90,7 +91,7 @@ func (w streamWriter) Write(p []byte) (int, error) {
 // (a client that went away) kills the process tree; Exec returns only after
 // it was reaped.
 func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, req ExecRequest, stream Stream) (ExecResult, error) {
-	if err := req.validate(); err != nil {
+	if err := req.Validate(); err != nil {
 		return ExecResult{}, err
 	}
 	l, err := m.running(ctx, p, id)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -27,6 +28,9 @@ type Config struct {
 	PoolSize           int
 	MaxFileBytes       int64
 	MaxOutputBytes     int64
+	// Prelude runs in every new Python kernel; pool computers start their
+	// kernel with it ahead of time ("" disables both).
+	Prelude string
 }
 
 // Manager runs computers for principals.
@@ -38,9 +42,10 @@ type Manager struct {
 	instance string
 	now      func() time.Time
 
-	adm     admission
-	pool    *pool
-	metrics Metrics
+	adm      admission
+	pool     *pool
+	metrics  Metrics
+	starting atomic.Int64 // creations in flight
 
 	mu   sync.Mutex
 	live map[string]*live
@@ -67,6 +72,9 @@ func New(cfg Config, driver sandbox.Driver, st store.Store, gov *governance.Serv
 		now: time.Now, live: map[string]*live{}, stop: make(chan struct{})}
 	m.adm = admission{maxCount: cfg.MaxConcurrent, maxMemory: cfg.MemoryBudget}
 	m.pool = newPool(driver, m.spec(cfg.Memory, cfg.ExecTimeoutSeconds), cfg.PoolSize)
+	if cfg.Prelude != "" {
+		m.pool.warm = m.warmKernel
+	}
 	return m
 }
 
@@ -173,6 +181,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if err := m.adm.admit(memory); err != nil {
 		return View{}, err
 	}
+	m.starting.Add(1)
+	defer m.starting.Add(-1)
 	created := m.now()
 	spec := m.spec(memory, execLimit)
 	sb := (sandbox.Sandbox)(nil)
@@ -272,6 +282,14 @@ func (m *Manager) lookup(id string) *live {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.live[id]
+}
+
+// CheckRunning returns the error an operation on computer id would fail
+// with right now (nil when p may use it), so a transport can answer it
+// before it commits to a streamed response.
+func (m *Manager) CheckRunning(ctx context.Context, p governance.Principal, id string) error {
+	_, err := m.running(ctx, p, id)
+	return err
 }
 
 // claim makes the caller the one who tears l down; false if another is.

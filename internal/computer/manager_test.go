@@ -101,6 +101,10 @@ func (s *fakeSB) Destroy(ctx context.Context) error {
 	return nil
 }
 func (s *fakeSB) Keep(ctx context.Context) (string, error) { return "", errors.New("not supported") }
+func (s *fakeSB) Python(ctx context.Context, req sandbox.PythonRequest, onOutput func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
+	return sandbox.PythonResult{Status: "ok", FailedCell: -1}, nil
+}
+func (s *fakeSB) PythonControl(ctx context.Context, action string) error { return nil }
 
 // fixture is a manager on a fake driver and a real SQLite store.
 type fixture struct {

@@ -47,7 +47,7 @@ func (m *Manager) Snapshot() Snapshot {
 	m.mu.Lock()
 	running := len(m.live)
 	m.mu.Unlock()
-	s := Snapshot{ByState: map[string]int{"ready": running}, PoolDepth: m.pool.depth(),
+	s := Snapshot{ByState: map[string]int{"ready": running, "starting": int(m.starting.Load())}, PoolDepth: m.pool.depth(),
 		AdmissionsRefused: m.adm.refused.Load()}
 	h := &m.metrics
 	h.mu.Lock()

@@ -15,6 +15,7 @@ import (
 type pool struct {
 	driver sandbox.Driver
 	spec   sandbox.Spec
+	warm   func(context.Context, sandbox.Sandbox) error // readies a new computer (its kernel); may be nil
 	ready  chan sandbox.Sandbox
 	wake   chan struct{}
 	stop   chan struct{}
@@ -66,6 +67,11 @@ func (p *pool) fill(ctx context.Context) {
 			default:
 			}
 			sb, err := p.driver.Create(ctx, p.spec)
+			if err == nil && p.warm != nil {
+				if err = p.warm(ctx, sb); err != nil {
+					sb.Destroy(ctx)
+				}
+			}
 			if err != nil {
 				slog.ErrorContext(ctx, "warm pool: cannot create a computer", "err", err, "retry_in", backoff)
 				select {

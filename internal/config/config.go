@@ -17,7 +17,15 @@ import (
 type Config struct {
 	Server    Server    `toml:"server"`
 	Computers Computers `toml:"computers"`
+	Python    Python    `toml:"python"`
 	Log       Log       `toml:"log"`
+}
+
+// Python configures the kernels in computers.
+type Python struct {
+	// Prelude runs in every new kernel; warm-pool computers run it ahead of
+	// time. Empty: no prelude, and pool computers start no kernel.
+	Prelude string `toml:"prelude"`
 }
 
 // Server is the HTTP listener and where state lives.
@@ -58,9 +66,13 @@ func Default() Config {
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: 1 << 20,
 		},
-		Log: Log{Level: "info", Format: "text"},
+		Python: Python{Prelude: DefaultPrelude},
+		Log:    Log{Level: "info", Format: "text"},
 	}
 }
+
+// DefaultPrelude imports the scientific stack, with matplotlib inline.
+const DefaultPrelude = "import numpy as np\nimport pandas as pd\nimport matplotlib\nimport matplotlib.pyplot as plt\n%matplotlib inline\n"
 
 // Lifetime is the deployment's lifetime cap.
 func (c Computers) Lifetime() time.Duration { return time.Duration(c.LifetimeSeconds) * time.Second }

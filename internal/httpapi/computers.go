@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
@@ -78,7 +79,15 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 		writeJSON(w, http.StatusOK, res)
 		return nil
 	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if err := a.comp.CheckRunning(r.Context(), p, r.PathValue("id")); err != nil {
+		return err // a plain error status while nothing was sent yet
+	}
 	sse := newSSE(w)
+	defer sse.close()
+	sse.open()
 	res, err := a.comp.Exec(r.Context(), p, r.PathValue("id"), req, func(kind string, data []byte) {
 		sse.send(kind, map[string]string{"data": string(data)})
 	})
@@ -95,25 +104,75 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 	return nil
 }
 
-// sse writes Server-Sent Events, flushing each.
+// sse writes Server-Sent Events, flushing each. Once open, it sends a
+// comment every keepAlive so proxies do not cut a quiet, long call.
 type sse struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
+	mu      sync.Mutex
 	started bool
+	stop    chan struct{}
 }
+
+const keepAlive = 15 * time.Second
 
 func newSSE(w http.ResponseWriter) *sse { return &sse{w: w, rc: http.NewResponseController(w)} }
 
-func (s *sse) send(event string, v any) {
-	if !s.started {
-		s.w.Header().Set("Content-Type", "text/event-stream")
-		s.w.Header().Set("Cache-Control", "no-cache")
-		s.w.WriteHeader(http.StatusOK)
-		s.started = true
+// open sends the headers now, so the client knows the call runs.
+func (s *sse) open() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start()
+}
+
+func (s *sse) start() {
+	if s.started {
+		return
 	}
+	s.w.Header().Set("Content-Type", "text/event-stream")
+	s.w.Header().Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+	s.rc.Flush()
+	s.started = true
+	s.stop = make(chan struct{})
+	go s.keepAlive(s.stop)
+}
+
+func (s *sse) keepAlive(stop <-chan struct{}) {
+	t := time.NewTicker(keepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			if s.stop != nil { // not closed while this tick waited for the lock
+				fmt.Fprint(s.w, ": keep-alive\n\n")
+				s.rc.Flush()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *sse) send(event string, v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start()
 	b, _ := json.Marshal(v)
 	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, b)
 	s.rc.Flush()
+}
+
+// close stops the keep-alives; the handler returns right after.
+func (s *sse) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		close(s.stop)
+		s.stop = nil
+	}
 }
 
 func (a *API) listFiles(w http.ResponseWriter, r *http.Request, p governance.Principal) error {

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
@@ -14,8 +16,8 @@ func (a *API) metrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	fmt.Fprintln(w, "# HELP cubicle_computers Computers run by this server, by state.")
 	fmt.Fprintln(w, "# TYPE cubicle_computers gauge")
-	for state, n := range s.ByState {
-		fmt.Fprintf(w, "cubicle_computers{state=%q} %d\n", state, n)
+	for _, state := range slices.Sorted(maps.Keys(s.ByState)) {
+		fmt.Fprintf(w, "cubicle_computers{state=%q} %d\n", state, s.ByState[state])
 	}
 	fmt.Fprintln(w, "# HELP cubicle_pool_depth Ready computers waiting in the warm pool.")
 	fmt.Fprintln(w, "# TYPE cubicle_pool_depth gauge")

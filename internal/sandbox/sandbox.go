@@ -23,6 +23,12 @@ type (
 	FileRead    = agent.FileRead
 	Written     = agent.Written
 	DataEnd     = agent.DataEnd
+
+	PythonRequest = agent.PythonRequest
+	PythonCell    = agent.PythonCell
+	PythonOutput  = agent.PythonOutput
+	PythonResult  = agent.PythonResult
+	CellResult    = agent.CellResult
 )
 
 // Millis converts a duration for ExecRequest.Timeout.
@@ -80,6 +86,12 @@ type Sandbox interface {
 	List(ctx context.Context, path string) (Listing, error)
 	Mkdir(ctx context.Context, path string, parents bool) error
 	Remove(ctx context.Context, path string, recursive bool) error
+	// Python runs cells in the computer's kernel; onOutput (may be nil) receives every
+	// output as it happens, from one goroutine. Cancelling ctx interrupts the kernel
+	// (escalating to a restart) and returns a cancelled result.
+	Python(ctx context.Context, req PythonRequest, onOutput func(PythonOutput)) (PythonResult, error)
+	// PythonControl interrupts ("interrupt") or restarts ("restart") the session kernel.
+	PythonControl(ctx context.Context, action string) error
 	// Destroy kills everything in the computer and removes all its
 	// resources. It is idempotent.
 	Destroy(ctx context.Context) error

@@ -70,6 +70,14 @@ func (c *computer) Remove(ctx context.Context, path string, recursive bool) erro
 	return c.client.Remove(ctx, path, recursive)
 }
 
+func (c *computer) Python(ctx context.Context, req sandbox.PythonRequest, onOutput func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
+	return c.client.Python(ctx, req, onOutput)
+}
+
+func (c *computer) PythonControl(ctx context.Context, action string) error {
+	return c.client.PythonControl(ctx, action)
+}
+
 // Destroy kills everything and removes every resource of the computer. It
 // is idempotent, and after a partial failure a later call retries what is
 // left (every step is safe to repeat).

@@ -1,0 +1,752 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+)
+
+// Python calls. The session kernel (one per computer) is started lazily, or
+// by a call without cells (a warm-up that runs the prelude). Session calls
+// hold the session in arrival order (a turnstile), so concurrent calls queue;
+// per_call calls get a kernel of their own and do not touch the session.
+//
+// Crashes: a session kernel that dies without the agent killing it (a
+// segfault, os.kill(os.getpid(), 9), the OOM killer) is restarted by the next
+// call, once; the second crash fails the session for good, until a restart
+// control. Kernels the agent kills (timeout escalation, protocol violation,
+// reset, restart, idle eviction) are not crashes.
+
+const (
+	// idleEviction shuts an unused session kernel down.
+	idleEviction = 5 * time.Minute
+	// maxCells bounds a call so its result always fits in one frame.
+	maxCells = 256
+	// maxPerCall bounds per_call kernels running at once (each costs the
+	// agent, which is outside the memory cgroup, up to a message's bound);
+	// more calls wait.
+	maxPerCall = 4
+)
+
+var (
+	errTimedOut  = errors.New("python call timed out")
+	errCancelled = errors.New("python call cancelled")
+)
+
+type pythonManager struct {
+	s         *Server
+	idleAfter time.Duration
+	turn      turnstile
+
+	perCall chan struct{} // semaphore of per_call kernels
+
+	mu     sync.Mutex
+	calls  map[uint32]context.CancelCauseFunc
+	kernel *pyKernel // the session kernel; changed only by the turnstile holder, under mu
+
+	// Held by the turnstile.
+	prelude string    // the last prelude given: every new session kernel runs it
+	cwd     string    // where the session kernel was last started
+	crashes int       // since the last restart control
+	failed  bool      // crashed twice: refuse until a restart control
+	lost    string    // why the previous session kernel is gone (told to the next call)
+	lastUse time.Time // end of the last session call
+	idle    *time.Timer
+}
+
+func newPythonManager(s *Server) *pythonManager {
+	return &pythonManager{
+		s: s, idleAfter: idleEviction, cwd: WorkspacePath,
+		perCall: make(chan struct{}, maxPerCall),
+		calls:   make(map[uint32]context.CancelCauseFunc),
+	}
+}
+
+func (m *pythonManager) current() *pyKernel {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.kernel
+}
+
+func (m *pythonManager) setKernel(k *pyKernel) {
+	m.mu.Lock()
+	m.kernel = k
+	m.mu.Unlock()
+}
+
+// start begins a call. It runs on the dispatch goroutine, so session calls
+// take their place in the queue in the order their frames arrived.
+func (m *pythonManager) start(ctx context.Context, id uint32, req PythonRequest) {
+	if err := validatePython(&req); err != nil {
+		m.s.sendError(id, err)
+		return
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	m.mu.Lock()
+	if _, dup := m.calls[id]; dup {
+		m.mu.Unlock()
+		cancel(nil)
+		m.s.sendError(id, fmt.Errorf("%w: stream %d already in use", ErrInvalid, id))
+		return
+	}
+	m.calls[id] = cancel
+	m.mu.Unlock()
+	var tk *ticket
+	if req.Mode == ModeSession {
+		tk = m.turn.enqueue()
+	}
+	go m.serve(cctx, cancel, id, req, tk)
+}
+
+// cancel cancels a call (KindPythonCancel); unknown streams are ignored:
+// the call may have just ended.
+func (m *pythonManager) cancel(id uint32) {
+	m.mu.Lock()
+	cancel := m.calls[id]
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel(errCancelled)
+	}
+}
+
+func validatePython(req *PythonRequest) error {
+	switch req.Mode {
+	case "":
+		req.Mode = ModeSession
+	case ModeSession, ModePerCall:
+	default:
+		return fmt.Errorf("%w: python mode %q (want %q or %q)", ErrInvalid, req.Mode, ModeSession, ModePerCall)
+	}
+	if len(req.Cells) > maxCells {
+		return fmt.Errorf("%w: %d cells; at most %d per call", ErrInvalid, len(req.Cells), maxCells)
+	}
+	switch {
+	case req.Timeout <= 0:
+		req.Timeout = Millis(defaultCallTimeout)
+	case req.Timeout.D() > maxCallTimeout:
+		req.Timeout = Millis(maxCallTimeout)
+	}
+	switch {
+	case req.MaxOutput <= 0:
+		req.MaxOutput = defaultMaxOutput
+	case req.MaxOutput > maxOutputLimit:
+		req.MaxOutput = maxOutputLimit
+	}
+	return nil
+}
+
+func (m *pythonManager) serve(ctx context.Context, cancel context.CancelCauseFunc, id uint32, req PythonRequest, tk *ticket) {
+	defer func() {
+		m.mu.Lock()
+		delete(m.calls, id)
+		m.mu.Unlock()
+		cancel(nil)
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			m.s.log.Error("python call panicked", "panic", r, "stack", string(debug.Stack()))
+			m.s.sendError(id, fmt.Errorf("%w: python call: %v", ErrInternal, r))
+		}
+	}()
+	var res PythonResult
+	var err error
+	if req.Mode == ModePerCall {
+		res, err = m.runPerCall(ctx, id, req)
+	} else {
+		res, err = m.runSession(ctx, id, req, tk)
+	}
+	if err != nil {
+		m.s.sendError(id, err)
+		return
+	}
+	b, err := json.Marshal(res)
+	if err == nil && len(b) > MaxPayload {
+		err = fmt.Errorf("%w: python result of %d bytes does not fit in a frame", ErrInternal, len(b))
+	}
+	if err != nil {
+		m.s.sendError(id, err)
+		return
+	}
+	m.s.send(KindOK, id, b)
+}
+
+// newResult is a result with every cell skipped, to be filled in.
+func newResult(req PythonRequest) PythonResult {
+	res := PythonResult{Status: "ok", FailedCell: -1, Cells: make([]CellResult, len(req.Cells))}
+	for i, c := range req.Cells {
+		res.Cells[i] = CellResult{Index: i, Title: clipString(c.Title, 256), Status: CellSkipped}
+	}
+	return res
+}
+
+func (r *PythonResult) fail(msg string) {
+	r.Status = "error"
+	r.Message = msg
+}
+
+func (r *PythonResult) cancelled(ctx context.Context, req PythonRequest, what string) {
+	r.Status = "cancelled"
+	r.Cancelled = true
+	if errors.Is(context.Cause(ctx), errTimedOut) {
+		r.TimedOut = true
+		r.Message = msgTimedOut(timeoutSecs(req))
+		return
+	}
+	r.Message = "The call was cancelled " + what + "."
+}
+
+func timeoutSecs(req PythonRequest) int {
+	return int(math.Ceil(req.Timeout.D().Seconds()))
+}
+
+// resolveCwd checks a requested working directory as the sandbox user.
+func (m *pythonManager) resolveCwd(cwd string) (string, error) {
+	dir, err := m.s.ws.cwd(cwd)
+	if err != nil {
+		return "", err
+	}
+	var st os.FileInfo
+	err = m.s.ws.as(func() error {
+		var err error
+		st, err = os.Stat(dir)
+		return err
+	})
+	if err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%w: working directory %s does not exist or is not a directory", ErrNotFound, dir)
+	}
+	return dir, nil
+}
+
+// newKernel starts a kernel and runs the prelude in it. A kernel that cannot
+// start for its own reasons, or a failing prelude, gives a message for the
+// result (failure); an agent problem gives err. died reports a kernel that
+// died by itself while starting.
+func (m *pythonManager) newKernel(ctx context.Context, cwd, prelude string) (k *pyKernel, failure string, died bool, err error) {
+	k, err = m.s.startKernel(ctx, cwd)
+	if err != nil {
+		var se *kernelStartError
+		switch {
+		case errors.As(err, &se):
+			return nil, "The Python kernel could not start: " + se.msg + ".", true, nil
+		case ctx.Err() != nil:
+			return nil, "", false, ctx.Err()
+		}
+		return nil, "", false, err
+	}
+	if prelude == "" {
+		return k, "", false, nil
+	}
+	pctx, cancel := context.WithTimeoutCause(ctx, preludeTimeout, errTimedOut)
+	defer cancel()
+	run := k.runCell(pctx, prelude, defaultMaxOutput, nil)
+	switch {
+	case ctx.Err() != nil:
+		k.stop(killStop)
+		return nil, "", false, ctx.Err()
+	case run.interrupted:
+		k.stop(killStop)
+		return nil, fmt.Sprintf("The prelude did not finish within %d seconds.", int(preludeTimeout.Seconds())), false, nil
+	case run.err != nil:
+		msg, crashed := m.describeLoss(k, run.err)
+		k.stop(killStop)
+		return nil, "The prelude failed: " + msg, crashed, nil
+	case run.res.Failed():
+		// The kernel stays: the prelude only prepares it, and the cells may
+		// not need what failed.
+		return k, "The prelude failed: " + failureText(&run.res) + ".", false, nil
+	}
+	return k, "", false, nil
+}
+
+// describeLoss explains why a kernel's session ended under a cell (err is
+// Run's error, possibly nil) and whether it was a crash (a death the agent
+// did not cause).
+func (m *pythonManager) describeLoss(k *pyKernel, err error) (msg string, crashed bool) {
+	if errors.Is(err, kernel.ErrProtocol) {
+		k.kill(killProtocol)
+		return fmt.Sprintf("the Python kernel broke the wire protocol (%v), so it was stopped and its state is lost.", err), false
+	}
+	if !k.waitExit(time.Second) {
+		// The connection ended but the process lives: it closed its own
+		// sockets, or stopped answering. Its session is unusable.
+		k.kill(killProtocol)
+		return fmt.Sprintf("the Python kernel's connection failed (%v), so it was stopped and its state is lost.", err), false
+	}
+	if r := k.killedBy(); r != "" {
+		return "the Python kernel " + lossPhrase(r) + "; its state is lost.", false
+	}
+	return "the Python kernel died (" + k.death() + ") and its state is lost.", true
+}
+
+// lossPhrase says what happened to a kernel the agent killed for reason.
+func lossPhrase(reason string) string {
+	switch reason {
+	case killUnresponsive:
+		return "did not yield to an interrupt and was killed"
+	case killRestart:
+		return "was restarted on request"
+	case killProtocol:
+		return "broke the wire protocol and was stopped"
+	}
+	return "was stopped"
+}
+
+// outcome is how a call's cells ended.
+type outcome struct {
+	escalated bool // the kernel ignored an interrupt and was killed: restart it
+	crashed   bool // the kernel died by itself
+	lost      bool // the kernel is unusable (crash, protocol, killed)
+}
+
+// runCells runs the cells in order until one fails, the call is cancelled
+// or times out, or the kernel is lost. Outputs stream as they happen.
+func (m *pythonManager) runCells(ctx context.Context, k *pyKernel, id uint32, req PythonRequest, res *PythonResult) outcome {
+	tctx, cancel := context.WithTimeoutCause(ctx, req.Timeout.D(), errTimedOut)
+	defer cancel()
+	var out outcome
+	for i, cell := range req.Cells {
+		send := func(o kernel.Output) {
+			for _, b := range encodeOutput(i, o) {
+				m.s.send(KindPythonOutput, id, b)
+			}
+		}
+		// The truncation marker is sent when the cell ends, with the final
+		// count of what was dropped (the host sees only the stream).
+		var marker *kernel.Output
+		emit := func(o kernel.Output) {
+			if o.Type == kernel.OutTruncated {
+				if marker == nil {
+					marker = &o
+				}
+				return
+			}
+			send(o)
+		}
+		run := k.runCell(tctx, cell.Code, req.MaxOutput, emit)
+		if marker != nil {
+			for _, o := range run.res.Outputs {
+				if o.Type == kernel.OutTruncated {
+					marker = &o
+				}
+			}
+			send(*marker)
+		}
+		cr := &res.Cells[i]
+		cr.ExecutionCount = run.res.ExecutionCount
+		cr.InputRequested = run.res.InputRequested
+		cr.Truncated = run.res.Truncated
+		name := cellName(i, cell.Title)
+		switch {
+		case run.interrupted:
+			cr.Status = CellCancelled
+			if run.err == nil && run.res.Completed && !run.res.Failed() {
+				cr.Status = CellOK // it finished as the time ran out
+			}
+			res.cancelled(tctx, req, "while "+lower(name)+" was running")
+			switch r := k.killedBy(); {
+			case r == killUnresponsive:
+				out.escalated, out.lost = true, true
+			case r != "":
+				out.lost = true
+			case run.err != nil || k.dead():
+				_, out.crashed = m.describeLoss(k, run.err)
+				out.lost = true
+			}
+		case run.err != nil:
+			msg, crashed := m.describeLoss(k, run.err)
+			out.crashed, out.lost = crashed, true
+			if k.killedBy() == killRestart {
+				cr.Status = CellCancelled
+				res.Status, res.Cancelled = "cancelled", true
+				res.Message = "The Python kernel was restarted while " + lower(name) + " was running; its state is lost."
+			} else {
+				cr.Status = CellError
+				res.FailedCell = i
+				res.fail(name + " did not finish: " + msg)
+			}
+		case run.res.Failed():
+			cr.Status = CellError
+			res.FailedCell = i
+			res.fail(name + " failed: " + failureText(&run.res))
+		default:
+			cr.Status = CellOK
+			continue
+		}
+		return out // the remaining cells stay skipped
+	}
+	return out
+}
+
+func lower(name string) string { return "c" + name[1:] } // "Cell 2" -> "cell 2"
+
+// runPerCall runs the cells in a kernel of their own, discarded after.
+func (m *pythonManager) runPerCall(ctx context.Context, id uint32, req PythonRequest) (PythonResult, error) {
+	res := newResult(req)
+	cwd, err := m.resolveCwd(req.Cwd)
+	if err != nil {
+		return res, err
+	}
+	select {
+	case m.perCall <- struct{}{}:
+		defer func() { <-m.perCall }()
+	case <-ctx.Done():
+		res.cancelled(ctx, req, "before it started")
+		return res, nil
+	}
+	k, failure, _, err := m.newKernel(ctx, cwd, req.Prelude)
+	if err != nil {
+		if ctx.Err() != nil {
+			res.cancelled(ctx, req, "while the Python kernel was starting")
+			return res, nil
+		}
+		return res, err
+	}
+	if k == nil {
+		res.fail(failure)
+		return res, nil
+	}
+	defer k.stop(killStop)
+	if failure != "" {
+		res.fail(failure)
+		return res, nil
+	}
+	m.runCells(ctx, k, id, req, &res)
+	return res, nil
+}
+
+// runSession runs the cells in the session kernel, starting or restarting
+// it as needed.
+func (m *pythonManager) runSession(ctx context.Context, id uint32, req PythonRequest, tk *ticket) (res PythonResult, err error) {
+	res = newResult(req)
+	if err := m.turn.wait(ctx, tk); err != nil {
+		res.cancelled(ctx, req, "before it started")
+		return res, nil
+	}
+	defer m.release(true)
+	defer func() {
+		if r := recover(); r != nil { // keep the session consistent, then let serve report it
+			if k := m.current(); k != nil {
+				m.drop(k, killStop, "The Python kernel was stopped after an internal error of the agent; earlier state is lost.")
+			}
+			panic(r)
+		}
+	}()
+
+	if m.failed {
+		res.fail(msgPermanentFailure)
+		return res, nil
+	}
+	k := m.current()
+	if k != nil && k.dead() { // died between calls
+		m.lostKernel(k, k.killedBy() == "", "the Python kernel died ("+k.death()+") between calls")
+		k = nil
+		if m.failed {
+			res.fail(msgPermanentFailure)
+			return res, nil
+		}
+	}
+	cwd, err := m.resolveCwd(req.Cwd)
+	if err != nil {
+		return res, err
+	}
+	if req.Prelude != "" {
+		m.prelude = req.Prelude
+	}
+	if k != nil && req.Reset {
+		m.drop(k, killStop, "")
+		k = nil
+		res.KernelRestarted = true
+	}
+	note := ""
+	if k == nil {
+		if m.lost != "" {
+			res.KernelRestarted = true
+			note = m.lost
+		}
+		nk, failure, died, err := m.newKernel(ctx, cwd, m.prelude)
+		if err != nil {
+			if ctx.Err() != nil {
+				res.cancelled(ctx, req, "while the Python kernel was starting")
+				return res, nil
+			}
+			return res, err
+		}
+		m.cwd = cwd
+		if nk != nil {
+			m.setKernel(nk)
+			m.lost = ""
+			k = nk
+		} else if died {
+			m.crashes++
+			if m.crashes >= 2 {
+				m.failed = true
+				failure += " " + msgPermanentFailure
+			}
+		}
+		if failure != "" {
+			res.fail(withNote(failure, note))
+			return res, nil
+		}
+	} else if req.Cwd != "" {
+		if msg := m.chdir(k, cwd); msg != "" {
+			res.fail(msg)
+			return res, nil
+		}
+	}
+
+	out := m.runCells(ctx, k, id, req, &res)
+	switch {
+	case out.escalated:
+		// The kernel ignored SIGINT: a new one keeps the session usable.
+		m.drop(k, killUnresponsive, "")
+		res.KernelRestarted = true
+		nk, failure, _, err := m.newKernel(context.WithoutCancel(ctx), m.cwd, m.prelude)
+		if err == nil && nk != nil {
+			m.setKernel(nk)
+			if failure != "" {
+				m.s.log.Warn("python prelude failed in the restarted kernel", "failure", failure)
+			}
+		} else {
+			m.lost = "The Python kernel was restarted after it ignored an interrupt; earlier state is lost."
+			m.s.log.Warn("python kernel restart after an interrupt failed", "failure", failure, "err", err)
+		}
+	case out.crashed:
+		m.lostKernel(k, true, "")
+		if m.failed {
+			res.Message += " " + msgPermanentFailure
+		} else {
+			res.Message += " It will be restarted by the next call."
+		}
+	case out.lost:
+		if k.killedBy() == killRestart {
+			break // the restart control owns the session now
+		}
+		m.drop(k, killProtocol, "The Python kernel was replaced: it "+lossPhrase(k.killedBy())+"; earlier state is lost.")
+	}
+	if note != "" && res.Status != "ok" {
+		res.Message = withNote(res.Message, note)
+	} else if note != "" {
+		res.Message = note
+	}
+	return res, nil
+}
+
+func withNote(msg, note string) string {
+	if note == "" {
+		return msg
+	}
+	return msg + " (" + note + ")"
+}
+
+// chdir moves an existing session kernel to cwd before the cells.
+func (m *pythonManager) chdir(k *pyKernel, cwd string) string {
+	q, _ := json.Marshal(cwd) // a JSON string is a valid Python string literal
+	code := "import os as _cubicle_os\n_cubicle_os.chdir(" + string(q) + ")\ndel _cubicle_os"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run := k.runCell(ctx, code, defaultMaxOutput, nil)
+	switch {
+	case run.err != nil || run.interrupted:
+		if run.err == nil {
+			k.kill(killUnresponsive)
+		}
+		msg, crashed := m.describeLoss(k, run.err)
+		m.lostKernel(k, crashed, "")
+		return "Changing the working directory failed: " + msg
+	case run.res.Failed():
+		return "Changing the working directory to " + cwd + " failed: " + failureText(&run.res) + "."
+	}
+	return ""
+}
+
+// lostKernel forgets a session kernel that died or broke; a crash counts
+// toward the permanent failure.
+func (m *pythonManager) lostKernel(k *pyKernel, crashed bool, why string) {
+	if !crashed {
+		m.drop(k, killProtocol, "The Python kernel was replaced: it "+lossPhrase(k.killedBy())+"; earlier state is lost.")
+		return
+	}
+	m.drop(k, killStop, "The Python kernel had died ("+k.death()+") and was restarted; earlier state is lost.")
+	m.crashes++
+	if m.crashes >= 2 {
+		m.failed = true
+	}
+	if why != "" {
+		m.s.log.Info("python session kernel lost", "why", why)
+	}
+}
+
+// drop stops the session kernel k and records why its state is gone (lost,
+// told to the next call that starts a kernel; "" keeps what was there).
+func (m *pythonManager) drop(k *pyKernel, reason, lost string) {
+	if m.current() == k {
+		m.setKernel(nil)
+	}
+	k.stop(reason)
+	if lost != "" {
+		m.lost = lost
+	}
+}
+
+// release ends a turn; after a call it (re)arms idle eviction.
+func (m *pythonManager) release(used bool) {
+	if used {
+		m.lastUse = time.Now()
+		if m.current() != nil {
+			if m.idle == nil {
+				m.idle = time.AfterFunc(m.idleAfter, m.evict)
+			} else {
+				m.idle.Reset(m.idleAfter)
+			}
+		}
+	}
+	m.turn.release()
+}
+
+// evict shuts the session kernel down after idleAfter without calls.
+func (m *pythonManager) evict() {
+	defer func() {
+		if r := recover(); r != nil {
+			m.s.log.Error("python idle eviction panicked", "panic", r)
+		}
+	}()
+	tk := m.turn.enqueue()
+	m.turn.wait(context.Background(), tk)
+	defer m.release(false)
+	k := m.current()
+	if k == nil || time.Since(m.lastUse) < m.idleAfter {
+		return // used meanwhile: the timer was re-armed
+	}
+	m.drop(k, killStop, fmt.Sprintf("The Python kernel had been idle for %v and was shut down; earlier state is lost.", m.idleAfter))
+}
+
+// control interrupts or restarts the session kernel (KindPythonControl).
+func (m *pythonManager) control(ctx context.Context, id uint32, req PythonControl) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.s.log.Error("python control panicked", "panic", r, "stack", string(debug.Stack()))
+			m.s.sendError(id, fmt.Errorf("%w: python control: %v", ErrInternal, r))
+		}
+	}()
+	switch req.Action {
+	case "interrupt":
+		if k := m.current(); k != nil {
+			k.interrupt()
+			k.waitCell(interruptGrace)
+		}
+	case "restart":
+		if err := m.restart(ctx); err != nil {
+			m.s.sendError(id, err)
+			return
+		}
+	default:
+		m.s.sendError(id, fmt.Errorf("%w: python control %q (want \"interrupt\" or \"restart\")", ErrInvalid, req.Action))
+		return
+	}
+	m.s.sendJSON(KindOK, id, struct{}{})
+}
+
+// restart kills the session kernel at once (a running call ends, cancelled),
+// then, ahead of any queued call, starts a new one with the last prelude and
+// clears a permanent failure.
+func (m *pythonManager) restart(ctx context.Context) error {
+	if k := m.current(); k != nil {
+		k.kill(killRestart)
+	}
+	tk := m.turn.enqueueFront()
+	m.turn.wait(context.Background(), tk)
+	defer m.release(true)
+	m.failed, m.crashes, m.lost = false, 0, ""
+	if k := m.current(); k != nil {
+		m.drop(k, killRestart, "")
+	}
+	k, failure, _, err := m.newKernel(ctx, m.cwd, m.prelude)
+	if err != nil {
+		return err
+	}
+	if k == nil {
+		return fmt.Errorf("%w: %s", ErrInternal, failure)
+	}
+	m.setKernel(k)
+	if failure != "" {
+		return fmt.Errorf("%w: %s", ErrInternal, failure)
+	}
+	return nil
+}
+
+// turnstile hands a resource to its users one at a time, in the order they
+// queued (sync.Mutex makes no such promise).
+type turnstile struct {
+	mu    sync.Mutex
+	busy  bool
+	queue []*ticket
+}
+
+type ticket struct{ ready chan struct{} }
+
+func (t *turnstile) enqueue() *ticket { return t.add(false) }
+
+// enqueueFront queues ahead of everyone waiting.
+func (t *turnstile) enqueueFront() *ticket { return t.add(true) }
+
+func (t *turnstile) add(front bool) *ticket {
+	tk := &ticket{ready: make(chan struct{})}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case !t.busy:
+		t.busy = true
+		close(tk.ready)
+	case front:
+		t.queue = append([]*ticket{tk}, t.queue...)
+	default:
+		t.queue = append(t.queue, tk)
+	}
+	return tk
+}
+
+// wait returns nil once tk's turn came; if ctx ends first, tk leaves the
+// queue (passing the turn on if it had just arrived) and ctx's error returns.
+func (t *turnstile) wait(ctx context.Context, tk *ticket) error {
+	select {
+	case <-tk.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	t.mu.Lock()
+	select {
+	case <-tk.ready:
+		t.mu.Unlock()
+		t.release()
+		return ctx.Err()
+	default:
+	}
+	for i, q := range t.queue {
+		if q == tk {
+			t.queue = append(t.queue[:i], t.queue[i+1:]...)
+			break
+		}
+	}
+	t.mu.Unlock()
+	return ctx.Err()
+}
+
+func (t *turnstile) release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.queue) == 0 {
+		t.busy = false
+		return
+	}
+	next := t.queue[0]
+	t.queue = t.queue[1:]
+	close(next.ready)
+}

@@ -1,0 +1,603 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Row IDs of 'cubicle bench python', stable for JSON consumers.
+const (
+	RowPyOnePlusOne         = "python_1plus1"
+	RowPyOnePlusOneSSE      = "python_1plus1_sse"
+	RowHostKernelOnePlusOne = "host_ipykernel_1plus1"
+	RowJupyterOnePlusOne    = "jupyter_server_1plus1"
+	RowPyFirstWarm          = "python_first_cell_warm"
+	RowPyFirstWarmCreate    = "python_first_cell_warm_create"
+	RowPyFirstWarmCell      = "python_first_cell_warm_cell"
+	RowPyFirstCold          = "python_first_cell_cold"
+	RowPyFirstColdCreate    = "python_first_cell_cold_create"
+	RowPyFirstColdCell      = "python_first_cell_cold_cell"
+	pythonSpeedupMinimum    = 5.0
+	pythonFirstCellTimout   = 120 // seconds, the first cell's python timeout
+)
+
+// PythonTargets are the Python goals judged on the p50 of a row.
+var PythonTargets = []struct {
+	Row   string
+	What  string
+	Limit time.Duration
+}{
+	{RowPyOnePlusOne, "1+1 through the HTTP API (POST …/python)", 8 * time.Millisecond},
+	{RowPyFirstWarm, "first cell in a new computer (warm pool)", 50 * time.Millisecond},
+}
+
+// Defaults of 'cubicle bench python'.
+const (
+	DefaultPythonN        = 100
+	DefaultPythonFirstN   = 30
+	DefaultPythonPoolSize = 2
+	// DefaultPythonFirstTimeout bounds one first-cell sample (a cold one
+	// starts a kernel and imports pandas) and a refill of the warm pool.
+	DefaultPythonFirstTimeout = 3 * time.Minute
+)
+
+// PythonServer names a Cubicle server the bench measures.
+type PythonServer struct {
+	URL string
+	Key string
+	// PoolSize is the size of its warm pool (full: every computer in it
+	// has a kernel that ran the prelude).
+	PoolSize int
+	Info     ServerInfo // described in the report
+}
+
+// PythonConfig says what 'cubicle bench python' measures.
+type PythonConfig struct {
+	// Warm is a server with a warm pool of at least 2 and the default
+	// prelude: the 1+1 round trips and the warm first cells go to it.
+	Warm PythonServer
+	// Cold is a server without a pool: its first cells start the kernel.
+	// Empty URL: no cold rows.
+	Cold PythonServer
+	// Jupyter, when set, starts jupyter_server for the peer row.
+	Jupyter *JupyterConfig
+	// HostKernel, when set, starts the floor: an ipykernel on the host
+	// driven by Cubicle's kernel client (no computer, agent or HTTP).
+	HostKernel *HostKernelConfig
+	N          int // timed 1+1 round trips per path
+	// FirstN is the number of timed first cells per path (warm, cold),
+	// spread evenly among the N round-trip iterations.
+	FirstN int
+	Warmup int // untimed round trips per path before; first cells get min(Warmup, 1)
+	// Timeout bounds one round trip; FirstTimeout one first cell and one
+	// refill of the warm pool.
+	Timeout      time.Duration
+	FirstTimeout time.Duration
+	Log          io.Writer
+}
+
+// Validate checks the configuration in the words of the command's flags.
+func (c PythonConfig) Validate() error {
+	switch {
+	case c.N < 1 || c.N > 100000:
+		return fmt.Errorf("--n must be between 1 and 100000, got %d", c.N)
+	case c.FirstN < 0 || c.FirstN > 10000:
+		return fmt.Errorf("--first-n must be between 0 and 10000, got %d", c.FirstN)
+	case c.Warmup < 0 || c.Warmup > 1000:
+		return fmt.Errorf("--warmup must be between 0 and 1000, got %d", c.Warmup)
+	case c.Timeout < 0 || c.FirstTimeout < 0:
+		return errors.New("--timeout must be positive")
+	}
+	return nil
+}
+
+// JupyterInfo describes the jupyter_server that was measured.
+type JupyterInfo struct {
+	Version    string   `json:"version"`
+	Python     string   `json:"python"`
+	KernelArgv []string `json:"kernel_argv"`
+}
+
+// Speedup is how many times faster one row's p50 is than another's.
+type Speedup struct {
+	What    string   `json:"what"`
+	Fast    string   `json:"fast_row"`
+	Slow    string   `json:"slow_row"`
+	FastP50 Duration `json:"fast_p50_ms"`
+	SlowP50 Duration `json:"slow_p50_ms"`
+	Ratio   float64  `json:"ratio"`
+	// Minimum is the target ratio (0: none); Met says whether Ratio
+	// reached it.
+	Minimum float64 `json:"minimum,omitempty"`
+	Met     bool    `json:"met"`
+}
+
+// Delta is the p50 of a row minus the p50 of the row under it.
+type Delta struct {
+	What    string   `json:"what"`
+	Row     string   `json:"row"`
+	Base    string   `json:"base_row"`
+	P50     Duration `json:"p50_ms"`
+	BaseP50 Duration `json:"base_p50_ms"`
+	Delta   Duration `json:"delta_ms"`
+}
+
+// PythonReport is the result of RunPython.
+type PythonReport struct {
+	Date       time.Time    `json:"date"`
+	Host       Host         `json:"host"`
+	WarmServer ServerInfo   `json:"warm_server"`
+	ColdServer *ServerInfo  `json:"cold_server,omitempty"`
+	Jupyter    *JupyterInfo `json:"jupyter_server,omitempty"`
+	N          int          `json:"n"`
+	FirstN     int          `json:"first_n"`
+	Warmup     int          `json:"warmup"`
+	Rows       []Row        `json:"rows"`
+	Speedups   []Speedup    `json:"speedups,omitempty"`
+	Deltas     []Delta      `json:"deltas,omitempty"`
+	Targets    []Target     `json:"targets"`
+	Notes      []string     `json:"notes,omitempty"`
+	// Failed is set when a timed run failed or a Cubicle path could not
+	// run; a missing jupyter_server is only a note (and its target is not
+	// judged).
+	Failed        bool `json:"failed"`
+	CleanupFailed bool `json:"cleanup_failed,omitempty"`
+}
+
+// AddNote records a note of the caller; cleanup says that something could
+// not be removed.
+func (r *PythonReport) AddNote(cleanup bool, format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+	if cleanup {
+		r.Failed, r.CleanupFailed = true, true
+	}
+}
+
+// RunPython measures, interleaved: 1+1 round trips through the warm
+// server's API and through jupyter_server, and first cells in brand-new
+// computers from the warm pool and cold. It returns an error when it could
+// not finish; failed runs are counted in the report. Every computer,
+// kernel and the jupyter_server it started are gone when it returns (the
+// report says otherwise in CleanupFailed and Notes).
+func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Warm.URL == "" {
+		return nil, errors.New("bench: no server URL")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.FirstTimeout <= 0 {
+		cfg.FirstTimeout = DefaultPythonFirstTimeout
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	rep := &PythonReport{Date: time.Now().UTC(), Host: hostInfo(), WarmServer: cfg.Warm.Info, N: cfg.N, FirstN: cfg.FirstN, Warmup: cfg.Warmup}
+	rep.WarmServer.URL, rep.WarmServer.PoolSize = cfg.Warm.URL, cfg.Warm.PoolSize
+	var notes []string
+	note := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		notes = append(notes, msg)
+		fmt.Fprintln(cfg.Log, "note: "+msg)
+	}
+	defer func() { rep.Notes = append(notes, rep.Notes...) }()
+	cleanupFailed := func() { rep.Failed, rep.CleanupFailed = true, true }
+
+	warm := newAPIClient(cfg.Warm.URL, cfg.Warm.Key, 4, cfg.Timeout)
+	defer warm.close()
+	warmTr := &tracker{ids: map[string]bool{}}
+	defer func() {
+		if err := warmTr.deleteAll(warm); err != nil {
+			note("clean-up incomplete: %v", err)
+			cleanupFailed()
+		}
+	}()
+	if err := warm.check(ctx); err != nil {
+		return rep, fmt.Errorf("the server does not answer GET /v1/computers with this key: %w", err)
+	}
+	if cfg.Warm.PoolSize < 1 {
+		note("the warm server has no pool: its first cells are cold ones")
+	}
+	pool := &poolWaiter{c: warm, full: cfg.Warm.PoolSize, timeout: cfg.FirstTimeout}
+	fmt.Fprintf(cfg.Log, "waiting for the warm pool to fill (%d computers with a kernel that ran the prelude)\n", pool.full)
+	if err := pool.wait(ctx); err != nil {
+		return rep, err
+	}
+
+	rt := []*path{pyRoundTrip(warm, warmTr, pool, cfg)}
+	if cfg.HostKernel != nil {
+		rt = append(rt, hostRoundTrip(cfg))
+	}
+	if cfg.Jupyter != nil {
+		fmt.Fprintln(cfg.Log, "starting jupyter_server")
+		j, err := StartJupyter(ctx, *cfg.Jupyter)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return rep, ctx.Err()
+		case err != nil:
+			note("jupyter_server: %v; its row is skipped", err)
+		default:
+			fmt.Fprintf(cfg.Log, "jupyter_server %s is ready at %s\n", j.Version, j.URL)
+			defer func() {
+				fmt.Fprintln(cfg.Log, "stopping jupyter_server")
+				if err := j.Stop(); err != nil {
+					note("jupyter_server: %v", err)
+					cleanupFailed()
+				}
+			}()
+			rep.Jupyter = &JupyterInfo{Version: j.Version, Python: cfg.Jupyter.Python, KernelArgv: j.KernelArgv}
+			if len(j.KernelArgv) == 0 || j.KernelArgv[0] != cfg.Jupyter.Python {
+				note("jupyter_server's python3 kernel runs %q, not %s", j.KernelArgv, cfg.Jupyter.Python)
+			}
+			rt = append(rt, jupyterRoundTrip(j, cfg))
+		}
+	}
+
+	var fc []*path
+	if cfg.FirstN > 0 {
+		fc = append(fc, pyFirstWarm(warm, warmTr, pool, cfg))
+		if cfg.Cold.URL != "" {
+			cold := newAPIClient(cfg.Cold.URL, cfg.Cold.Key, 4, cfg.Timeout)
+			defer cold.close()
+			coldTr := &tracker{ids: map[string]bool{}}
+			defer func() {
+				if err := coldTr.deleteAll(cold); err != nil {
+					note("clean-up incomplete: %v", err)
+					cleanupFailed()
+				}
+			}()
+			if err := cold.check(ctx); err != nil {
+				return rep, fmt.Errorf("the cold server does not answer GET /v1/computers with this key: %w", err)
+			}
+			info := cfg.Cold.Info
+			info.URL, info.PoolSize = cfg.Cold.URL, cfg.Cold.PoolSize
+			rep.ColdServer = &info
+			fc = append(fc, pyFirstCold(cold, coldTr, cfg))
+		}
+	}
+
+	if err := measurePython(ctx, rt, fc, cfg, note, func(name string, f func(context.Context) error) {
+		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := f(cctx); err != nil {
+			note("%s: clean-up incomplete: %v", name, err)
+			cleanupFailed()
+		}
+	}); err != nil {
+		return rep, err
+	}
+	for _, p := range append(rt, fc...) {
+		if p.required && (p.disabled || p.failures > 0) {
+			rep.Failed = true
+		}
+		for _, r := range p.rows {
+			if !p.required && len(p.samples[r.id]) == 0 {
+				continue // the notes say why
+			}
+			rep.Rows = append(rep.Rows, Row{ID: r.id, Label: r.label, Summary: Summarize(p.samples[r.id]), Failures: p.failures})
+		}
+	}
+	rep.Speedups, rep.Deltas, rep.Targets = pythonVerdicts(rep.Rows)
+	return rep, nil
+}
+
+// measurePython sets the paths up, warms them up and runs them: every
+// iteration runs the round-trip paths once, and the first-cell paths
+// cfg.FirstN times in all, spread evenly over the N iterations, so that
+// all rows see the same phases of the machine's load. Each path starts
+// first in turn.
+func measurePython(ctx context.Context, rt, fc []*path, cfg PythonConfig, note func(string, ...any),
+	cleanup func(string, func(context.Context) error)) error {
+	for _, p := range append(rt, fc...) {
+		p.samples = make(map[string][]time.Duration)
+		if p.close != nil {
+			defer cleanup(p.name, p.close)
+		}
+	}
+	for _, p := range append(rt, fc...) {
+		if p.setup == nil {
+			continue
+		}
+		fmt.Fprintf(cfg.Log, "setting up %s\n", p.name)
+		if err := p.setup(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if p.required {
+				return fmt.Errorf("set up %s: %w", p.name, err)
+			}
+			note("%s: set-up failed, skipped: %v", p.name, err)
+			p.disabled = true
+		}
+	}
+	fcWarmup := min(cfg.Warmup, 1)
+	fmt.Fprintf(cfg.Log, "warming up: %d untimed round trips per path, %d first cells per path\n", cfg.Warmup, fcWarmup)
+	for i := range cfg.Warmup {
+		if err := iteration(ctx, rt, i, false, note); err != nil {
+			return err
+		}
+	}
+	if len(fc) > 0 {
+		for i := range fcWarmup {
+			if err := iteration(ctx, fc, i, false, note); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(cfg.Log, "measuring: %d round trips and %d first cells per path, interleaved\n", cfg.N, cfg.FirstN)
+	every := max(1, cfg.N/10)
+	k := 0
+	for i := range cfg.N {
+		if err := iteration(ctx, rt, i, true, note); err != nil {
+			return err
+		}
+		for range spread(i, cfg.N, cfg.FirstN) {
+			if len(fc) == 0 {
+				break
+			}
+			if err := iteration(ctx, fc, k, true, note); err != nil {
+				return err
+			}
+			k++
+		}
+		if (i+1)%every == 0 || i+1 == cfg.N {
+			fmt.Fprintf(cfg.Log, "  %d/%d round trips, %d/%d first cells\n", i+1, cfg.N, k, cfg.FirstN)
+		}
+	}
+	return nil
+}
+
+// spread is how many of m runs fall into iteration i of n, so that they
+// are spread evenly and add up to m.
+func spread(i, n, m int) int {
+	return (i+1)*m/n - i*m/n
+}
+
+// pythonVerdicts judges the targets on rows: the latency targets, and
+// Cubicle against jupyter_server (at least pythonSpeedupMinimum times
+// faster), plus the warm pool against a cold start (no target).
+func pythonVerdicts(rows []Row) ([]Speedup, []Delta, []Target) {
+	byID := map[string]Row{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	var sp []Speedup
+	for _, s := range []struct {
+		what, fast, slow string
+		min              float64
+	}{
+		{"1+1: Cubicle's API vs jupyter_server", RowPyOnePlusOne, RowJupyterOnePlusOne, pythonSpeedupMinimum},
+		{"first cell: warm pool vs cold", RowPyFirstWarm, RowPyFirstCold, 0},
+	} {
+		f, okF := byID[s.fast]
+		sl, okS := byID[s.slow]
+		if !okF || !okS || f.N == 0 || sl.N == 0 || f.P50 <= 0 {
+			continue
+		}
+		ratio := float64(sl.P50) / float64(f.P50)
+		sp = append(sp, Speedup{What: s.what, Fast: s.fast, Slow: s.slow, FastP50: f.P50, SlowP50: sl.P50, Ratio: ratio,
+			Minimum: s.min, Met: ratio >= s.min})
+	}
+	var ds []Delta
+	for _, d := range []struct{ what, row, base string }{
+		{"1+1: the API over the host kernel (computer, agent, HTTP)", RowPyOnePlusOne, RowHostKernelOnePlusOne},
+		{"1+1: jupyter_server over the host kernel", RowJupyterOnePlusOne, RowHostKernelOnePlusOne},
+	} {
+		r, okR := byID[d.row]
+		b, okB := byID[d.base]
+		if okR && okB && r.N > 0 && b.N > 0 {
+			ds = append(ds, Delta{What: d.what, Row: d.row, Base: d.base, P50: r.P50, BaseP50: b.P50, Delta: r.P50 - b.P50})
+		}
+	}
+	var ts []Target
+	for _, t := range PythonTargets {
+		if r, ok := byID[t.Row]; ok && r.N > 0 {
+			ts = append(ts, Target{Row: t.Row, What: t.What, Limit: Duration(t.Limit), P50: r.P50, Met: time.Duration(r.P50) <= t.Limit})
+		}
+	}
+	return sp, ds, ts
+}
+
+// pyRoundTrip times 1+1 in one computer of the warm server, claimed from
+// its pool at set-up (so its session kernel is warm): unary JSON, and SSE
+// until the result event.
+func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
+	var (
+		id string
+		n  int // samples so far
+	)
+	body := pythonBody(onePlusOne, 0)
+	ok := isResult(onePlusOneResult)
+	return &path{
+		name: "cubicle python 1+1", required: true,
+		rows: []rowDef{
+			{RowPyOnePlusOne, "cubicle  1+1  POST …/python (JSON)"},
+			{RowPyOnePlusOneSSE, "cubicle  1+1  POST …/python (SSE, to result)"},
+		},
+		setup: func(ctx context.Context) error {
+			got, _, err := c.create(ctx)
+			if err != nil {
+				return err
+			}
+			id = got
+			tr.add(id)
+			return pool.wait(ctx)
+		},
+		close: func(ctx context.Context) error {
+			return deleteTracked(ctx, c, tr, id)
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			// The two go first in turn: the first call after the other
+			// paths ran may find colder caches than the second.
+			var d, ds time.Duration
+			var err error
+			json := func() error { d, err = c.python(ctx, id, body, ok, cfg.Timeout); return err }
+			sse := func() error {
+				if ds, err = c.pythonSSE(ctx, id, body, ok, cfg.Timeout); err != nil {
+					return fmt.Errorf("SSE: %w", err)
+				}
+				return nil
+			}
+			first, second := json, sse
+			if n%2 == 1 {
+				first, second = sse, json
+			}
+			n++
+			if err := first(); err != nil {
+				return nil, err
+			}
+			if err := second(); err != nil {
+				return nil, err
+			}
+			return map[string]time.Duration{RowPyOnePlusOne: d, RowPyOnePlusOneSSE: ds}, nil
+		},
+	}
+}
+
+// deleteTracked deletes a computer the bench made ("" or gone: nothing to
+// do).
+func deleteTracked(ctx context.Context, c *apiClient, tr *tracker, id string) error {
+	if id == "" {
+		return nil
+	}
+	if _, err := c.delete(ctx, id); err != nil && !isGone(err) {
+		return err
+	}
+	tr.remove(id)
+	return nil
+}
+
+// jupyterRoundTrip times 1+1 through jupyter_server: one kernel started
+// with POST /api/kernels at set-up, one channels WebSocket kept open, and
+// per sample an execute_request until its execute_reply and iopub idle.
+func jupyterRoundTrip(j *Jupyter, cfg PythonConfig) *path {
+	var (
+		kid string
+		ch  *jupyterChannels
+	)
+	return &path{
+		name: "jupyter_server 1+1",
+		rows: []rowDef{{RowJupyterOnePlusOne, "jupyter  1+1  execute_request over WebSocket"}},
+		setup: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, cfg.FirstTimeout)
+			defer cancel()
+			var err error
+			if kid, err = j.StartKernel(ctx); err != nil {
+				return err
+			}
+			if ch, err = j.OpenChannels(ctx, kid); err != nil {
+				return err
+			}
+			return ch.KernelInfo(ctx)
+		},
+		close: func(ctx context.Context) error {
+			if ch != nil {
+				ch.conn.CloseNow()
+			}
+			if kid == "" {
+				return nil
+			}
+			return j.ShutdownKernel(ctx, kid)
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			defer cancel()
+			d, err := ch.Execute(ctx, onePlusOne, onePlusOneResult)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]time.Duration{RowJupyterOnePlusOne: d}, nil
+		},
+	}
+}
+
+// firstCellSample creates a computer and runs the first cell in it, timing
+// both; the computer is deleted afterwards (untimed), after settle.
+func firstCellSample(ctx context.Context, c *apiClient, tr *tracker, cfg PythonConfig, settle func(context.Context) error,
+	rowAll, rowCreate, rowCell string) (map[string]time.Duration, error) {
+	body := pythonBody(firstCell, pythonFirstCellTimout)
+	start := time.Now()
+	id, dc, err := c.create(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tr.add(id)
+	dp, perr := c.python(ctx, id, body, firstCellOK, cfg.FirstTimeout)
+	all := time.Since(start)
+	var serr error
+	if settle != nil {
+		serr = settle(ctx)
+	}
+	if err := deleteTracked(ctx, c, tr, id); err != nil {
+		return nil, fmt.Errorf("delete %s: %w", id, err)
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	if serr != nil {
+		return nil, serr
+	}
+	return map[string]time.Duration{rowAll: all, rowCreate: dc, rowCell: dp}, nil
+}
+
+// pyFirstWarm times POST /v1/computers from a full warm pool plus the
+// first cell in that computer, whose kernel already ran the prelude. The
+// pool's refill is waited for before each sample and after it (untimed).
+func pyFirstWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
+	return &path{
+		name: "cubicle first cell (warm pool)", required: true,
+		rows: []rowDef{
+			{RowPyFirstWarm, "warm     new computer + first cell"},
+			{RowPyFirstWarmCreate, "warm       POST /v1/computers (from the pool)"},
+			{RowPyFirstWarmCell, "warm       POST …/python (the cell)"},
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			if err := pool.wait(ctx); err != nil {
+				return nil, err
+			}
+			return firstCellSample(ctx, c, tr, cfg, pool.wait, RowPyFirstWarm, RowPyFirstWarmCreate, RowPyFirstWarmCell)
+		},
+	}
+}
+
+// pyFirstCold times a cold POST /v1/computers on the server without a pool
+// plus the first cell, which starts the kernel and runs the prelude.
+func pyFirstCold(c *apiClient, tr *tracker, cfg PythonConfig) *path {
+	return &path{
+		name: "cubicle first cell (cold)", required: true,
+		rows: []rowDef{
+			{RowPyFirstCold, "cold     new computer + first cell"},
+			{RowPyFirstColdCreate, "cold       POST /v1/computers (cold start)"},
+			{RowPyFirstColdCell, "cold       POST …/python (kernel, prelude, cell)"},
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			return firstCellSample(ctx, c, tr, cfg, nil, RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell)
+		},
+	}
+}
+
+// PythonTempDirs makes the directories of a python bench run inside a
+// fresh directory under parent: the root, jupyter_server's and the host
+// kernel's.
+func PythonTempDirs(parent string) (root, jupyter, host string, err error) {
+	root, err = os.MkdirTemp(parent, "cubicle-bench-python-")
+	if err != nil {
+		return "", "", "", fmt.Errorf("temporary directory: %w", err)
+	}
+	jupyter, host = filepath.Join(root, "jupyter"), filepath.Join(root, "host-kernel")
+	for _, d := range []string{jupyter, host} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			os.RemoveAll(root)
+			return "", "", "", err
+		}
+	}
+	return root, jupyter, host, nil
+}

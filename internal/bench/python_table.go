@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WritePythonTable prints a python report as a text table in the style of
+// WriteAPITable.
+func WritePythonTable(w io.Writer, r *PythonReport) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cubicle bench python  %s  kernel %s, %d CPUs, cgroup %s, load %s\n",
+		r.Date.Format("2006-01-02 15:04 MST"), r.Host.Kernel, r.Host.CPUs, r.Host.Cgroup, r.Host.LoadAvg)
+	server := func(name string, s ServerInfo) {
+		who := "a running server"
+		if s.Started {
+			who = "cubicle serve started by the bench"
+		}
+		fmt.Fprintf(&b, "%s server: %s at %s, warm pool %d", name, who, s.URL, s.PoolSize)
+		if s.PoolSize > 0 {
+			b.WriteString(" (kernels ran the default prelude: numpy, pandas, matplotlib inline)")
+		}
+		b.WriteByte('\n')
+	}
+	server("warm", r.WarmServer)
+	if r.ColdServer != nil {
+		server("cold", *r.ColdServer)
+	}
+	if j := r.Jupyter; j != nil {
+		fmt.Fprintf(&b, "peer: jupyter_server %s (%s -m jupyter_server), kernel %s; one WebSocket kept open\n",
+			j.Version, j.Python, strings.Join(j.KernelArgv, " "))
+	}
+	for _, row := range r.Rows {
+		if row.ID == RowHostKernelOnePlusOne {
+			b.WriteString("floor: an ipykernel on the host with the agent's arguments and the prelude, Cubicle's kernel client, no computer/agent/HTTP\n")
+		}
+	}
+	fmt.Fprintf(&b, "%d timed round trips per path after %d warm-up runs; %d first cells per path, spread among them; interleaved\n",
+		r.N, r.Warmup, r.FirstN)
+	b.WriteString("1+1: until the answer is decoded (Cubicle) or execute_reply and iopub idle arrived (jupyter_server)\n")
+	b.WriteString("first cell: import pandas as pd; df = pd.DataFrame({'a': range(100)}); df.describe()\n\n")
+	writeRows(&b, r.Rows)
+
+	if len(r.Speedups)+len(r.Deltas) > 0 {
+		b.WriteString("\nside by side (p50, ms)\n")
+		for _, s := range r.Speedups {
+			fmt.Fprintf(&b, "  %-58s %8.2f vs %8.2f = %6.1f× faster\n", s.What, s.FastP50.Milliseconds(), s.SlowP50.Milliseconds(), s.Ratio)
+		}
+		for _, d := range r.Deltas {
+			fmt.Fprintf(&b, "  %-58s %8.2f − %8.2f = %+7.2f\n", d.What, d.P50.Milliseconds(), d.BaseP50.Milliseconds(), d.Delta.Milliseconds())
+		}
+	}
+	b.WriteString("\ntargets\n")
+	for _, t := range r.Targets {
+		fmt.Fprintf(&b, "  %-50s ≤ %g ms p50: %s (%.2f ms)\n", t.What, t.Limit.Milliseconds(), verdict(t.Met), t.P50.Milliseconds())
+	}
+	judged := false
+	for _, s := range r.Speedups {
+		if s.Minimum > 0 {
+			judged = true
+			fmt.Fprintf(&b, "  %-50s ≥ %g× p50: %s (%.1f×)\n", s.What, s.Minimum, verdict(s.Met), s.Ratio)
+		}
+	}
+	if !judged {
+		fmt.Fprintf(&b, "  %-50s ≥ %g× p50: not judged (no jupyter_server row)\n", "1+1: Cubicle's API vs jupyter_server", pythonSpeedupMinimum)
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\nnotes\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "  %s\n", n)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,365 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPythonBody(t *testing.T) {
+	var v struct {
+		Cells []struct {
+			Code  string  `json:"code"`
+			Title *string `json:"title"`
+		} `json:"cells"`
+		Timeout *int `json:"timeout"`
+	}
+	if err := json.Unmarshal(pythonBody("1+1", 0), &v); err != nil || len(v.Cells) != 1 || v.Cells[0].Code != "1+1" ||
+		v.Cells[0].Title != nil || v.Timeout != nil {
+		t.Errorf("pythonBody(1+1, 0) = %s", pythonBody("1+1", 0))
+	}
+	if err := json.Unmarshal(pythonBody(firstCell, 120), &v); err != nil || v.Cells[0].Code != firstCell || v.Timeout == nil || *v.Timeout != 120 {
+		t.Errorf("pythonBody(firstCell, 120) = %s", pythonBody(firstCell, 120))
+	}
+}
+
+// describeText is df.describe() of range(100) as pandas prints it.
+const describeText = "                a\ncount  100.000000\nmean    49.500000\nstd     29.011492\nmin      0.000000\n" +
+	"25%     24.750000\n50%     49.500000\n75%     74.250000\nmax     99.000000"
+
+func TestPythonAnswerCheck(t *testing.T) {
+	parse := func(s string) pythonAnswer {
+		var a pythonAnswer
+		if err := json.Unmarshal([]byte(s), &a); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		return a
+	}
+	ok2 := `{"status":"ok","cells":[{"index":0,"status":"ok","execution_count":3,"outputs":[{"type":"execute_result","text":"2","mime":"text/plain","execution_count":3}]}],"cancelled":false,"timed_out":false,"duration_ms":4}`
+	cases := []struct {
+		name, answer string
+		judge        func(string) bool
+		err          string
+	}{
+		{"ok", ok2, isResult("2"), ""},
+		{"wrong value", ok2, isResult("3"), `unexpected result "2"`},
+		{"describe", fmt.Sprintf(`{"status":"ok","cells":[{"index":0,"status":"ok","outputs":[{"type":"stream","name":"stdout","text":"x"},{"type":"execute_result","text":%q,"mime":"text/plain"}]}]}`, describeText),
+			firstCellOK, ""},
+		{"error", `{"status":"error","failed_cell":0,"cells":[{"index":0,"status":"error","outputs":[{"type":"error","ename":"ModuleNotFoundError","evalue":"No module named 'pandas'"}]}]}`,
+			firstCellOK, "ModuleNotFoundError: No module named 'pandas'"},
+		{"timed out", `{"status":"error","cells":[{"index":0,"status":"cancelled","outputs":[]}],"cancelled":true,"timed_out":true,"message":"Command timed out after 30 seconds"}`,
+			isResult("2"), "timed out"},
+		{"cancelled", `{"status":"error","cells":[{"index":0,"status":"cancelled","outputs":[]}],"cancelled":true}`, isResult("2"), "cancelled"},
+		{"no result", `{"status":"ok","cells":[{"index":0,"status":"ok","outputs":[{"type":"stream","name":"stdout","text":"2\n"}]}]}`,
+			isResult("2"), "no execute_result"},
+		{"no cells", `{"status":"ok","cells":[]}`, isResult("2"), "0 cells"},
+	}
+	for _, tc := range cases {
+		a := parse(tc.answer)
+		var outs []pyOutput
+		if len(a.Cells) > 0 {
+			outs = a.Cells[0].Outputs
+		}
+		err := a.check(outs, tc.judge)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: check = %v, want %q", tc.name, err, tc.err)
+		}
+	}
+	if firstCellOK("count 100") || firstCellOK("49.5") || !firstCellOK(describeText) {
+		t.Error("firstCellOK judges wrongly")
+	}
+}
+
+func TestSpread(t *testing.T) {
+	for _, c := range []struct{ n, m int }{{100, 30}, {100, 100}, {10, 25}, {7, 0}, {1, 3}, {100, 1}} {
+		total, runs := 0, 0
+		for i := range c.n {
+			k := spread(i, c.n, c.m)
+			if k < 0 || k > c.m/c.n+1 {
+				t.Errorf("spread(%d, %d, %d) = %d", i, c.n, c.m, k)
+			}
+			total += k
+			if k > 0 {
+				runs++
+			}
+		}
+		if total != c.m {
+			t.Errorf("n %d m %d: %d runs in all", c.n, c.m, total)
+		}
+		if c.m <= c.n && runs != c.m {
+			t.Errorf("n %d m %d: runs in %d iterations, want %d", c.n, c.m, runs, c.m)
+		}
+	}
+	// Spread evenly: 30 among 100 never has two in a row, nor a gap of 5.
+	gap := 0
+	for i := range 100 {
+		if spread(i, 100, 30) == 0 {
+			if gap++; gap > 3 {
+				t.Fatalf("gap of %d at %d", gap, i)
+			}
+		} else {
+			gap = 0
+		}
+	}
+}
+
+func TestPythonVerdicts(t *testing.T) {
+	row := func(id string, p50 time.Duration) Row {
+		return Row{ID: id, Summary: Summary{N: 10, P50: Duration(p50)}}
+	}
+	sp, _, ts := pythonVerdicts([]Row{
+		row(RowPyOnePlusOne, 7*time.Millisecond), row(RowJupyterOnePlusOne, 49*time.Millisecond),
+		row(RowPyFirstWarm, 60*time.Millisecond), row(RowPyFirstCold, 2400*time.Millisecond),
+	})
+	if len(sp) != 2 || sp[0].Ratio != 7 || !sp[0].Met || sp[0].Minimum != 5 || sp[1].Ratio != 40 || !sp[1].Met || sp[1].Minimum != 0 {
+		t.Errorf("speedups %+v", sp)
+	}
+	if len(ts) != 2 || !ts[0].Met || ts[0].Row != RowPyOnePlusOne || ts[1].Met || ts[1].Row != RowPyFirstWarm {
+		t.Errorf("targets %+v", ts)
+	}
+	sp, _, _ = pythonVerdicts([]Row{row(RowPyOnePlusOne, 12*time.Millisecond), row(RowJupyterOnePlusOne, 49*time.Millisecond)})
+	if len(sp) != 1 || sp[0].Met {
+		t.Errorf("4× judged as met: %+v", sp)
+	}
+	if sp, _, _ := pythonVerdicts([]Row{row(RowPyOnePlusOne, 7*time.Millisecond)}); len(sp) != 0 {
+		t.Errorf("a speedup without the jupyter row: %+v", sp)
+	}
+}
+
+func TestPythonConfigValidate(t *testing.T) {
+	good := PythonConfig{N: 10, FirstN: 3, Warmup: 1}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []PythonConfig{{N: 0}, {N: 1, FirstN: -1}, {N: 1, Warmup: -1}, {N: 1, Timeout: -1}} {
+		if c.Validate() == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}
+
+// fakePython serves the part of the API 'bench python' uses: computers
+// (from a pool that refills after a delay), /metrics, and python calls
+// whose first one in a computer takes coldDelay unless it came from the
+// pool.
+type fakePython struct {
+	full      int
+	coldDelay time.Duration
+	blockAt   int64 // the python call with this number waits for the request to end
+	blocked   chan struct{}
+
+	mu    sync.Mutex
+	next  int
+	pool  int
+	live  map[string]bool // id → warm kernel
+	calls atomic.Int64
+}
+
+func newFakePython(t *testing.T, f *fakePython) *httptest.Server {
+	f.live, f.pool = map[string]bool{}, f.full
+	mux := http.NewServeMux()
+	auth := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer k" {
+				w.WriteHeader(401)
+				return
+			}
+			h(w, r)
+		}
+	}
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		fmt.Fprintf(w, "cubicle_pool_depth %d\n", f.pool)
+	})
+	mux.HandleFunc("GET /v1/computers", auth(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	}))
+	mux.HandleFunc("POST /v1/computers", auth(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.next++
+		id := fmt.Sprintf("cmp_%d", f.next)
+		f.live[id] = f.pool > 0
+		if f.pool > 0 {
+			f.pool--
+			time.AfterFunc(5*time.Millisecond, func() {
+				f.mu.Lock()
+				f.pool = min(f.pool+1, f.full)
+				f.mu.Unlock()
+			})
+		}
+		w.WriteHeader(201)
+		fmt.Fprintf(w, `{"id":%q,"object":"computer","status":"ready"}`, id)
+	}))
+	mux.HandleFunc("DELETE /v1/computers/{id}", auth(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if _, ok := f.live[r.PathValue("id")]; !ok {
+			w.WriteHeader(404)
+			return
+		}
+		delete(f.live, r.PathValue("id"))
+		w.WriteHeader(204)
+	}))
+	mux.HandleFunc("POST /v1/computers/{id}/python", auth(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Cells []struct{ Code string }
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		if n := f.calls.Add(1); n == f.blockAt {
+			close(f.blocked)
+			<-r.Context().Done()
+			return
+		}
+		f.mu.Lock()
+		warm, ok := f.live[r.PathValue("id")]
+		f.live[r.PathValue("id")] = true
+		f.mu.Unlock()
+		if !ok || len(req.Cells) != 1 {
+			w.WriteHeader(404)
+			return
+		}
+		if !warm {
+			time.Sleep(f.coldDelay)
+		}
+		text := "2"
+		if req.Cells[0].Code == firstCell {
+			text = describeText
+		}
+		out, _ := json.Marshal(map[string]any{"type": "execute_result", "text": text, "mime": "text/plain", "execution_count": 1})
+		if r.Header.Get("Accept") == "text/event-stream" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: output\ndata: {\"cell\":0,\"output\":%s}\n\n", out)
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "event: result\ndata: {\"status\":\"ok\",\"cells\":[{\"index\":0,\"status\":\"ok\",\"execution_count\":1,\"outputs\":null}],\"cancelled\":false,\"timed_out\":false}\n\n")
+			return
+		}
+		fmt.Fprintf(w, `{"status":"ok","cells":[{"index":0,"status":"ok","execution_count":1,"outputs":[%s]}],"cancelled":false,"timed_out":false,"duration_ms":1}`, out)
+	}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func (f *fakePython) alive() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.live)
+}
+
+func TestRunPythonAgainstFakeServers(t *testing.T) {
+	warmF := &fakePython{full: 2, coldDelay: 20 * time.Millisecond}
+	coldF := &fakePython{coldDelay: 20 * time.Millisecond}
+	warm, cold := newFakePython(t, warmF), newFakePython(t, coldF)
+	rep, err := RunPython(context.Background(), PythonConfig{
+		Warm: PythonServer{URL: warm.URL, Key: "k", PoolSize: 2}, Cold: PythonServer{URL: cold.URL, Key: "k"},
+		N: 10, FirstN: 4, Warmup: 2, Timeout: 5 * time.Second, FirstTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed || len(rep.Notes) != 0 {
+		t.Errorf("failed %v, notes %q", rep.Failed, rep.Notes)
+	}
+	var ids []string
+	for _, r := range rep.Rows {
+		ids = append(ids, r.ID)
+		want := 10
+		if strings.HasPrefix(r.ID, "python_first_cell") {
+			want = 4
+		}
+		if r.N != want || r.Failures != 0 {
+			t.Errorf("row %+v, want n %d", r, want)
+		}
+	}
+	want := []string{RowPyOnePlusOne, RowPyOnePlusOneSSE, RowPyFirstWarm, RowPyFirstWarmCreate, RowPyFirstWarmCell,
+		RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell}
+	if !slices.Equal(ids, want) {
+		t.Errorf("rows %v, want %v", ids, want)
+	}
+	byID := map[string]Row{}
+	for _, r := range rep.Rows {
+		byID[r.ID] = r
+	}
+	// The cold rows include the fake kernel start; the warm ones do not.
+	if c, w := byID[RowPyFirstColdCell], byID[RowPyFirstWarm]; time.Duration(c.P50) < 20*time.Millisecond || time.Duration(w.P50) >= 20*time.Millisecond {
+		t.Errorf("cold cell p50 %v, warm first cell p50 %v", c.P50, w.P50)
+	}
+	if all, cr, cell := byID[RowPyFirstCold], byID[RowPyFirstColdCreate], byID[RowPyFirstColdCell]; all.Min < cr.Min || all.Min < cell.Min {
+		t.Errorf("the whole first cell is shorter than a part: %+v %+v %+v", all, cr, cell)
+	}
+	if len(rep.Targets) != 2 || len(rep.Speedups) != 1 || rep.Speedups[0].Fast != RowPyFirstWarm {
+		t.Errorf("targets %+v speedups %+v", rep.Targets, rep.Speedups)
+	}
+	if n, m := warmF.alive(), coldF.alive(); n != 0 || m != 0 {
+		t.Errorf("%d and %d computers left alive", n, m)
+	}
+	if n := coldF.next; n != 5 { // one warm-up and four timed first cells
+		t.Errorf("%d computers on the cold server, want 5", n)
+	}
+	var b strings.Builder
+	if err := WritePythonTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"cubicle  1+1  POST …/python (JSON)", "warm     new computer + first cell", "cold server:",
+		"first cell: warm pool vs cold", "not judged (no jupyter_server row)", "first cell in a new computer (warm pool)"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("table lacks %q:\n%s", s, b.String())
+		}
+	}
+	js, err := json.Marshal(rep)
+	if err != nil || !strings.Contains(string(js), `"id":"python_1plus1"`) {
+		t.Errorf("JSON %s (%v)", js, err)
+	}
+}
+
+func TestRunPythonCancelledCleansUp(t *testing.T) {
+	f := &fakePython{full: 2, blockAt: 9, blocked: make(chan struct{})}
+	srv := newFakePython(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-f.blocked
+		cancel()
+	}()
+	rep, err := RunPython(ctx, PythonConfig{Warm: PythonServer{URL: srv.URL, Key: "k", PoolSize: 2},
+		N: 20, FirstN: 10, Warmup: 1, Timeout: 5 * time.Second, FirstTimeout: 5 * time.Second})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunPython = %v, want context.Canceled", err)
+	}
+	if rep == nil || rep.CleanupFailed {
+		t.Errorf("report %+v", rep)
+	}
+	if n := f.alive(); n != 0 {
+		t.Errorf("%d computers left alive after cancel", n)
+	}
+}
+
+func TestRunPythonBadKeyAndNoJupyter(t *testing.T) {
+	srv := newFakePython(t, &fakePython{full: 2})
+	_, err := RunPython(context.Background(), PythonConfig{Warm: PythonServer{URL: srv.URL, Key: "wrong", PoolSize: 2}, N: 1})
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("RunPython with a bad key = %v", err)
+	}
+	// A Python without jupyter_server: the peer is a note, not a failure.
+	rep, err := RunPython(context.Background(), PythonConfig{Warm: PythonServer{URL: srv.URL, Key: "k", PoolSize: 2}, N: 2,
+		Jupyter: &JupyterConfig{Python: "/bin/false", Dir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed || rep.Jupyter != nil || len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "jupyter_server is not installed") {
+		t.Errorf("failed %v, jupyter %+v, notes %q", rep.Failed, rep.Jupyter, rep.Notes)
+	}
+}

@@ -1,0 +1,152 @@
+package computer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// Python call limits, from the seed's python tool.
+const (
+	defaultPythonTimeout = 30
+	maxPythonTimeout     = 600
+	maxCells             = 64
+	maxCellBytes         = 1 << 20
+)
+
+// PythonRequest is the body of POST /v1/computers/{id}/python.
+type PythonRequest struct {
+	Cells   []sandbox.PythonCell `json:"cells"`
+	Timeout int                  `json:"timeout,omitempty"` // seconds, 1..600, default 30
+	Cwd     string               `json:"cwd,omitempty"`
+	Reset   bool                 `json:"reset,omitempty"`
+	Mode    string               `json:"mode,omitempty"` // session (default) or per_call
+}
+
+// CellView is one cell of a python answer.
+type CellView struct {
+	Index          int             `json:"index"`
+	Title          string          `json:"title,omitempty"`
+	Status         string          `json:"status"`
+	ExecutionCount int             `json:"execution_count,omitempty"`
+	InputRequested bool            `json:"input_requested,omitempty"`
+	Truncated      bool            `json:"truncated,omitempty"`
+	Outputs        []kernel.Output `json:"outputs"`
+}
+
+// PythonResult is the answer of a python call.
+type PythonResult struct {
+	Status          string     `json:"status"`
+	Cells           []CellView `json:"cells"`
+	FailedCell      *int       `json:"failed_cell,omitempty"`
+	Cancelled       bool       `json:"cancelled"`
+	TimedOut        bool       `json:"timed_out"`
+	Message         string     `json:"message,omitempty"`
+	KernelRestarted bool       `json:"kernel_restarted,omitempty"`
+	DurationMS      int64      `json:"duration_ms"`
+}
+
+// PythonStream receives each output as it happens.
+type PythonStream func(sandbox.PythonOutput)
+
+// Validate checks a call and fills in the default timeout.
+func (r *PythonRequest) Validate() error {
+	switch {
+	case len(r.Cells) == 0:
+		return fmt.Errorf("%w: give at least one cell", ErrInvalid)
+	case len(r.Cells) > maxCells:
+		return fmt.Errorf("%w: at most %d cells per call", ErrInvalid, maxCells)
+	case r.Timeout < 0 || r.Timeout > maxPythonTimeout:
+		return fmt.Errorf("%w: timeout must be 1 to %d seconds", ErrInvalid, maxPythonTimeout)
+	case r.Mode != "" && r.Mode != "session" && r.Mode != "per_call":
+		return fmt.Errorf("%w: mode must be session or per_call", ErrInvalid)
+	}
+	for i, c := range r.Cells {
+		if len(c.Code) > maxCellBytes {
+			return fmt.Errorf("%w: cell %d is larger than %d bytes", ErrTooLarge, i, maxCellBytes)
+		}
+	}
+	if r.Timeout == 0 {
+		r.Timeout = defaultPythonTimeout
+	}
+	return nil
+}
+
+// Python runs cells in the computer's kernel. Cancelling ctx (a client that
+// went away) interrupts the kernel; the call returns once it is idle again.
+func (m *Manager) Python(ctx context.Context, p governance.Principal, id string, req PythonRequest, stream PythonStream) (PythonResult, error) {
+	if err := req.Validate(); err != nil {
+		return PythonResult{}, err
+	}
+	l, err := m.running(ctx, p, id)
+	if err != nil {
+		return PythonResult{}, err
+	}
+	timeout := governance.Clamp(req.Timeout, l.execLimit)
+	cells := make([]CellView, len(req.Cells))
+	for i, c := range req.Cells {
+		cells[i] = CellView{Index: i, Title: c.Title, Outputs: []kernel.Output{}}
+	}
+	start := time.Now()
+	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: req.Cells, Timeout: sandbox.Millis(time.Duration(timeout) * time.Second),
+		Cwd: req.Cwd, Reset: req.Reset, Mode: req.Mode, Prelude: m.cfg.Prelude, MaxOutput: m.cfg.MaxOutputBytes},
+		func(o sandbox.PythonOutput) {
+			if o.Cell >= 0 && o.Cell < len(cells) {
+				cells[o.Cell].Outputs = append(cells[o.Cell].Outputs, o.Output)
+			}
+			if stream != nil {
+				stream(o)
+			}
+		})
+	elapsed := time.Since(start)
+	m.metrics.observe(elapsed)
+	m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "python",
+		"duration_ms": elapsed.Milliseconds(), "cells": len(req.Cells), "status": res.Status})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return PythonResult{}, err
+		}
+		return PythonResult{}, execError(err)
+	}
+	for _, c := range res.Cells {
+		if c.Index >= 0 && c.Index < len(cells) {
+			cells[c.Index].Status, cells[c.Index].ExecutionCount = c.Status, c.ExecutionCount
+			cells[c.Index].InputRequested, cells[c.Index].Truncated = c.InputRequested, c.Truncated
+		}
+	}
+	out := PythonResult{Status: res.Status, Cells: cells, Cancelled: res.Cancelled, TimedOut: res.TimedOut,
+		Message: res.Message, KernelRestarted: res.KernelRestarted, DurationMS: elapsed.Milliseconds()}
+	if res.FailedCell >= 0 {
+		fc := res.FailedCell
+		out.FailedCell = &fc
+	}
+	return out, nil
+}
+
+// PythonControl interrupts or restarts a computer's session kernel.
+func (m *Manager) PythonControl(ctx context.Context, p governance.Principal, id, action string) error {
+	l, err := m.running(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	return execError(l.sb.PythonControl(ctx, action))
+}
+
+// warmKernel starts a pool computer's session kernel with the prelude, so
+// the first cell of its user does not pay the kernel's start.
+func (m *Manager) warmKernel(ctx context.Context, sb sandbox.Sandbox) error {
+	res, err := sb.Python(ctx, sandbox.PythonRequest{Prelude: m.cfg.Prelude, Mode: "session",
+		Timeout: sandbox.Millis(time.Minute)}, nil)
+	if err == nil && res.Status != "ok" {
+		err = fmt.Errorf("prelude: %s", res.Message)
+	}
+	if err != nil {
+		return fmt.Errorf("warm the Python kernel: %w", err)
+	}
+	return nil
+}
