@@ -7,5 +7,11 @@
 // a framed control channel (a socketpair inherited as a file descriptor, with no
 // path inside the computer). Every frame is bounded in both directions.
 //
-// This package imports only the standard library and golang.org/x/sys.
+// It also runs Python: a session kernel per computer (or one per call),
+// started as the sandbox user and driven with internal/kernel, with calls
+// queued in order, crash and timeout policies, and every output fitted into
+// one bounded frame (python*.go).
+//
+// This package imports the standard library, golang.org/x/sys and
+// internal/kernel.
 package agent

@@ -84,12 +84,9 @@ func (s *Server) execute(ctx context.Context, p *process, req ExecStart) (ExitSt
 	if err != nil {
 		return ExitStatus{}, err
 	}
-	cwd, err := s.ws.cwd(req.Cwd)
+	cwd, err := s.resolveCwd(req.Cwd)
 	if err != nil {
 		return ExitStatus{}, err
-	}
-	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-		return ExitStatus{}, fmt.Errorf("%w: working directory %s does not exist or is not a directory", ErrNotFound, cwd)
 	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
@@ -163,6 +160,9 @@ func (s *Server) execute(ctx context.Context, p *process, req ExecStart) (ExitSt
 	}
 	p.mu.Unlock()
 	if timedOut {
+		p.mu.Lock()
+		p.pid = 0 // reaped: its pid may be reused; only the leaf is swept
+		p.mu.Unlock()
 		s.killTree(p) // descendants that outlived the main process
 	}
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -207,24 +206,6 @@ func timeoutSecs(req PythonRequest) int {
 	return int(math.Ceil(req.Timeout.D().Seconds()))
 }
 
-// resolveCwd checks a requested working directory as the sandbox user.
-func (m *pythonManager) resolveCwd(cwd string) (string, error) {
-	dir, err := m.s.ws.cwd(cwd)
-	if err != nil {
-		return "", err
-	}
-	var st os.FileInfo
-	err = m.s.ws.as(func() error {
-		var err error
-		st, err = os.Stat(dir)
-		return err
-	})
-	if err != nil || !st.IsDir() {
-		return "", fmt.Errorf("%w: working directory %s does not exist or is not a directory", ErrNotFound, dir)
-	}
-	return dir, nil
-}
-
 // newKernel starts a kernel and runs the prelude in it. A kernel that cannot
 // start for its own reasons, or a failing prelude, gives a message for the
 // result (failure); an agent problem gives err. died reports a kernel that
@@ -235,7 +216,7 @@ func (m *pythonManager) newKernel(ctx context.Context, cwd, prelude string) (k *
 		var se *kernelStartError
 		switch {
 		case errors.As(err, &se):
-			return nil, "The Python kernel could not start: " + se.msg + ".", true, nil
+			return nil, "The Python kernel could not start: " + se.msg + ".", se.died, nil
 		case ctx.Err() != nil:
 			return nil, "", false, ctx.Err()
 		}
@@ -390,7 +371,7 @@ func lower(name string) string { return "c" + name[1:] } // "Cell 2" -> "cell 2"
 // runPerCall runs the cells in a kernel of their own, discarded after.
 func (m *pythonManager) runPerCall(ctx context.Context, id uint32, req PythonRequest) (PythonResult, error) {
 	res := newResult(req)
-	cwd, err := m.resolveCwd(req.Cwd)
+	cwd, err := m.s.resolveCwd(req.Cwd)
 	if err != nil {
 		return res, err
 	}
@@ -453,7 +434,7 @@ func (m *pythonManager) runSession(ctx context.Context, id uint32, req PythonReq
 			return res, nil
 		}
 	}
-	cwd, err := m.resolveCwd(req.Cwd)
+	cwd, err := m.s.resolveCwd(req.Cwd)
 	if err != nil {
 		return res, err
 	}

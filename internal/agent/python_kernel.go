@@ -119,6 +119,7 @@ func (s *Server) launchKernel(ctx context.Context, cwd string) (*pyKernel, error
 	env := dedupEnv(append([]string{
 		"PYDEVD_DISABLE_FILE_VALIDATION=1",
 		"MPLBACKEND=module://matplotlib_inline.backend_inline",
+		"IPYTHONDIR=" + dir + "/ipython", // not in the user's /workspace
 	}, s.env(nil, cwd)...))
 
 	k := &pyKernel{
@@ -186,14 +187,19 @@ func (s *Server) launchKernel(ctx context.Context, cwd string) (*pyKernel, error
 		if strings.Contains(tail, "Address already in use") {
 			return nil, errPortTaken
 		}
-		return nil, &kernelStartError{msg: "it exited while starting (" + k.death() + ")" + lastLine(tail)}
+		return nil, &kernelStartError{msg: "it exited while starting (" + k.death() + ")" + lastLine(tail), died: true}
 	}
 	return k, nil
 }
 
 // kernelStartError is a kernel that could not start for reasons of its own
 // (not the agent's): reported in the call's result, not as an agent error.
-type kernelStartError struct{ msg string }
+// died: it exited by itself (a crash), rather than being stopped for not
+// answering.
+type kernelStartError struct {
+	msg  string
+	died bool
+}
 
 func (e *kernelStartError) Error() string { return e.msg }
 
@@ -224,17 +230,14 @@ func (s *Server) writeConnFile(ci kernel.ConnInfo) (dir, file string, err error)
 	return dir, file, nil
 }
 
-// removeConnDir removes the connection directory (as the sandbox user, who
-// owns it). What the user may have put in it is left alone.
+// removeConnDir removes the kernel's private directory (its connection
+// file and IPython's state), as the sandbox user, who owns it; RemoveAll
+// never follows a symlink out of it.
 func (s *Server) removeConnDir(dir string) {
 	if dir == "" {
 		return
 	}
-	s.ws.as(func() error {
-		os.Remove(filepath.Join(dir, "kernel.json"))
-		os.Remove(dir)
-		return nil
-	})
+	s.ws.as(func() error { return os.RemoveAll(dir) })
 }
 
 func (k *pyKernel) drainStderr(r *os.File) {

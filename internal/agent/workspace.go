@@ -179,3 +179,21 @@ func notRegular(p string, mode uint32) error {
 	}
 	return fmt.Errorf("%s: %w (it is a %s)", p, ErrNotRegular, typeName(mode))
 }
+
+// resolveCwd checks a requested working directory as the sandbox user.
+func (s *Server) resolveCwd(cwd string) (string, error) {
+	dir, err := s.ws.cwd(cwd)
+	if err != nil {
+		return "", err
+	}
+	var st os.FileInfo
+	err = s.ws.as(func() error {
+		var err error
+		st, err = os.Stat(dir)
+		return err
+	})
+	if err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%w: working directory %s does not exist or is not a directory", ErrNotFound, dir)
+	}
+	return dir, nil
+}

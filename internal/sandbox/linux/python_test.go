@@ -618,7 +618,15 @@ func TestPython(t *testing.T) {
 func TestPythonHostileKernel(t *testing.T) {
 	t.Parallel()
 	sb := newComputer(t, newDriver(t), nil)
-	pyOK(t, sb, "v = 1")
+	// A call without cells warms the session kernel up with the prelude.
+	c := pyRun(t, sb, sandbox.PythonRequest{Prelude: "W = 3"})
+	if c.res.Status != "ok" || len(c.outs) != 0 || len(kernelProcs(t, sb)) != 1 {
+		t.Fatalf("warm-up: %s", c.summary())
+	}
+	t.Logf("warm-up took %v", c.took)
+	if got := pyOK(t, sb, "v = 1\nW").value(0); got != "3" {
+		t.Fatalf("after warm-up: %s", got)
+	}
 
 	t.Run("ForgedFrame", func(t *testing.T) {
 		forge := `
