@@ -68,11 +68,11 @@ data="$(mktemp -d /tmp/cubicle-bench-data.XXXXXX)"
 cleanup() {
 	# The benches remove what they make themselves; gc catches what a kill
 	# left: in-process computers of 'bench sandbox' (in $data) and of 'bench
-	# api' (its sandbox/ directory), and a killed server's (its serve/, or
-	# warm/ and cold/ of 'bench python').
+	# api' and 'bench python' (their sandbox/ directories), and a killed
+	# server's (serve/ of 'bench api', warm/ and cold/ of 'bench python').
 	local d
-	for d in "$data" "$data"/cubicle-bench-api-*/sandbox "$data"/cubicle-bench-api-*/serve \
-		"$data"/cubicle-bench-python-*/warm "$data"/cubicle-bench-python-*/cold; do
+	for d in "$data" "$data"/cubicle-bench-{api,python}-*/sandbox "$data"/cubicle-bench-api-*/serve \
+		"$data"/cubicle-bench-python-*/{warm,cold}; do
 		[[ -d $d ]] && ./bin/cubicle gc --data "$d" >/dev/null 2>&1 || true
 	done
 	rm -rf --one-file-system "$data"

@@ -354,6 +354,8 @@ and prints p50, p90, p99, mean and n in milliseconds:
   cubicle  1+1 round trip: POST /v1/computers/{id}/python into one
            computer with a warm session kernel, until the answer is
            decoded (unary JSON, and SSE until the result event)
+  driver   1+1 in a computer of the sandbox driver called in this
+           process: the computer and its agent, without HTTP
   host     1+1 in an ipykernel on the host, started as the agent starts
            one and driven by Cubicle's kernel client: the floor, without
            computer, agent or HTTP
@@ -367,9 +369,10 @@ and prints p50, p90, p99, mean and n in milliseconds:
   cold     the same on a server without a pool: a cold start, and the
            first cell starts the kernel and runs the prelude
 It starts two 'cubicle serve' (one with a warm pool of --pool, one with
-none) on 127.0.0.1 and jupyter_server (python3-jupyter-server; skipped
-with a note when missing), each with a temporary directory, and stops
-them afterwards. Every computer, kernel, server and directory is removed,
+none) on 127.0.0.1, jupyter_server (python3-jupyter-server; skipped with
+a note when missing) and the host kernel, each with a temporary
+directory, and stops them afterwards. Every computer, kernel, server and
+directory is removed,
 also on error or Ctrl-C. Exits 0 when every Cubicle run succeeded, 1 when
 one failed, 130 when interrupted. Needs root.
 
@@ -388,6 +391,7 @@ func benchPython(args []string) int {
 	cold := fs.Bool("cold", true, "also start a server without a pool and measure cold first cells")
 	jupyter := fs.Bool("jupyter", true, "also measure jupyter_server (python3-jupyter-server)")
 	host := fs.Bool("host", true, "also measure the floor: a kernel on the host, without computer, agent or HTTP")
+	withSandbox := fs.Bool("sandbox", true, "also measure 1+1 through the sandbox driver in this process, without HTTP")
 	python := fs.String("python", "/usr/bin/python3", "the Python that runs jupyter_server and the host kernel")
 	data := fs.String("data", os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -414,7 +418,7 @@ func benchPython(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	rep, err := runBenchPython(ctx, cfg, *data, *pool, *cold, *jupyter, *host, *python)
+	rep, err := runBenchPython(ctx, cfg, *data, *pool, *cold, *jupyter, *host, *withSandbox, *python)
 	cleaned := "every computer, kernel, server and directory it made was removed"
 	if rep != nil && rep.CleanupFailed {
 		cleaned = "clean-up was incomplete (see the notes above)"
@@ -446,8 +450,8 @@ func benchPython(args []string) int {
 // (withJupyter), runs the bench, and removes everything it made: the
 // servers are stopped (they destroy their computers), what a kill left is
 // collected, and the directory is removed.
-func runBenchPython(ctx context.Context, cfg bench.PythonConfig, parent string, poolSize int, withCold, withJupyter, withHost bool,
-	python string) (rep *bench.PythonReport, err error) {
+func runBenchPython(ctx context.Context, cfg bench.PythonConfig, parent string, poolSize int,
+	withCold, withJupyter, withHost, withSandbox bool, python string) (rep *bench.PythonReport, err error) {
 	root, jdir, hdir, err := bench.PythonTempDirs(parent)
 	if err != nil {
 		return nil, err
@@ -491,6 +495,15 @@ func runBenchPython(ctx context.Context, cfg bench.PythonConfig, parent string, 
 		}
 	}()
 
+	if withSandbox {
+		dir := filepath.Join(root, "sandbox")
+		drv, err := linux.New(linux.Config{StateDir: dir})
+		if err != nil {
+			return nil, fmt.Errorf("in-process computers: %w (--sandbox=false measures over HTTP only)", err)
+		}
+		cfg.Driver, cfg.Spec, cfg.Prelude = drv, sandbox.DefaultSpec(), config.DefaultPrelude
+		defer gc(dir, true)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the cubicle binary: %w", err)

@@ -1,13 +1,22 @@
-// Package bench measures how fast Cubicle starts a computer and runs a
-// process in one, side by side with bubblewrap and runc on the same host:
-// cold start to the first byte of output, create and destroy, and exec
-// round trips through the agent. Runs of all paths are interleaved so that
-// machine noise affects them equally; every computer, container, bundle and
-// temporary directory is removed afterwards, also on error or cancel.
+// Package bench measures Cubicle side by side with its peers, in one run
+// each, with interleaved samples so machine noise affects all paths alike:
 //
-// It holds the measuring code (Run), the statistics (Summarize) and the
-// text table; cmd/cubicle wires it to a driver as 'cubicle bench sandbox'.
+//   - 'cubicle bench sandbox': cold computer start to the first byte of
+//     output, create and destroy, exec round trips through the agent, against
+//     bubblewrap and runc;
+//   - 'cubicle bench api': the HTTP API of a real 'cubicle serve' (create from
+//     the warm pool, exec, SSE, delete, and a concurrent load) next to the
+//     in-process driver;
+//   - 'cubicle bench python': a 1+1 cell through the API against Debian's
+//     jupyter_server over REST+WebSocket, and the first cell of a new computer
+//     with and without warm kernels.
 //
-// It may import internal/sandbox and the standard library only: the driver
-// under test is passed in, and the peers run as external binaries.
+// Every computer, container, server, kernel and temporary directory it starts
+// is removed afterwards, also on error or cancel. It holds the measuring code,
+// the statistics and the text tables; cmd/cubicle wires it.
+//
+// It may import internal/sandbox, internal/kernel (for the host-kernel floor
+// row), the standard library and github.com/coder/websocket (the
+// jupyter_server client). The driver under test is passed in; servers and
+// peers run as external processes.
 package bench

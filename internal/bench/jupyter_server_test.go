@@ -9,14 +9,10 @@ import (
 )
 
 // TestJupyterServerRoundTrip drives a real jupyter_server (Debian's
-// python3-jupyter-server) the way the bench does. It is skipped when that
-// is not installed, and with -short.
+// python3-jupyter-server, installed by scripts/setup.sh) the way the bench does.
 func TestJupyterServerRoundTrip(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts jupyter_server and a kernel")
-	}
 	if exec.Command("/usr/bin/python3", "-c", "import jupyter_server, ipykernel").Run() != nil {
-		t.Skip("jupyter_server is not installed (apt-get install python3-jupyter-server)")
+		t.Fatal("jupyter_server is not installed: run scripts/setup.sh (apt-get install python3-jupyter-server)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Row IDs of 'cubicle bench python', stable for JSON consumers.
@@ -15,6 +17,7 @@ const (
 	RowPyOnePlusOne         = "python_1plus1"
 	RowPyOnePlusOneSSE      = "python_1plus1_sse"
 	RowHostKernelOnePlusOne = "host_ipykernel_1plus1"
+	RowDriverOnePlusOne     = "driver_python_1plus1"
 	RowJupyterOnePlusOne    = "jupyter_server_1plus1"
 	RowPyFirstWarm          = "python_first_cell_warm"
 	RowPyFirstWarmCreate    = "python_first_cell_warm_create"
@@ -22,8 +25,15 @@ const (
 	RowPyFirstCold          = "python_first_cell_cold"
 	RowPyFirstColdCreate    = "python_first_cell_cold_create"
 	RowPyFirstColdCell      = "python_first_cell_cold_cell"
-	pythonSpeedupMinimum    = 5.0
-	pythonFirstCellTimout   = 120 // seconds, the first cell's python timeout
+)
+
+const (
+	// pythonSpeedupMinimum is the target: Cubicle's 1+1 at least this many
+	// times faster than jupyter_server's (p50).
+	pythonSpeedupMinimum = 5.0
+	// pythonFirstCellTimeout is the first cell's python timeout in seconds
+	// (a cold one starts the kernel and runs the prelude first).
+	pythonFirstCellTimeout = 120
 )
 
 // PythonTargets are the Python goals judged on the p50 of a row.
@@ -69,7 +79,13 @@ type PythonConfig struct {
 	// HostKernel, when set, starts the floor: an ipykernel on the host
 	// driven by Cubicle's kernel client (no computer, agent or HTTP).
 	HostKernel *HostKernelConfig
-	N          int // timed 1+1 round trips per path
+	// Driver, when set, also times 1+1 in a computer of this driver called
+	// in this process (no HTTP, no service), with Spec's limits; its
+	// kernel runs Prelude first, as a pool computer's does.
+	Driver  sandbox.Driver
+	Spec    sandbox.Spec
+	Prelude string
+	N       int // timed 1+1 round trips per path
 	// FirstN is the number of timed first cells per path (warm, cold),
 	// spread evenly among the N round-trip iterations.
 	FirstN int
@@ -213,6 +229,9 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	}
 
 	rt := []*path{pyRoundTrip(warm, warmTr, pool, cfg)}
+	if cfg.Driver != nil {
+		rt = append(rt, driverRoundTrip(cfg))
+	}
 	if cfg.HostKernel != nil {
 		rt = append(rt, hostRoundTrip(cfg))
 	}
@@ -389,6 +408,8 @@ func pythonVerdicts(rows []Row) ([]Speedup, []Delta, []Target) {
 	var ds []Delta
 	for _, d := range []struct{ what, row, base string }{
 		{"1+1: the API over the host kernel (computer, agent, HTTP)", RowPyOnePlusOne, RowHostKernelOnePlusOne},
+		{"1+1: the API over the driver (HTTP and the service)", RowPyOnePlusOne, RowDriverOnePlusOne},
+		{"1+1: the driver over the host kernel (computer and agent)", RowDriverOnePlusOne, RowHostKernelOnePlusOne},
 		{"1+1: jupyter_server over the host kernel", RowJupyterOnePlusOne, RowHostKernelOnePlusOne},
 	} {
 		r, okR := byID[d.row]
@@ -439,16 +460,16 @@ func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) 
 			// paths ran may find colder caches than the second.
 			var d, ds time.Duration
 			var err error
-			json := func() error { d, err = c.python(ctx, id, body, ok, cfg.Timeout); return err }
+			unary := func() error { d, err = c.python(ctx, id, body, ok, cfg.Timeout); return err }
 			sse := func() error {
 				if ds, err = c.pythonSSE(ctx, id, body, ok, cfg.Timeout); err != nil {
 					return fmt.Errorf("SSE: %w", err)
 				}
 				return nil
 			}
-			first, second := json, sse
+			first, second := unary, sse
 			if n%2 == 1 {
-				first, second = sse, json
+				first, second = sse, unary
 			}
 			n++
 			if err := first(); err != nil {
@@ -523,7 +544,7 @@ func jupyterRoundTrip(j *Jupyter, cfg PythonConfig) *path {
 // both; the computer is deleted afterwards (untimed), after settle.
 func firstCellSample(ctx context.Context, c *apiClient, tr *tracker, cfg PythonConfig, settle func(context.Context) error,
 	rowAll, rowCreate, rowCell string) (map[string]time.Duration, error) {
-	body := pythonBody(firstCell, pythonFirstCellTimout)
+	body := pythonBody(firstCell, pythonFirstCellTimeout)
 	start := time.Now()
 	id, dc, err := c.create(ctx)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // HostKernelConfig says how to start the floor's kernel: an ipykernel on
@@ -174,6 +175,58 @@ func hostRoundTrip(cfg PythonConfig) *path {
 				return nil, err
 			}
 			return map[string]time.Duration{RowHostKernelOnePlusOne: d}, nil
+		},
+	}
+}
+
+// driverRoundTrip times 1+1 in a computer of the sandbox driver called in
+// this process: the agent and the computer, without HTTP and the service.
+// Its kernel ran the prelude at set-up, as a pool computer's did.
+func driverRoundTrip(cfg PythonConfig) *path {
+	var sb sandbox.Sandbox
+	req := sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: onePlusOne}}, Timeout: sandbox.Millis(cfg.Timeout)}
+	return &path{
+		name: "cubicle driver 1+1", required: true,
+		rows: []rowDef{{RowDriverOnePlusOne, "driver   1+1  Sandbox.Python (in process)"}},
+		setup: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, cfg.FirstTimeout)
+			defer cancel()
+			var err error
+			if sb, err = cfg.Driver.Create(ctx, cfg.Spec); err != nil {
+				return err
+			}
+			res, err := sb.Python(ctx, sandbox.PythonRequest{Prelude: cfg.Prelude, Mode: "session", Timeout: sandbox.Millis(cfg.FirstTimeout)}, nil)
+			if err == nil && res.Status != "ok" {
+				err = fmt.Errorf("prelude: %s", res.Message)
+			}
+			return err
+		},
+		close: func(ctx context.Context) error {
+			if sb == nil {
+				return nil
+			}
+			return sb.Destroy(ctx)
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			defer cancel()
+			var result string
+			start := time.Now()
+			res, err := sb.Python(ctx, req, func(o sandbox.PythonOutput) {
+				if o.Output.Type == kernel.OutResult {
+					result = o.Output.Text
+				}
+			})
+			d := time.Since(start)
+			switch {
+			case err != nil:
+				return nil, err
+			case res.Status != "ok":
+				return nil, fmt.Errorf("python: status %q: %s", res.Status, res.Message)
+			case result != onePlusOneResult:
+				return nil, fmt.Errorf("python: result %q, want %q", result, onePlusOneResult)
+			}
+			return map[string]time.Duration{RowDriverOnePlusOne: d}, nil
 		},
 	}
 }
