@@ -411,7 +411,7 @@ func (m *pythonManager) runSession(ctx context.Context, id uint32, req PythonReq
 		res.cancelled(ctx, req, "before it started")
 		return res, nil
 	}
-	defer m.release(true)
+	defer m.release(len(req.Cells) > 0) // a warm-up (no cells) does not start the idle clock
 	defer func() {
 		if r := recover(); r != nil { // keep the session consistent, then let serve report it
 			if k := m.current(); k != nil {

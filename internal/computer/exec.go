@@ -117,7 +117,7 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 	if err != nil {
 		m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "exec",
 			"duration_ms": elapsed.Milliseconds(), "exit_code": -1, "cancelled": true})
-		return ExecResult{}, execError(err)
+		return ExecResult{}, m.callError(id, err)
 	}
 	res := ExecResult{ExitCode: st.ExitCode, Signal: st.Signal, Stdout: string(out.buf), Stderr: string(errb.buf),
 		TimedOut: st.TimedOut, OOMKilled: st.OOMKilled, DurationMS: elapsed.Milliseconds(),
@@ -135,6 +135,21 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 	m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "exec",
 		"duration_ms": res.DurationMS, "exit_code": res.ExitCode})
 	return res, nil
+}
+
+// callError is execError, except that a computer deleted or expired while
+// the call ran is "gone" (409), not "unreachable" (503).
+func (m *Manager) callError(id string, err error) error {
+	if isAny(err, sandbox.ErrGone) {
+		m.mu.Lock()
+		l := m.live[id]
+		stopping := l == nil || l.stopping
+		m.mu.Unlock()
+		if stopping {
+			return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)
+		}
+	}
+	return execError(err)
 }
 
 // execError maps sandbox errors to the service's kinds.

@@ -54,17 +54,30 @@ type PythonResult struct {
 // PythonStream receives each output as it happens.
 type PythonStream func(sandbox.PythonOutput)
 
+// FieldError names the request field a validation error is about.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldError(field, format string, args ...any) error {
+	return &FieldError{Field: field, Err: fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)}
+}
+
 // Validate checks a call and fills in the default timeout.
 func (r *PythonRequest) Validate() error {
 	switch {
 	case len(r.Cells) == 0:
-		return fmt.Errorf("%w: give at least one cell", ErrInvalid)
+		return fieldError("cells", "give at least one cell")
 	case len(r.Cells) > maxCells:
-		return fmt.Errorf("%w: at most %d cells per call", ErrInvalid, maxCells)
+		return fieldError("cells", "at most %d cells per call", maxCells)
 	case r.Timeout < 0 || r.Timeout > maxPythonTimeout:
-		return fmt.Errorf("%w: timeout must be 1 to %d seconds", ErrInvalid, maxPythonTimeout)
+		return fieldError("timeout", "timeout must be 1 to %d seconds", maxPythonTimeout)
 	case r.Mode != "" && r.Mode != "session" && r.Mode != "per_call":
-		return fmt.Errorf("%w: mode must be session or per_call", ErrInvalid)
+		return fieldError("mode", "mode must be session or per_call")
 	}
 	for i, c := range r.Cells {
 		if len(c.Code) > maxCellBytes {
@@ -105,13 +118,17 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		})
 	elapsed := time.Since(start)
 	m.metrics.observe(elapsed)
+	status := res.Status
+	if err != nil {
+		status = "error"
+	}
 	m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "python",
-		"duration_ms": elapsed.Milliseconds(), "cells": len(req.Cells), "status": res.Status})
+		"duration_ms": elapsed.Milliseconds(), "cells": len(req.Cells), "status": status})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return PythonResult{}, err
 		}
-		return PythonResult{}, execError(err)
+		return PythonResult{}, m.callError(id, err)
 	}
 	for _, c := range res.Cells {
 		if c.Index >= 0 && c.Index < len(cells) {

@@ -64,8 +64,12 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	body := apiError{Code: name, Message: msg}
 	var pe *paramError
-	if errors.As(err, &pe) {
+	var fe *computer.FieldError
+	switch {
+	case errors.As(err, &pe):
 		body.Param = &pe.param
+	case errors.As(err, &fe):
+		body.Param = &fe.Field
 	}
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cubicle"`)
