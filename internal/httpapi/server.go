@@ -11,6 +11,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // API serves Cubicle's REST endpoints.
@@ -18,6 +19,7 @@ type API struct {
 	gov   *governance.Service
 	comp  *computer.Manager
 	st    store.Store
+	tools *tools.Registry
 	ready atomic.Bool
 	mux   *http.ServeMux
 }
@@ -25,7 +27,7 @@ type API struct {
 // New builds the handler. Readiness starts false; call SetReady once the
 // isolation probe passed.
 func New(gov *governance.Service, comp *computer.Manager, st store.Store) *API {
-	a := &API{gov: gov, comp: comp, st: st, mux: http.NewServeMux()}
+	a := &API{gov: gov, comp: comp, st: st, tools: tools.Default(), mux: http.NewServeMux()}
 	a.routes()
 	return a
 }
@@ -53,6 +55,9 @@ func (a *API) routes() {
 	m.Handle("PUT /v1/computers/{id}/files/{path...}", a.auth(a.putFile))
 	m.Handle("GET /v1/computers/{id}/files/{path...}", a.auth(a.getFile))
 	m.Handle("DELETE /v1/computers/{id}/files/{path...}", a.auth(a.deleteFile))
+	m.Handle("POST /v1/computers/{id}/tools/{name}", a.auth(a.computerTool))
+	m.Handle("GET /v1/tools", a.auth(a.listTools))
+	m.Handle("POST /v1/tools/{name}/call", a.auth(a.callTool))
 	m.Handle("GET /v1/usage", a.auth(a.usage))
 	m.Handle("GET /v1/audit", a.auth(a.audit))
 

@@ -1,0 +1,66 @@
+package computer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
+)
+
+// ToolsEnabled reports whether p may use the computer tools here: the
+// deployment runs computers, the organisation allows them, the key has the
+// computer capability and the "computer" system tool.
+func (m *Manager) ToolsEnabled(p governance.Principal) bool {
+	return m != nil && allowed(p) == nil && p.Caps.HasSystemTool("computer")
+}
+
+// RunTool runs one tool of reg on a live computer of p's organisation. A
+// tool error is the Result's Output; the error return is for an unknown
+// tool (ErrNotFound), a refused principal, a computer that is gone or
+// unreachable. It records computer.executed with kind "tool:<name>", the
+// duration and, for a command, the exit code: never arguments, output or
+// paths.
+func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string, reg *tools.Registry, name string, args json.RawMessage) (tools.Result, error) {
+	t, ok := reg.Lookup(name)
+	if !ok {
+		return tools.Result{}, fmt.Errorf("%w: no tool %q", ErrNotFound, name)
+	}
+	if t.Computer && !p.Caps.HasSystemTool("computer") {
+		return tools.Result{}, fmt.Errorf("%w: the key's tooling lacks the computer system tool", ErrForbidden)
+	}
+	l, err := m.running(ctx, p, id)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	env := tools.Env{Sandbox: l.sb, Artifacts: p.Caps.HasArtifacts(), Limits: tools.Limits{
+		ExecTimeoutSeconds: l.execLimit, MaxStreamBytes: m.cfg.MaxOutputBytes,
+		MaxFileBytes: m.cfg.MaxFileBytes, Prelude: m.cfg.Prelude}}
+	start := time.Now()
+	res, err := t.Run(ctx, env, args)
+	elapsed := time.Since(start)
+	m.metrics.observe(elapsed)
+	data := map[string]any{"kind": "tool:" + name, "duration_ms": elapsed.Milliseconds()}
+	switch {
+	case err != nil:
+		data["status"] = "error"
+	case res.Failed:
+		data["status"] = "failed"
+	default:
+		data["status"] = "ok"
+	}
+	if res.ExitCode != nil {
+		data["exit_code"] = *res.ExitCode
+	}
+	m.gov.Record(ctx, p, "computer.executed", id, data)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return tools.Result{}, err
+		}
+		return tools.Result{}, m.callError(id, err)
+	}
+	return res.Normalize(), nil
+}

@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
+)
+
+// Sentences of POST /v1/tools/{name}/call for a computer tool.
+const (
+	notConfiguredSentence = "This tool is not configured on this deployment."
+	outsideTurnSentence   = "A computer tool runs only in a turn of its own."
+)
+
+// listTools answers the definitions the key may use, in OpenAI function format.
+func (a *API) listTools(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	computers := a.comp.ToolsEnabled(p)
+	defs := a.tools.Definitions(func(t *tools.Tool) bool { return !t.Computer || computers })
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": defs})
+	return nil
+}
+
+// toolCall is the body of a tool call: arguments are a JSON object, or a
+// JSON string holding one (as OpenAI sends them).
+type toolCall struct {
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (c *toolCall) check() error {
+	a := bytes.TrimSpace(c.Arguments)
+	if len(a) == 0 || string(a) == "null" {
+		c.Arguments = json.RawMessage("{}")
+		return nil
+	}
+	if a[0] != '{' && a[0] != '"' {
+		return withParam("arguments", fmt.Errorf("%w: arguments must be a JSON object or a JSON string holding one", errBadRequest))
+	}
+	return nil
+}
+
+// toolImage is an image on the wire.
+type toolImage struct {
+	PNG    []byte `json:"png"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+}
+
+// toolAnswer is the answer of a tool call.
+type toolAnswer struct {
+	Output    string             `json:"output"`
+	IsError   bool               `json:"is_error"`
+	Images    []toolImage        `json:"images"`
+	Artifacts []tools.Artifact   `json:"artifacts"`
+	Cells     []tools.PythonCell `json:"cells,omitempty"`
+}
+
+func answer(res tools.Result) toolAnswer {
+	out := toolAnswer{Output: res.Output, IsError: res.Failed, Images: []toolImage{},
+		Artifacts: res.Artifacts, Cells: res.Cells}
+	if out.Artifacts == nil {
+		out.Artifacts = []tools.Artifact{}
+	}
+	for _, im := range res.Images {
+		out.Images = append(out.Images, toolImage{PNG: im.PNG, Width: im.Width, Height: im.Height})
+	}
+	return out
+}
+
+// unknownTool is the 404 of a tool name that does not exist.
+func unknownTool(w http.ResponseWriter, name string) {
+	param := "name"
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": apiError{Code: "not_found",
+		Message: "Unknown tool: " + name, Param: &param}})
+}
+
+// computerTool runs a tool on a computer the caller holds.
+func (a *API) computerTool(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	var body toolCall
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if err := body.check(); err != nil {
+		return err
+	}
+	name := r.PathValue("name")
+	if _, ok := a.tools.Lookup(name); !ok {
+		unknownTool(w, name)
+		return nil
+	}
+	res, err := a.comp.RunTool(r.Context(), p, r.PathValue("id"), a.tools, name, body.Arguments)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, answer(res))
+	return nil
+}
+
+// callTool runs a tool outside a computer. Computer tools are refused with
+// 422: they run only in a turn of their own (or on a held computer).
+func (a *API) callTool(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	name := r.PathValue("name")
+	t, ok := a.tools.Lookup(name)
+	if !ok {
+		unknownTool(w, name)
+		return nil
+	}
+	if t.Computer {
+		reason, msg := "computer_tool_outside_turn", outsideTurnSentence
+		if !a.comp.ToolsEnabled(p) {
+			reason, msg = "computer_not_configured", notConfiguredSentence
+		}
+		param := "name"
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{
+			"error":       apiError{Code: reason, Message: msg, Param: &param},
+			"reason_code": reason})
+		return nil
+	}
+	var body toolCall
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if err := body.check(); err != nil {
+		return err
+	}
+	res, err := t.Run(r.Context(), tools.Env{}, body.Arguments)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, answer(res))
+	return nil
+}

@@ -1,0 +1,103 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"reflect"
+	"strings"
+)
+
+// Workspace is where relative paths resolve.
+const Workspace = "/workspace"
+
+// decodeArgs reads a tool's arguments strictly into v: a JSON object (or a
+// JSON string holding one, as OpenAI sends them), no unknown fields, the
+// required fields present and not null, the right types. It returns the
+// error sentence for the model, or "".
+func decodeArgs(raw json.RawMessage, v any, required ...string) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "Invalid arguments: expected a JSON object."
+		}
+		raw = bytes.TrimSpace([]byte(s))
+	}
+	var fields map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
+		return "Invalid arguments: expected a JSON object."
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			return "Invalid arguments: expected a JSON object."
+		}
+	case errors.As(err, &typeErr):
+		return fmt.Sprintf("Invalid arguments: %s must be %s.", typeErr.Field, jsonType(typeErr.Type))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Sprintf("Invalid arguments: unknown field %s.", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	default:
+		return "Invalid arguments: expected a JSON object."
+	}
+	for _, f := range required {
+		if r, ok := fields[f]; !ok || string(bytes.TrimSpace(r)) == "null" {
+			return fmt.Sprintf("Invalid arguments: %s is required.", f)
+		}
+	}
+	return ""
+}
+
+// jsonType names a Go type as JSON schema does, with an article.
+func jsonType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
+
+// ResolvePath turns a tool's path into the absolute path inside the
+// computer: relative paths resolve under /workspace. It returns the error
+// sentence for a path that cannot be used, or "".
+func ResolvePath(p string) (string, string) {
+	switch {
+	case p == "":
+		return "", "Invalid arguments: path must not be empty."
+	case strings.IndexByte(p, 0) >= 0:
+		return "", "Invalid arguments: path contains a NUL byte."
+	case len(p) > 4096:
+		return "", "Invalid arguments: path is longer than 4096 bytes."
+	}
+	abs := p
+	if !path.IsAbs(abs) {
+		abs = path.Join(Workspace, abs)
+	}
+	abs = path.Clean(abs)
+	if abs != Workspace && !strings.HasPrefix(abs, Workspace+"/") {
+		return abs, "Path is outside the workspace: " + abs
+	}
+	return abs, ""
+}

@@ -1,0 +1,372 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// Tool names.
+const (
+	ExecName      = "builtin__computer_exec"
+	WriteFileName = "builtin__computer_write_file"
+	ReadFileName  = "builtin__computer_read_file"
+	PythonName    = "python"
+)
+
+// Fixed sentences not built from a value.
+const (
+	ExportPendingSentence = "Export is not available on this deployment yet."
+	ProcLimitSentence     = "The computer cannot start another process right now."
+	DiskFullSentence      = "The computer's disk is full."
+)
+
+// ExecTool runs a shell command.
+func ExecTool() Tool {
+	return Tool{Name: ExecName, Computer: true,
+		Description: "Run a shell command (/bin/sh -c) in the computer, in /workspace. Returns the exit code, stdout and stderr.",
+		Schema: json.RawMessage(`{"type":"object","properties":{` +
+			`"command":{"type":"string","description":"The shell command."},` +
+			`"timeout_seconds":{"type":["integer","null"],"description":"Time limit in seconds; null for the computer's limit."}},` +
+			`"required":["command","timeout_seconds"],"additionalProperties":false}`),
+		Run: runExec}
+}
+
+// capture keeps the first max bytes of a stream.
+type capture struct {
+	buf []byte
+	max int64
+	cut bool
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	room := c.max - int64(len(c.buf))
+	if int64(len(p)) > room {
+		c.cut = true
+		p = p[:max(room, 0)]
+	}
+	c.buf = append(c.buf, p...)
+	return len(p), nil
+}
+
+func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) {
+	var a struct {
+		Command        *string `json:"command"`
+		TimeoutSeconds *int    `json:"timeout_seconds"`
+	}
+	if msg := decodeArgs(raw, &a, "command"); msg != "" {
+		return failed("%s", msg), nil
+	}
+	lim := env.Limits.withDefaults()
+	timeout := lim.ExecTimeoutSeconds
+	if a.TimeoutSeconds != nil {
+		if *a.TimeoutSeconds < 1 {
+			return failed("Invalid arguments: timeout_seconds must be at least 1."), nil
+		}
+		timeout = min(timeout, *a.TimeoutSeconds)
+	}
+	if strings.TrimSpace(*a.Command) == "" {
+		return failed("Invalid arguments: command must not be empty."), nil
+	}
+	out, errb := &capture{max: lim.MaxStreamBytes}, &capture{max: lim.MaxStreamBytes}
+	st, err := env.Sandbox.Exec(ctx, sandbox.ExecRequest{Command: *a.Command,
+		Timeout: sandbox.Millis(time.Duration(timeout) * time.Second)}, sandbox.ExecIO{Stdout: out, Stderr: errb})
+	if err != nil {
+		switch {
+		case errors.Is(err, sandbox.ErrProcLimit):
+			return failed("%s", ProcLimitSentence), nil
+		case errors.Is(err, sandbox.ErrInvalid):
+			return failed("Invalid arguments: command is not valid."), nil
+		}
+		return Result{}, err
+	}
+	code := st.ExitCode
+	return Result{Output: FormatExec(code, st.TimedOut, timeout, string(out.buf), string(errb.buf),
+		out.cut || errb.cut, lim.MaxAnswerBytes), ExitCode: &code}, nil
+}
+
+// fileError turns a sandbox file error into the model's sentence; an
+// infrastructure failure stays a Go error.
+func fileError(err error, p string, lim Limits) (Result, error) {
+	switch {
+	case errors.Is(err, sandbox.ErrNotFound):
+		return failed("File not found: %s", p), nil
+	case errors.Is(err, sandbox.ErrPathEscape):
+		return failed("Path is outside the workspace: %s", p), nil
+	case errors.Is(err, sandbox.ErrIsDir):
+		return failed("Is a directory: %s", p), nil
+	case errors.Is(err, sandbox.ErrNotDir):
+		return failed("Not a directory: %s", p), nil
+	case errors.Is(err, sandbox.ErrNotRegular):
+		return failed("Not a regular file: %s", p), nil
+	case errors.Is(err, sandbox.ErrPermission):
+		return failed("Permission denied: %s", p), nil
+	case errors.Is(err, sandbox.ErrNoSpace):
+		return failed("%s", DiskFullSentence), nil
+	case errors.Is(err, sandbox.ErrTooLarge):
+		return failed("File is too large: the limit is %d bytes.", lim.MaxFileBytes), nil
+	case errors.Is(err, sandbox.ErrInvalid):
+		return failed("Invalid arguments: path is not valid: %s", p), nil
+	}
+	return Result{}, err
+}
+
+// WriteFileTool writes a text file.
+func WriteFileTool() Tool {
+	return Tool{Name: WriteFileName, Computer: true,
+		Description: "Write a text file in the computer, replacing it if it exists; parent directories are created. Relative paths resolve under /workspace.",
+		Schema: json.RawMessage(`{"type":"object","properties":{` +
+			`"path":{"type":"string","description":"Where to write; relative paths resolve under /workspace."},` +
+			`"content":{"type":"string","description":"The whole content of the file."}},` +
+			`"required":["path","content"],"additionalProperties":false}`),
+		Run: runWriteFile}
+}
+
+func runWriteFile(ctx context.Context, env Env, raw json.RawMessage) (Result, error) {
+	var a struct {
+		Path    *string `json:"path"`
+		Content *string `json:"content"`
+	}
+	if msg := decodeArgs(raw, &a, "path", "content"); msg != "" {
+		return failed("%s", msg), nil
+	}
+	lim := env.Limits.withDefaults()
+	p, msg := ResolvePath(*a.Path)
+	if msg != "" {
+		return failed("%s", msg), nil
+	}
+	if int64(len(*a.Content)) > lim.MaxFileBytes {
+		return failed("File is too large: the limit is %d bytes.", lim.MaxFileBytes), nil
+	}
+	w, err := env.Sandbox.WriteFile(ctx, sandbox.FileWrite{Path: p, Parents: true}, strings.NewReader(*a.Content))
+	if err != nil {
+		return fileError(err, p, lim)
+	}
+	return Result{Output: fmt.Sprintf("Wrote %d bytes to %s.", w.Bytes, p)}, nil
+}
+
+// ReadFileTool reads a text file, or exports a file.
+func ReadFileTool() Tool {
+	return Tool{Name: ReadFileName, Computer: true,
+		Description: "Read a text file from the computer. With export true, the file is kept as an artifact for the user instead. Relative paths resolve under /workspace.",
+		Schema: json.RawMessage(`{"type":"object","properties":{` +
+			`"path":{"type":"string","description":"The file; relative paths resolve under /workspace."},` +
+			`"export":{"type":["boolean","null"],"description":"true: keep the file as an artifact for the user."}},` +
+			`"required":["path","export"],"additionalProperties":false}`),
+		Run: runReadFile}
+}
+
+func runReadFile(ctx context.Context, env Env, raw json.RawMessage) (Result, error) {
+	var a struct {
+		Path   *string `json:"path"`
+		Export *bool   `json:"export"`
+	}
+	if msg := decodeArgs(raw, &a, "path"); msg != "" {
+		return failed("%s", msg), nil
+	}
+	lim := env.Limits.withDefaults()
+	p, msg := ResolvePath(*a.Path)
+	if msg != "" {
+		return failed("%s", msg), nil
+	}
+	if a.Export != nil && *a.Export {
+		fi, err := env.Sandbox.Stat(ctx, p)
+		if err != nil {
+			return fileError(err, p, lim)
+		}
+		switch fi.Type {
+		case "file":
+		case "dir":
+			return failed("Is a directory: %s", p), nil
+		default:
+			return failed("Not a regular file: %s", p), nil
+		}
+		if !env.Artifacts {
+			return Result{Output: OmittedSentence(fi.Size)}, nil
+		}
+		return failed("%s", ExportPendingSentence), nil // pending: the artifact store
+	}
+	var buf bytes.Buffer
+	end, err := env.Sandbox.ReadFile(ctx, sandbox.FileRead{Path: p, Limit: lim.MaxStreamBytes}, &buf)
+	if err != nil {
+		return fileError(err, p, lim)
+	}
+	if bytes.IndexByte(buf.Bytes(), 0) >= 0 {
+		return Result{Output: BinarySentence(end.Size)}, nil
+	}
+	text := strings.ToValidUTF8(buf.String(), "\uFFFD")
+	if end.Truncated && len(text) <= lim.MaxAnswerBytes-len(TruncatedMarker)-1 {
+		// The file goes on beyond what was read: it is cut all the same.
+		return Result{Output: line(text) + TruncatedMarker}, nil
+	}
+	return Result{Output: Truncate(text, lim.MaxAnswerBytes)}, nil
+}
+
+// PythonTool runs cells in the computer's Python kernel.
+func PythonTool() Tool {
+	return Tool{Name: PythonName, Computer: true,
+		Description: "Run Python cells, in order, in the computer's Jupyter kernel; variables persist between calls. Returns printed output, results, errors, and images as notes.",
+		Schema: json.RawMessage(`{"type":"object","properties":{` +
+			`"cells":{"type":"array","description":"The cells to run, in order.","items":{"type":"object","properties":{` +
+			`"code":{"type":"string"},"title":{"type":["string","null"]}},"required":["code","title"],"additionalProperties":false}},` +
+			`"timeout":{"type":["integer","null"],"description":"Seconds for the whole call, 1 to 600; null for 30."},` +
+			`"cwd":{"type":["string","null"],"description":"Working directory; null for /workspace."},` +
+			`"reset":{"type":["boolean","null"],"description":"true: restart the kernel first, losing its variables."}},` +
+			`"required":["cells","timeout","cwd","reset"],"additionalProperties":false}`),
+		Run: runPython}
+}
+
+// Python limits (as the computers API's).
+const (
+	maxCells             = 64
+	maxCellBytes         = 1 << 20
+	defaultPythonTimeout = 30
+	maxPythonTimeout     = 600
+)
+
+func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error) {
+	var a struct {
+		Cells []struct {
+			Code  *string `json:"code"`
+			Title *string `json:"title"`
+		} `json:"cells"`
+		Timeout *int    `json:"timeout"`
+		Cwd     *string `json:"cwd"`
+		Reset   *bool   `json:"reset"`
+	}
+	if msg := decodeArgs(raw, &a, "cells"); msg != "" {
+		return failed("%s", msg), nil
+	}
+	lim := env.Limits.withDefaults()
+	if len(a.Cells) == 0 || len(a.Cells) > maxCells {
+		return failed("Invalid arguments: cells must hold 1 to %d cells.", maxCells), nil
+	}
+	req := sandbox.PythonRequest{Prelude: lim.Prelude, MaxOutput: lim.MaxStreamBytes}
+	for i, c := range a.Cells {
+		if c.Code == nil {
+			return failed("Invalid arguments: cells[%d].code is required.", i), nil
+		}
+		if len(*c.Code) > maxCellBytes {
+			return failed("Invalid arguments: cell %d is larger than %d bytes.", i, maxCellBytes), nil
+		}
+		cell := sandbox.PythonCell{Code: *c.Code}
+		if c.Title != nil {
+			cell.Title = *c.Title
+		}
+		req.Cells = append(req.Cells, cell)
+	}
+	timeout := defaultPythonTimeout
+	if a.Timeout != nil {
+		if *a.Timeout < 1 || *a.Timeout > maxPythonTimeout {
+			return failed("Invalid arguments: timeout must be 1 to %d seconds.", maxPythonTimeout), nil
+		}
+		timeout = *a.Timeout
+	}
+	timeout = min(timeout, lim.ExecTimeoutSeconds)
+	req.Timeout = sandbox.Millis(time.Duration(timeout) * time.Second)
+	if a.Cwd != nil {
+		cwd, msg := ResolvePath(*a.Cwd)
+		if msg != "" {
+			return failed("%s", msg), nil
+		}
+		req.Cwd = cwd
+	}
+	req.Reset = a.Reset != nil && *a.Reset
+	cells := make([]PythonCell, len(req.Cells))
+	for i := range cells {
+		cells[i] = PythonCell{Index: i, Outputs: []kernel.Output{}}
+	}
+	res, err := env.Sandbox.Python(ctx, req, func(o sandbox.PythonOutput) {
+		if o.Cell >= 0 && o.Cell < len(cells) {
+			cells[o.Cell].Outputs = append(cells[o.Cell].Outputs, o.Output)
+		}
+	})
+	if err != nil {
+		switch {
+		case errors.Is(err, sandbox.ErrNotFound), errors.Is(err, sandbox.ErrNotDir):
+			return failed("Not a directory: %s", req.Cwd), nil
+		case errors.Is(err, sandbox.ErrPathEscape):
+			return failed("Path is outside the workspace: %s", req.Cwd), nil
+		case errors.Is(err, sandbox.ErrProcLimit):
+			return failed("%s", ProcLimitSentence), nil
+		}
+		return Result{}, err
+	}
+	for _, c := range res.Cells {
+		if c.Index >= 0 && c.Index < len(cells) {
+			cells[c.Index].Status = c.Status
+		}
+	}
+	text, images := RenderPython(cells, res)
+	return Result{Output: Truncate(text, lim.MaxAnswerBytes), Images: images, Cells: cells,
+		Failed: res.Status != "ok"}, nil
+}
+
+// shortTraceback is how many traceback lines the model sees.
+const shortTraceback = 8
+
+// RenderPython is the compact text of a python call for the model:
+//
+//	[cell <i>: <status>]
+//	<stream text, result text, [image: <w>x<h> PNG], ename: evalue + traceback tail>
+//	...
+//	<the call's message, when it failed>
+func RenderPython(cells []PythonCell, res sandbox.PythonResult) (string, []Image) {
+	var b strings.Builder
+	var images []Image
+	for _, c := range cells {
+		status := c.Status
+		if status == "" {
+			status = "skipped"
+		}
+		fmt.Fprintf(&b, "[cell %d: %s]\n", c.Index, status)
+		for _, o := range c.Outputs {
+			switch o.Type {
+			case kernel.OutStream:
+				b.WriteString(line(o.Text))
+			case kernel.OutResult, kernel.OutDisplay:
+				switch {
+				case len(o.PNG) > 0:
+					note := fmt.Sprintf("[image: %dx%d PNG]", o.Width, o.Height)
+					images = append(images, Image{PNG: o.PNG, Width: o.Width, Height: o.Height, Note: note})
+					b.WriteString(note + "\n")
+				case o.Text != "":
+					b.WriteString(line(o.Text))
+				case len(o.JSON) > 0:
+					b.WriteString(line(string(o.JSON)))
+				}
+			case kernel.OutError:
+				head := o.EName + ": " + o.EValue
+				b.WriteString(line(head))
+				tb := strings.Split(strings.TrimRight(strings.Join(o.Traceback, "\n"), "\n"), "\n")
+				if n := len(tb); n > 0 && strings.TrimSpace(tb[n-1]) == strings.TrimSpace(head) {
+					tb = tb[:n-1]
+				}
+				if len(tb) > shortTraceback {
+					tb = tb[len(tb)-shortTraceback:]
+				}
+				if t := strings.TrimSpace(strings.Join(tb, "\n")); t != "" {
+					b.WriteString(line(strings.Join(tb, "\n")))
+				}
+			case kernel.OutClear, kernel.OutInput, kernel.OutTruncated:
+				if o.Text != "" {
+					b.WriteString("[" + strings.TrimSpace(o.Text) + "]\n")
+				}
+			}
+		}
+	}
+	if res.KernelRestarted {
+		b.WriteString("[the Python kernel was restarted; earlier variables are gone]\n")
+	}
+	if res.Status != "ok" && res.Message != "" {
+		b.WriteString(line(res.Message))
+	}
+	return strings.TrimRight(b.String(), "\n"), images
+}

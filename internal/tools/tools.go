@@ -1,0 +1,261 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// Tool is one tool a model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Schema is the strict JSON schema of the arguments: an object with
+	// additionalProperties false and every property required (optional ones
+	// are nullable), as OpenAI's strict mode demands.
+	Schema json.RawMessage
+	// Computer marks a tool that needs a computer (the computer capability,
+	// the "computer" system tool and an organisation that allows computers).
+	Computer bool
+	// Run executes the tool. A tool error is the Result's Output; err is
+	// only for infrastructure failures.
+	Run func(ctx context.Context, env Env, args json.RawMessage) (Result, error)
+}
+
+// Limits bound one call; zero values take the defaults.
+type Limits struct {
+	// ExecTimeoutSeconds caps a command's or a python call's time
+	// (the computer's exec limit).
+	ExecTimeoutSeconds int
+	// MaxStreamBytes is how much of each output stream is read (1 MiB).
+	MaxStreamBytes int64
+	// MaxAnswerBytes is the size of the answer the model sees (32 KiB).
+	MaxAnswerBytes int
+	// MaxFileBytes bounds a written file (1 MiB when zero).
+	MaxFileBytes int64
+	// Prelude runs in every new Python kernel.
+	Prelude string
+}
+
+// Defaults of Limits.
+const (
+	DefaultExecTimeout    = 30
+	DefaultMaxStreamBytes = 1 << 20
+	DefaultMaxAnswerBytes = 32 << 10
+	DefaultMaxFileBytes   = 1 << 20
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.ExecTimeoutSeconds <= 0 {
+		l.ExecTimeoutSeconds = DefaultExecTimeout
+	}
+	if l.MaxStreamBytes <= 0 {
+		l.MaxStreamBytes = DefaultMaxStreamBytes
+	}
+	if l.MaxAnswerBytes <= 0 {
+		l.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = DefaultMaxFileBytes
+	}
+	return l
+}
+
+// Env is what a tool runs with.
+type Env struct {
+	Sandbox sandbox.Sandbox
+	Limits  Limits
+	// Artifacts: the key may keep files (the artifacts capability).
+	Artifacts bool
+}
+
+// Image is a PNG the tool produced; the model sees only Note.
+type Image struct {
+	PNG    []byte `json:"png"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Note   string `json:"note"`
+}
+
+// Artifact is a file a tool stored (pending: no store yet).
+type Artifact struct {
+	ID       string `json:"id"`
+	Filename string `json:"filename"`
+	Bytes    int64  `json:"bytes"`
+}
+
+// PythonCell is one cell's structured outputs.
+type PythonCell struct {
+	Index   int             `json:"index"`
+	Status  string          `json:"status"`
+	Outputs []kernel.Output `json:"outputs"`
+}
+
+// Result is a tool's answer.
+type Result struct {
+	// Output is the fixed text the model sees.
+	Output    string     `json:"output"`
+	Images    []Image    `json:"images"`
+	Artifacts []Artifact `json:"artifacts"`
+	// Cells are python's structured outputs.
+	Cells []PythonCell `json:"cells,omitempty"`
+	// Failed: Output is an error sentence (the call did not do its job).
+	Failed bool `json:"-"`
+	// ExitCode is a command's exit code (exec only), for the audit.
+	ExitCode *int `json:"-"`
+	// Err is an infrastructure failure (RunBatch only).
+	Err error `json:"-"`
+}
+
+func failed(format string, args ...any) Result {
+	return Result{Output: fmt.Sprintf(format, args...), Failed: true}
+}
+
+// Definition is a tool in OpenAI function format.
+type Definition struct {
+	Type     string   `json:"type"`
+	Function Function `json:"function"`
+}
+
+// Function is the function part of a Definition.
+type Function struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict"`
+}
+
+// Definition returns t in OpenAI function format.
+func (t *Tool) Definition() Definition {
+	return Definition{Type: "function", Function: Function{Name: t.Name, Description: t.Description,
+		Parameters: t.Schema, Strict: true}}
+}
+
+// Registry holds tools by name.
+type Registry struct {
+	tools []*Tool
+}
+
+// NewRegistry returns a registry of tools, in that order.
+func NewRegistry(tools ...Tool) *Registry {
+	r := &Registry{}
+	for i := range tools {
+		t := tools[i]
+		r.tools = append(r.tools, &t)
+	}
+	return r
+}
+
+// Default is the registry of the built-in tools.
+func Default() *Registry {
+	return NewRegistry(ExecTool(), WriteFileTool(), ReadFileTool(), PythonTool())
+}
+
+// Lookup finds a tool by its exact name.
+func (r *Registry) Lookup(name string) (*Tool, bool) {
+	for _, t := range r.tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// Match returns the tools a name or toolset pattern names: an exact name,
+// or a prefix followed by one final "*" (builtin__computer_*).
+func (r *Registry) Match(pattern string) []*Tool {
+	prefix, glob := strings.CutSuffix(pattern, "*")
+	if strings.Contains(prefix, "*") {
+		return nil
+	}
+	var out []*Tool
+	for _, t := range r.tools {
+		if (glob && strings.HasPrefix(t.Name, prefix)) || (!glob && t.Name == pattern) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Definitions returns the tools keep accepts (nil: all) in OpenAI
+// function format.
+func (r *Registry) Definitions(keep func(*Tool) bool) []Definition {
+	out := []Definition{}
+	for _, t := range r.tools {
+		if keep == nil || keep(t) {
+			out = append(out, t.Definition())
+		}
+	}
+	return out
+}
+
+// Names lists the tool names.
+func (r *Registry) Names() []string {
+	var out []string
+	for _, t := range r.tools {
+		out = append(out, t.Name)
+	}
+	return slices.Clip(out)
+}
+
+// Run calls a tool by name. An unknown tool is a tool error.
+func (r *Registry) Run(ctx context.Context, env Env, name string, args json.RawMessage) (Result, error) {
+	t, ok := r.Lookup(name)
+	if !ok {
+		return failed("Unknown tool: %s", name), nil
+	}
+	return t.Run(ctx, env, args)
+}
+
+// Call is one tool call of a round.
+type Call struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ErrNotRun marks a call skipped because an earlier call of its round
+// failed for infrastructure reasons.
+var ErrNotRun = errors.New("not run: an earlier call of this round failed")
+
+// NotRunSentence is the Output of a call skipped after an infrastructure failure.
+const NotRunSentence = "Not run: the computer failed during an earlier call."
+
+// RunBatch runs one round's calls strictly in order, one after another. A
+// tool error does not stop the round; an infrastructure failure (Err) does:
+// the later calls are not run and carry ErrNotRun.
+func (r *Registry) RunBatch(ctx context.Context, env Env, calls []Call) []Result {
+	out := make([]Result, len(calls))
+	var stop error
+	for i, c := range calls {
+		if stop != nil {
+			out[i] = Result{Output: NotRunSentence, Failed: true, Err: fmt.Errorf("%w: %w", ErrNotRun, stop)}
+			continue
+		}
+		res, err := r.Run(ctx, env, c.Name, c.Arguments)
+		if err != nil {
+			res.Err, stop = err, err
+		}
+		out[i] = res.normalize()
+	}
+	return out
+}
+
+// normalize makes the slices non-nil (they are [] on the wire).
+func (r Result) normalize() Result {
+	if r.Images == nil {
+		r.Images = []Image{}
+	}
+	if r.Artifacts == nil {
+		r.Artifacts = []Artifact{}
+	}
+	return r
+}
+
+// Normalize is normalize for callers outside the package.
+func (r Result) Normalize() Result { return r.normalize() }
