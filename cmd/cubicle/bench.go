@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -91,10 +92,7 @@ func benchSandbox(args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "cubicle bench sandbox: "+format+"\n", args...)
-		return 2
-	}
+	fail := benchUsageError("sandbox")
 	switch {
 	case fs.NArg() > 0:
 		return fail("unexpected argument %q", fs.Arg(0))
@@ -119,7 +117,7 @@ func benchSandbox(args []string) int {
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := benchContext()
 	defer stop()
 	drv, err := linux.New(linux.Config{StateDir: *data})
 	if err != nil {
@@ -131,30 +129,13 @@ func benchSandbox(args []string) int {
 		Driver: drv, Spec: sandbox.DefaultSpec(), N: *n, Warmup: *warmup,
 		Peers: peerList, Timeout: timeout.d, Log: os.Stderr,
 	})
-	cleaned := "every computer and container it made was removed"
-	if rep != nil && rep.CleanupFailed {
-		cleaned = "clean-up was incomplete (see the notes above)"
-	}
-	switch {
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(os.Stderr, "cubicle bench sandbox: interrupted; %s\n", cleaned)
-		return 130
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "cubicle bench sandbox: %v; %s\n", err, cleaned)
-		return 1
-	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
-	} else {
-		bench.WriteTable(os.Stdout, rep)
-	}
-	if rep.Failed {
-		fmt.Fprintln(os.Stderr, "cubicle bench sandbox: some cubicle runs failed (see the notes)")
-		return 1
-	}
-	return 0
+	return benchOutcome{
+		name: "sandbox", made: "computer and container", err: err,
+		interrupted:   errors.Is(err, context.Canceled),
+		cleanupFailed: rep != nil && rep.CleanupFailed,
+		failed:        rep != nil && rep.Failed, failedWhat: "some cubicle runs failed",
+		asJSON: *asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteTable(w, rep) },
+	}.finish()
 }
 
 const benchAPIUsage = `Usage: cubicle bench api [flags]
@@ -202,10 +183,7 @@ func benchAPI(args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "cubicle bench api: "+format+"\n", args...)
-		return 2
-	}
+	fail := benchUsageError("api")
 	cfg := bench.APIConfig{URL: *url, Key: *key, N: *n, Warmup: *warmup, Concurrency: *concurrency, Execs: *execs,
 		PoolSize: *pool, Timeout: timeout.d, Spec: sandbox.DefaultSpec(), Log: os.Stderr}
 	if *url != "" {
@@ -222,33 +200,16 @@ func benchAPI(args []string) int {
 		return fail("--pool must be between 1 and 1000, got %d", *pool)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := benchContext()
 	defer stop()
 	rep, err := runBenchAPI(ctx, cfg, *data, *withSandbox)
-	cleaned := "every computer, server and directory it made was removed"
-	if rep != nil && rep.CleanupFailed {
-		cleaned = "clean-up was incomplete (see the notes above)"
-	}
-	switch {
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		fmt.Fprintf(os.Stderr, "cubicle bench api: interrupted; %s\n", cleaned)
-		return 130
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "cubicle bench api: %v; %s\n", err, cleaned)
-		return 1
-	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
-	} else {
-		bench.WriteAPITable(os.Stdout, rep)
-	}
-	if rep.Failed {
-		fmt.Fprintln(os.Stderr, "cubicle bench api: some runs or requests failed (see the notes)")
-		return 1
-	}
-	return 0
+	return benchOutcome{
+		name: "api", made: "computer, server and directory", err: err,
+		interrupted:   errors.Is(err, context.Canceled) && ctx.Err() != nil,
+		cleanupFailed: rep != nil && rep.CleanupFailed,
+		failed:        rep != nil && rep.Failed, failedWhat: "some runs or requests failed",
+		asJSON: *asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteAPITable(w, rep) },
+	}.finish()
 }
 
 // runBenchAPI makes a temporary directory in parent, starts a server in it
@@ -261,88 +222,31 @@ func runBenchAPI(ctx context.Context, cfg bench.APIConfig, parent string, withSa
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
-	var notes []string
-	cleanupFailed := false
-	note := func(failed bool, format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		fmt.Fprintln(os.Stderr, "note: "+msg)
-		notes = append(notes, msg)
-		cleanupFailed = cleanupFailed || failed
-	}
-	// gc removes what computers under dir left, after their owner is gone.
-	gc := func(dir string, wantNone bool) {
-		drv, err := linux.New(linux.Config{StateDir: dir})
-		if err != nil {
-			note(true, "gc %s: %v", dir, err)
-			return
-		}
-		gctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		r, err := drv.GC(gctx)
-		switch {
-		case err != nil:
-			note(true, "gc %s: %v", dir, err)
-		case r.Computers > 0 && wantNone:
-			note(false, "%d computers were left in %s and removed by gc", r.Computers, dir)
-		}
-	}
+	s := &benchScratch{root: root}
 	defer func() {
-		if err := bench.RemoveTree(root); err != nil {
-			note(true, "%v", err)
-		}
-		if rep == nil {
-			return
-		}
-		for _, n := range notes {
-			rep.AddNote(false, "%s", n)
-		}
-		if cleanupFailed {
-			rep.AddNote(true, "clean-up incomplete")
+		if rep != nil {
+			s.close(rep.AddNote)
+		} else {
+			s.close(nil)
 		}
 	}()
-
 	if withSandbox {
-		dir := filepath.Join(root, "sandbox")
-		drv, err := linux.New(linux.Config{StateDir: dir})
-		if err != nil {
-			return nil, fmt.Errorf("in-process computers: %w (--sandbox=false measures over HTTP only)", err)
-		}
-		cfg.Driver = drv
-		defer gc(dir, true)
-	}
-	if cfg.URL == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find the cubicle binary: %w", err)
-		}
-		dir := filepath.Join(root, "serve")
-		if err := os.Mkdir(dir, 0o700); err != nil {
+		if cfg.Driver, err = s.sandbox(); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.URL == "" {
 		// Limits, not usage: room for the load's computers, the pool and
 		// the bench's own.
 		maxConc := cfg.Concurrency + cfg.PoolSize + 8
 		budget := max(64, (maxConc+1)/2+1) // GiB, at 512M per computer
-		scfg := bench.ServerConfig{Binary: exe, Data: dir, PoolSize: cfg.PoolSize, MaxConcurrent: maxConc,
-			MemoryBudget: fmt.Sprintf("%dG", budget)}
-		fmt.Fprintf(os.Stderr, "starting cubicle serve (pool %d, max_concurrent %d, memory_budget %s) in %s\n",
-			scfg.PoolSize, scfg.MaxConcurrent, scfg.MemoryBudget, dir)
-		srv, err := bench.StartServer(ctx, scfg)
+		scfg := bench.ServerConfig{PoolSize: cfg.PoolSize, MaxConcurrent: maxConc, MemoryBudget: fmt.Sprintf("%dG", budget)}
+		desc := fmt.Sprintf("pool %d, max_concurrent %d, memory_budget %s", scfg.PoolSize, scfg.MaxConcurrent, scfg.MemoryBudget)
+		srv, info, err := s.startServer(ctx, "serve", "", desc, scfg)
 		if err != nil {
-			gc(dir, false)
 			return nil, err
 		}
-		fmt.Fprintf(os.Stderr, "cubicle serve is ready at %s\n", srv.URL)
-		defer func() {
-			fmt.Fprintln(os.Stderr, "stopping cubicle serve")
-			stopErr := srv.Stop()
-			if stopErr != nil {
-				note(true, "%v; its log ends with:\n%s", stopErr, srv.LogTail(2048))
-			}
-			gc(dir, stopErr == nil)
-		}()
-		cfg.URL, cfg.Key, cfg.ServerPID = srv.URL, srv.Key, srv.PID()
-		cfg.Server = bench.ServerInfo{Started: true, PoolSize: cfg.PoolSize, MaxConcurrent: maxConc, MemoryBudget: scfg.MemoryBudget}
+		cfg.URL, cfg.Key, cfg.ServerPID, cfg.Server = srv.URL, srv.Key, srv.PID(), info
 	}
 	return bench.RunAPI(ctx, cfg)
 }
@@ -400,10 +304,7 @@ func benchPython(args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "cubicle bench python: "+format+"\n", args...)
-		return 2
-	}
+	fail := benchUsageError("python")
 	cfg := bench.PythonConfig{N: *n, FirstN: *firstN, Warmup: *warmup, Timeout: timeout.d, Log: os.Stderr}
 	switch err := cfg.Validate(); {
 	case fs.NArg() > 0:
@@ -416,33 +317,16 @@ func benchPython(args []string) int {
 		return fail("--pool must be between 2 and 16, got %d", *pool)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := benchContext()
 	defer stop()
 	rep, err := runBenchPython(ctx, cfg, *data, *pool, *cold, *jupyter, *host, *withSandbox, *python)
-	cleaned := "every computer, kernel, server and directory it made was removed"
-	if rep != nil && rep.CleanupFailed {
-		cleaned = "clean-up was incomplete (see the notes above)"
-	}
-	switch {
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		fmt.Fprintf(os.Stderr, "cubicle bench python: interrupted; %s\n", cleaned)
-		return 130
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "cubicle bench python: %v; %s\n", err, cleaned)
-		return 1
-	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
-	} else {
-		bench.WritePythonTable(os.Stdout, rep)
-	}
-	if rep.Failed {
-		fmt.Fprintln(os.Stderr, "cubicle bench python: some runs failed (see the notes)")
-		return 1
-	}
-	return 0
+	return benchOutcome{
+		name: "python", made: "computer, kernel, server and directory", err: err,
+		interrupted:   errors.Is(err, context.Canceled) && ctx.Err() != nil,
+		cleanupFailed: rep != nil && rep.CleanupFailed,
+		failed:        rep != nil && rep.Failed, failedWhat: "some runs failed",
+		asJSON: *asJSON, report: rep, table: func(w io.Writer) error { return bench.WritePythonTable(w, rep) },
+	}.finish()
 }
 
 // runBenchPython makes a temporary directory in parent, starts the warm
@@ -456,96 +340,35 @@ func runBenchPython(ctx context.Context, cfg bench.PythonConfig, parent string, 
 	if err != nil {
 		return nil, err
 	}
-	var notes []string
-	cleanupFailed := false
-	note := func(failed bool, format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		fmt.Fprintln(os.Stderr, "note: "+msg)
-		notes = append(notes, msg)
-		cleanupFailed = cleanupFailed || failed
-	}
-	gc := func(dir string, wantNone bool) {
-		drv, err := linux.New(linux.Config{StateDir: dir})
-		if err != nil {
-			note(true, "gc %s: %v", dir, err)
-			return
-		}
-		gctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		r, err := drv.GC(gctx)
-		switch {
-		case err != nil:
-			note(true, "gc %s: %v", dir, err)
-		case r.Computers > 0 && wantNone:
-			note(false, "%d computers were left in %s and removed by gc", r.Computers, dir)
-		}
-	}
+	s := &benchScratch{root: root}
 	defer func() {
-		if err := bench.RemoveTree(root); err != nil {
-			note(true, "%v", err)
-		}
-		if rep == nil {
-			return
-		}
-		for _, n := range notes {
-			rep.AddNote(false, "%s", n)
-		}
-		if cleanupFailed {
-			rep.AddNote(true, "clean-up incomplete")
+		if rep != nil {
+			s.close(rep.AddNote)
+		} else {
+			s.close(nil)
 		}
 	}()
-
 	if withSandbox {
-		dir := filepath.Join(root, "sandbox")
-		drv, err := linux.New(linux.Config{StateDir: dir})
-		if err != nil {
-			return nil, fmt.Errorf("in-process computers: %w (--sandbox=false measures over HTTP only)", err)
+		if cfg.Driver, err = s.sandbox(); err != nil {
+			return nil, err
 		}
-		cfg.Driver, cfg.Spec, cfg.Prelude = drv, sandbox.DefaultSpec(), config.DefaultPrelude
-		defer gc(dir, true)
+		cfg.Spec, cfg.Prelude = sandbox.DefaultSpec(), config.DefaultPrelude
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the cubicle binary: %w", err)
+	// start starts one of the two servers; they differ only in their pool.
+	start := func(name string, pool int) (*bench.Server, bench.ServerInfo, error) {
+		scfg := bench.ServerConfig{PoolSize: pool, MaxConcurrent: 16, MemoryBudget: "16G"}
+		return s.startServer(ctx, name, name, fmt.Sprintf("%s: pool %d, default prelude", name, pool), scfg)
 	}
-	// start starts a server with its own data directory; stop it with the
-	// returned function.
-	start := func(name string, pool int) (*bench.Server, bench.ServerInfo, func(), error) {
-		dir := filepath.Join(root, name)
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			return nil, bench.ServerInfo{}, nil, err
-		}
-		scfg := bench.ServerConfig{Binary: exe, Data: dir, PoolSize: pool, MaxConcurrent: 16, MemoryBudget: "16G"}
-		fmt.Fprintf(os.Stderr, "starting cubicle serve (%s: pool %d, default prelude) in %s\n", name, pool, dir)
-		srv, err := bench.StartServer(ctx, scfg)
-		if err != nil {
-			gc(dir, false)
-			return nil, bench.ServerInfo{}, nil, fmt.Errorf("%s server: %w", name, err)
-		}
-		fmt.Fprintf(os.Stderr, "cubicle serve (%s) is ready at %s\n", name, srv.URL)
-		stopFn := func() {
-			fmt.Fprintf(os.Stderr, "stopping cubicle serve (%s)\n", name)
-			stopErr := srv.Stop()
-			if stopErr != nil {
-				note(true, "%s server: %v; its log ends with:\n%s", name, stopErr, srv.LogTail(2048))
-			}
-			gc(dir, stopErr == nil)
-		}
-		info := bench.ServerInfo{Started: true, PoolSize: pool, MaxConcurrent: scfg.MaxConcurrent, MemoryBudget: scfg.MemoryBudget}
-		return srv, info, stopFn, nil
-	}
-	warm, info, stopWarm, err := start("warm", poolSize)
+	warm, info, err := start("warm", poolSize)
 	if err != nil {
 		return nil, err
 	}
-	defer stopWarm()
 	cfg.Warm = bench.PythonServer{URL: warm.URL, Key: warm.Key, PoolSize: poolSize, Info: info}
 	if withCold && cfg.FirstN > 0 {
-		cold, info, stopCold, err := start("cold", 0)
+		cold, info, err := start("cold", 0)
 		if err != nil {
 			return nil, err
 		}
-		defer stopCold()
 		cfg.Cold = bench.PythonServer{URL: cold.URL, Key: cold.Key, Info: info}
 	}
 	if withJupyter {
@@ -557,4 +380,174 @@ func runBenchPython(ctx context.Context, cfg bench.PythonConfig, parent string, 
 		cfg.HostKernel = &bench.HostKernelConfig{Python: python, Dir: hdir, Prelude: config.DefaultPrelude}
 	}
 	return bench.RunPython(ctx, cfg)
+}
+
+// benchContext is cancelled by Ctrl-C, SIGTERM and SIGHUP, so that every
+// bench removes what it made before it exits.
+func benchContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+}
+
+// benchUsageError returns what reports a bad flag of 'cubicle bench name'
+// and gives the usage exit code.
+func benchUsageError(name string) func(format string, args ...any) int {
+	return func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "cubicle bench "+name+": "+format+"\n", args...)
+		return 2
+	}
+}
+
+// benchOutcome is how a bench ended; finish reports it the same way for
+// every bench.
+type benchOutcome struct {
+	name          string // as in 'cubicle bench <name>'
+	made          string // what it makes and removes, for the clean-up line
+	err           error
+	interrupted   bool // err is the signal's cancellation
+	cleanupFailed bool
+	failed        bool   // some runs failed; the report's notes say which
+	failedWhat    string // says so in the bench's words
+	asJSON        bool
+	report        any // printed as JSON
+	table         func(io.Writer) error
+}
+
+// finish prints an error with what became of the clean-up, or the report,
+// and returns the exit code: 130 interrupted, 1 failed, 0 otherwise.
+func (o benchOutcome) finish() int {
+	prefix := "cubicle bench " + o.name + ":"
+	cleaned := "every " + o.made + " it made was removed"
+	if o.cleanupFailed {
+		cleaned = "clean-up was incomplete (see the notes above)"
+	}
+	switch {
+	case o.interrupted:
+		fmt.Fprintf(os.Stderr, "%s interrupted; %s\n", prefix, cleaned)
+		return 130
+	case o.err != nil:
+		fmt.Fprintf(os.Stderr, "%s %v; %s\n", prefix, o.err, cleaned)
+		return 1
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(o.report)
+	} else {
+		o.table(os.Stdout)
+	}
+	if o.failed {
+		fmt.Fprintf(os.Stderr, "%s %s (see the notes)\n", prefix, o.failedWhat)
+		return 1
+	}
+	return 0
+}
+
+// benchScratch is the temporary state of 'bench api' and 'bench python': a
+// directory under which its servers and in-process computers keep their
+// state, the steps that stop them, and the notes their clean-up left.
+type benchScratch struct {
+	root          string
+	undo          []func() // run last first by close
+	notes         []string
+	cleanupFailed bool
+}
+
+// note records a clean-up note (failed: something could not be removed)
+// and shows it at once, since the report that will carry it comes last.
+func (s *benchScratch) note(failed bool, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	fmt.Fprintln(os.Stderr, "note: "+msg)
+	s.notes = append(s.notes, msg)
+	s.cleanupFailed = s.cleanupFailed || failed
+}
+
+// gc removes what computers under dir left, after their owner is gone;
+// wantNone notes computers it found (their owner should have removed them).
+func (s *benchScratch) gc(dir string, wantNone bool) {
+	drv, err := linux.New(linux.Config{StateDir: dir})
+	if err != nil {
+		s.note(true, "gc %s: %v", dir, err)
+		return
+	}
+	gctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := drv.GC(gctx)
+	switch {
+	case err != nil:
+		s.note(true, "gc %s: %v", dir, err)
+	case r.Computers > 0 && wantNone:
+		s.note(false, "%d computers were left in %s and removed by gc", r.Computers, dir)
+	}
+}
+
+// sandbox makes the driver whose computers the bench runs in this process;
+// close collects what they left.
+func (s *benchScratch) sandbox() (sandbox.Driver, error) {
+	dir := filepath.Join(s.root, "sandbox")
+	drv, err := linux.New(linux.Config{StateDir: dir})
+	if err != nil {
+		return nil, fmt.Errorf("in-process computers: %w (--sandbox=false measures over HTTP only)", err)
+	}
+	s.undo = append(s.undo, func() { s.gc(dir, true) })
+	return drv, nil
+}
+
+// startServer starts this binary's 'cubicle serve' with scfg's limits in
+// its own directory root/dir; close stops it and collects what its
+// computers left. label names it in messages when there are several ("":
+// one); desc says how it is set up.
+func (s *benchScratch) startServer(ctx context.Context, dir, label, desc string, scfg bench.ServerConfig) (*bench.Server, bench.ServerInfo, error) {
+	which, prefix := "", ""
+	if label != "" {
+		which, prefix = " ("+label+")", label+" server: "
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, bench.ServerInfo{}, fmt.Errorf("find the cubicle binary: %w", err)
+	}
+	dir = filepath.Join(s.root, dir)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, bench.ServerInfo{}, err
+	}
+	scfg.Binary, scfg.Data = exe, dir
+	fmt.Fprintf(os.Stderr, "starting cubicle serve (%s) in %s\n", desc, dir)
+	srv, err := bench.StartServer(ctx, scfg)
+	if err != nil {
+		s.gc(dir, false)
+		if label != "" {
+			err = fmt.Errorf("%s server: %w", label, err)
+		}
+		return nil, bench.ServerInfo{}, err
+	}
+	fmt.Fprintf(os.Stderr, "cubicle serve%s is ready at %s\n", which, srv.URL)
+	s.undo = append(s.undo, func() {
+		fmt.Fprintf(os.Stderr, "stopping cubicle serve%s\n", which)
+		stopErr := srv.Stop()
+		if stopErr != nil {
+			s.note(true, "%s%v; its log ends with:\n%s", prefix, stopErr, srv.LogTail(2048))
+		}
+		s.gc(dir, stopErr == nil)
+	})
+	return srv, bench.ServerInfo{Started: true, PoolSize: scfg.PoolSize, MaxConcurrent: scfg.MaxConcurrent, MemoryBudget: scfg.MemoryBudget}, nil
+}
+
+// close stops what was started, last first, removes the directory, and
+// hands the notes to add, the report's AddNote (nil: there is no report;
+// the notes were shown already).
+func (s *benchScratch) close(add func(cleanup bool, format string, args ...any)) {
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+	if err := bench.RemoveTree(s.root); err != nil {
+		s.note(true, "%v", err)
+	}
+	if add == nil {
+		return
+	}
+	for _, n := range s.notes {
+		add(false, "%s", n)
+	}
+	if s.cleanupFailed {
+		add(true, "clean-up incomplete")
+	}
 }

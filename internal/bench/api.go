@@ -26,11 +26,7 @@ const (
 )
 
 // APITargets are the service's latency goals, judged on the p50 of a row.
-var APITargets = []struct {
-	Row   string
-	What  string
-	Limit time.Duration
-}{
+var APITargets = []Goal{
 	{RowAPICreate, "create from the warm pool (POST /v1/computers)", 5 * time.Millisecond},
 	{RowAPIExecTrue, "exec /bin/true through HTTP (POST …/exec)", 4 * time.Millisecond},
 }
@@ -366,11 +362,7 @@ func overheads(rows []Row) []Overhead {
 // targets judges the sandbox's and the service's targets on rows.
 func targets(rows []Row) []Target {
 	var out []Target
-	for _, list := range [][]struct {
-		Row   string
-		What  string
-		Limit time.Duration
-	}{Targets, APITargets} {
+	for _, list := range [][]Goal{Targets, APITargets} {
 		for _, t := range list {
 			for _, r := range rows {
 				if r.ID == t.Row && r.N > 0 {
@@ -560,24 +552,12 @@ func apiExecPath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
 			{RowAPIExecTrue, "api      exec /bin/true round trip"},
 			{RowAPIExecEcho, "api      exec /bin/echo → first byte (SSE)"},
 		},
-		setup: func(ctx context.Context) error {
-			got, _, err := c.create(ctx)
-			if err != nil {
-				return err
-			}
-			id = got
-			tr.add(id)
-			return pool.wait(ctx)
+		setup: func(ctx context.Context) (err error) {
+			id, err = claim(ctx, c, tr, pool)
+			return err
 		},
 		close: func(ctx context.Context) error {
-			if id == "" {
-				return nil
-			}
-			if _, err := c.delete(ctx, id); err != nil && !isGone(err) {
-				return err
-			}
-			tr.remove(id)
-			return nil
+			return deleteTracked(ctx, c, tr, id)
 		},
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
 			rt, err := c.exec(ctx, id, trueArgv, "")
@@ -591,4 +571,30 @@ func apiExecPath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
 			return map[string]time.Duration{RowAPIExecTrue: rt, RowAPIExecEcho: fb}, nil
 		},
 	}
+}
+
+// claim creates the computer a path keeps for its samples and waits for
+// the pool's refill, so that the first sample runs on a quiet server. The
+// id is tracked (and returned) as soon as it is known, so that clean-up
+// finds it even when the wait fails.
+func claim(ctx context.Context, c *apiClient, tr *tracker, pool *poolWaiter) (string, error) {
+	id, _, err := c.create(ctx)
+	if err != nil {
+		return "", err
+	}
+	tr.add(id)
+	return id, pool.wait(ctx)
+}
+
+// deleteTracked deletes a computer the bench made ("" or gone: nothing to
+// do).
+func deleteTracked(ctx context.Context, c *apiClient, tr *tracker, id string) error {
+	if id == "" {
+		return nil
+	}
+	if _, err := c.delete(ctx, id); err != nil && !isGone(err) {
+		return err
+	}
+	tr.remove(id)
+	return nil
 }

@@ -6,12 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -188,109 +184,9 @@ func TestAggregation(t *testing.T) {
 	}
 }
 
-// fakeAPI serves the part of the computers API the bench uses, with a
-// warm pool that refills after a short delay, and counts what is alive.
-type fakeAPI struct {
-	mu      sync.Mutex
-	next    int
-	live    map[string]bool
-	pool    int
-	full    int
-	max     int // computers beyond this answer 429
-	execs   atomic.Int64
-	blockAt int64 // the exec with this number waits for the request to end
-	blocked chan struct{}
-}
-
-func newFakeAPI(t *testing.T, f *fakeAPI) *httptest.Server {
-	f.live, f.pool = map[string]bool{}, f.full
-	mux := http.NewServeMux()
-	auth := func(h http.HandlerFunc) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != "Bearer k" {
-				w.WriteHeader(401)
-				io.WriteString(w, `{"error":{"code":"invalid_api_key","message":"no"}}`)
-				return
-			}
-			h(w, r)
-		}
-	}
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		fmt.Fprintf(w, "cubicle_pool_depth %d\n", f.pool)
-	})
-	mux.HandleFunc("GET /v1/computers", auth(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"object":"list","data":[]}`)
-	}))
-	mux.HandleFunc("POST /v1/computers", auth(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.max > 0 && len(f.live) >= f.max {
-			w.WriteHeader(429)
-			io.WriteString(w, `{"error":{"code":"capacity_exceeded","message":"full"}}`)
-			return
-		}
-		f.next++
-		id := fmt.Sprintf("cmp_%d", f.next)
-		f.live[id] = true
-		if f.pool > 0 {
-			f.pool--
-			time.AfterFunc(2*time.Millisecond, func() {
-				f.mu.Lock()
-				f.pool = min(f.pool+1, f.full)
-				f.mu.Unlock()
-			})
-		}
-		w.WriteHeader(201)
-		fmt.Fprintf(w, `{"id":%q,"object":"computer","status":"ready"}`, id)
-	}))
-	mux.HandleFunc("DELETE /v1/computers/{id}", auth(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if !f.live[r.PathValue("id")] {
-			w.WriteHeader(409)
-			io.WriteString(w, `{"error":{"code":"computer_gone","message":"gone"}}`)
-			return
-		}
-		delete(f.live, r.PathValue("id"))
-		w.WriteHeader(204)
-	}))
-	mux.HandleFunc("POST /v1/computers/{id}/exec", auth(func(w http.ResponseWriter, r *http.Request) {
-		var req struct{ Argv []string }
-		json.NewDecoder(r.Body).Decode(&req)
-		if n := f.execs.Add(1); n == f.blockAt {
-			close(f.blocked)
-			<-r.Context().Done()
-			return
-		}
-		out := ""
-		if slices.Equal(req.Argv, echoArgv) {
-			out = echoOutput
-		}
-		if r.Header.Get("Accept") == "text/event-stream" {
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "event: stdout\ndata: {\"data\":%q}\n\n", out)
-			w.(http.Flusher).Flush()
-			io.WriteString(w, "event: exit\ndata: {\"exit_code\":0,\"stdout\":\"\"}\n\n")
-			return
-		}
-		fmt.Fprintf(w, `{"exit_code":0,"stdout":%q,"stderr":"","timed_out":false}`, out)
-	}))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-func (f *fakeAPI) alive() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.live)
-}
-
 func TestRunAPIAgainstFakeServer(t *testing.T) {
-	f := &fakeAPI{full: 2}
-	srv := newFakeAPI(t, f)
+	f := &fakeServer{full: 2}
+	srv := newFakeServer(t, f)
 	rep, err := RunAPI(context.Background(), APIConfig{URL: srv.URL, Key: "k", N: 5, Warmup: 1,
 		Concurrency: 4, Execs: 3, PoolSize: -1, Timeout: 5 * time.Second})
 	if err != nil {
@@ -330,8 +226,8 @@ func TestRunAPIAgainstFakeServer(t *testing.T) {
 }
 
 func TestRunAPILoadCounts429(t *testing.T) {
-	f := &fakeAPI{full: 1, max: 3}
-	srv := newFakeAPI(t, f)
+	f := &fakeServer{full: 1, max: 3}
+	srv := newFakeServer(t, f)
 	rep, err := RunAPI(context.Background(), APIConfig{URL: srv.URL, Key: "k", N: 2,
 		Concurrency: 5, Execs: 2, PoolSize: 1, Timeout: 5 * time.Second})
 	if err != nil {
@@ -347,8 +243,8 @@ func TestRunAPILoadCounts429(t *testing.T) {
 }
 
 func TestRunAPICancelledCleansUp(t *testing.T) {
-	f := &fakeAPI{full: 1, blockAt: 40, blocked: make(chan struct{})}
-	srv := newFakeAPI(t, f)
+	f := &fakeServer{full: 1, blockAt: 40, blocked: make(chan struct{})}
+	srv := newFakeServer(t, f)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-f.blocked // an exec in the load phase hangs
@@ -368,7 +264,7 @@ func TestRunAPICancelledCleansUp(t *testing.T) {
 }
 
 func TestRunAPIBadKey(t *testing.T) {
-	srv := newFakeAPI(t, &fakeAPI{full: 1})
+	srv := newFakeServer(t, &fakeServer{full: 1})
 	_, err := RunAPI(context.Background(), APIConfig{URL: srv.URL, Key: "wrong", N: 1, Timeout: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("RunAPI with a bad key = %v", err)

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,21 +67,11 @@ func isGone(err error) bool {
 }
 
 func (c *apiClient) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
-	if err != nil {
-		return nil, err
-	}
+	auth := ""
 	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
+		auth = "Bearer " + c.key
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return req, nil
+	return newJSONRequest(ctx, method, c.base+path, auth, body)
 }
 
 // do sends a request and reads the whole answer. A status other than want
@@ -93,19 +81,32 @@ func (c *apiClient) do(ctx context.Context, method, path string, body []byte, wa
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
+	status, b, err := fetch(c.hc, req)
+	switch {
+	case err != nil && status == 0:
 		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("%s %s: read the answer: %w", method, path, err)
-	}
-	if resp.StatusCode != want {
-		return nil, statusError(method, path, resp.StatusCode, b)
+	case status != want:
+		return nil, statusError(method, path, status, b)
 	}
 	return b, nil
+}
+
+// postJSON posts body to path and decodes the 200 answer into v. It
+// returns the time from sending the request until the answer was decoded:
+// what a client waits for before it can use the answer. The caller builds
+// body first, so that building it is not timed, and bounds ctx.
+func (c *apiClient) postJSON(ctx context.Context, path string, body []byte, v any) (time.Duration, error) {
+	start := time.Now()
+	b, err := c.do(ctx, http.MethodPost, path, body, http.StatusOK)
+	if err != nil {
+		return 0, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return 0, fmt.Errorf("POST %s: %w", path, err)
+	}
+	return time.Since(start), nil
 }
 
 func statusError(method, path string, status int, body []byte) error {
@@ -168,18 +169,11 @@ func execBody(argv []string) []byte {
 func (c *apiClient) exec(ctx context.Context, id string, argv []string, wantOut string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	body := execBody(argv)
-	path := "/v1/computers/" + id + "/exec"
-	start := time.Now()
-	b, err := c.do(ctx, http.MethodPost, path, body, http.StatusOK)
+	var res execResult
+	d, err := c.postJSON(ctx, "/v1/computers/"+id+"/exec", execBody(argv), &res)
 	if err != nil {
 		return 0, err
 	}
-	var res execResult
-	if err := json.Unmarshal(b, &res); err != nil {
-		return 0, fmt.Errorf("POST %s: %w", path, err)
-	}
-	d := time.Since(start)
 	if err := res.check(); err != nil {
 		return 0, err
 	}
@@ -221,27 +215,12 @@ func (c *apiClient) execSSE(ctx context.Context, id string, argv []string, wantO
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	path := "/v1/computers/" + id + "/exec"
-	req, err := c.newRequest(ctx, http.MethodPost, path, execBody(argv))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	start := time.Now()
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return 0, statusError(http.MethodPost, path, resp.StatusCode, b)
-	}
 	var (
 		first time.Duration
 		out   strings.Builder
 		exit  *execResult
 	)
-	err = readSSE(resp.Body, func(event string, data []byte) error {
+	err := c.postSSE(ctx, path, execBody(argv), func(start time.Time, event string, data []byte) error {
 		switch event {
 		case "stdout", "stderr":
 			var d struct{ Data string }
@@ -267,7 +246,7 @@ func (c *apiClient) execSSE(ctx context.Context, id string, argv []string, wantO
 	})
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("POST %s (SSE): %w", path, err)
+		return 0, err
 	case exit == nil:
 		return 0, fmt.Errorf("POST %s (SSE): the stream ended without an exit event", path)
 	}
@@ -278,48 +257,6 @@ func (c *apiClient) execSSE(ctx context.Context, id string, argv []string, wantO
 		return 0, fmt.Errorf("streamed stdout %q, want %q", out.String(), wantOut)
 	}
 	return first, nil
-}
-
-// readSSE calls fn for each event of a text/event-stream until the stream
-// ends or fn returns an error (io.EOF: stop without error).
-func readSSE(r io.Reader, fn func(event string, data []byte) error) error {
-	br := bufio.NewReader(r)
-	var event string
-	var data []byte
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			if errors.Is(err, io.EOF) && line == "" {
-				return nil
-			}
-			if errors.Is(err, io.EOF) {
-				return io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if event != "" || data != nil {
-				if err := fn(event, data); err != nil {
-					if errors.Is(err, io.EOF) {
-						return nil
-					}
-					return err
-				}
-			}
-			event, data = "", nil
-		case strings.HasPrefix(line, ":"): // comment
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			d := strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
-			if data != nil {
-				data = append(data, '\n')
-			}
-			data = append(data, d...)
-		}
-	}
 }
 
 // poolDepth reads cubicle_pool_depth from GET /metrics.

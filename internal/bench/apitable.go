@@ -10,8 +10,7 @@ import (
 // WriteTable.
 func WriteAPITable(w io.Writer, r *APIReport) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cubicle bench api  %s  kernel %s, %d CPUs, cgroup %s, load %s\n",
-		r.Date.Format("2006-01-02 15:04 MST"), r.Host.Kernel, r.Host.CPUs, r.Host.Cgroup, r.Host.LoadAvg)
+	writeHeader(&b, "api", r.Date, r.Host)
 	who := "a running server"
 	if r.Server.Started {
 		who = "cubicle serve started by the bench"
@@ -33,7 +32,7 @@ func WriteAPITable(w io.Writer, r *APIReport) error {
 		fmt.Fprintf(&b, "every timed POST /v1/computers found the pool full (%d) and waited for its refill afterwards\n", r.Server.PoolSize)
 	}
 	b.WriteByte('\n')
-	writeRows(&b, r.Rows)
+	writeRows(&b, labelWidth, r.Rows)
 
 	if len(r.Overheads) > 0 {
 		b.WriteString("\nHTTP next to the driver (p50, ms)\n")
@@ -45,7 +44,7 @@ func WriteAPITable(w io.Writer, r *APIReport) error {
 	if l := r.Load; l != nil {
 		fmt.Fprintf(&b, "\nload: %d computers created at once, then %d × /bin/true in each (in sequence), all computers in parallel\n\n",
 			l.Computers, l.ExecsEach)
-		writeRows(&b, l.Rows)
+		writeRows(&b, labelWidth, l.Rows)
 		fmt.Fprintf(&b, "\n  throughput  %.0f execs/s (%d execs in %.2f s", l.Throughput, l.Execs, l.Seconds)
 		if l.CPUBusy > 0 {
 			fmt.Fprintf(&b, ", host CPUs %.0f%% busy", 100*l.CPUBusy)
@@ -76,34 +75,7 @@ func WriteAPITable(w io.Writer, r *APIReport) error {
 				fmt.Sprintf("load: %d × %d execs, every request succeeded", l.Computers, l.ExecsEach), verdict(l.OK), l.Errors, l.Refused)
 		}
 	}
-	if len(r.Notes) > 0 {
-		b.WriteString("\nnotes\n")
-		for _, n := range r.Notes {
-			fmt.Fprintf(&b, "  %s\n", n)
-		}
-	}
+	writeNotes(&b, r.Notes)
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// labelWidth is the width of the label column in the API tables.
-const labelWidth = 48
-
-func writeRows(b *strings.Builder, rows []Row) {
-	fmt.Fprintf(b, "%-*s %9s %9s %9s %9s %5s\n", labelWidth, "ms", "p50", "p90", "p99", "mean", "n")
-	for _, row := range rows {
-		fmt.Fprintf(b, "%-*s %9s %9s %9s %9s %5d", labelWidth, row.Label, msCell(row, row.P50), msCell(row, row.P90),
-			msCell(row, row.P99), msCell(row, row.Mean), row.N)
-		if row.Failures > 0 {
-			fmt.Fprintf(b, "  (%d failed)", row.Failures)
-		}
-		b.WriteByte('\n')
-	}
-}
-
-func verdict(met bool) string {
-	if met {
-		return "met"
-	}
-	return "NOT MET"
 }

@@ -37,12 +37,17 @@ const (
 	RowRuncExecEch = "runc_exec_echo"
 )
 
-// Targets are Cubicle's latency goals, judged on the p50 of a row.
-var Targets = []struct {
+// Goal is a latency target: the p50 of Row should be at most Limit. One
+// type serves the sandbox's, the service's and Python's targets, which
+// are judged alike.
+type Goal struct {
 	Row   string
 	What  string
 	Limit time.Duration
-}{
+}
+
+// Targets are Cubicle's latency goals, judged on the p50 of a row.
+var Targets = []Goal{
 	{RowColdStart, "cold computer start to first byte", 30 * time.Millisecond},
 	{RowExecTrue, "exec through the agent (/bin/true round trip)", 3 * time.Millisecond},
 }

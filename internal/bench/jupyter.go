@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -230,29 +229,18 @@ func startJupyterOnce(ctx context.Context, cfg JupyterConfig, root string) (*Jup
 
 // do sends a REST request with the token and reads the whole answer.
 func (j *Jupyter) do(ctx context.Context, method, path string, body []byte, want int) ([]byte, error) {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, j.URL+path, r)
+	req, err := newJSONRequest(ctx, method, j.URL+path, "token "+j.Token, body)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "token "+j.Token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := j.hc.Do(req)
-	if err != nil {
+	status, b, err := fetch(j.hc, req)
+	switch {
+	case err != nil && status == 0:
 		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode != want {
-		return nil, fmt.Errorf("%s %s: %d: %.200s", method, path, resp.StatusCode, b)
+	case status != want:
+		return nil, fmt.Errorf("%s %s: %d: %.200s", method, path, status, b)
 	}
 	return b, nil
 }

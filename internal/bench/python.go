@@ -37,11 +37,7 @@ const (
 )
 
 // PythonTargets are the Python goals judged on the p50 of a row.
-var PythonTargets = []struct {
-	Row   string
-	What  string
-	Limit time.Duration
-}{
+var PythonTargets = []Goal{
 	{RowPyOnePlusOne, "1+1 through the HTTP API (POST …/python)", 8 * time.Millisecond},
 	{RowPyFirstWarm, "first cell in a new computer (warm pool)", 50 * time.Millisecond},
 }
@@ -443,14 +439,9 @@ func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) 
 			{RowPyOnePlusOne, "cubicle  1+1  POST …/python (JSON)"},
 			{RowPyOnePlusOneSSE, "cubicle  1+1  POST …/python (SSE, to result)"},
 		},
-		setup: func(ctx context.Context) error {
-			got, _, err := c.create(ctx)
-			if err != nil {
-				return err
-			}
-			id = got
-			tr.add(id)
-			return pool.wait(ctx)
+		setup: func(ctx context.Context) (err error) {
+			id, err = claim(ctx, c, tr, pool)
+			return err
 		},
 		close: func(ctx context.Context) error {
 			return deleteTracked(ctx, c, tr, id)
@@ -481,19 +472,6 @@ func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) 
 			return map[string]time.Duration{RowPyOnePlusOne: d, RowPyOnePlusOneSSE: ds}, nil
 		},
 	}
-}
-
-// deleteTracked deletes a computer the bench made ("" or gone: nothing to
-// do).
-func deleteTracked(ctx context.Context, c *apiClient, tr *tracker, id string) error {
-	if id == "" {
-		return nil
-	}
-	if _, err := c.delete(ctx, id); err != nil && !isGone(err) {
-		return err
-	}
-	tr.remove(id)
-	return nil
 }
 
 // jupyterRoundTrip times 1+1 through jupyter_server: one kernel started

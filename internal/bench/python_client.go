@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 )
@@ -119,17 +118,11 @@ func isResult(s string) func(string) bool { return func(t string) bool { return 
 func (c *apiClient) python(ctx context.Context, id string, body []byte, ok func(string) bool, timeout time.Duration) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	path := "/v1/computers/" + id + "/python"
-	start := time.Now()
-	b, err := c.do(ctx, http.MethodPost, path, body, http.StatusOK)
+	var a pythonAnswer
+	d, err := c.postJSON(ctx, "/v1/computers/"+id+"/python", body, &a)
 	if err != nil {
 		return 0, err
 	}
-	var a pythonAnswer
-	if err := json.Unmarshal(b, &a); err != nil {
-		return 0, fmt.Errorf("POST %s: %w", path, err)
-	}
-	d := time.Since(start)
 	var outs []pyOutput
 	if len(a.Cells) > 0 {
 		outs = a.Cells[0].Outputs
@@ -144,27 +137,12 @@ func (c *apiClient) pythonSSE(ctx context.Context, id string, body []byte, ok fu
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	path := "/v1/computers/" + id + "/python"
-	req, err := c.newRequest(ctx, http.MethodPost, path, body)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	start := time.Now()
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return 0, statusError(http.MethodPost, path, resp.StatusCode, b)
-	}
 	var (
 		d    time.Duration
 		outs []pyOutput
 		res  *pythonAnswer
 	)
-	err = readSSE(resp.Body, func(event string, data []byte) error {
+	err := c.postSSE(ctx, path, body, func(start time.Time, event string, data []byte) error {
 		switch event {
 		case "output":
 			var o struct {
@@ -189,7 +167,7 @@ func (c *apiClient) pythonSSE(ctx context.Context, id string, body []byte, ok fu
 	})
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("POST %s (SSE): %w", path, err)
+		return 0, err
 	case res == nil:
 		return 0, fmt.Errorf("POST %s (SSE): the stream ended without a result event", path)
 	}

@@ -10,8 +10,7 @@ import (
 // WriteAPITable.
 func WritePythonTable(w io.Writer, r *PythonReport) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cubicle bench python  %s  kernel %s, %d CPUs, cgroup %s, load %s\n",
-		r.Date.Format("2006-01-02 15:04 MST"), r.Host.Kernel, r.Host.CPUs, r.Host.Cgroup, r.Host.LoadAvg)
+	writeHeader(&b, "python", r.Date, r.Host)
 	server := func(name string, s ServerInfo) {
 		who := "a running server"
 		if s.Started {
@@ -40,7 +39,7 @@ func WritePythonTable(w io.Writer, r *PythonReport) error {
 		r.N, r.Warmup, r.FirstN)
 	b.WriteString("1+1: until the answer is decoded (Cubicle) or execute_reply and iopub idle arrived (jupyter_server)\n")
 	b.WriteString("first cell: import pandas as pd; df = pd.DataFrame({'a': range(100)}); df.describe()\n\n")
-	writeRows(&b, r.Rows)
+	writeRows(&b, labelWidth, r.Rows)
 
 	if len(r.Speedups)+len(r.Deltas) > 0 {
 		b.WriteString("\nside by side (p50, ms)\n")
@@ -65,12 +64,7 @@ func WritePythonTable(w io.Writer, r *PythonReport) error {
 	if !judged {
 		fmt.Fprintf(&b, "  %-50s ≥ %g× p50: not judged (no jupyter_server row)\n", "1+1: Cubicle's API vs jupyter_server", pythonSpeedupMinimum)
 	}
-	if len(r.Notes) > 0 {
-		b.WriteString("\nnotes\n")
-		for _, n := range r.Notes {
-			fmt.Fprintf(&b, "  %s\n", n)
-		}
-	}
+	writeNotes(&b, r.Notes)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

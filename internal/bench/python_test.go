@@ -5,13 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -151,120 +146,10 @@ func TestPythonConfigValidate(t *testing.T) {
 	}
 }
 
-// fakePython serves the part of the API 'bench python' uses: computers
-// (from a pool that refills after a delay), /metrics, and python calls
-// whose first one in a computer takes coldDelay unless it came from the
-// pool.
-type fakePython struct {
-	full      int
-	coldDelay time.Duration
-	blockAt   int64 // the python call with this number waits for the request to end
-	blocked   chan struct{}
-
-	mu    sync.Mutex
-	next  int
-	pool  int
-	live  map[string]bool // id → warm kernel
-	calls atomic.Int64
-}
-
-func newFakePython(t *testing.T, f *fakePython) *httptest.Server {
-	f.live, f.pool = map[string]bool{}, f.full
-	mux := http.NewServeMux()
-	auth := func(h http.HandlerFunc) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != "Bearer k" {
-				w.WriteHeader(401)
-				return
-			}
-			h(w, r)
-		}
-	}
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		fmt.Fprintf(w, "cubicle_pool_depth %d\n", f.pool)
-	})
-	mux.HandleFunc("GET /v1/computers", auth(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"object":"list","data":[]}`)
-	}))
-	mux.HandleFunc("POST /v1/computers", auth(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.next++
-		id := fmt.Sprintf("cmp_%d", f.next)
-		f.live[id] = f.pool > 0
-		if f.pool > 0 {
-			f.pool--
-			time.AfterFunc(5*time.Millisecond, func() {
-				f.mu.Lock()
-				f.pool = min(f.pool+1, f.full)
-				f.mu.Unlock()
-			})
-		}
-		w.WriteHeader(201)
-		fmt.Fprintf(w, `{"id":%q,"object":"computer","status":"ready"}`, id)
-	}))
-	mux.HandleFunc("DELETE /v1/computers/{id}", auth(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if _, ok := f.live[r.PathValue("id")]; !ok {
-			w.WriteHeader(404)
-			return
-		}
-		delete(f.live, r.PathValue("id"))
-		w.WriteHeader(204)
-	}))
-	mux.HandleFunc("POST /v1/computers/{id}/python", auth(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Cells []struct{ Code string }
-		}
-		json.NewDecoder(r.Body).Decode(&req)
-		if n := f.calls.Add(1); n == f.blockAt {
-			close(f.blocked)
-			<-r.Context().Done()
-			return
-		}
-		f.mu.Lock()
-		warm, ok := f.live[r.PathValue("id")]
-		f.live[r.PathValue("id")] = true
-		f.mu.Unlock()
-		if !ok || len(req.Cells) != 1 {
-			w.WriteHeader(404)
-			return
-		}
-		if !warm {
-			time.Sleep(f.coldDelay)
-		}
-		text := "2"
-		if req.Cells[0].Code == firstCell {
-			text = describeText
-		}
-		out, _ := json.Marshal(map[string]any{"type": "execute_result", "text": text, "mime": "text/plain", "execution_count": 1})
-		if r.Header.Get("Accept") == "text/event-stream" {
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "event: output\ndata: {\"cell\":0,\"output\":%s}\n\n", out)
-			w.(http.Flusher).Flush()
-			io.WriteString(w, "event: result\ndata: {\"status\":\"ok\",\"cells\":[{\"index\":0,\"status\":\"ok\",\"execution_count\":1,\"outputs\":null}],\"cancelled\":false,\"timed_out\":false}\n\n")
-			return
-		}
-		fmt.Fprintf(w, `{"status":"ok","cells":[{"index":0,"status":"ok","execution_count":1,"outputs":[%s]}],"cancelled":false,"timed_out":false,"duration_ms":1}`, out)
-	}))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-func (f *fakePython) alive() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.live)
-}
-
 func TestRunPythonAgainstFakeServers(t *testing.T) {
-	warmF := &fakePython{full: 2, coldDelay: 20 * time.Millisecond}
-	coldF := &fakePython{coldDelay: 20 * time.Millisecond}
-	warm, cold := newFakePython(t, warmF), newFakePython(t, coldF)
+	warmF := &fakeServer{full: 2, coldDelay: 20 * time.Millisecond}
+	coldF := &fakeServer{coldDelay: 20 * time.Millisecond}
+	warm, cold := newFakeServer(t, warmF), newFakeServer(t, coldF)
 	rep, err := RunPython(context.Background(), PythonConfig{
 		Warm: PythonServer{URL: warm.URL, Key: "k", PoolSize: 2}, Cold: PythonServer{URL: cold.URL, Key: "k"},
 		N: 10, FirstN: 4, Warmup: 2, Timeout: 5 * time.Second, FirstTimeout: 5 * time.Second})
@@ -327,8 +212,8 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 }
 
 func TestRunPythonCancelledCleansUp(t *testing.T) {
-	f := &fakePython{full: 2, blockAt: 9, blocked: make(chan struct{})}
-	srv := newFakePython(t, f)
+	f := &fakeServer{full: 2, blockAt: 9, blocked: make(chan struct{})}
+	srv := newFakeServer(t, f)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-f.blocked
@@ -348,7 +233,7 @@ func TestRunPythonCancelledCleansUp(t *testing.T) {
 }
 
 func TestRunPythonBadKeyAndNoJupyter(t *testing.T) {
-	srv := newFakePython(t, &fakePython{full: 2})
+	srv := newFakeServer(t, &fakeServer{full: 2})
 	_, err := RunPython(context.Background(), PythonConfig{Warm: PythonServer{URL: srv.URL, Key: "wrong", PoolSize: 2}, N: 1})
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("RunPython with a bad key = %v", err)

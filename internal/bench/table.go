@@ -4,42 +4,71 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // WriteTable prints the report as a text table.
 func WriteTable(w io.Writer, r *Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cubicle bench sandbox  %s  kernel %s, %d CPUs, cgroup %s, load %s\n",
-		r.Date.Format("2006-01-02 15:04 MST"), r.Host.Kernel, r.Host.CPUs, r.Host.Cgroup, r.Host.LoadAvg)
+	writeHeader(&b, "sandbox", r.Date, r.Host)
 	fmt.Fprintf(&b, "%d timed runs per path after %d warm-up runs, interleaved; computer: %s memory, %d pids, %g CPUs, %s disk\n\n",
 		r.N, r.Warmup, size(r.Spec.MemoryBytes), r.Spec.Pids, r.Spec.CPUs, size(r.Spec.DiskBytes))
-	fmt.Fprintf(&b, "%-40s %9s %9s %9s %9s %5s\n", "ms", "p50", "p90", "p99", "mean", "n")
-	for _, row := range r.Rows {
-		fmt.Fprintf(&b, "%-40s %9s %9s %9s %9s %5d", row.Label, msCell(row, row.P50), msCell(row, row.P90),
-			msCell(row, row.P99), msCell(row, row.Mean), row.N)
-		if row.Failures > 0 {
-			fmt.Fprintf(&b, "  (%d failed)", row.Failures)
-		}
-		b.WriteByte('\n')
-	}
+	writeRows(&b, sandboxLabelWidth, r.Rows)
 	if len(r.Targets) > 0 {
 		b.WriteString("\ntargets (p50)\n")
 		for _, t := range r.Targets {
-			verdict := "NOT MET"
-			if t.Met {
-				verdict = "met"
-			}
-			fmt.Fprintf(&b, "  %-50s ≤ %g ms: %s (%.2f ms)\n", t.What, t.Limit.Milliseconds(), verdict, t.P50.Milliseconds())
+			fmt.Fprintf(&b, "  %-50s ≤ %g ms: %s (%.2f ms)\n", t.What, t.Limit.Milliseconds(), verdict(t.Met), t.P50.Milliseconds())
 		}
 	}
-	if len(r.Notes) > 0 {
-		b.WriteString("\nnotes\n")
-		for _, n := range r.Notes {
-			fmt.Fprintf(&b, "  %s\n", n)
-		}
-	}
+	writeNotes(&b, r.Notes)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Label column widths: the sandbox table's labels are shorter than those
+// of the API and python tables, whose widths stay as they were printed.
+const (
+	sandboxLabelWidth = 40
+	labelWidth        = 48
+)
+
+// writeRows prints the latency rows under a header, labels padded to
+// width, so every table of the bench reads the same.
+func writeRows(b *strings.Builder, width int, rows []Row) {
+	fmt.Fprintf(b, "%-*s %9s %9s %9s %9s %5s\n", width, "ms", "p50", "p90", "p99", "mean", "n")
+	for _, row := range rows {
+		fmt.Fprintf(b, "%-*s %9s %9s %9s %9s %5d", width, row.Label, msCell(row, row.P50), msCell(row, row.P90),
+			msCell(row, row.P99), msCell(row, row.Mean), row.N)
+		if row.Failures > 0 {
+			fmt.Fprintf(b, "  (%d failed)", row.Failures)
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// writeHeader prints a table's first line: which bench, when, and the
+// host it ran on (its load skews every row).
+func writeHeader(b *strings.Builder, bench string, date time.Time, h Host) {
+	fmt.Fprintf(b, "cubicle bench %s  %s  kernel %s, %d CPUs, cgroup %s, load %s\n",
+		bench, date.Format("2006-01-02 15:04 MST"), h.Kernel, h.CPUs, h.Cgroup, h.LoadAvg)
+}
+
+// writeNotes prints the notes section (nothing when there are none).
+func writeNotes(b *strings.Builder, notes []string) {
+	if len(notes) == 0 {
+		return
+	}
+	b.WriteString("\nnotes\n")
+	for _, n := range notes {
+		fmt.Fprintf(b, "  %s\n", n)
+	}
+}
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "NOT MET"
 }
 
 func msCell(row Row, d Duration) string {
