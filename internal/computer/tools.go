@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -21,7 +22,8 @@ func (m *Manager) ToolsEnabled(p governance.Principal) bool {
 // RunTool runs one tool of reg on a live computer of p's organisation. A
 // tool error is the Result's Output; the error return is for an unknown
 // tool (ErrNotFound), a refused principal, a computer that is gone or
-// unreachable. It records computer.executed with kind "tool:<name>", the
+// unreachable. It records computer.executed with the tool's kind (exec,
+// write_file, read_file, python), the
 // duration and, for a command, the exit code: never arguments, output or
 // paths.
 func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string, reg *tools.Registry, name string, args json.RawMessage) (tools.Result, error) {
@@ -43,7 +45,7 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 	res, err := t.Run(ctx, env, args)
 	elapsed := time.Since(start)
 	m.metrics.observe(elapsed)
-	data := map[string]any{"kind": "tool:" + name, "duration_ms": elapsed.Milliseconds()}
+	data := map[string]any{"kind": toolKind(name), "duration_ms": elapsed.Milliseconds()}
 	switch {
 	case err != nil:
 		data["status"] = "error"
@@ -63,4 +65,10 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 		return tools.Result{}, m.callError(id, err)
 	}
 	return res.Normalize(), nil
+}
+
+// toolKind is the audit kind of a tool: its name without the builtin
+// computer prefix (exec, write_file, read_file), or the name itself.
+func toolKind(name string) string {
+	return strings.TrimPrefix(name, "builtin__computer_")
 }

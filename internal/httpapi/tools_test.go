@@ -137,7 +137,7 @@ func TestToolsOnAComputer(t *testing.T) {
 	e.do(key, "POST", "/v1/computers/"+c.ID+"/tools/python", map[string]any{"args": map[string]any{}}).wantError(t, 400, "invalid_request")
 	e.do(key, "POST", "/v1/computers/cmp_nope/tools/python", map[string]any{"arguments": map[string]any{}}).wantError(t, 404, "not_found")
 
-	// Audit: one computer.executed per call, kind tool:<name>, nothing of the arguments.
+	// Audit: one computer.executed per call, kind exec/write_file/read_file/python, nothing of the arguments.
 	evs := eventsOf(e.audit(key, ""), c.ID, "computer.executed")
 	var kinds []string
 	for _, ev := range evs {
@@ -147,13 +147,13 @@ func TestToolsOnAComputer(t *testing.T) {
 			t.Fatalf("audit leaks arguments or output: %s", b)
 		}
 	}
-	for _, k := range []string{"tool:builtin__computer_write_file", "tool:builtin__computer_exec", "tool:builtin__computer_read_file", "tool:python"} {
+	for _, k := range []string{"write_file", "exec", "read_file", "python"} {
 		if !slices.Contains(kinds, k) {
 			t.Fatalf("audit kinds %v lack %s", kinds, k)
 		}
 	}
 	for _, ev := range evs {
-		if ev.Data["kind"] == "tool:builtin__computer_exec" {
+		if ev.Data["kind"] == "exec" {
 			if _, ok := ev.Data["exit_code"]; !ok {
 				t.Fatalf("exec event lacks exit_code: %+v", ev.Data)
 			}
