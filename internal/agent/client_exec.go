@@ -78,7 +78,10 @@ func (c *Client) Exec(ctx context.Context, req ExecStart, sio ExecIO) (ExitStatu
 		case KindExit, KindError:
 			var st ExitStatus
 			err := decodeReply(f, &st)
-			if err == nil && killed {
+			if killed {
+				// Cancelled: whatever the agent says last (an exit, or a
+				// start that failed because the kill won the race) the
+				// caller's answer is its own cancellation.
 				err = ctx.Err()
 			}
 			return st, err
