@@ -13,8 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
@@ -110,7 +112,18 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	defer mgr.Close(context.Background())
+	blobDir := cfg.Files.Dir
+	if blobDir == "" {
+		blobDir = filepath.Join(cfg.Server.Data, "blobs")
+	}
+	blobs, err := blob.NewDir(blobDir)
+	if err != nil {
+		return err
+	}
+	fsvc := files.New(st, blobs, int64(cfg.Files.MaxBytes))
+	mgr.SetExporter(fsvc.Export)
 	api := httpapi.New(gov, mgr, st)
+	api.SetFiles(fsvc)
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

@@ -46,6 +46,7 @@ type Manager struct {
 	pool     *pool
 	metrics  Metrics
 	starting atomic.Int64 // creations in flight
+	exporter atomic.Pointer[Exporter]
 
 	mu   sync.Mutex
 	live map[string]*live

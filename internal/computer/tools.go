@@ -9,8 +9,18 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
+
+// Exporter keeps a computer's file (path resolved inside it) as an
+// artifact of p: the artifact store behind builtin__computer_read_file's
+// export.
+type Exporter func(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, computerID, path string) (tools.Artifact, error)
+
+// SetExporter wires export to an artifact store, once at wiring time;
+// without one, export answers that it is not available.
+func (m *Manager) SetExporter(fn Exporter) { m.exporter.Store(&fn) }
 
 // ToolsEnabled reports whether p may use the computer tools here: the
 // deployment runs computers, the organisation allows them, the key has the
@@ -41,6 +51,11 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 	env := tools.Env{Sandbox: l.sb, Artifacts: p.Caps.HasArtifacts(), Limits: tools.Limits{
 		ExecTimeoutSeconds: l.execLimit, MaxStreamBytes: m.cfg.MaxOutputBytes,
 		MaxFileBytes: m.cfg.MaxFileBytes, Prelude: m.cfg.Prelude}}
+	if fn := m.exporter.Load(); fn != nil && *fn != nil && env.Artifacts {
+		env.Export = func(ctx context.Context, path string) (tools.Artifact, error) {
+			return (*fn)(ctx, p, l.sb, id, path)
+		}
+	}
 	start := time.Now()
 	res, err := t.Run(ctx, env, args)
 	elapsed := time.Since(start)

@@ -18,7 +18,16 @@ type Config struct {
 	Server    Server    `toml:"server"`
 	Computers Computers `toml:"computers"`
 	Python    Python    `toml:"python"`
+	Files     Files     `toml:"files"`
 	Log       Log       `toml:"log"`
+}
+
+// Files configures uploaded files and artifacts.
+type Files struct {
+	// MaxBytes bounds one upload (artifacts have their own 25 MiB cap).
+	MaxBytes Size `toml:"max_bytes"`
+	// Dir is the blob directory; empty: <server.data>/blobs.
+	Dir string `toml:"dir"`
 }
 
 // Python configures the kernels in computers.
@@ -67,6 +76,7 @@ func Default() Config {
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: 1 << 20,
 		},
 		Python: Python{Prelude: DefaultPrelude},
+		Files:  Files{MaxBytes: 64 << 20},
 		Log:    Log{Level: "info", Format: "text"},
 	}
 }
@@ -206,6 +216,12 @@ func (c Config) Validate() error {
 		return bad("computers.max_file_bytes", "must be positive")
 	case k.MaxOutputBytes < 1024:
 		return bad("computers.max_output_bytes", "must be at least 1K")
+	}
+	if c.Files.MaxBytes < 1 {
+		return bad("files.max_bytes", "must be positive")
+	}
+	if c.Files.Dir != "" && !strings.HasPrefix(c.Files.Dir, "/") {
+		return bad("files.dir", "must be an absolute path, got %q", c.Files.Dir)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

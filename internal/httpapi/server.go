@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -20,6 +21,7 @@ type API struct {
 	comp  *computer.Manager
 	st    store.Store
 	tools *tools.Registry
+	files atomic.Pointer[files.Service] // nil: files and artifacts are not configured
 	ready atomic.Bool
 	mux   *http.ServeMux
 }
@@ -58,6 +60,14 @@ func (a *API) routes() {
 	m.Handle("POST /v1/computers/{id}/tools/{name}", a.auth(a.computerTool))
 	m.Handle("GET /v1/tools", a.auth(a.listTools))
 	m.Handle("POST /v1/tools/{name}/call", a.auth(a.callTool))
+	m.Handle("POST /v1/files", a.auth(a.uploadFile))
+	m.Handle("GET /v1/files", a.auth(a.listUploads))
+	m.Handle("GET /v1/files/{id}", a.auth(a.getUpload))
+	m.Handle("GET /v1/files/{id}/content", a.auth(a.uploadContent))
+	m.Handle("DELETE /v1/files/{id}", a.auth(a.deleteUpload))
+	m.Handle("GET /v1/artifacts", a.auth(a.listArtifacts))
+	m.Handle("GET /v1/artifacts/{id}", a.auth(a.getArtifact))
+	m.Handle("GET /v1/artifacts/{id}/content", a.auth(a.artifactContent))
 	m.Handle("GET /v1/usage", a.auth(a.usage))
 	m.Handle("GET /v1/audit", a.auth(a.audit))
 

@@ -21,6 +21,8 @@ type Store interface {
 	Usage() Usage
 	Audit() Audit
 	Instances() Instances
+	Files() Files
+	Artifacts() Artifacts
 	Close() error
 }
 
@@ -162,4 +164,55 @@ type EventFilter struct {
 type Audit interface {
 	Record(ctx context.Context, e Event) error
 	List(ctx context.Context, f EventFilter) ([]Event, error)
+}
+
+// File is an uploaded file; its bytes live in the blob store.
+type File struct {
+	ID        string     `json:"id"`
+	OrgID     string     `json:"org_id"`
+	KeyID     string     `json:"key_id"`
+	Filename  string     `json:"filename"`
+	Purpose   string     `json:"purpose"`
+	Bytes     int64      `json:"bytes"`
+	SHA256    string     `json:"sha256"`
+	CreatedAt time.Time  `json:"created_at"`
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
+}
+
+// Files stores file records. Get and List never return deleted files.
+type Files interface {
+	Create(ctx context.Context, f File) error
+	Get(ctx context.Context, orgID, id string) (File, error)
+	// List returns the org's files, newest first.
+	List(ctx context.Context, orgID string) ([]File, error)
+	// Delete marks a file deleted; ErrNotFound if absent or already deleted.
+	Delete(ctx context.Context, orgID, id string, at time.Time) error
+}
+
+// Artifact is a file a computer exported; its bytes live in the blob store.
+type Artifact struct {
+	ID         string    `json:"id"`
+	OrgID      string    `json:"org_id"`
+	KeyID      string    `json:"key_id"`
+	ComputerID string    `json:"computer_id"`
+	ResponseID string    `json:"response_id"`
+	Filename   string    `json:"filename"`
+	Bytes      int64     `json:"bytes"`
+	SHA256     string    `json:"sha256"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// ArtifactFilter selects artifacts of one org.
+type ArtifactFilter struct {
+	OrgID      string
+	ComputerID string
+	ResponseID string
+}
+
+// Artifacts stores artifact records.
+type Artifacts interface {
+	Create(ctx context.Context, a Artifact) error
+	Get(ctx context.Context, orgID, id string) (Artifact, error)
+	// List returns matching artifacts, newest first.
+	List(ctx context.Context, f ArtifactFilter) ([]Artifact, error)
 }

@@ -26,7 +26,15 @@ const (
 	ExportPendingSentence = "Export is not available on this deployment yet."
 	ProcLimitSentence     = "The computer cannot start another process right now."
 	DiskFullSentence      = "The computer's disk is full."
+	// ExportTooLargeSentence is the answer for a file above MaxExportBytes.
+	ExportTooLargeSentence = "File is too large to export: the limit is 26214400 bytes."
 )
+
+// MaxExportBytes is the largest file export keeps (25 MiB, as any artifact).
+const MaxExportBytes = 25 << 20
+
+// ErrExportTooLarge: the exported file is larger than MaxExportBytes.
+var ErrExportTooLarge = errors.New("file is too large to export")
 
 // ExecTool runs a shell command.
 func ExecTool() Tool {
@@ -191,7 +199,20 @@ func runReadFile(ctx context.Context, env Env, raw json.RawMessage) (Result, err
 		if !env.Artifacts {
 			return Result{Output: OmittedSentence(fi.Size)}, nil
 		}
-		return failed("%s", ExportPendingSentence), nil // pending: the artifact store
+		if fi.Size > MaxExportBytes {
+			return failed("%s", ExportTooLargeSentence), nil
+		}
+		if env.Export == nil {
+			return failed("%s", ExportPendingSentence), nil
+		}
+		art, err := env.Export(ctx, p)
+		if errors.Is(err, ErrExportTooLarge) {
+			return failed("%s", ExportTooLargeSentence), nil
+		}
+		if err != nil {
+			return fileError(err, p, lim)
+		}
+		return Result{Output: fmt.Sprintf("Exported %d bytes from %s.", art.Bytes, p), Artifacts: []Artifact{art}}, nil
 	}
 	var buf bytes.Buffer
 	end, err := env.Sandbox.ReadFile(ctx, sandbox.FileRead{Path: p, Limit: lim.MaxStreamBytes}, &buf)

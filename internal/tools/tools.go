@@ -73,6 +73,11 @@ type Env struct {
 	Limits  Limits
 	// Artifacts: the key may keep files (the artifacts capability).
 	Artifacts bool
+	// Export stores the computer's file at path (already resolved) as an
+	// artifact of the caller; nil where the deployment has no artifact
+	// store. It returns ErrExportTooLarge past MaxExportBytes and the
+	// sandbox's errors for a file it cannot read.
+	Export func(ctx context.Context, path string) (Artifact, error)
 }
 
 // Image is a PNG the tool produced; the model sees only Note.
@@ -83,7 +88,7 @@ type Image struct {
 	Note   string `json:"note"`
 }
 
-// Artifact is a file a tool stored (pending: no store yet).
+// Artifact is a file a tool stored.
 type Artifact struct {
 	ID       string `json:"id"`
 	Filename string `json:"filename"`

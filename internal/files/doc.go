@@ -1,0 +1,6 @@
+// Package files is the service behind /v1/files and /v1/artifacts: records
+// in the store, bytes in the blob store. Files are uploaded by keys with the
+// files capability; artifacts are what computers export for keys with the
+// artifacts capability. Both belong to an organisation (the key that made
+// them is recorded); another organisation's id is simply not found.
+package files

@@ -1,0 +1,227 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cubicle-sandbox/cubicle/internal/blob"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
+)
+
+// DefaultMaxBytes is the default upload limit.
+const DefaultMaxBytes = 64 << 20
+
+// Errors. A refused capability is governance.ErrForbidden, an unknown or
+// foreign id store.ErrNotFound.
+var (
+	ErrTooLarge        = errors.New("file too large")
+	ErrInvalidFilename = fmt.Errorf("%w: filename is not valid", governance.ErrInvalid)
+)
+
+// Service manages files and artifacts.
+type Service struct {
+	st       store.Store
+	blobs    blob.Store
+	maxBytes int64
+	now      func() time.Time
+}
+
+// New returns the service; maxBytes (≤ 0: DefaultMaxBytes) bounds uploads.
+func New(st store.Store, blobs blob.Store, maxBytes int64) *Service {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	return &Service{st: st, blobs: blobs, maxBytes: maxBytes, now: time.Now}
+}
+
+// MaxBytes is the upload limit.
+func (s *Service) MaxBytes() int64 { return s.maxBytes }
+
+// SanitizeFilename keeps the last element of name (either slash) and
+// rejects what is still unsafe: empty, "." or "..", NUL or control
+// characters, invalid UTF-8, more than 255 bytes.
+func SanitizeFilename(name string) (string, error) {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	switch {
+	case name == "" || name == "." || name == "..":
+		return "", ErrInvalidFilename
+	case len(name) > 255:
+		return "", fmt.Errorf("%w: longer than 255 bytes", ErrInvalidFilename)
+	case !utf8.ValidString(name):
+		return "", fmt.Errorf("%w: not UTF-8", ErrInvalidFilename)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return "", fmt.Errorf("%w: control characters", ErrInvalidFilename)
+		}
+	}
+	return name, nil
+}
+
+func fileKey(id string) string     { return "files/" + id }
+func artifactKey(id string) string { return "artifacts/" + id }
+
+func needFiles(p governance.Principal) error {
+	if !p.Caps.HasFiles() {
+		return fmt.Errorf("%w: the key lacks the files capability", governance.ErrForbidden)
+	}
+	return nil
+}
+
+func needArtifacts(p governance.Principal) error {
+	if !p.Caps.HasArtifacts() {
+		return fmt.Errorf("%w: the key lacks the artifacts capability", governance.ErrForbidden)
+	}
+	return nil
+}
+
+// Upload stores r as a new file of p's organisation. A stream longer than
+// MaxBytes is ErrTooLarge and leaves nothing behind.
+func (s *Service) Upload(ctx context.Context, p governance.Principal, filename, purpose string, r io.Reader) (store.File, error) {
+	if err := needFiles(p); err != nil {
+		return store.File{}, err
+	}
+	name, err := SanitizeFilename(filename)
+	if err != nil {
+		return store.File{}, err
+	}
+	if len(purpose) > 64 {
+		return store.File{}, fmt.Errorf("%w: purpose is longer than 64 bytes", governance.ErrInvalid)
+	}
+	f := store.File{ID: governance.NewID("file"), OrgID: p.Org.ID, KeyID: p.Key.ID, Filename: name,
+		Purpose: purpose, CreatedAt: s.now().UTC()}
+	n, sum, err := s.blobs.Put(ctx, fileKey(f.ID), r, s.maxBytes)
+	if errors.Is(err, blob.ErrTooLarge) {
+		return store.File{}, fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, s.maxBytes)
+	}
+	if err != nil {
+		return store.File{}, err
+	}
+	f.Bytes, f.SHA256 = n, sum
+	if err := s.st.Files().Create(ctx, f); err != nil {
+		s.blobs.Delete(context.WithoutCancel(ctx), fileKey(f.ID))
+		return store.File{}, err
+	}
+	return f, nil
+}
+
+// GetFile returns a file of p's organisation.
+func (s *Service) GetFile(ctx context.Context, p governance.Principal, id string) (store.File, error) {
+	if err := needFiles(p); err != nil {
+		return store.File{}, err
+	}
+	return s.st.Files().Get(ctx, p.Org.ID, id)
+}
+
+// ListFiles returns p's organisation's files, newest first.
+func (s *Service) ListFiles(ctx context.Context, p governance.Principal) ([]store.File, error) {
+	if err := needFiles(p); err != nil {
+		return nil, err
+	}
+	return s.st.Files().List(ctx, p.Org.ID)
+}
+
+// OpenFile returns a file's record and bytes; the caller closes them.
+func (s *Service) OpenFile(ctx context.Context, p governance.Principal, id string) (store.File, io.ReadCloser, error) {
+	f, err := s.GetFile(ctx, p, id)
+	if err != nil {
+		return f, nil, err
+	}
+	rc, _, err := s.blobs.Open(ctx, fileKey(f.ID))
+	if errors.Is(err, blob.ErrNotFound) {
+		return f, nil, fmt.Errorf("file %s: %w", id, store.ErrNotFound)
+	}
+	return f, rc, err
+}
+
+// DeleteFile deletes a file: its record is marked and its bytes removed.
+func (s *Service) DeleteFile(ctx context.Context, p governance.Principal, id string) error {
+	if err := needFiles(p); err != nil {
+		return err
+	}
+	if err := s.st.Files().Delete(ctx, p.Org.ID, id, s.now().UTC()); err != nil {
+		return err
+	}
+	return s.blobs.Delete(context.WithoutCancel(ctx), fileKey(id))
+}
+
+// GetArtifact returns an artifact of p's organisation.
+func (s *Service) GetArtifact(ctx context.Context, p governance.Principal, id string) (store.Artifact, error) {
+	if err := needArtifacts(p); err != nil {
+		return store.Artifact{}, err
+	}
+	return s.st.Artifacts().Get(ctx, p.Org.ID, id)
+}
+
+// ListArtifacts returns p's organisation's artifacts, newest first,
+// optionally of one computer and/or response.
+func (s *Service) ListArtifacts(ctx context.Context, p governance.Principal, computerID, responseID string) ([]store.Artifact, error) {
+	if err := needArtifacts(p); err != nil {
+		return nil, err
+	}
+	return s.st.Artifacts().List(ctx, store.ArtifactFilter{OrgID: p.Org.ID, ComputerID: computerID, ResponseID: responseID})
+}
+
+// OpenArtifact returns an artifact's record and bytes; the caller closes them.
+func (s *Service) OpenArtifact(ctx context.Context, p governance.Principal, id string) (store.Artifact, io.ReadCloser, error) {
+	a, err := s.GetArtifact(ctx, p, id)
+	if err != nil {
+		return a, nil, err
+	}
+	rc, _, err := s.blobs.Open(ctx, artifactKey(a.ID))
+	if errors.Is(err, blob.ErrNotFound) {
+		return a, nil, fmt.Errorf("artifact %s: %w", id, store.ErrNotFound)
+	}
+	return a, rc, err
+}
+
+// Export copies the file at path (resolved, inside the computer) into a
+// new artifact of p, at most tools.MaxExportBytes (else
+// tools.ErrExportTooLarge). Sandbox errors are returned as they are.
+func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, computerID, filePath string) (tools.Artifact, error) {
+	if err := needArtifacts(p); err != nil {
+		return tools.Artifact{}, err
+	}
+	var buf bytes.Buffer
+	end, err := sb.ReadFile(ctx, sandbox.FileRead{Path: filePath, Limit: tools.MaxExportBytes}, &buf)
+	if err != nil {
+		return tools.Artifact{}, err
+	}
+	if end.Truncated || end.Size > tools.MaxExportBytes || int64(buf.Len()) > tools.MaxExportBytes {
+		return tools.Artifact{}, tools.ErrExportTooLarge
+	}
+	name, err := SanitizeFilename(path.Base(filePath))
+	if err != nil {
+		name = "file"
+	}
+	a := store.Artifact{ID: governance.NewID("art"), OrgID: p.Org.ID, KeyID: p.Key.ID, ComputerID: computerID,
+		Filename: name, CreatedAt: s.now().UTC()}
+	if c, err := s.st.Computers().Get(ctx, p.Org.ID, computerID); err == nil {
+		a.ResponseID = c.ResponseID
+	}
+	n, sum, err := s.blobs.Put(ctx, artifactKey(a.ID), &buf, tools.MaxExportBytes)
+	if errors.Is(err, blob.ErrTooLarge) {
+		return tools.Artifact{}, tools.ErrExportTooLarge
+	}
+	if err != nil {
+		return tools.Artifact{}, err
+	}
+	a.Bytes, a.SHA256 = n, sum
+	if err := s.st.Artifacts().Create(ctx, a); err != nil {
+		s.blobs.Delete(context.WithoutCancel(ctx), artifactKey(a.ID))
+		return tools.Artifact{}, err
+	}
+	return tools.Artifact{ID: a.ID, Filename: a.Filename, Bytes: a.Bytes}, nil
+}
