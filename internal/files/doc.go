@@ -2,5 +2,7 @@
 // in the store, bytes in the blob store. Files are uploaded by keys with the
 // files capability; artifacts are what computers export for keys with the
 // artifacts capability. Both belong to an organisation (the key that made
-// them is recorded); another organisation's id is simply not found.
+// them is recorded); another organisation's id is simply not found. It
+// imports internal/store, internal/blob, internal/governance,
+// internal/sandbox and internal/tools (the Artifact an export returns).
 package files
