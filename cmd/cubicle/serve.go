@@ -121,7 +121,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	fsvc := files.New(st, blobs, int64(cfg.Files.MaxBytes))
+	fsvc.SetInputLimits(cfg.Files.InputMaxFiles, int64(cfg.Files.InputMaxBytes))
 	mgr.SetExporter(fsvc.Export)
+	mgr.SetImageSaver(fsvc.SaveImage)
 	api := httpapi.New(gov, mgr, st)
 	api.SetFiles(fsvc)
 	ln, err := net.Listen("tcp", cfg.Server.Listen)

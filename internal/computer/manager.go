@@ -42,11 +42,12 @@ type Manager struct {
 	instance string
 	now      func() time.Time
 
-	adm      admission
-	pool     *pool
-	metrics  Metrics
-	starting atomic.Int64 // creations in flight
-	exporter atomic.Pointer[Exporter]
+	adm        admission
+	pool       *pool
+	metrics    Metrics
+	starting   atomic.Int64 // creations in flight
+	exporter   atomic.Pointer[Exporter]
+	imageSaver atomic.Pointer[ImageSaver]
 
 	mu   sync.Mutex
 	live map[string]*live

@@ -9,6 +9,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // Python call limits, from the seed's python tool.
@@ -26,17 +27,43 @@ type PythonRequest struct {
 	Cwd     string               `json:"cwd,omitempty"`
 	Reset   bool                 `json:"reset,omitempty"`
 	Mode    string               `json:"mode,omitempty"` // session (default) or per_call
+	// SaveImages keeps every image the cells produce as an artifact (the
+	// key needs the artifacts capability); their ids are in the cells'
+	// artifacts.
+	SaveImages bool `json:"save_images,omitempty"`
 }
 
 // CellView is one cell of a python answer.
 type CellView struct {
-	Index          int             `json:"index"`
-	Title          string          `json:"title,omitempty"`
-	Status         string          `json:"status"`
-	ExecutionCount int             `json:"execution_count,omitempty"`
-	InputRequested bool            `json:"input_requested,omitempty"`
-	Truncated      bool            `json:"truncated,omitempty"`
-	Outputs        []kernel.Output `json:"outputs"`
+	Index          int              `json:"index"`
+	Title          string           `json:"title,omitempty"`
+	Status         string           `json:"status"`
+	ExecutionCount int              `json:"execution_count,omitempty"`
+	InputRequested bool             `json:"input_requested,omitempty"`
+	Truncated      bool             `json:"truncated,omitempty"`
+	Outputs        []kernel.Output  `json:"outputs"`
+	Artifacts      []tools.Artifact `json:"artifacts,omitempty"` // images kept with save_images
+}
+
+// ImageSaver keeps an image a kernel produced as an artifact of p.
+type ImageSaver func(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error)
+
+// SetImageSaver wires save_images to an artifact store, once at wiring time.
+func (m *Manager) SetImageSaver(fn ImageSaver) { m.imageSaver.Store(&fn) }
+
+// imageSaverFor returns the saver when p asked for it and may use it.
+func (m *Manager) imageSaverFor(p governance.Principal, want bool) (ImageSaver, error) {
+	if !want {
+		return nil, nil
+	}
+	fn := m.imageSaver.Load()
+	if fn == nil || *fn == nil {
+		return nil, fieldError("save_images", "images cannot be kept as artifacts on this deployment")
+	}
+	if !p.Caps.HasArtifacts() {
+		return nil, &FieldError{Field: "save_images", Err: fmt.Errorf("%w: save_images needs the artifacts capability", ErrForbidden)}
+	}
+	return *fn, nil
 }
 
 // PythonResult is the answer of a python call.
@@ -100,6 +127,11 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 	if err != nil {
 		return PythonResult{}, err
 	}
+	save, err := m.imageSaverFor(p, req.SaveImages)
+	if err != nil {
+		return PythonResult{}, err
+	}
+	var saveErr error
 	timeout := governance.Clamp(req.Timeout, l.execLimit)
 	cells := make([]CellView, len(req.Cells))
 	for i, c := range req.Cells {
@@ -111,6 +143,15 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		func(o sandbox.PythonOutput) {
 			if o.Cell >= 0 && o.Cell < len(cells) {
 				cells[o.Cell].Outputs = append(cells[o.Cell].Outputs, o.Output)
+				if save != nil && len(o.Output.PNG) > 0 && saveErr == nil {
+					name := fmt.Sprintf("cell%d-image%d.png", o.Cell+1, len(cells[o.Cell].Artifacts)+1)
+					a, err := save(context.WithoutCancel(ctx), p, id, name, o.Output.PNG)
+					if err != nil {
+						saveErr = err
+					} else {
+						cells[o.Cell].Artifacts = append(cells[o.Cell].Artifacts, a)
+					}
+				}
 			}
 			if stream != nil {
 				stream(o)
@@ -135,6 +176,9 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 			cells[c.Index].Status, cells[c.Index].ExecutionCount = c.Status, c.ExecutionCount
 			cells[c.Index].InputRequested, cells[c.Index].Truncated = c.InputRequested, c.Truncated
 		}
+	}
+	if saveErr != nil {
+		return PythonResult{}, fmt.Errorf("keep images as artifacts: %w", saveErr)
 	}
 	out := PythonResult{Status: res.Status, Cells: cells, Cancelled: res.Cancelled, TimedOut: res.TimedOut,
 		Message: res.Message, KernelRestarted: res.KernelRestarted, DurationMS: elapsed.Milliseconds()}

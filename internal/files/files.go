@@ -34,6 +34,9 @@ type Service struct {
 	blobs    blob.Store
 	maxBytes int64
 	now      func() time.Time
+
+	inputMaxFiles int
+	inputMaxBytes int64
 }
 
 // New returns the service; maxBytes (≤ 0: DefaultMaxBytes) bounds uploads.
@@ -41,7 +44,8 @@ func New(st store.Store, blobs blob.Store, maxBytes int64) *Service {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	return &Service{st: st, blobs: blobs, maxBytes: maxBytes, now: time.Now}
+	return &Service{st: st, blobs: blobs, maxBytes: maxBytes, now: time.Now,
+		inputMaxFiles: DefaultInputMaxFiles, inputMaxBytes: DefaultInputMaxBytes}
 }
 
 // MaxBytes is the upload limit.
@@ -206,12 +210,26 @@ func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox
 	if err != nil {
 		name = "file"
 	}
+	return s.keep(ctx, p, computerID, name, &buf)
+}
+
+// SaveImage keeps an image a kernel produced in computerID as an artifact
+// of p (python calls with save_images).
+func (s *Service) SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error) {
+	if err := needArtifacts(p); err != nil {
+		return tools.Artifact{}, err
+	}
+	return s.keep(ctx, p, computerID, filename, bytes.NewReader(png))
+}
+
+// keep stores r as a new artifact of p made in computerID.
+func (s *Service) keep(ctx context.Context, p governance.Principal, computerID, name string, r io.Reader) (tools.Artifact, error) {
 	a := store.Artifact{ID: governance.NewID("art"), OrgID: p.Org.ID, KeyID: p.Key.ID, ComputerID: computerID,
 		Filename: name, CreatedAt: s.now().UTC()}
 	if c, err := s.st.Computers().Get(ctx, p.Org.ID, computerID); err == nil {
 		a.ResponseID = c.ResponseID
 	}
-	n, sum, err := s.blobs.Put(ctx, artifactKey(a.ID), &buf, tools.MaxExportBytes)
+	n, sum, err := s.blobs.Put(ctx, artifactKey(a.ID), r, tools.MaxExportBytes)
 	if errors.Is(err, blob.ErrTooLarge) {
 		return tools.Artifact{}, tools.ErrExportTooLarge
 	}

@@ -28,6 +28,7 @@ func newFilesEnv(t *testing.T, tweak func(*computer.Config)) (*env, string) {
 	}
 	svc := files.New(e.st, b, filesTestMax)
 	e.mgr.SetExporter(svc.Export)
+	e.mgr.SetImageSaver(svc.SaveImage)
 	e.api.SetFiles(svc)
 	return e, bdir
 }
