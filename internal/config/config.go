@@ -28,6 +28,11 @@ type Files struct {
 	MaxBytes Size `toml:"max_bytes"`
 	// Dir is the blob directory; empty: <server.data>/blobs.
 	Dir string `toml:"dir"`
+	// InputMaxFiles bounds how many files and artifacts are copied into a
+	// computer at the first computer call of a turn (default 50).
+	InputMaxFiles int `toml:"input_max_files"`
+	// InputMaxBytes bounds their total size (default 256M).
+	InputMaxBytes Size `toml:"input_max_bytes"`
 }
 
 // Python configures the kernels in computers.
@@ -76,7 +81,7 @@ func Default() Config {
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: 1 << 20,
 		},
 		Python: Python{Prelude: DefaultPrelude},
-		Files:  Files{MaxBytes: 64 << 20},
+		Files:  Files{MaxBytes: 64 << 20, InputMaxFiles: 50, InputMaxBytes: 256 << 20},
 		Log:    Log{Level: "info", Format: "text"},
 	}
 }
@@ -219,6 +224,12 @@ func (c Config) Validate() error {
 	}
 	if c.Files.MaxBytes < 1 {
 		return bad("files.max_bytes", "must be positive")
+	}
+	if c.Files.InputMaxFiles < 1 {
+		return bad("files.input_max_files", "must be positive")
+	}
+	if c.Files.InputMaxBytes < 1 {
+		return bad("files.input_max_bytes", "must be positive")
 	}
 	if c.Files.Dir != "" && !strings.HasPrefix(c.Files.Dir, "/") {
 		return bad("files.dir", "must be an absolute path, got %q", c.Files.Dir)

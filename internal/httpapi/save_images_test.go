@@ -62,3 +62,24 @@ func TestPythonSaveImages(t *testing.T) {
 		t.Fatalf("refusal names %v, want save_images: %s", got.Error.Param, refused)
 	}
 }
+
+// TestCodeInterpreterOverHTTP: a code_interpreter call through the tools
+// endpoint answers the model's text and the client's OpenAI-shaped outputs.
+func TestCodeInterpreterOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	c := e.create(e.admin, nil)
+	r := e.do(e.admin, "POST", "/v1/computers/"+c.ID+"/tools/code_interpreter",
+		map[string]any{"arguments": map[string]string{"code": "print(6 * 7)"}})
+	var ans struct {
+		Output  string `json:"output"`
+		Outputs []struct {
+			Type string `json:"type"`
+			Logs string `json:"logs"`
+		} `json:"outputs"`
+	}
+	r.json(t, &ans)
+	if r.code != 200 || ans.Output != "42" || len(ans.Outputs) != 1 || ans.Outputs[0].Type != "logs" || ans.Outputs[0].Logs != "42" {
+		t.Fatalf("code_interpreter answer: %s", r)
+	}
+}

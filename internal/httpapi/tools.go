@@ -56,11 +56,12 @@ type toolAnswer struct {
 	Images    []toolImage        `json:"images"`
 	Artifacts []tools.Artifact   `json:"artifacts"`
 	Cells     []tools.PythonCell `json:"cells,omitempty"`
+	Outputs   []tools.CodeOutput `json:"outputs,omitempty"` // code_interpreter's OpenAI-shaped outputs
 }
 
 func answer(res tools.Result) toolAnswer {
 	out := toolAnswer{Output: res.Output, IsError: res.Failed, Images: []toolImage{},
-		Artifacts: res.Artifacts, Cells: res.Cells}
+		Artifacts: res.Artifacts, Cells: res.Cells, Outputs: res.Outputs}
 	if out.Artifacts == nil {
 		out.Artifacts = []tools.Artifact{}
 	}

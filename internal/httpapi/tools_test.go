@@ -170,7 +170,7 @@ func TestToolsListAndDirectCall(t *testing.T) {
 	_, noTool := e.newKey(on, `{"tooling":{"system_tools":[]},"computer":{}}`)
 	_, offOrg := e.newKey(off, computerCaps)
 
-	want := []string{"builtin__computer_exec", "builtin__computer_write_file", "builtin__computer_read_file", "python"}
+	want := []string{"builtin__computer_exec", "builtin__computer_write_file", "builtin__computer_read_file", "python", "code_interpreter"}
 	if got := toolNames(t, e.do(full, "GET", "/v1/tools", nil)); !slices.Equal(got, want) {
 		t.Fatalf("tools of a computer key: %v", got)
 	}

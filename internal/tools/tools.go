@@ -110,6 +110,8 @@ type Result struct {
 	Artifacts []Artifact `json:"artifacts"`
 	// Cells are python's structured outputs.
 	Cells []PythonCell `json:"cells,omitempty"`
+	// Outputs are code_interpreter's OpenAI-shaped outputs for the client.
+	Outputs []CodeOutput `json:"outputs,omitempty"`
 	// Failed: Output is an error sentence (the call did not do its job).
 	Failed bool `json:"-"`
 	// ExitCode is a command's exit code (exec only), for the audit.
@@ -159,7 +161,7 @@ func NewRegistry(tools ...Tool) *Registry {
 
 // Default is the registry of the built-in tools.
 func Default() *Registry {
-	return NewRegistry(ExecTool(), WriteFileTool(), ReadFileTool(), PythonTool())
+	return NewRegistry(ExecTool(), WriteFileTool(), ReadFileTool(), PythonTool(), CodeInterpreterTool())
 }
 
 // Lookup finds a tool by its exact name.

@@ -328,7 +328,7 @@ func TestRegistry(t *testing.T) {
 		"builtin__computer_*":         {ExecName, WriteFileName, ReadFileName},
 		"builtin__computer_exec":      {ExecName},
 		"builtin__*":                  {ExecName, WriteFileName, ReadFileName},
-		"*":                           {ExecName, WriteFileName, ReadFileName, PythonName},
+		"*":                           {ExecName, WriteFileName, ReadFileName, PythonName, CodeInterpreterName},
 		"python":                      {PythonName},
 		"builtin__computer_":          nil,
 		"builtin__computer_exec*":     {ExecName},
@@ -348,7 +348,7 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("unknown tool: %+v %v", res, err)
 	}
 	// Definitions: OpenAI function format, strict schemas.
-	defs := r.Definitions(func(t *Tool) bool { return t.Name != PythonName })
+	defs := r.Definitions(func(t *Tool) bool { return t.Name != PythonName && t.Name != CodeInterpreterName })
 	if len(defs) != 3 {
 		t.Fatalf("%d definitions", len(defs))
 	}
