@@ -17,6 +17,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
+	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
@@ -126,6 +127,18 @@ func serve(ctx context.Context, cfg config.Config) error {
 	mgr.SetImageSaver(fsvc.SaveImage)
 	api := httpapi.New(gov, mgr, st)
 	api.SetFiles(fsvc)
+	if gc := cfg.Gateway; gc.UpstreamURL != "" {
+		key := ""
+		if gc.UpstreamKeyEnv != "" {
+			key = os.Getenv(gc.UpstreamKeyEnv)
+			if key == "" {
+				slog.Warn("gateway: the upstream key variable is empty", "var", gc.UpstreamKeyEnv)
+			}
+		}
+		api.SetGateway(gateway.New(gateway.Config{UpstreamURL: gc.UpstreamURL, UpstreamKey: key, Model: gc.Model,
+			Timeout: time.Duration(gc.TimeoutSeconds) * time.Second, MaxRounds: gc.MaxRounds}, mgr))
+		slog.Info("gateway enabled", "upstream", gc.UpstreamURL)
+	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

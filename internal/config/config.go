@@ -20,6 +20,23 @@ type Config struct {
 	Python    Python    `toml:"python"`
 	Files     Files     `toml:"files"`
 	Log       Log       `toml:"log"`
+	Gateway   Gateway   `toml:"gateway"`
+}
+
+// Gateway configures POST /v1/responses and its Chat Completions upstream.
+type Gateway struct {
+	// UpstreamURL is the upstream's OpenAI-compatible base URL (…/v1);
+	// empty: the gateway is off.
+	UpstreamURL string `toml:"upstream_url"`
+	// UpstreamKeyEnv names the environment variable holding the upstream's
+	// API key (the key itself never lives in the file); empty: no key.
+	UpstreamKeyEnv string `toml:"upstream_key_env"`
+	// Model is used when a request names none.
+	Model string `toml:"model"`
+	// TimeoutSeconds bounds one upstream call (default 300).
+	TimeoutSeconds int `toml:"timeout_seconds"`
+	// MaxRounds bounds the upstream calls of one response (default 8).
+	MaxRounds int `toml:"max_rounds"`
 }
 
 // Files configures uploaded files and artifacts.
@@ -80,9 +97,10 @@ func Default() Config {
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: 1 << 20,
 		},
-		Python: Python{Prelude: DefaultPrelude},
-		Files:  Files{MaxBytes: 64 << 20, InputMaxFiles: 50, InputMaxBytes: 256 << 20},
-		Log:    Log{Level: "info", Format: "text"},
+		Python:  Python{Prelude: DefaultPrelude},
+		Files:   Files{MaxBytes: 64 << 20, InputMaxFiles: 50, InputMaxBytes: 256 << 20},
+		Log:     Log{Level: "info", Format: "text"},
+		Gateway: Gateway{TimeoutSeconds: 300, MaxRounds: 8},
 	}
 }
 
@@ -233,6 +251,15 @@ func (c Config) Validate() error {
 	}
 	if c.Files.Dir != "" && !strings.HasPrefix(c.Files.Dir, "/") {
 		return bad("files.dir", "must be an absolute path, got %q", c.Files.Dir)
+	}
+	if u := c.Gateway.UpstreamURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return bad("gateway.upstream_url", "must be an http:// or https:// URL, got %q", u)
+	}
+	if c.Gateway.TimeoutSeconds < 1 {
+		return bad("gateway.timeout_seconds", "must be at least 1")
+	}
+	if c.Gateway.MaxRounds < 1 {
+		return bad("gateway.max_rounds", "must be at least 1")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -179,3 +179,24 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestGatewaySection(t *testing.T) {
+	cfg, err := config.Load("", []string{"CUBICLE_GATEWAY_UPSTREAM_URL=http://127.0.0.1:11434/v1",
+		"CUBICLE_GATEWAY_UPSTREAM_KEY_ENV=OPENAI_API_KEY", "CUBICLE_GATEWAY_MODEL=qwen", "CUBICLE_GATEWAY_MAX_ROUNDS=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := cfg.Gateway
+	if g.UpstreamURL != "http://127.0.0.1:11434/v1" || g.UpstreamKeyEnv != "OPENAI_API_KEY" || g.Model != "qwen" ||
+		g.MaxRounds != 4 || g.TimeoutSeconds != 300 {
+		t.Fatalf("gateway %+v", g)
+	}
+	if _, err := config.Load("", []string{"CUBICLE_GATEWAY_UPSTREAM_URL=localhost:11434"}); err == nil ||
+		!strings.Contains(err.Error(), "gateway.upstream_url") {
+		t.Fatalf("bad upstream_url: %v", err)
+	}
+	if _, err := config.Load("", []string{"CUBICLE_GATEWAY_TIMEOUT_SECONDS=0"}); err == nil ||
+		!strings.Contains(err.Error(), "gateway.timeout_seconds") {
+		t.Fatalf("bad timeout: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
+	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -22,8 +23,10 @@ type API struct {
 	st    store.Store
 	tools *tools.Registry
 	files atomic.Pointer[files.Service] // nil: files and artifacts are not configured
-	ready atomic.Bool
-	mux   *http.ServeMux
+	// gateway serves /v1/responses; nil: no upstream is configured.
+	gateway atomic.Pointer[gateway.Gateway]
+	ready   atomic.Bool
+	mux     *http.ServeMux
 }
 
 // New builds the handler. Readiness starts false; call SetReady once the
@@ -68,6 +71,7 @@ func (a *API) routes() {
 	m.Handle("GET /v1/artifacts", a.auth(a.listArtifacts))
 	m.Handle("GET /v1/artifacts/{id}", a.auth(a.getArtifact))
 	m.Handle("GET /v1/artifacts/{id}/content", a.auth(a.artifactContent))
+	m.Handle("POST /v1/responses", a.auth(a.createResponse))
 	m.Handle("GET /v1/usage", a.auth(a.usage))
 	m.Handle("GET /v1/audit", a.auth(a.audit))
 

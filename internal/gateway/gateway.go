@@ -1,0 +1,432 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
+)
+
+// Config configures the gateway.
+type Config struct {
+	// UpstreamURL is the Chat Completions base URL (…/v1); the gateway
+	// posts to UpstreamURL + "/chat/completions".
+	UpstreamURL string
+	// UpstreamKey is the upstream's bearer token; empty: none is sent.
+	UpstreamKey string
+	// Model is used when a request names none.
+	Model string
+	// Timeout bounds one upstream call (default 300s).
+	Timeout time.Duration
+	// MaxRounds bounds the upstream calls of one response (default 8).
+	MaxRounds int
+	// MaxUpstreamBytes bounds one upstream answer (default 8 MiB).
+	MaxUpstreamBytes int64
+	// Client is the HTTP client (default: a fresh one).
+	Client *http.Client
+}
+
+// Defaults of Config.
+const (
+	DefaultTimeout          = 300 * time.Second
+	DefaultMaxRounds        = 8
+	DefaultMaxUpstreamBytes = 8 << 20
+)
+
+// Gateway runs Responses requests.
+type Gateway struct {
+	cfg  Config
+	up   *upstream
+	comp *computer.Manager
+	reg  *tools.Registry
+}
+
+// New returns a gateway running its tools on comp's computers.
+func New(cfg Config, comp *computer.Manager) *Gateway {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxRounds <= 0 {
+		cfg.MaxRounds = DefaultMaxRounds
+	}
+	if cfg.MaxUpstreamBytes <= 0 {
+		cfg.MaxUpstreamBytes = DefaultMaxUpstreamBytes
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{}
+	}
+	return &Gateway{cfg: cfg, comp: comp, reg: tools.NewRegistry(tools.CodeInterpreterTool()),
+		up: &upstream{url: cfg.UpstreamURL, key: cfg.UpstreamKey, client: cfg.Client, timeout: cfg.Timeout,
+			maxBytes: cfg.MaxUpstreamBytes}}
+}
+
+// Response is a Responses API response object.
+type Response struct {
+	ID                string            `json:"id"`
+	Object            string            `json:"object"`
+	CreatedAt         int64             `json:"created_at"`
+	Status            string            `json:"status"`
+	IncompleteDetails *Incomplete       `json:"incomplete_details"`
+	Error             any               `json:"error"`
+	Model             string            `json:"model"`
+	Output            []any             `json:"output"`
+	ParallelToolCalls bool              `json:"parallel_tool_calls"`
+	ToolChoice        json.RawMessage   `json:"tool_choice"`
+	Tools             []json.RawMessage `json:"tools"`
+	Instructions      *string           `json:"instructions"`
+	MaxToolCalls      *int              `json:"max_tool_calls"`
+	Store             bool              `json:"store"`
+	Metadata          map[string]string `json:"metadata"`
+	Usage             Usage             `json:"usage"`
+}
+
+// Incomplete says why a response stopped early.
+type Incomplete struct {
+	Reason string `json:"reason"`
+}
+
+// Usage is the upstream usage summed over the rounds.
+type Usage struct {
+	InputTokens         int            `json:"input_tokens"`
+	InputTokensDetails  map[string]int `json:"input_tokens_details"`
+	OutputTokens        int            `json:"output_tokens"`
+	OutputTokensDetails map[string]int `json:"output_tokens_details"`
+	TotalTokens         int            `json:"total_tokens"`
+}
+
+// CodeInterpreterCall is a code_interpreter_call output item.
+type CodeInterpreterCall struct {
+	Type        string              `json:"type"`
+	ID          string              `json:"id"`
+	Status      string              `json:"status"`
+	ContainerID string              `json:"container_id"`
+	Code        string              `json:"code"`
+	Outputs     *[]tools.CodeOutput `json:"outputs"`
+}
+
+// FunctionCall is a client function_call output item.
+type FunctionCall struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Status    string `json:"status"`
+}
+
+// Message is an assistant message output item.
+type Message struct {
+	Type    string       `json:"type"`
+	ID      string       `json:"id"`
+	Role    string       `json:"role"`
+	Status  string       `json:"status"`
+	Content []OutputText `json:"content"`
+}
+
+// OutputText is a message's text part.
+type OutputText struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	Annotations []any  `json:"annotations"`
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// Event is one streaming event: its type and its fields besides type and
+// sequence_number.
+type Event struct {
+	Type   string
+	Fields map[string]any
+}
+
+// MarshalJSON renders the event as one object: type and the fields
+// (sequence_number among them).
+func (e Event) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"type": e.Type}
+	for k, v := range e.Fields {
+		m[k] = v
+	}
+	return json.Marshal(m)
+}
+
+// Run is one response in progress.
+type Run struct {
+	g          *Gateway
+	p          governance.Principal
+	plan       *plan
+	resp       *Response
+	computerID string
+	toolCalls  int
+	send       func(Event) error // nil: not streaming
+	seq        int
+}
+
+// Stream reports whether the request asked for streaming.
+func (r *Run) Stream() bool { return r.plan.stream }
+
+// emit sends one event with the next sequence number; a send error (the
+// client left) is ignored here: the request context ends the run.
+func (r *Run) emit(typ string, fields map[string]any) {
+	if r.send == nil {
+		return
+	}
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["sequence_number"] = r.seq
+	r.seq++
+	r.send(Event{Type: typ, Fields: fields})
+}
+
+// Create runs req for p to completion. Request errors are *Error (400)
+// and are found before any upstream call; upstream failures are *Error
+// (502); computer failures are the computer package's errors.
+func (g *Gateway) Create(ctx context.Context, p governance.Principal, req *Request) (*Response, error) {
+	r, err := g.Begin(p, req)
+	if err != nil {
+		return nil, err
+	}
+	return r.Do(ctx, nil)
+}
+
+// Begin validates req for p; every request error is found here, before
+// any upstream call and before anything is sent to the client.
+func (g *Gateway) Begin(p governance.Principal, req *Request) (*Run, error) {
+	pl, err := req.validate(g.cfg.Model, g.comp.ToolsEnabled(p))
+	if err != nil {
+		return nil, err
+	}
+	resp := &Response{ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
+		Model: pl.model, Output: []any{}, ToolChoice: json.RawMessage(`"auto"`), Tools: req.Tools,
+		Instructions: req.Instructions, MaxToolCalls: req.MaxToolCalls, Metadata: pl.metadata,
+		Usage: Usage{InputTokensDetails: map[string]int{"cached_tokens": 0}, OutputTokensDetails: map[string]int{"reasoning_tokens": 0}}}
+	if len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" {
+		resp.ToolChoice = req.ToolChoice
+	}
+	if resp.Tools == nil {
+		resp.Tools = []json.RawMessage{}
+	}
+	if resp.Metadata == nil {
+		resp.Metadata = map[string]string{}
+	}
+	return &Run{g: g, p: p, plan: pl, resp: resp}, nil
+}
+
+// snapshot is a copy of the response for an event.
+func (r *Run) snapshot() Response {
+	c := *r.resp
+	c.Output = append([]any{}, r.resp.Output...)
+	return c
+}
+
+// Do runs the response. With send, it streams the Responses events
+// (response.created … response.completed, or response.failed after an
+// error, which it also returns).
+func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error) {
+	r.send = send
+	defer r.cleanup(ctx)
+	r.emit("response.created", map[string]any{"response": r.snapshot()})
+	r.emit("response.in_progress", map[string]any{"response": r.snapshot()})
+	if err := r.loop(ctx); err != nil {
+		if r.send != nil {
+			r.resp.Status = "failed"
+			code, msg := "server_error", "The response failed; see the server log."
+			var ge *Error
+			if errors.As(err, &ge) {
+				code, msg = ge.Code, ge.Message
+			}
+			r.resp.Error = map[string]string{"code": code, "message": msg}
+			r.emit("response.failed", map[string]any{"response": r.snapshot()})
+		}
+		return nil, err
+	}
+	typ := "response.completed"
+	if r.resp.Status == "incomplete" {
+		typ = "response.incomplete"
+	}
+	r.emit(typ, map[string]any{"response": r.snapshot()})
+	return r.resp, nil
+}
+
+// cleanup deletes the response's computer however the response ended.
+func (r *Run) cleanup(ctx context.Context) {
+	if r.computerID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := r.g.comp.Delete(ctx, r.p, r.computerID); err != nil {
+		slog.WarnContext(ctx, "gateway: deleting the response's computer failed", "computer", r.computerID,
+			"response", r.resp.ID, "err", err)
+	}
+}
+
+func (r *Run) loop(ctx context.Context) error {
+	msgs := r.plan.messages
+	for round := 0; round < r.g.cfg.MaxRounds; round++ {
+		creq := chatRequest{Model: r.plan.model, Messages: msgs, Tools: r.plan.tools, ToolChoice: r.plan.toolChoice}
+		limited := r.plan.maxToolCalls > 0 && r.toolCalls >= r.plan.maxToolCalls
+		if limited && len(creq.Tools) > 0 {
+			creq.ToolChoice = json.RawMessage(`"none"`)
+		}
+		cr, err := r.g.up.chat(ctx, creq)
+		if err != nil {
+			return err
+		}
+		if u := cr.Usage; u != nil {
+			r.resp.Usage.InputTokens += u.PromptTokens
+			r.resp.Usage.OutputTokens += u.CompletionTokens
+			r.resp.Usage.TotalTokens += u.TotalTokens
+		}
+		msg := cr.Choices[0].Message
+		if msg.Content != nil && *msg.Content != "" && len(msg.ToolCalls) == 0 {
+			r.addMessage(*msg.Content)
+		}
+		if len(msg.ToolCalls) == 0 {
+			r.resp.Status = "completed"
+			return nil
+		}
+		if limited {
+			r.resp.Status = "incomplete"
+			r.resp.IncompleteDetails = &Incomplete{Reason: "max_tool_calls"}
+			return nil
+		}
+		// The assistant turn with its calls, then each call's output.
+		assistant := chatMessage{Role: "assistant", Content: msg.Content, ToolCalls: msg.ToolCalls}
+		msgs = append(msgs, assistant)
+		clientCalls := false
+		for _, tc := range msg.ToolCalls {
+			if tc.Function.Name == tools.CodeInterpreterName && r.plan.codeInterpreter {
+				out, err := r.codeInterpreter(ctx, tc)
+				if err != nil {
+					return err
+				}
+				msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: tc.ID, Content: ptr(out)})
+				continue
+			}
+			clientCalls = true
+			r.addFunctionCall(tc)
+		}
+		if clientCalls {
+			r.resp.Status = "completed"
+			return nil
+		}
+	}
+	r.resp.Status = "incomplete"
+	r.resp.IncompleteDetails = &Incomplete{Reason: "max_rounds"}
+	return nil
+}
+
+func (r *Run) addMessage(text string) {
+	idx := len(r.resp.Output)
+	m := Message{Type: "message", ID: newID("msg_"), Role: "assistant", Status: "in_progress", Content: []OutputText{}}
+	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": m})
+	empty := OutputText{Type: "output_text", Text: "", Annotations: []any{}}
+	part := OutputText{Type: "output_text", Text: text, Annotations: []any{}}
+	at := map[string]any{"item_id": m.ID, "output_index": idx, "content_index": 0}
+	with := func(k string, v any) map[string]any {
+		c := map[string]any{k: v}
+		for kk, vv := range at {
+			c[kk] = vv
+		}
+		return c
+	}
+	r.emit("response.content_part.added", with("part", empty))
+	d := with("delta", text)
+	d["logprobs"] = []any{}
+	r.emit("response.output_text.delta", d)
+	d = with("text", text)
+	d["logprobs"] = []any{}
+	r.emit("response.output_text.done", d)
+	r.emit("response.content_part.done", with("part", part))
+	m.Status, m.Content = "completed", []OutputText{part}
+	r.resp.Output = append(r.resp.Output, m)
+	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": m})
+}
+
+func (r *Run) addFunctionCall(tc chatToolCall) {
+	idx := len(r.resp.Output)
+	fc := FunctionCall{Type: "function_call", ID: newID("fc_"), CallID: tc.ID, Name: tc.Function.Name,
+		Arguments: "", Status: "in_progress"}
+	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": fc})
+	r.emit("response.function_call_arguments.delta", map[string]any{"item_id": fc.ID, "output_index": idx,
+		"delta": tc.Function.Arguments})
+	r.emit("response.function_call_arguments.done", map[string]any{"item_id": fc.ID, "output_index": idx,
+		"arguments": tc.Function.Arguments})
+	fc.Arguments, fc.Status = tc.Function.Arguments, "completed"
+	r.resp.Output = append(r.resp.Output, fc)
+	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": fc})
+}
+
+// codeInterpreter runs one call in the response's computer (created at the
+// first call) and returns what the model sees.
+func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall) (string, error) {
+	r.toolCalls++
+	item := CodeInterpreterCall{Type: "code_interpreter_call", ID: newID("ci_"), Status: "completed"}
+	var a struct {
+		Code string `json:"code"`
+	}
+	if json.Unmarshal([]byte(tc.Function.Arguments), &a) != nil {
+		// The tool answers the model with its own argument error below.
+		a.Code = ""
+	}
+	item.Code = a.Code
+	if r.computerID == "" {
+		v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID})
+		if err != nil {
+			return "", fmt.Errorf("gateway: create the response's computer: %w", err)
+		}
+		r.computerID = v.ID
+	}
+	item.ContainerID = r.computerID
+	idx := len(r.resp.Output)
+	added := item
+	added.Status, added.Code = "in_progress", ""
+	at := func(extra ...any) map[string]any {
+		m := map[string]any{"item_id": item.ID, "output_index": idx}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i].(string)] = extra[i+1]
+		}
+		return m
+	}
+	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": added})
+	r.emit("response.code_interpreter_call.in_progress", at())
+	r.emit("response.code_interpreter_call_code.delta", at("delta", item.Code))
+	r.emit("response.code_interpreter_call_code.done", at("code", item.Code))
+	r.emit("response.code_interpreter_call.interpreting", at())
+	args := json.RawMessage(tc.Function.Arguments)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	res, err := r.g.comp.RunTool(ctx, r.p, r.computerID, r.g.reg, tools.CodeInterpreterName, args)
+	if err != nil {
+		return "", err
+	}
+	if res.Failed {
+		item.Status = "failed"
+	}
+	if r.plan.includeOutputs {
+		outs := res.Outputs
+		if outs == nil {
+			outs = []tools.CodeOutput{}
+		}
+		item.Outputs = &outs
+	}
+	r.resp.Output = append(r.resp.Output, item)
+	r.emit("response.code_interpreter_call.completed", at())
+	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": item})
+	return res.Output, nil
+}

@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/cubicle-sandbox/cubicle/internal/gateway"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+)
+
+// SetGateway enables POST /v1/responses, once at wiring time; without a
+// gateway the route answers 503 gateway_not_configured.
+func (a *API) SetGateway(g *gateway.Gateway) { a.gateway.Store(g) }
+
+// createResponse is POST /v1/responses (non-streaming).
+func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	g := a.gateway.Load()
+	if g == nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": apiError{Code: "gateway_not_configured",
+			Message: "The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url)."}})
+		return nil
+	}
+	var req gateway.Request
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	run, err := g.Begin(p, &req)
+	if err == nil && run.Stream() {
+		return streamResponse(w, r, run)
+	}
+	var resp *gateway.Response
+	if err == nil {
+		resp, err = run.Do(r.Context(), nil)
+	}
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		body := apiError{Code: ge.Code, Message: ge.Message}
+		if ge.Param != "" {
+			body.Param = &ge.Param
+		}
+		writeJSON(w, ge.Status, map[string]any{"error": body})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// streamResponse sends the response's events as SSE; an error after the
+// stream started ends it with response.failed (sent by the gateway).
+func streamResponse(w http.ResponseWriter, r *http.Request, run *gateway.Run) error {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	_, err := run.Do(r.Context(), func(ev gateway.Event) error {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, data); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	var ge *gateway.Error
+	if err != nil && !errors.As(err, &ge) && !errors.Is(err, context.Canceled) {
+		if code, _ := status(err); code == http.StatusInternalServerError {
+			slog.ErrorContext(r.Context(), "streamed response failed", "route", r.Pattern, "err", err)
+		}
+	}
+	return nil
+}
