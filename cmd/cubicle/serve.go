@@ -135,8 +135,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 				slog.Warn("gateway: the upstream key variable is empty", "var", gc.UpstreamKeyEnv)
 			}
 		}
-		api.SetGateway(gateway.New(gateway.Config{UpstreamURL: gc.UpstreamURL, UpstreamKey: key, Model: gc.Model,
-			Timeout: time.Duration(gc.TimeoutSeconds) * time.Second, MaxRounds: gc.MaxRounds}, mgr))
+		gw := gateway.New(gateway.Config{UpstreamURL: gc.UpstreamURL, UpstreamKey: key, Model: gc.Model,
+			Timeout: time.Duration(gc.TimeoutSeconds) * time.Second, MaxRounds: gc.MaxRounds}, mgr)
+		gw.SetFiles(fsvc)
+		api.SetGateway(gw)
 		slog.Info("gateway enabled", "upstream", gc.UpstreamURL)
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)

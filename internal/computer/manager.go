@@ -294,6 +294,17 @@ func (m *Manager) CheckRunning(ctx context.Context, p governance.Principal, id s
 	return err
 }
 
+// WithSandbox runs fn with the sandbox of a running computer of p's
+// organisation, for services that move data in (the gateway copying a
+// request's input files).
+func (m *Manager) WithSandbox(ctx context.Context, p governance.Principal, id string, fn func(sandbox.Sandbox) error) error {
+	l, err := m.running(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	return fn(l.sb)
+}
+
 // claim makes the caller the one who tears l down; false if another is.
 func (m *Manager) claim(l *live) bool {
 	m.mu.Lock()

@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
@@ -48,7 +51,13 @@ type Gateway struct {
 	up   *upstream
 	comp *computer.Manager
 	reg  *tools.Registry
+	// files copies input_file items into the computer; nil: they are skipped.
+	files *files.Service
 }
+
+// SetFiles enables copying a request's input_file items into the
+// response's computer; call it once at wiring time.
+func (g *Gateway) SetFiles(svc *files.Service) { g.files = svc }
 
 // New returns a gateway running its tools on comp's computers.
 func New(cfg Config, comp *computer.Manager) *Gateway {
@@ -64,7 +73,8 @@ func New(cfg Config, comp *computer.Manager) *Gateway {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	return &Gateway{cfg: cfg, comp: comp, reg: tools.NewRegistry(tools.CodeInterpreterTool()),
+	return &Gateway{cfg: cfg, comp: comp, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(), tools.WriteFileTool(),
+		tools.ReadFileTool(), tools.PythonTool()),
 		up: &upstream{url: cfg.UpstreamURL, key: cfg.UpstreamKey, client: cfg.Client, timeout: cfg.Timeout,
 			maxBytes: cfg.MaxUpstreamBytes}}
 }
@@ -111,6 +121,19 @@ type CodeInterpreterCall struct {
 	ContainerID string              `json:"container_id"`
 	Code        string              `json:"code"`
 	Outputs     *[]tools.CodeOutput `json:"outputs"`
+}
+
+// ToolCall is a tool_call output item: one call of a gateway function
+// tool (builtin__computer_exec, …_write_file, …_read_file, python) run
+// in the response's computer. Output is the text the model saw.
+type ToolCall struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	ContainerID string `json:"container_id"`
+	Name        string `json:"name"`
+	Arguments   string `json:"arguments"`
+	Output      string `json:"output"`
 }
 
 // FunctionCall is a client function_call output item.
@@ -169,9 +192,12 @@ type Run struct {
 	plan       *plan
 	resp       *Response
 	computerID string
-	toolCalls  int
-	send       func(Event) error // nil: not streaming
-	seq        int
+	// note is the system note listing the copied input files, appended
+	// after the tool messages of the round that created the computer.
+	note      string
+	toolCalls int
+	send      func(Event) error // nil: not streaming
+	seq       int
 }
 
 // Stream reports whether the request asked for streaming.
@@ -212,7 +238,8 @@ func (g *Gateway) Begin(p governance.Principal, req *Request) (*Run, error) {
 	resp := &Response{ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
 		Model: pl.model, Output: []any{}, ToolChoice: json.RawMessage(`"auto"`), Tools: req.Tools,
 		Instructions: req.Instructions, MaxToolCalls: req.MaxToolCalls, Metadata: pl.metadata,
-		Usage: Usage{InputTokensDetails: map[string]int{"cached_tokens": 0}, OutputTokensDetails: map[string]int{"reasoning_tokens": 0}}}
+		ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
+		Usage:             Usage{InputTokensDetails: map[string]int{"cached_tokens": 0}, OutputTokensDetails: map[string]int{"reasoning_tokens": 0}}}
 	if len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" {
 		resp.ToolChoice = req.ToolChoice
 	}
@@ -278,6 +305,9 @@ func (r *Run) loop(ctx context.Context) error {
 	msgs := r.plan.messages
 	for round := 0; round < r.g.cfg.MaxRounds; round++ {
 		creq := chatRequest{Model: r.plan.model, Messages: msgs, Tools: r.plan.tools, ToolChoice: r.plan.toolChoice}
+		if len(creq.Tools) > 0 {
+			creq.ParallelToolCalls = r.plan.parallel
+		}
 		limited := r.plan.maxToolCalls > 0 && r.toolCalls >= r.plan.maxToolCalls
 		if limited && len(creq.Tools) > 0 {
 			creq.ToolChoice = json.RawMessage(`"none"`)
@@ -317,8 +347,20 @@ func (r *Run) loop(ctx context.Context) error {
 				msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: tc.ID, Content: ptr(out)})
 				continue
 			}
+			if r.plan.gatewayTools[tc.Function.Name] {
+				out, err := r.gatewayTool(ctx, tc)
+				if err != nil {
+					return err
+				}
+				msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: tc.ID, Content: ptr(out)})
+				continue
+			}
 			clientCalls = true
 			r.addFunctionCall(tc)
+		}
+		if r.note != "" {
+			msgs = append(msgs, chatMessage{Role: "system", Content: ptr(r.note)})
+			r.note = ""
 		}
 		if clientCalls {
 			r.resp.Status = "completed"
@@ -384,12 +426,8 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall) (string, err
 		a.Code = ""
 	}
 	item.Code = a.Code
-	if r.computerID == "" {
-		v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID})
-		if err != nil {
-			return "", fmt.Errorf("gateway: create the response's computer: %w", err)
-		}
-		r.computerID = v.ID
+	if err := r.ensureComputer(ctx); err != nil {
+		return "", err
 	}
 	item.ContainerID = r.computerID
 	idx := len(r.resp.Output)
@@ -429,4 +467,73 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall) (string, err
 	r.emit("response.code_interpreter_call.completed", at())
 	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": item})
 	return res.Output, nil
+}
+
+// ensureComputer creates the response's computer at its first call and
+// copies the request's input files into it.
+func (r *Run) ensureComputer(ctx context.Context) error {
+	if r.computerID != "" {
+		return nil
+	}
+	v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID})
+	if err != nil {
+		return fmt.Errorf("gateway: create the response's computer: %w", err)
+	}
+	r.computerID = v.ID
+	if len(r.plan.fileIDs) == 0 || r.g.files == nil {
+		return nil
+	}
+	svc, p, ids := r.g.files, r.p, r.plan.fileIDs
+	err = r.g.comp.WithSandbox(ctx, p, r.computerID, func(sb sandbox.Sandbox) error {
+		rep, err := svc.CopyInputs(ctx, p, sb, files.InputsRequest{FileIDs: ids})
+		r.note = inputsNote(rep)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: copy the input files: %w", err)
+	}
+	return nil
+}
+
+// gatewayTool runs one call of a gateway function tool in the response's
+// computer, adds its tool_call item and returns what the model sees.
+func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) {
+	r.toolCalls++
+	if err := r.ensureComputer(ctx); err != nil {
+		return "", err
+	}
+	item := ToolCall{Type: "tool_call", ID: newID("tc_"), Status: "in_progress", ContainerID: r.computerID,
+		Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+	idx := len(r.resp.Output)
+	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": item})
+	args := json.RawMessage(tc.Function.Arguments)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	res, err := r.g.comp.RunTool(ctx, r.p, r.computerID, r.g.reg, tc.Function.Name, args)
+	if err != nil {
+		return "", err
+	}
+	item.Status, item.Output = "completed", res.Output
+	if res.Failed {
+		item.Status = "failed"
+	}
+	r.resp.Output = append(r.resp.Output, item)
+	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": item})
+	return res.Output, nil
+}
+
+// InputsNotePrefix starts the system note listing the copied input files.
+const InputsNotePrefix = "The user's input files are in the computer at: "
+
+// inputsNote is the system note for the copied files ("": none copied).
+func inputsNote(rep files.InputsReport) string {
+	if len(rep.Copied) == 0 {
+		return ""
+	}
+	paths := make([]string, len(rep.Copied))
+	for i, c := range rep.Copied {
+		paths[i] = c.Path
+	}
+	return InputsNotePrefix + strings.Join(paths, ", ")
 }

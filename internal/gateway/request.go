@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -18,10 +19,13 @@ type Request struct {
 	Tools        []json.RawMessage `json:"tools"`
 	ToolChoice   json.RawMessage   `json:"tool_choice"`
 	MaxToolCalls *int              `json:"max_tool_calls"`
-	Stream       *bool             `json:"stream"`
-	Store        *bool             `json:"store"`
-	Metadata     map[string]string `json:"metadata"`
-	Include      []string          `json:"include"`
+	// ParallelToolCalls is echoed and passed to the upstream; gateway
+	// tools always run one after another in model order.
+	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
+	Stream            *bool             `json:"stream"`
+	Store             *bool             `json:"store"`
+	Metadata          map[string]string `json:"metadata"`
+	Include           []string          `json:"include"`
 }
 
 // IncludeOutputs is the include value that returns code_interpreter_call outputs.
@@ -35,7 +39,10 @@ type plan struct {
 	toolChoice      json.RawMessage
 	codeInterpreter bool            // the gateway's code_interpreter is offered
 	clientFuncs     map[string]bool // client function names
-	maxToolCalls    int             // 0: unlimited
+	gatewayTools    map[string]bool // gateway function tools (builtin__computer_*, python)
+	fileIDs         []string        // input_file ids of the input, in order, deduplicated
+	parallel        *bool
+	maxToolCalls    int // 0: unlimited
 	includeOutputs  bool
 	metadata        map[string]string
 	stream          bool
@@ -73,7 +80,7 @@ func asType(err error, te **json.UnmarshalTypeError) bool {
 // whether the caller may use computer tools; it is checked before any
 // upstream call.
 func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
-	p := &plan{model: r.Model, clientFuncs: map[string]bool{}, metadata: r.Metadata, stream: r.Stream != nil && *r.Stream}
+	p := &plan{model: r.Model, clientFuncs: map[string]bool{}, gatewayTools: map[string]bool{}, parallel: r.ParallelToolCalls, metadata: r.Metadata, stream: r.Stream != nil && *r.Stream}
 	if p.model == "" {
 		p.model = defaultModel
 	}
@@ -103,7 +110,7 @@ func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
 	if err := p.parseTools(r.Tools); err != nil {
 		return nil, err
 	}
-	if p.codeInterpreter && !computers {
+	if (p.codeInterpreter || len(p.gatewayTools) > 0) && !computers {
 		return nil, &Error{Status: 400, Code: "computer_not_configured", Message: NotConfiguredSentence, Param: "tools"}
 	}
 	if err := p.parseToolChoice(r.ToolChoice); err != nil {
@@ -112,11 +119,12 @@ func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
 	if r.Instructions != nil && *r.Instructions != "" {
 		p.messages = append(p.messages, chatMessage{Role: "system", Content: ptr(*r.Instructions)})
 	}
-	msgs, err := parseInput(r.Input)
+	msgs, fileIDs, err := parseInput(r.Input)
 	if err != nil {
 		return nil, err
 	}
 	p.messages = append(p.messages, msgs...)
+	p.fileIDs = fileIDs
 	return p, nil
 }
 
@@ -154,6 +162,28 @@ func (p *plan) parseTools(raw []json.RawMessage) error {
 			def := ciTool.Definition()
 			p.tools = append(p.tools, chatTool{Type: "function", Function: chatFunction{Name: def.Function.Name,
 				Description: def.Function.Description, Parameters: def.Function.Parameters, Strict: ptr(true)}})
+		case "tool":
+			var gt struct {
+				Type string `json:"type"`
+				Name string `json:"name"`
+			}
+			if err := strict(t, &gt, param); err != nil {
+				return err
+			}
+			matched := gatewayToolset.Match(gt.Name)
+			if len(matched) == 0 {
+				return invalid(param+".name", "unknown gateway tool %q; supported: %s, the toolset builtin__computer_*",
+					gt.Name, strings.Join(gatewayToolset.Names(), ", "))
+			}
+			for _, tl := range matched {
+				if p.gatewayTools[tl.Name] {
+					continue // named twice (e.g. exactly and by the toolset): offered once
+				}
+				p.gatewayTools[tl.Name] = true
+				def := tl.Definition()
+				p.tools = append(p.tools, chatTool{Type: "function", Function: chatFunction{Name: def.Function.Name,
+					Description: def.Function.Description, Parameters: def.Function.Parameters, Strict: ptr(true)}})
+			}
 		case "function":
 			var f struct {
 				Type        string          `json:"type"`
@@ -178,14 +208,24 @@ func (p *plan) parseTools(raw []json.RawMessage) error {
 			}
 			p.tools = append(p.tools, chatTool{Type: "function", Function: ft})
 		default:
-			return invalid(param+".type", "unsupported tool type %q; supported: code_interpreter, function", head.Type)
+			return invalid(param+".type", "unsupported tool type %q; supported: code_interpreter, tool, function", head.Type)
 		}
 	}
 	if p.codeInterpreter && p.clientFuncs[tools.CodeInterpreterName] {
 		return invalid("tools", "the function name %q collides with the gateway's code_interpreter tool", tools.CodeInterpreterName)
 	}
+	for name := range p.gatewayTools {
+		if p.clientFuncs[name] {
+			return invalid("tools", "the function name %q collides with the gateway tool of that name", name)
+		}
+	}
 	return nil
 }
+
+// gatewayToolset holds the gateway's function tools a request may name
+// with {"type":"tool","name":…}: the computer tools and python (not
+// code_interpreter, which has its own tool type).
+var gatewayToolset = tools.NewRegistry(tools.ExecTool(), tools.WriteFileTool(), tools.ReadFileTool(), tools.PythonTool())
 
 func (p *plan) parseToolChoice(raw json.RawMessage) error {
 	if len(raw) == 0 || string(raw) == "null" {
@@ -210,7 +250,7 @@ func (p *plan) parseToolChoice(raw json.RawMessage) error {
 	switch {
 	case c.Type == "code_interpreter" && p.codeInterpreter:
 		c.Name = tools.CodeInterpreterName
-	case c.Type == "function" && p.clientFuncs[c.Name]:
+	case c.Type == "function" && (p.clientFuncs[c.Name] || p.gatewayTools[c.Name]):
 	default:
 		return invalid("tool_choice", "tool_choice must name a declared tool")
 	}
@@ -232,35 +272,41 @@ type inputItem struct {
 	Status    string `json:"status"`
 }
 
-func parseInput(raw json.RawMessage) ([]chatMessage, error) {
+func parseInput(raw json.RawMessage) ([]chatMessage, []string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, invalid("input", "input is required")
+		return nil, nil, invalid("input", "input is required")
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return []chatMessage{{Role: "user", Content: ptr(s)}}, nil
+		return []chatMessage{{Role: "user", Content: ptr(s)}}, nil, nil
 	}
 	var items []json.RawMessage
 	if json.Unmarshal(raw, &items) != nil {
-		return nil, invalid("input", "input must be a string or an array of items")
+		return nil, nil, invalid("input", "input must be a string or an array of items")
 	}
 	var out []chatMessage
+	var fileIDs []string
 	for i, it := range items {
 		param := fmt.Sprintf("input[%d]", i)
 		var item inputItem
 		if err := strict(it, &item, param); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch item.Type {
 		case "", "message":
 			switch item.Role {
 			case "user", "system", "developer", "assistant":
 			default:
-				return nil, invalid(param+".role", "role must be user, system, developer or assistant")
+				return nil, nil, invalid(param+".role", "role must be user, system, developer or assistant")
 			}
-			text, err := contentText(item.Content, param+".content")
+			text, ids, err := contentText(item.Content, param+".content")
 			if err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			for _, id := range ids {
+				if !slices.Contains(fileIDs, id) {
+					fileIDs = append(fileIDs, id)
+				}
 			}
 			role := item.Role
 			if role == "developer" {
@@ -269,50 +315,62 @@ func parseInput(raw json.RawMessage) ([]chatMessage, error) {
 			out = append(out, chatMessage{Role: role, Content: ptr(text)})
 		case "function_call":
 			if item.CallID == "" || item.Name == "" {
-				return nil, invalid(param, "a function_call item needs call_id and name")
+				return nil, nil, invalid(param, "a function_call item needs call_id and name")
 			}
 			out = append(out, chatMessage{Role: "assistant", ToolCalls: []chatToolCall{{ID: item.CallID, Type: "function",
 				Function: chatCallFunction{Name: item.Name, Arguments: item.Arguments}}}})
 		case "function_call_output":
 			if item.CallID == "" {
-				return nil, invalid(param+".call_id", "a function_call_output item needs call_id")
+				return nil, nil, invalid(param+".call_id", "a function_call_output item needs call_id")
 			}
 			out = append(out, chatMessage{Role: "tool", ToolCallID: item.CallID, Content: ptr(item.Output)})
 		default:
-			return nil, invalid(param+".type", "unsupported input item type %q", item.Type)
+			return nil, nil, invalid(param+".type", "unsupported input item type %q", item.Type)
 		}
 	}
 	if len(out) == 0 {
-		return nil, invalid("input", "input must not be empty")
+		return nil, nil, invalid("input", "input must not be empty")
 	}
-	return out, nil
+	return out, fileIDs, nil
 }
 
-func contentText(raw json.RawMessage, param string) (string, error) {
+// contentText is a message's text and the file ids of its input_file parts.
+func contentText(raw json.RawMessage, param string) (string, []string, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+		return s, nil, nil
 	}
 	var parts []json.RawMessage
 	if json.Unmarshal(raw, &parts) != nil {
-		return "", invalid(param, "content must be a string or an array of parts")
+		return "", nil, invalid(param, "content must be a string or an array of parts")
 	}
 	var b strings.Builder
+	var ids []string
 	for i, pr := range parts {
 		pp := fmt.Sprintf("%s[%d]", param, i)
 		var part struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+			Type   string `json:"type"`
+			Text   string `json:"text"`
+			FileID string `json:"file_id"`
 		}
 		if err := strict(pr, &part, pp); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		switch part.Type {
 		case "input_text", "output_text":
+			if part.FileID != "" {
+				return "", nil, invalid(pp+".file_id", "file_id belongs to input_file parts")
+			}
+		case "input_file":
+			if part.FileID == "" || part.Text != "" {
+				return "", nil, invalid(pp, `an input_file part needs file_id (and only file_id): {"type":"input_file","file_id":"file_…"}`)
+			}
+			ids = append(ids, part.FileID)
+			continue
 		default:
-			return "", invalid(pp+".type", "unsupported content part %q; only input_text is supported yet", part.Type)
+			return "", nil, invalid(pp+".type", "unsupported content part %q; supported: input_text, input_file", part.Type)
 		}
 		b.WriteString(part.Text)
 	}
-	return b.String(), nil
+	return b.String(), ids, nil
 }

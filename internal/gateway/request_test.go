@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -33,7 +34,29 @@ func TestValidate(t *testing.T) {
 	if string(p.toolChoice) != `{"function":{"name":"f"},"type":"function"}` {
 		t.Fatalf("tool_choice: %s", p.toolChoice)
 	}
+	p = ok(`{"model":"m","parallel_tool_calls":false,"input":[{"role":"user","content":[{"type":"input_text","text":"a"},
+		{"type":"input_file","file_id":"file_1"},{"type":"input_file","file_id":"file_2"}]},
+		{"role":"user","content":[{"type":"input_file","file_id":"file_1"}]}],
+		"tools":[{"type":"tool","name":"builtin__computer_exec"},{"type":"tool","name":"builtin__computer_*"},{"type":"tool","name":"python"}],
+		"tool_choice":{"type":"function","name":"python"}}`, true)
+	var names []string
+	for _, tl := range p.tools {
+		if tl.Function.Strict == nil || !*tl.Function.Strict {
+			t.Fatalf("not strict: %+v", tl)
+		}
+		names = append(names, tl.Function.Name)
+	}
+	if got := fmt.Sprint(names); got != "[builtin__computer_exec builtin__computer_write_file builtin__computer_read_file python]" {
+		t.Fatalf("tools: %s", got)
+	}
+	if fmt.Sprint(p.fileIDs) != "[file_1 file_2]" || *p.messages[0].Content != "a" || *p.messages[1].Content != "" ||
+		p.parallel == nil || *p.parallel {
+		t.Fatalf("plan: %+v", p)
+	}
 	bad := []struct{ body, code, param string }{
+		{`{"input":"hi","tools":[{"type":"tool","name":"python"}]}`, "computer_not_configured", "tools"},
+		{`{"input":"hi","tools":[{"type":"tool","name":"code_interpreter"}]}`, "invalid_request", "tools[0].name"},
+		{`{"input":[{"role":"user","content":[{"type":"input_text","text":"a","file_id":"file_1"}]}]}`, "invalid_request", "input[0].content[0].file_id"},
 		{`{"input":"hi","tools":[{"type":"code_interpreter","container":{"type":"auto"}}]}`, "computer_not_configured", "tools"},
 		{`{"input":"hi","stream":true,"tools":[{"type":"function","name":"f","strict":"yes"}]}`, "invalid_request", "tools[0].strict"},
 		{`{"input":"hi","max_tool_calls":0}`, "invalid_request", "max_tool_calls"},

@@ -47,6 +47,8 @@ type chatRequest struct {
 	Messages   []chatMessage   `json:"messages"`
 	Tools      []chatTool      `json:"tools,omitempty"`
 	ToolChoice json.RawMessage `json:"tool_choice,omitempty"`
+	// ParallelToolCalls is the client's value, sent only with tools.
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
 }
 
 type chatResponse struct {

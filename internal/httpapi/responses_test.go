@@ -5,10 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/cubicle-sandbox/cubicle/internal/blob"
+	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 )
 
@@ -103,6 +106,7 @@ type respItem struct {
 	Name        string             `json:"name"`
 	CallID      string             `json:"call_id"`
 	Arguments   string             `json:"arguments"`
+	Output      string             `json:"output"`
 	Content     []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
@@ -239,6 +243,12 @@ func TestResponsesValidation(t *testing.T) {
 		{`{"model":"m","input":"hi","tools":[{"type":"code_interpreter","container":{"type":"auto"}},{"type":"function","name":"code_interpreter","parameters":{}}]}`, "tools"},
 		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`, "input[0].content[0].image_url"},
 		{`{"model":"m","input":"hi","include":["reasoning.encrypted_content"]}`, "include[0]"},
+		{`{"model":"m","input":"hi","tools":[{"type":"tool","name":"builtin__computer_*"},{"type":"function","name":"builtin__computer_exec","parameters":{}}]}`, "tools"},
+		{`{"model":"m","input":"hi","tools":[{"type":"tool","name":"builtin__nothing"}]}`, "tools[0].name"},
+		{`{"model":"m","input":"hi","tools":[{"type":"tool","name":"python","strict":true}]}`, "tools[0].strict"},
+		{`{"model":"m","input":"hi","parallel_tool_calls":"yes"}`, "parallel_tool_calls"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"http://x"}]}]}`, "input[0].content[0].file_url"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_file"}]}]}`, "input[0].content[0]"},
 	} {
 		r := e.do(key, "POST", "/v1/responses", c.body)
 		er := r.wantError(t, 400, "")
@@ -375,5 +385,258 @@ func TestResponsesStreamingUpstreamError(t *testing.T) {
 	cr.json(t, &l)
 	if len(l.Data) != 1 || l.Data[0].Status != "destroyed" {
 		t.Fatalf("computers after a failed stream: %s", cr)
+	}
+}
+
+// withFilesGateway wires the files service (as serve does) and a gateway
+// copying input files.
+func (e *env) withFilesGateway(up *scripted) {
+	b, err := blob.NewDir(filepath.Join(e.dir, "blobs"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	svc := files.New(e.st, b, filesTestMax)
+	e.mgr.SetExporter(svc.Export)
+	e.mgr.SetImageSaver(svc.SaveImage)
+	e.api.SetFiles(svc)
+	g := gateway.New(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"}, e.mgr)
+	g.SetFiles(svc)
+	e.api.SetGateway(g)
+}
+
+// toolCallsAnswer is one assistant turn with several tool calls
+// (name, arguments pairs), ids call_1, call_2, ….
+func toolCallsAnswer(nameArgs ...string) map[string]any {
+	var calls []any
+	for i := 0; i+1 < len(nameArgs); i += 2 {
+		calls = append(calls, map[string]any{"id": "call_" + string(rune('1'+i/2)), "type": "function",
+			"function": map[string]any{"name": nameArgs[i], "arguments": nameArgs[i+1]}})
+	}
+	return chatAnswer(map[string]any{"role": "assistant", "content": nil, "tool_calls": calls})
+}
+
+// toolMessages are the contents of the role:"tool" messages, in order.
+func toolMessages(req map[string]any) []string {
+	var out []string
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		if mm["role"] == "tool" {
+			s, _ := mm["content"].(string)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func upstreamToolNames(req map[string]any) []string {
+	var names []string
+	tl, _ := req["tools"].([]any)
+	for _, t := range tl {
+		fn, _ := t.(map[string]any)["function"].(map[string]any)
+		if fn["strict"] != true {
+			return append(names, "NOT STRICT")
+		}
+		names = append(names, fn["name"].(string))
+	}
+	return names
+}
+
+func TestResponsesComputerTools(t *testing.T) {
+	e := newEnv(t, nil)
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		tm := toolMessages(req)
+		if len(tm) == 0 {
+			return 200, toolCallsAnswer(
+				"builtin__computer_write_file", `{"path":"note.txt","content":"hello from the gateway"}`,
+				"builtin__computer_exec", `{"command":"cat /workspace/note.txt","timeout_seconds":null}`)
+		}
+		if len(tm) == 2 && strings.Contains(tm[1], "hello from the gateway") {
+			return 200, chatAnswer(map[string]any{"role": "assistant", "content": "The file says hello"})
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "unexpected: " + strings.Join(tm, " | ")})
+	})
+	e.withGateway(up)
+	_, key := e.newKey("", computerCaps)
+
+	for i, tl := range [][]any{
+		{map[string]any{"type": "tool", "name": "builtin__computer_write_file"},
+			map[string]any{"type": "tool", "name": "builtin__computer_exec"},
+			map[string]any{"type": "tool", "name": "python"}},
+		{map[string]any{"type": "tool", "name": "builtin__computer_*"}, map[string]any{"type": "tool", "name": "builtin__computer_exec"}},
+	} {
+		r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "write and read a file",
+			"tools": tl, "parallel_tool_calls": false})
+		if r.code != 200 {
+			t.Fatalf("create: %s", r)
+		}
+		var out responseObj
+		r.json(t, &out)
+		if out.Status != "completed" || len(out.Output) != 3 {
+			t.Fatalf("response: %s", r)
+		}
+		w, x, msg := out.Output[0], out.Output[1], out.Output[2]
+		if w.Type != "tool_call" || w.Name != "builtin__computer_write_file" || w.Status != "completed" ||
+			!strings.HasPrefix(w.ContainerID, "cmp_") || !strings.Contains(w.Arguments, "note.txt") {
+			t.Fatalf("write_file item: %s", r)
+		}
+		if x.Type != "tool_call" || x.Name != "builtin__computer_exec" || x.Status != "completed" ||
+			x.ContainerID != w.ContainerID || !strings.Contains(x.Output, "hello from the gateway") {
+			t.Fatalf("exec item: %s", r)
+		}
+		if msg.Type != "message" || len(msg.Content) != 1 || msg.Content[0].Text != "The file says hello" {
+			t.Fatalf("message: %s", r)
+		}
+		var raw map[string]any
+		r.json(t, &raw)
+		if raw["parallel_tool_calls"] != false {
+			t.Fatalf("parallel_tool_calls: %s", r)
+		}
+		cs := e.computersOf(key, out.ID)
+		if len(cs) != 1 || cs[0].ID != w.ContainerID || cs[0].Status != "destroyed" {
+			t.Fatalf("computer of the response: %+v", cs)
+		}
+		req := up.requests[2*i]
+		want := "builtin__computer_write_file,builtin__computer_exec,python"
+		if i == 1 {
+			want = "builtin__computer_exec,builtin__computer_write_file,builtin__computer_read_file"
+		}
+		if got := strings.Join(upstreamToolNames(req), ","); got != want {
+			t.Fatalf("upstream tools %s, want %s", got, want)
+		}
+		if req["parallel_tool_calls"] != false {
+			t.Fatalf("upstream parallel_tool_calls: %v", req["parallel_tool_calls"])
+		}
+	}
+}
+
+func TestResponsesInputFile(t *testing.T) {
+	e := newEnv(t, nil)
+	var fileID string
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		tm := toolMessages(req)
+		if len(tm) == 0 {
+			return 200, toolCallAnswer("builtin__computer_exec",
+				`{"command":"cat /workspace/inputs/`+fileID+`/data.csv","timeout_seconds":null}`)
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "done"})
+	})
+	e.withFilesGateway(up)
+	_, key := e.newKey("", computerCaps)
+	r := e.doCtx(t.Context(), key, "POST", "/v1/files?filename=data.csv", []byte("a,b\n1,2\n"),
+		map[string]string{"Content-Type": "application/octet-stream"})
+	if r.code != 200 {
+		t.Fatalf("upload: %s", r)
+	}
+	var f struct {
+		ID string `json:"id"`
+	}
+	r.json(t, &f)
+	fileID = f.ID
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"model": "m",
+		"tools": []any{map[string]any{"type": "tool", "name": "builtin__computer_exec"}},
+		"input": []any{map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "input_text", "text": "Sum column b."},
+			map[string]any{"type": "input_file", "file_id": fileID},
+			map[string]any{"type": "input_file", "file_id": "file_doesnotexist"}}}}})
+	if r.code != 200 {
+		t.Fatalf("create: %s", r)
+	}
+	var out responseObj
+	r.json(t, &out)
+	if len(out.Output) != 2 || out.Output[0].Type != "tool_call" || !strings.Contains(out.Output[0].Output, "a,b\n1,2") {
+		t.Fatalf("exec of the input file: %s", r)
+	}
+	// The model was told where the file is, once, after the round's tool messages.
+	path := "/workspace/inputs/" + fileID + "/data.csv"
+	msgs := up.requests[1]["messages"].([]any)
+	last := msgs[len(msgs)-1].(map[string]any)
+	if last["role"] != "system" || last["content"] != gateway.InputsNotePrefix+path {
+		t.Fatalf("system note: %v", last)
+	}
+	first := up.requests[0]["messages"].([]any)
+	if len(first) != 1 || first[0].(map[string]any)["content"] != "Sum column b." {
+		t.Fatalf("first upstream messages: %v", first)
+	}
+}
+
+func TestResponsesComputerToolsNotConfigured(t *testing.T) {
+	e := newEnv(t, nil)
+	up := sixTimesSeven(t)
+	e.withGateway(up)
+	_, key := e.newKey("", `{}`)
+	for _, name := range []string{"builtin__computer_exec", "builtin__computer_*", "python"} {
+		r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "hi",
+			"tools": []any{map[string]any{"type": "tool", "name": name}}})
+		er := r.wantError(t, 400, "computer_not_configured")
+		if er.Error.Message != "This tool is not configured on this deployment." || er.Error.Param == nil || *er.Error.Param != "tools" {
+			t.Fatalf("%s: %s", name, r)
+		}
+	}
+	if up.count() != 0 {
+		t.Fatalf("upstream got %d calls, want 0", up.count())
+	}
+}
+
+// sseEvents parses an SSE body into its events, checking names and
+// contiguous sequence numbers.
+func sseEvents(t *testing.T, body []byte) []map[string]any {
+	t.Helper()
+	var evs []map[string]any
+	for _, block := range strings.Split(strings.TrimSpace(string(body)), "\n\n") {
+		var name, data string
+		for _, line := range strings.Split(block, "\n") {
+			if v, ok := strings.CutPrefix(line, "event: "); ok {
+				name = v
+			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+				data = v
+			}
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("event data %q: %v", data, err)
+		}
+		if ev["type"] != name || ev["sequence_number"] != float64(len(evs)) {
+			t.Fatalf("event %d: %s %s", len(evs), name, data)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func TestResponsesComputerToolsStreaming(t *testing.T) {
+	e := newEnv(t, nil)
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		if len(toolMessages(req)) == 0 {
+			return 200, toolCallAnswer("builtin__computer_exec", `{"command":"echo streamed","timeout_seconds":null}`)
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "ok"})
+	})
+	e.withGateway(up)
+	_, key := e.newKey("", computerCaps)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "echo", "stream": true,
+		"tools": []any{map[string]any{"type": "tool", "name": "builtin__computer_*"}}})
+	if r.code != 200 {
+		t.Fatalf("stream: %s", r)
+	}
+	evs := sseEvents(t, r.body)
+	var types []string
+	for _, ev := range evs {
+		types = append(types, ev["type"].(string))
+	}
+	want := []string{"response.created", "response.in_progress",
+		"response.output_item.added", "response.output_item.done",
+		"response.output_item.added", "response.content_part.added", "response.output_text.delta",
+		"response.output_text.done", "response.content_part.done", "response.output_item.done",
+		"response.completed"}
+	if strings.Join(types, ",") != strings.Join(want, ",") {
+		t.Fatalf("events:\n%s", strings.Join(types, "\n"))
+	}
+	added, _ := evs[2]["item"].(map[string]any)
+	done, _ := evs[3]["item"].(map[string]any)
+	if added["type"] != "tool_call" || added["status"] != "in_progress" || added["output"] != "" ||
+		done["type"] != "tool_call" || done["status"] != "completed" || done["name"] != "builtin__computer_exec" ||
+		!strings.Contains(done["output"].(string), "streamed") || evs[3]["output_index"] != float64(0) {
+		t.Fatalf("tool_call events: %v / %v", evs[2], evs[3])
 	}
 }
