@@ -138,6 +138,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		gw := gateway.New(gateway.Config{UpstreamURL: gc.UpstreamURL, UpstreamKey: key, Model: gc.Model,
 			Timeout: time.Duration(gc.TimeoutSeconds) * time.Second, MaxRounds: gc.MaxRounds}, mgr)
 		gw.SetFiles(fsvc)
+		gw.SetStore(st.Responses())
 		api.SetGateway(gw)
 		slog.Info("gateway enabled", "upstream", gc.UpstreamURL)
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
@@ -53,7 +55,13 @@ type Gateway struct {
 	reg  *tools.Registry
 	// files copies input_file items into the computer; nil: they are skipped.
 	files *files.Service
+	// responses keeps finished responses (store: true); nil: nothing is kept.
+	responses store.Responses
 }
+
+// SetStore enables keeping finished responses (request field store,
+// default true); call it once at wiring time.
+func (g *Gateway) SetStore(rs store.Responses) { g.responses = rs }
 
 // SetFiles enables copying a request's input_file items into the
 // response's computer; call it once at wiring time.
@@ -249,6 +257,7 @@ func (g *Gateway) Begin(p governance.Principal, req *Request) (*Run, error) {
 	if resp.Metadata == nil {
 		resp.Metadata = map[string]string{}
 	}
+	resp.Store = g.responses != nil && (req.Store == nil || *req.Store)
 	return &Run{g: g, p: p, plan: pl, resp: resp}, nil
 }
 
@@ -277,6 +286,7 @@ func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error)
 			}
 			r.resp.Error = map[string]string{"code": code, "message": msg}
 			r.emit("response.failed", map[string]any{"response": r.snapshot()})
+			r.keep(ctx)
 		}
 		return nil, err
 	}
@@ -284,8 +294,27 @@ func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error)
 	if r.resp.Status == "incomplete" {
 		typ = "response.incomplete"
 	}
+	r.keep(ctx)
 	r.emit(typ, map[string]any{"response": r.snapshot()})
 	return r.resp, nil
+}
+
+// keep stores the finished response when it asked to be stored; a
+// failure is logged (the response itself is still answered).
+func (r *Run) keep(ctx context.Context) {
+	if !r.resp.Store || r.g.responses == nil {
+		return
+	}
+	body, err := json.Marshal(r.resp)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		err = r.g.responses.Put(ctx, store.Response{ID: r.resp.ID, OrgID: r.p.Org.ID, KeyID: r.p.Key.ID,
+			CreatedAt: time.Unix(r.resp.CreatedAt, 0), Body: body})
+	}
+	if err != nil {
+		slog.ErrorContext(ctx, "gateway: storing the response failed", "response", r.resp.ID, "err", err)
+	}
 }
 
 // cleanup deletes the response's computer however the response ended.
@@ -461,6 +490,7 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall) (string, err
 		if outs == nil {
 			outs = []tools.CodeOutput{}
 		}
+		r.imagesAsArtifacts(ctx, item.ID, outs)
 		item.Outputs = &outs
 	}
 	r.resp.Output = append(r.resp.Output, item)
@@ -536,4 +566,37 @@ func inputsNote(rep files.InputsReport) string {
 		paths[i] = c.Path
 	}
 	return InputsNotePrefix + strings.Join(paths, ", ")
+}
+
+// ArtifactURL is the (relative) URL of an artifact's content.
+func ArtifactURL(id string) string { return "/v1/artifacts/" + id + "/content" }
+
+// imagesAsArtifacts keeps each PNG image output as an artifact of the
+// response's computer and points its url at the artifact's content, when
+// the key has the artifacts capability and files are wired. Otherwise, or
+// if keeping one fails (logged), the image stays a data URL.
+func (r *Run) imagesAsArtifacts(ctx context.Context, itemID string, outs []tools.CodeOutput) {
+	if r.g.files == nil || !r.p.Caps.HasArtifacts() {
+		return
+	}
+	const prefix = "data:image/png;base64,"
+	n := 0
+	for i := range outs {
+		o := &outs[i]
+		if o.Type != "image" || !strings.HasPrefix(o.URL, prefix) {
+			continue
+		}
+		png, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(o.URL, prefix))
+		if err != nil {
+			continue
+		}
+		n++
+		a, err := r.g.files.SaveImage(ctx, r.p, r.computerID, fmt.Sprintf("%s-%d.png", itemID, n), png)
+		if err != nil {
+			slog.WarnContext(ctx, "gateway: keeping an image as an artifact failed; sending a data URL",
+				"response", r.resp.ID, "err", err)
+			continue
+		}
+		o.URL = ArtifactURL(a.ID)
+	}
 }

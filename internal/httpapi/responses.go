@@ -78,3 +78,26 @@ func streamResponse(w http.ResponseWriter, r *http.Request, run *gateway.Run) er
 	}
 	return nil
 }
+
+// getResponse is GET /v1/responses/{id}: a stored response of the key's
+// organisation (404 otherwise).
+func (a *API) getResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	sr, err := a.st.Responses().Get(r.Context(), p.Org.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(sr.Body)
+	return nil
+}
+
+// deleteResponse is DELETE /v1/responses/{id}.
+func (a *API) deleteResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	id := r.PathValue("id")
+	if err := a.st.Responses().Delete(r.Context(), p.Org.ID, id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response.deleted", "deleted": true})
+	return nil
+}

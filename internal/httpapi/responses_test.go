@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -93,7 +94,9 @@ func sixTimesSeven(t *testing.T) *scripted {
 }
 
 func (e *env) withGateway(up *scripted) {
-	e.api.SetGateway(gateway.New(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"}, e.mgr))
+	g := gateway.New(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"}, e.mgr)
+	g.SetStore(e.st.Responses())
+	e.api.SetGateway(g)
 }
 
 type respItem struct {
@@ -401,6 +404,7 @@ func (e *env) withFilesGateway(up *scripted) {
 	e.api.SetFiles(svc)
 	g := gateway.New(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"}, e.mgr)
 	g.SetFiles(svc)
+	g.SetStore(e.st.Responses())
 	e.api.SetGateway(g)
 }
 
@@ -638,5 +642,143 @@ func TestResponsesComputerToolsStreaming(t *testing.T) {
 		done["type"] != "tool_call" || done["status"] != "completed" || done["name"] != "builtin__computer_exec" ||
 		!strings.Contains(done["output"].(string), "streamed") || evs[3]["output_index"] != float64(0) {
 		t.Fatalf("tool_call events: %v / %v", evs[2], evs[3])
+	}
+}
+
+// plotScript: one code_interpreter call plotting with matplotlib, then a
+// final answer.
+func plotScript(t *testing.T) *scripted {
+	return newScripted(t, func(n int, req map[string]any) (int, any) {
+		if lastToolMessage(req) == "" {
+			return 200, toolCallAnswer("code_interpreter",
+				`{"code":"import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [4, 1, 9])\nplt.show()"}`)
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "plotted"})
+	})
+}
+
+// imageURLs returns the image output urls of the response's
+// code_interpreter_call items.
+func imageURLs(t *testing.T, out responseObj) []string {
+	t.Helper()
+	var urls []string
+	for _, it := range out.Output {
+		if it.Type != "code_interpreter_call" || it.Outputs == nil {
+			continue
+		}
+		for _, raw := range *it.Outputs {
+			var o struct {
+				Type string `json:"type"`
+				URL  string `json:"url"`
+			}
+			json.Unmarshal(raw, &o)
+			if o.Type == "image" {
+				urls = append(urls, o.URL)
+			}
+		}
+	}
+	return urls
+}
+
+// TestResponsesImageArtifacts: with the artifacts capability an image
+// output's url is the artifact's content (a PNG); without it, a data URL.
+func TestResponsesImageArtifacts(t *testing.T) {
+	e := newEnv(t, nil)
+	e.withFilesGateway(plotScript(t))
+	body := map[string]any{"model": "m", "input": "plot", "tools": ciTool,
+		"include": []any{"code_interpreter_call.outputs"}}
+	_, key := e.newKey("", computerCaps)
+	r := e.do(key, "POST", "/v1/responses", body)
+	if r.code != 200 {
+		t.Fatalf("create: %s", r)
+	}
+	var out responseObj
+	r.json(t, &out)
+	urls := imageURLs(t, out)
+	if len(urls) != 1 || !strings.HasPrefix(urls[0], "/v1/artifacts/") || !strings.HasSuffix(urls[0], "/content") {
+		t.Fatalf("image urls %q: %s", urls, r)
+	}
+	c := e.do(key, "GET", urls[0], nil)
+	if c.code != 200 || !bytes.HasPrefix(c.body, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("artifact content: %d %.40q", c.code, c.body)
+	}
+
+	_, noArt := e.newKey("", `{"tooling":{"system_tools":["computer"]},"computer":{},"files":{}}`)
+	r = e.do(noArt, "POST", "/v1/responses", body)
+	if r.code != 200 {
+		t.Fatalf("create without artifacts: %s", r)
+	}
+	out = responseObj{}
+	r.json(t, &out)
+	urls = imageURLs(t, out)
+	if len(urls) != 1 || !strings.HasPrefix(urls[0], "data:image/png;base64,") {
+		t.Fatalf("image urls without artifacts %.80q", urls)
+	}
+}
+
+// TestResponsesStore: store (default true) keeps the response for GET,
+// org-scoped; DELETE removes it; store:false keeps nothing.
+func TestResponsesStore(t *testing.T) {
+	e := newEnv(t, nil)
+	e.withGateway(sixTimesSeven(t))
+	_, key := e.newKey("", computerCaps)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "6*7?", "tools": ciTool})
+	if r.code != 200 {
+		t.Fatalf("create: %s", r)
+	}
+	var out responseObj
+	r.json(t, &out)
+	var flags struct {
+		Store bool `json:"store"`
+	}
+	r.json(t, &flags)
+	if !flags.Store {
+		t.Fatalf("store not echoed: %s", r)
+	}
+	g := e.do(key, "GET", "/v1/responses/"+out.ID, nil)
+	if g.code != 200 {
+		t.Fatalf("get: %s", g)
+	}
+	var got responseObj
+	g.json(t, &got)
+	if got.ID != out.ID || got.Status != "completed" || len(got.Output) != len(out.Output) ||
+		got.Output[len(got.Output)-1].Content[0].Text != "The answer is 42" {
+		t.Fatalf("stored response: %s", g)
+	}
+	// Another organisation sees nothing.
+	_, other := e.newKey(e.newOrg("other", true), computerCaps)
+	if g := e.do(other, "GET", "/v1/responses/"+out.ID, nil); g.code != 404 {
+		t.Fatalf("cross-org get: %s", g)
+	}
+	if d := e.do(other, "DELETE", "/v1/responses/"+out.ID, nil); d.code != 404 {
+		t.Fatalf("cross-org delete: %s", d)
+	}
+	d := e.do(key, "DELETE", "/v1/responses/"+out.ID, nil)
+	var del map[string]any
+	d.json(t, &del)
+	if d.code != 200 || del["id"] != out.ID || del["object"] != "response.deleted" || del["deleted"] != true || len(del) != 3 {
+		t.Fatalf("delete: %s", d)
+	}
+	if g := e.do(key, "GET", "/v1/responses/"+out.ID, nil); g.code != 404 {
+		t.Fatalf("get after delete: %s", g)
+	}
+	if d := e.do(key, "DELETE", "/v1/responses/"+out.ID, nil); d.code != 404 {
+		t.Fatalf("second delete: %s", d)
+	}
+
+	// store: false keeps nothing.
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "6*7?", "tools": ciTool, "store": false})
+	if r.code != 200 {
+		t.Fatalf("create store:false: %s", r)
+	}
+	out = responseObj{}
+	r.json(t, &out)
+	flags.Store = true
+	r.json(t, &flags)
+	if flags.Store {
+		t.Fatalf("store:false echoed as true: %s", r)
+	}
+	if g := e.do(key, "GET", "/v1/responses/"+out.ID, nil); g.code != 404 {
+		t.Fatalf("get store:false: %s", g)
 	}
 }

@@ -23,6 +23,7 @@ type Store interface {
 	Instances() Instances
 	Files() Files
 	Artifacts() Artifacts
+	Responses() Responses
 	Close() error
 }
 
@@ -215,4 +216,24 @@ type Artifacts interface {
 	Get(ctx context.Context, orgID, id string) (Artifact, error)
 	// List returns matching artifacts, newest first.
 	List(ctx context.Context, f ArtifactFilter) ([]Artifact, error)
+}
+
+// Response is a stored Responses API response object (the gateway's
+// finished response, as JSON).
+type Response struct {
+	ID        string
+	OrgID     string
+	KeyID     string
+	CreatedAt time.Time
+	Body      json.RawMessage
+}
+
+// Responses stores response objects, scoped by organisation.
+type Responses interface {
+	// Put stores r, replacing the body of the same id in the same org.
+	Put(ctx context.Context, r Response) error
+	// Get returns the org's response; ErrNotFound if absent.
+	Get(ctx context.Context, orgID, id string) (Response, error)
+	// Delete removes the org's response; ErrNotFound if absent.
+	Delete(ctx context.Context, orgID, id string) error
 }

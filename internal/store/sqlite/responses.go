@@ -1,0 +1,41 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+)
+
+type responses struct{ db *DB }
+
+// Responses stores the gateway's finished response objects.
+func (s *DB) Responses() store.Responses { return responses{s} }
+
+func (s responses) Put(ctx context.Context, r store.Response) error {
+	_, err := s.db.db.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET body = excluded.body WHERE responses.org_id = excluded.org_id`,
+		r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body))
+	return err
+}
+
+func (s responses) Get(ctx context.Context, orgID, id string) (store.Response, error) {
+	var r store.Response
+	var created int64
+	var body string
+	err := s.db.db.QueryRowContext(ctx, `SELECT id, org_id, key_id, created_at, body FROM responses WHERE id = ? AND org_id = ?`,
+		id, orgID).Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body)
+	r.CreatedAt, r.Body = fromMS(created), []byte(body)
+	return r, notFound(err, "response "+id)
+}
+
+func (s responses) Delete(ctx context.Context, orgID, id string) error {
+	res, err := s.db.db.ExecContext(ctx, `DELETE FROM responses WHERE id = ? AND org_id = ?`, id, orgID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("response %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
