@@ -38,29 +38,7 @@ func pythonCLI(t *testing.T, o pyRun, args ...string) cliResult {
 	cmd.Dir = o.dir
 	cmd.Env = append(cleanEnv(), o.env...)
 	cmd.Stdin = strings.NewReader(o.stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("cubicle %q did not finish within a minute\nstdout: %s\nstderr: %s", args, out.String(), errb.String())
-	}
-	r := cliResult{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("cubicle %q: %v", args, err)
-	}
-	return r
+	return runCommand(t, cmd, args)
 }
 
 func cleanEnv() []string {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,29 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
 // cubicleBin is the real binary, built once without cgo as in production.
 var cubicleBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "cubicle-cli-test")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	cubicleBin = filepath.Join(dir, "cubicle")
-	build := exec.Command("go", "build", "-o", cubicleBin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build cubicle: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testbin.Main(m, &cubicleBin))
 }
 
 type cliResult struct {
@@ -46,7 +31,12 @@ type cliResult struct {
 // fails the test if the binary does not end within a minute.
 func cli(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	cmd := exec.Command(cubicleBin, args...)
+	return runCommand(t, exec.Command(cubicleBin, args...), args)
+}
+
+// runCommand runs a prepared cubicle command (see cli) with bounded time.
+func runCommand(t *testing.T, cmd *exec.Cmd, args []string) cliResult {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -61,7 +51,7 @@ func cli(t *testing.T, args ...string) cliResult {
 	case <-time.After(time.Minute):
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("cubicle %q did not finish within a minute\nstderr: %s", args, errb.String())
+		t.Fatalf("cubicle %q did not finish within a minute\nstdout: %s\nstderr: %s", args, out.String(), errb.String())
 	}
 	r := cliResult{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
 	if ee, ok := err.(*exec.ExitError); ok {

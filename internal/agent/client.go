@@ -147,6 +147,45 @@ func (c *Client) next(ctx context.Context, ch chan Frame) (Frame, error) {
 	}
 }
 
+// canceller sends a stream's cancel request at most once.
+type canceller struct {
+	done bool
+	send func()
+}
+
+func (c *canceller) cancel() {
+	if !c.done {
+		c.done = true
+		c.send()
+	}
+}
+
+// nextOrCancel waits for a stream's next frame. When ctx ends it cancels
+// the stream (once) and keeps waiting: the caller still reads the agent's
+// final frame, so it returns only when the agent has finished the work.
+func (c *Client) nextOrCancel(ctx context.Context, ch chan Frame, cn *canceller) (Frame, error) {
+	done := ctx.Done()
+	if cn.done {
+		done = nil
+	}
+	for {
+		select {
+		case f := <-ch:
+			return f, nil
+		case <-c.done:
+			select {
+			case f := <-ch:
+				return f, nil
+			default:
+				return Frame{}, c.gone()
+			}
+		case <-done:
+			done = nil
+			cn.cancel()
+		}
+	}
+}
+
 // call sends one JSON request and decodes the single reply.
 func (c *Client) call(ctx context.Context, kind Kind, req, reply any) error {
 	id, ch := c.open()

@@ -36,25 +36,11 @@ func (c *Client) Exec(ctx context.Context, req ExecStart, sio ExecIO) (ExitStatu
 	if sio.Stdin != nil {
 		go c.feed(id, sio.Stdin, acks, stop)
 	}
-	killed := false
-	done := ctx.Done()
+	cn := &canceller{send: func() { c.sendJSON(KindSignal, id, SignalRequest{Signal: int(unix.SIGKILL)}) }}
 	for {
-		var f Frame
-		select {
-		case f = <-ch:
-		case <-c.done:
-			select {
-			case f = <-ch:
-			default:
-				return ExitStatus{}, c.gone()
-			}
-		case <-done:
-			if !killed {
-				killed = true
-				done = nil
-				c.sendJSON(KindSignal, id, SignalRequest{Signal: int(unix.SIGKILL)})
-			}
-			continue
+		f, err := c.nextOrCancel(ctx, ch, cn)
+		if err != nil {
+			return ExitStatus{}, err
 		}
 		switch f.Kind {
 		case KindStarted:
@@ -78,7 +64,7 @@ func (c *Client) Exec(ctx context.Context, req ExecStart, sio ExecIO) (ExitStatu
 		case KindExit, KindError:
 			var st ExitStatus
 			err := decodeReply(f, &st)
-			if killed {
+			if cn.done {
 				// Cancelled: whatever the agent says last (an exit, or a
 				// start that failed because the kill won the race) the
 				// caller's answer is its own cancellation.

@@ -27,38 +27,21 @@ func (c *Client) Python(ctx context.Context, req PythonRequest, onOutput func(Py
 	if err := c.send(KindPython, id, b); err != nil {
 		return PythonResult{}, err
 	}
-	cancelled := false
-	cancel := func() {
-		if !cancelled {
-			cancelled = true
-			c.send(KindPythonCancel, id, nil)
-		}
-	}
-	done := ctx.Done()
+	cn := &canceller{send: func() { c.send(KindPythonCancel, id, nil) }}
 	for {
-		var f Frame
-		select {
-		case f = <-ch:
-		case <-c.done:
-			select {
-			case f = <-ch:
-			default:
-				return PythonResult{}, c.gone()
-			}
-		case <-done:
-			done = nil
-			cancel()
-			continue
+		f, err := c.nextOrCancel(ctx, ch, cn)
+		if err != nil {
+			return PythonResult{}, err
 		}
 		switch f.Kind {
 		case KindPythonOutput:
 			var o PythonOutput
 			if err := json.Unmarshal(f.Payload, &o); err != nil {
-				cancel()
+				cn.cancel()
 				return PythonResult{}, fmt.Errorf("%w: malformed Python output from the agent: %v", ErrInternal, err)
 			}
 			if o.Cell < 0 || o.Cell >= len(req.Cells) {
-				cancel()
+				cn.cancel()
 				return PythonResult{}, fmt.Errorf("%w: Python output for cell %d of a call with %d cells", ErrInternal, o.Cell, len(req.Cells))
 			}
 			if onOutput != nil {
@@ -74,7 +57,7 @@ func (c *Client) Python(ctx context.Context, req PythonRequest, onOutput func(Py
 			}
 			return res, nil
 		default:
-			cancel()
+			cn.cancel()
 			return PythonResult{}, fmt.Errorf("%w: unexpected frame kind %d in a Python stream", ErrInternal, f.Kind)
 		}
 	}

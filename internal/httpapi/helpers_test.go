@@ -10,12 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -29,27 +30,7 @@ import (
 var agentBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	if p := os.Getenv("CUBICLE_BIN"); p != "" {
-		agentBin = p
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "cubicle-httpapi-bin")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	agentBin = filepath.Join(dir, "cubicle")
-	build := exec.Command("go", "build", "-o", agentBin, "github.com/cubicle-sandbox/cubicle/cmd/cubicle")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build cubicle: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testbin.Main(m, &agentBin))
 }
 
 const adminSecret = "cub_test_admin_secret_0001"

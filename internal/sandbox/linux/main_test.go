@@ -3,13 +3,12 @@ package linux_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
@@ -21,27 +20,7 @@ import (
 var agentBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	if p := os.Getenv("CUBICLE_BIN"); p != "" {
-		agentBin = p
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "cubicle-test-bin")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	agentBin = filepath.Join(dir, "cubicle")
-	build := exec.Command("go", "build", "-o", agentBin, "github.com/cubicle-sandbox/cubicle/cmd/cubicle")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build cubicle: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testbin.Main(m, &agentBin))
 }
 
 // newDriver returns a driver with its own state directory.
