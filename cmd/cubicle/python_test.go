@@ -289,7 +289,10 @@ type ptySession struct {
 func startPTY(t *testing.T, o pyRun, command string) *ptySession {
 	t.Helper()
 	p := &ptySession{t: t, out: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command("script", "-qefc", command, "/dev/null")
+	// exec: script(1) runs $SHELL -c, and a shell left waiting (dash does
+	// not exec the last command) would catch the test's Ctrl-C itself and
+	// exit 130.
+	p.cmd = exec.Command("script", "-qefc", "exec "+command, "/dev/null")
 	p.cmd.Dir = o.dir
 	p.cmd.Env = append(append(cleanEnv(), "TERM=xterm"), o.env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
