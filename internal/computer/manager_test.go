@@ -105,6 +105,9 @@ func (s *fakeSB) Python(ctx context.Context, req sandbox.PythonRequest, onOutput
 	return sandbox.PythonResult{Status: "ok", FailedCell: -1}, nil
 }
 func (s *fakeSB) PythonControl(ctx context.Context, action string) error { return nil }
+func (s *fakeSB) OpenKernel(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error) {
+	return nil, sandbox.ErrUnsupported
+}
 
 // fixture is a manager on a fake driver and a real SQLite store.
 type fixture struct {

@@ -92,6 +92,9 @@ type Sandbox interface {
 	Python(ctx context.Context, req PythonRequest, onOutput func(PythonOutput)) (PythonResult, error)
 	// PythonControl interrupts ("interrupt") or restarts ("restart") the session kernel.
 	PythonControl(ctx context.Context, action string) error
+	// OpenKernel starts a kernel of its own in the computer (not the session
+	// kernel) and relays its messages; one per computer at a time.
+	OpenKernel(ctx context.Context, start KernelStart) (Kernel, error)
 	// Destroy kills everything in the computer and removes all its
 	// resources. It is idempotent.
 	Destroy(ctx context.Context) error

@@ -78,6 +78,11 @@ func (c *computer) PythonControl(ctx context.Context, action string) error {
 	return c.client.PythonControl(ctx, action)
 }
 
+// OpenKernel is not implemented yet (the kernel relay lands with issue 7).
+func (c *computer) OpenKernel(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error) {
+	return nil, fmt.Errorf("kernel relay: %w", sandbox.ErrUnsupported)
+}
+
 // Destroy kills everything and removes every resource of the computer. It
 // is idempotent, and after a partial failure a later call retries what is
 // left (every step is safe to repeat).
