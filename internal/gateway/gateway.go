@@ -204,8 +204,10 @@ type Run struct {
 	// after the tool messages of the round that created the computer.
 	note      string
 	toolCalls int
-	send      func(Event) error // nil: not streaming
-	seq       int
+	// msgs is the conversation with the upstream once the loop ended.
+	msgs []chatMessage
+	send func(Event) error // nil: not streaming
+	seq  int
 }
 
 // Stream reports whether the request asked for streaming.
@@ -229,18 +231,22 @@ func (r *Run) emit(typ string, fields map[string]any) {
 // and are found before any upstream call; upstream failures are *Error
 // (502); computer failures are the computer package's errors.
 func (g *Gateway) Create(ctx context.Context, p governance.Principal, req *Request) (*Response, error) {
-	r, err := g.Begin(p, req)
+	r, err := g.Begin(ctx, p, req)
 	if err != nil {
 		return nil, err
 	}
 	return r.Do(ctx, nil)
 }
 
-// Begin validates req for p; every request error is found here, before
-// any upstream call and before anything is sent to the client.
-func (g *Gateway) Begin(p governance.Principal, req *Request) (*Run, error) {
+// Begin validates req for p and loads what it refers to (the previous
+// response, image files); every request error is found here, before any
+// upstream call and before anything is sent to the client.
+func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Request) (*Run, error) {
 	pl, err := req.validate(g.cfg.Model, g.comp.ToolsEnabled(p))
 	if err != nil {
+		return nil, err
+	}
+	if err := g.resolve(ctx, p, pl); err != nil {
 		return nil, err
 	}
 	resp := &Response{ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
@@ -310,7 +316,7 @@ func (r *Run) keep(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		err = r.g.responses.Put(ctx, store.Response{ID: r.resp.ID, OrgID: r.p.Org.ID, KeyID: r.p.Key.ID,
-			CreatedAt: time.Unix(r.resp.CreatedAt, 0), Body: body})
+			CreatedAt: time.Unix(r.resp.CreatedAt, 0), Body: body, Conversation: r.conversation(ctx)})
 	}
 	if err != nil {
 		slog.ErrorContext(ctx, "gateway: storing the response failed", "response", r.resp.ID, "err", err)
@@ -332,6 +338,7 @@ func (r *Run) cleanup(ctx context.Context) {
 
 func (r *Run) loop(ctx context.Context) error {
 	msgs := r.plan.messages
+	defer func() { r.msgs = msgs }()
 	for round := 0; round < r.g.cfg.MaxRounds; round++ {
 		creq := chatRequest{Model: r.plan.model, Messages: msgs, Tools: r.plan.tools, ToolChoice: r.plan.toolChoice}
 		if len(creq.Tools) > 0 {
@@ -510,12 +517,16 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 		return fmt.Errorf("gateway: create the response's computer: %w", err)
 	}
 	r.computerID = v.ID
-	if len(r.plan.fileIDs) == 0 || r.g.files == nil {
+	in := files.InputsRequest{FileIDs: r.plan.fileIDs}
+	if prev := r.plan.previous; prev != nil {
+		in.FileIDs, in.ArtifactIDs = newestFirst(in.FileIDs, prev.FileIDs), prev.ArtifactIDs
+	}
+	if len(in.FileIDs)+len(in.ArtifactIDs) == 0 || r.g.files == nil {
 		return nil
 	}
-	svc, p, ids := r.g.files, r.p, r.plan.fileIDs
+	svc, p := r.g.files, r.p
 	err = r.g.comp.WithSandbox(ctx, p, r.computerID, func(sb sandbox.Sandbox) error {
-		rep, err := svc.CopyInputs(ctx, p, sb, files.InputsRequest{FileIDs: ids})
+		rep, err := svc.CopyInputs(ctx, p, sb, in)
 		r.note = inputsNote(rep)
 		return err
 	})
@@ -553,19 +564,32 @@ func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) 
 	return res.Output, nil
 }
 
-// InputsNotePrefix starts the system note listing the copied input files.
-const InputsNotePrefix = "The user's input files are in the computer at: "
+// InputsNotePrefix starts the system note listing the copied input files;
+// ArtifactsNotePrefix the part listing the conversation's earlier artifacts.
+const (
+	InputsNotePrefix    = "The user's input files are in the computer at: "
+	ArtifactsNotePrefix = "Files made earlier in this conversation are in the computer at: "
+)
 
 // inputsNote is the system note for the copied files ("": none copied).
 func inputsNote(rep files.InputsReport) string {
-	if len(rep.Copied) == 0 {
-		return ""
+	var inputs, artifacts []string
+	for _, c := range rep.Copied {
+		if strings.HasPrefix(c.Path, files.ArtifactsDir+"/") {
+			artifacts = append(artifacts, c.Path)
+		} else {
+			inputs = append(inputs, c.Path)
+		}
 	}
-	paths := make([]string, len(rep.Copied))
-	for i, c := range rep.Copied {
-		paths[i] = c.Path
+	var note []string
+	if len(inputs) > 0 {
+		note = append(note, InputsNotePrefix+strings.Join(inputs, ", "))
 	}
-	return InputsNotePrefix + strings.Join(paths, ", ")
+	if len(artifacts) > 0 {
+		note = append(note, ArtifactsNotePrefix+strings.Join(artifacts, ", ")+
+			" (Python variables from earlier responses are gone: reload what you need)")
+	}
+	return strings.Join(note, "\n")
 }
 
 // ArtifactURL is the (relative) URL of an artifact's content.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -26,6 +25,9 @@ type Request struct {
 	Store             *bool             `json:"store"`
 	Metadata          map[string]string `json:"metadata"`
 	Include           []string          `json:"include"`
+	// PreviousResponseID continues a stored response of the same
+	// organisation: its conversation is replayed before Input.
+	PreviousResponseID *string `json:"previous_response_id"`
 }
 
 // IncludeOutputs is the include value that returns code_interpreter_call outputs.
@@ -41,11 +43,18 @@ type plan struct {
 	clientFuncs     map[string]bool // client function names
 	gatewayTools    map[string]bool // gateway function tools (builtin__computer_*, python)
 	fileIDs         []string        // input_file ids of the input, in order, deduplicated
-	parallel        *bool
-	maxToolCalls    int // 0: unlimited
-	includeOutputs  bool
-	metadata        map[string]string
-	stream          bool
+	images          []imageRef      // input_image parts by file_id, resolved in Begin
+	// inputStart is where the conversation starts in messages (after the
+	// instructions): what a stored response keeps to be continued.
+	inputStart int
+	previousID string // previous_response_id
+	// previous is the continued response's conversation (loaded in Begin).
+	previous       *conversation
+	parallel       *bool
+	maxToolCalls   int // 0: unlimited
+	includeOutputs bool
+	metadata       map[string]string
+	stream         bool
 }
 
 // strict decodes raw into v, refusing unknown fields; the error names
@@ -119,12 +128,23 @@ func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
 	if r.Instructions != nil && *r.Instructions != "" {
 		p.messages = append(p.messages, chatMessage{Role: "system", Content: ptr(*r.Instructions)})
 	}
-	msgs, fileIDs, err := parseInput(r.Input)
+	in, err := parseInput(r.Input)
 	if err != nil {
 		return nil, err
 	}
-	p.messages = append(p.messages, msgs...)
-	p.fileIDs = fileIDs
+	p.inputStart = len(p.messages)
+	for _, ref := range in.images {
+		ref.msg += p.inputStart
+		p.images = append(p.images, ref)
+	}
+	p.messages = append(p.messages, in.messages...)
+	p.fileIDs = in.fileIDs
+	if r.PreviousResponseID != nil {
+		if *r.PreviousResponseID == "" {
+			return nil, invalid("previous_response_id", "previous_response_id must not be empty")
+		}
+		p.previousID = *r.PreviousResponseID
+	}
 	return p, nil
 }
 
@@ -256,121 +276,4 @@ func (p *plan) parseToolChoice(raw json.RawMessage) error {
 	}
 	p.toolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
 	return nil
-}
-
-// inputItem is one item of an input array.
-type inputItem struct {
-	Type    string          `json:"type"`
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	// function_call and function_call_output items
-	ID        string `json:"id"`
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-	Output    string `json:"output"`
-	Status    string `json:"status"`
-}
-
-func parseInput(raw json.RawMessage) ([]chatMessage, []string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil, invalid("input", "input is required")
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []chatMessage{{Role: "user", Content: ptr(s)}}, nil, nil
-	}
-	var items []json.RawMessage
-	if json.Unmarshal(raw, &items) != nil {
-		return nil, nil, invalid("input", "input must be a string or an array of items")
-	}
-	var out []chatMessage
-	var fileIDs []string
-	for i, it := range items {
-		param := fmt.Sprintf("input[%d]", i)
-		var item inputItem
-		if err := strict(it, &item, param); err != nil {
-			return nil, nil, err
-		}
-		switch item.Type {
-		case "", "message":
-			switch item.Role {
-			case "user", "system", "developer", "assistant":
-			default:
-				return nil, nil, invalid(param+".role", "role must be user, system, developer or assistant")
-			}
-			text, ids, err := contentText(item.Content, param+".content")
-			if err != nil {
-				return nil, nil, err
-			}
-			for _, id := range ids {
-				if !slices.Contains(fileIDs, id) {
-					fileIDs = append(fileIDs, id)
-				}
-			}
-			role := item.Role
-			if role == "developer" {
-				role = "system"
-			}
-			out = append(out, chatMessage{Role: role, Content: ptr(text)})
-		case "function_call":
-			if item.CallID == "" || item.Name == "" {
-				return nil, nil, invalid(param, "a function_call item needs call_id and name")
-			}
-			out = append(out, chatMessage{Role: "assistant", ToolCalls: []chatToolCall{{ID: item.CallID, Type: "function",
-				Function: chatCallFunction{Name: item.Name, Arguments: item.Arguments}}}})
-		case "function_call_output":
-			if item.CallID == "" {
-				return nil, nil, invalid(param+".call_id", "a function_call_output item needs call_id")
-			}
-			out = append(out, chatMessage{Role: "tool", ToolCallID: item.CallID, Content: ptr(item.Output)})
-		default:
-			return nil, nil, invalid(param+".type", "unsupported input item type %q", item.Type)
-		}
-	}
-	if len(out) == 0 {
-		return nil, nil, invalid("input", "input must not be empty")
-	}
-	return out, fileIDs, nil
-}
-
-// contentText is a message's text and the file ids of its input_file parts.
-func contentText(raw json.RawMessage, param string) (string, []string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil, nil
-	}
-	var parts []json.RawMessage
-	if json.Unmarshal(raw, &parts) != nil {
-		return "", nil, invalid(param, "content must be a string or an array of parts")
-	}
-	var b strings.Builder
-	var ids []string
-	for i, pr := range parts {
-		pp := fmt.Sprintf("%s[%d]", param, i)
-		var part struct {
-			Type   string `json:"type"`
-			Text   string `json:"text"`
-			FileID string `json:"file_id"`
-		}
-		if err := strict(pr, &part, pp); err != nil {
-			return "", nil, err
-		}
-		switch part.Type {
-		case "input_text", "output_text":
-			if part.FileID != "" {
-				return "", nil, invalid(pp+".file_id", "file_id belongs to input_file parts")
-			}
-		case "input_file":
-			if part.FileID == "" || part.Text != "" {
-				return "", nil, invalid(pp, `an input_file part needs file_id (and only file_id): {"type":"input_file","file_id":"file_…"}`)
-			}
-			ids = append(ids, part.FileID)
-			continue
-		default:
-			return "", nil, invalid(pp+".type", "unsupported content part %q; supported: input_text, input_file", part.Type)
-		}
-		b.WriteString(part.Text)
-	}
-	return b.String(), ids, nil
 }

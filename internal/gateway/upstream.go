@@ -17,6 +17,9 @@ type chatMessage struct {
 	Content    *string        `json:"content"`
 	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
+	// Parts, when set, is sent as the content instead of Content (user
+	// messages with images); see chatcontent.go.
+	Parts []chatPart `json:"-"`
 }
 
 type chatToolCall struct {

@@ -28,7 +28,7 @@ func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governanc
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	run, err := g.Begin(p, &req)
+	run, err := g.Begin(r.Context(), p, &req)
 	if err == nil && run.Stream() {
 		return streamResponse(w, r, run)
 	}

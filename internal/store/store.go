@@ -226,6 +226,10 @@ type Response struct {
 	KeyID     string
 	CreatedAt time.Time
 	Body      json.RawMessage
+	// Conversation is what a later request continuing this response
+	// (previous_response_id) replays, in the gateway's own JSON; nil: none
+	// was kept.
+	Conversation json.RawMessage
 }
 
 // Responses stores response objects, scoped by organisation.

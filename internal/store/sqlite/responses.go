@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/cubicle-sandbox/cubicle/internal/store"
@@ -13,9 +14,14 @@ type responses struct{ db *DB }
 func (s *DB) Responses() store.Responses { return responses{s} }
 
 func (s responses) Put(ctx context.Context, r store.Response) error {
-	_, err := s.db.db.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET body = excluded.body WHERE responses.org_id = excluded.org_id`,
-		r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body))
+	var conv any // NULL without a conversation
+	if r.Conversation != nil {
+		conv = string(r.Conversation)
+	}
+	_, err := s.db.db.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET body = excluded.body, conversation = excluded.conversation
+		WHERE responses.org_id = excluded.org_id`,
+		r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv)
 	return err
 }
 
@@ -23,9 +29,13 @@ func (s responses) Get(ctx context.Context, orgID, id string) (store.Response, e
 	var r store.Response
 	var created int64
 	var body string
-	err := s.db.db.QueryRowContext(ctx, `SELECT id, org_id, key_id, created_at, body FROM responses WHERE id = ? AND org_id = ?`,
-		id, orgID).Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body)
+	var conv sql.NullString
+	err := s.db.db.QueryRowContext(ctx, `SELECT id, org_id, key_id, created_at, body, conversation FROM responses WHERE id = ? AND org_id = ?`,
+		id, orgID).Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body, &conv)
 	r.CreatedAt, r.Body = fromMS(created), []byte(body)
+	if conv.Valid {
+		r.Conversation = []byte(conv.String)
+	}
 	return r, notFound(err, "response "+id)
 }
 

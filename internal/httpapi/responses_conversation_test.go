@@ -1,0 +1,221 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cubicle-sandbox/cubicle/internal/gateway"
+)
+
+// roles renders an upstream request's messages compactly:
+// role[:content][>tool names] each, "|"-separated.
+func roles(req map[string]any) string {
+	var out []string
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		s := fmt.Sprint(mm["role"])
+		if c, ok := mm["content"].(string); ok && mm["role"] != "tool" && mm["role"] != "system" {
+			s += ":" + c
+		}
+		calls, _ := mm["tool_calls"].([]any)
+		for _, c := range calls {
+			s += ">" + fmt.Sprint(c.(map[string]any)["function"].(map[string]any)["name"])
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "|")
+}
+
+// TestResponsesPreviousResponse: previous_response_id replays the chain
+// (inputs, gateway calls as function call + output, answers), copies the
+// earlier artifacts into the new computer, and refuses what it cannot
+// continue before any upstream call.
+func TestResponsesPreviousResponse(t *testing.T) {
+	e := newEnv(t, nil)
+	var step string
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		switch step {
+		case "plot":
+			if lastToolMessage(req) == "" {
+				return 200, toolCallAnswer("code_interpreter",
+					`{"code":"x = 41\nimport matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 4])\nplt.show()"}`)
+			}
+			return 200, chatAnswer(map[string]any{"role": "assistant", "content": "plotted"})
+		case "again":
+			if !strings.Contains(lastToolMessage(req), "artifacts") {
+				return 200, toolCallAnswer("code_interpreter",
+					`{"code":"import glob\nprint(glob.glob('/workspace/artifacts/*/*'))\nprint('x' in globals())"}`)
+			}
+			return 200, chatAnswer(map[string]any{"role": "assistant", "content": "listed"})
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "third"})
+	})
+	e.withFilesGateway(up)
+	_, key := e.newKey("", computerCaps)
+	create := func(body map[string]any) responseObj {
+		t.Helper()
+		r := e.do(key, "POST", "/v1/responses", body)
+		if r.code != 200 {
+			t.Fatalf("create: %s", r)
+		}
+		var out responseObj
+		r.json(t, &out)
+		return out
+	}
+	step = "plot"
+	first := create(map[string]any{"model": "m", "input": "plot", "tools": ciTool, "instructions": "be brief",
+		"include": []any{"code_interpreter_call.outputs"}})
+	if len(imageURLs(t, first)) != 1 {
+		t.Fatalf("first response: %+v", first)
+	}
+	step = "again"
+	second := create(map[string]any{"model": "m", "input": "list your files", "tools": ciTool, "previous_response_id": first.ID})
+	if len(second.Output) != 2 || second.Output[1].Content[0].Text != "listed" {
+		t.Fatalf("second response: %+v", second)
+	}
+	// The upstream saw the first exchange replayed (instructions do not
+	// carry over), the gateway call as a function call and its output.
+	req := up.requests[2]
+	if got := roles(req); got != "user:plot|assistant>code_interpreter|tool|assistant:plotted|user:list your files" {
+		t.Fatalf("replayed conversation: %s", got)
+	}
+	if tm := toolMessages(req); len(tm) != 1 || !strings.HasPrefix(tm[0], "[image: ") {
+		t.Fatalf("replayed tool output: %q", tm)
+	}
+	// The plot (an artifact of the first response) was in the new
+	// computer; Python state was not.
+	after := up.requests[3]
+	out := lastToolMessage(after)
+	if !strings.Contains(out, "/workspace/artifacts/art_") || !strings.HasSuffix(strings.TrimSpace(out), "False") {
+		t.Fatalf("second computer: %q", out)
+	}
+	msgs := after["messages"].([]any)
+	note := msgs[len(msgs)-1].(map[string]any)
+	if note["role"] != "system" || !strings.HasPrefix(note["content"].(string), gateway.ArtifactsNotePrefix+"/workspace/artifacts/art_") {
+		t.Fatalf("artifacts note: %v", note)
+	}
+
+	// A chain of three: everything before is replayed, in order.
+	step = "third"
+	third := create(map[string]any{"model": "m", "input": "and now?", "previous_response_id": second.ID})
+	if third.Output[0].Content[0].Text != "third" {
+		t.Fatalf("third: %+v", third)
+	}
+	want := "user:plot|assistant>code_interpreter|tool|assistant:plotted|user:list your files|" +
+		"assistant>code_interpreter|tool|system|assistant:listed|user:and now?"
+	if got := roles(up.requests[4]); got != want {
+		t.Fatalf("third conversation:\n%s\nwant\n%s", got, want)
+	}
+
+	// What cannot be continued is a 400 before any upstream call.
+	calls := up.count()
+	notStored := create(map[string]any{"model": "m", "input": "x", "store": false})
+	_, other := e.newKey(e.newOrg("other", true), computerCaps)
+	for _, c := range []struct{ key, id string }{{key, "resp_unknown"}, {key, notStored.ID}, {other, first.ID}} {
+		r := e.do(c.key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "x", "previous_response_id": c.id})
+		er := r.wantError(t, 400, "invalid_request")
+		if er.Error.Param == nil || *er.Error.Param != "previous_response_id" || !strings.Contains(er.Error.Message, "not found") {
+			t.Fatalf("previous %s: %s", c.id, r)
+		}
+	}
+	if up.count() != calls+1 {
+		t.Fatalf("upstream calls %d, want %d", up.count(), calls+1)
+	}
+}
+
+// TestResponsesContinueClientFunction: a client function call continued
+// with previous_response_id and its function_call_output.
+func TestResponsesContinueClientFunction(t *testing.T) {
+	e := newEnv(t, nil)
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		if n == 1 {
+			return 200, toolCallAnswer("get_weather", `{"city":"Paris"}`)
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "It is " + lastToolMessage(req)})
+	})
+	e.withGateway(up)
+	_, key := e.newKey("", computerCaps)
+	fn := []any{map[string]any{"type": "function", "name": "get_weather", "parameters": map[string]any{"type": "object"}}}
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "weather?", "tools": fn})
+	var first responseObj
+	r.json(t, &first)
+	if r.code != 200 || first.Output[0].Type != "function_call" {
+		t.Fatalf("first: %s", r)
+	}
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "tools": fn, "previous_response_id": first.ID,
+		"input": []any{map[string]any{"type": "function_call_output", "call_id": first.Output[0].CallID, "output": "sunny"}}})
+	var second responseObj
+	r.json(t, &second)
+	if r.code != 200 || second.Output[0].Content[0].Text != "It is sunny" {
+		t.Fatalf("second: %s", r)
+	}
+	if got := roles(up.requests[1]); got != "user:weather?|assistant>get_weather|tool" {
+		t.Fatalf("replayed: %s", got)
+	}
+	call := up.requests[1]["messages"].([]any)[1].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)
+	if call["id"] != first.Output[0].CallID {
+		t.Fatalf("call id: %v", call)
+	}
+}
+
+// TestResponsesInputImage: input_image parts reach the upstream as
+// image_url parts; a stored file is sent as a data URL; a file that is no
+// image is a 400 naming the part.
+func TestResponsesInputImage(t *testing.T) {
+	e := newEnv(t, nil)
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "a pixel"})
+	})
+	e.withFilesGateway(up)
+	_, key := e.newKey("", computerCaps)
+	upload := func(name string, data []byte) string {
+		r := e.doCtx(t.Context(), key, "POST", "/v1/files?filename="+name, data,
+			map[string]string{"Content-Type": "application/octet-stream"})
+		var f struct {
+			ID string `json:"id"`
+		}
+		r.json(t, &f)
+		if r.code != 200 || f.ID == "" {
+			t.Fatalf("upload: %s", r)
+		}
+		return f.ID
+	}
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	img, txt := upload("p.png", png), upload("a.txt", []byte("hello"))
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": []any{map[string]any{"role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": "what is it?"},
+			map[string]any{"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"},
+			map[string]any{"type": "input_image", "file_id": img}}}}})
+	if r.code != 200 {
+		t.Fatalf("create: %s", r)
+	}
+	parts, _ := json.Marshal(up.requests[0]["messages"].([]any)[0].(map[string]any)["content"])
+	want := `[{"text":"what is it?","type":"text"},{"image_url":{"detail":"low","url":"https://example.com/a.png"},"type":"image_url"},` +
+		`{"image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUg=="},"type":"image_url"}]`
+	if string(parts) != want {
+		t.Fatalf("upstream content:\n%s\nwant\n%s", parts, want)
+	}
+	for _, id := range []string{txt, "file_unknown"} {
+		r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": []any{map[string]any{"role": "user",
+			"content": []any{map[string]any{"type": "input_image", "file_id": id}}}}})
+		er := r.wantError(t, 400, "invalid_request")
+		if er.Error.Param == nil || *er.Error.Param != "input[0].content[0].file_id" {
+			t.Fatalf("image %s: %s", id, r)
+		}
+	}
+	// A message made only of input_file parts sends no empty user message.
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "instructions": "summarize the file",
+		"input": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_file", "file_id": txt}}}}})
+	if r.code != 400 || up.count() != 1 {
+		t.Fatalf("file-only input: %s", r)
+	}
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": []any{
+		map[string]any{"role": "user", "content": "summarize"},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_file", "file_id": txt}}}}})
+	if r.code != 200 || roles(up.requests[1]) != "user:summarize" {
+		t.Fatalf("file-only message: %s %v", r, up.requests[1])
+	}
+}
