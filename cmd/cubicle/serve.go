@@ -84,6 +84,10 @@ func setupLogging(c config.Log) {
 }
 
 func serve(ctx context.Context, cfg config.Config) error {
+	gwc, err := gatewayConfig(cfg.Gateway)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.Server.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -127,20 +131,15 @@ func serve(ctx context.Context, cfg config.Config) error {
 	mgr.SetImageSaver(fsvc.SaveImage)
 	api := httpapi.New(gov, mgr, st)
 	api.SetFiles(fsvc)
-	if gc := cfg.Gateway; gc.UpstreamURL != "" {
-		key := ""
-		if gc.UpstreamKeyEnv != "" {
-			key = os.Getenv(gc.UpstreamKeyEnv)
-			if key == "" {
-				slog.Warn("gateway: the upstream key variable is empty", "var", gc.UpstreamKeyEnv)
-			}
+	if cfg.Gateway.Enabled() {
+		gw, err := gateway.New(gwc, mgr)
+		if err != nil {
+			return err
 		}
-		gw := gateway.New(gateway.Config{UpstreamURL: gc.UpstreamURL, UpstreamKey: key, Model: gc.Model,
-			Timeout: time.Duration(gc.TimeoutSeconds) * time.Second, MaxRounds: gc.MaxRounds}, mgr)
 		gw.SetFiles(fsvc)
 		gw.SetStore(st.Responses())
 		api.SetGateway(gw)
-		slog.Info("gateway enabled", "upstream", gc.UpstreamURL)
+		slog.Info("gateway enabled", "upstreams", len(cfg.Gateway.Upstreams), "upstream_url", cfg.Gateway.UpstreamURL)
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {

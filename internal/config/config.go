@@ -23,21 +23,49 @@ type Config struct {
 	Gateway   Gateway   `toml:"gateway"`
 }
 
-// Gateway configures POST /v1/responses and its Chat Completions upstream.
+// Gateway configures POST /v1/responses and its upstream model servers:
+// either the single-upstream shorthand (upstream_url, upstream_key_env: one
+// streamed Chat Completions upstream serving every model) or a list of
+// [[gateway.upstreams]], not both.
 type Gateway struct {
 	// UpstreamURL is the upstream's OpenAI-compatible base URL (…/v1);
-	// empty: the gateway is off.
+	// empty (and no upstreams): the gateway is off.
 	UpstreamURL string `toml:"upstream_url"`
 	// UpstreamKeyEnv names the environment variable holding the upstream's
 	// API key (the key itself never lives in the file); empty: no key.
 	UpstreamKeyEnv string `toml:"upstream_key_env"`
+	// Upstreams are several upstreams, routed by the request's model.
+	Upstreams []GatewayUpstream `toml:"upstreams"`
 	// Model is used when a request names none.
 	Model string `toml:"model"`
 	// TimeoutSeconds bounds one upstream call (default 300).
 	TimeoutSeconds int `toml:"timeout_seconds"`
+	// IdleTimeoutSeconds bounds the silence of a streamed upstream answer
+	// (default 120).
+	IdleTimeoutSeconds int `toml:"idle_timeout_seconds"`
 	// MaxRounds bounds the upstream calls of one response (default 8).
 	MaxRounds int `toml:"max_rounds"`
 }
+
+// GatewayUpstream is one [[gateway.upstreams]] entry; the gateway checks
+// the list at startup (gateway.ValidateUpstreams).
+type GatewayUpstream struct {
+	Name    string `toml:"name"`
+	BaseURL string `toml:"base_url"`
+	// KeyEnv names the environment variable holding its API key.
+	KeyEnv string `toml:"key_env"`
+	// API is "chat" (default) or "responses".
+	API string `toml:"api"`
+	// Models are exact model names or patterns ("llama3*").
+	Models []string `toml:"models"`
+	// Default serves every model no upstream names.
+	Default bool `toml:"default"`
+	// Stream asks for streamed answers (default true).
+	Stream *bool `toml:"stream"`
+}
+
+// Enabled reports whether any upstream is configured.
+func (g Gateway) Enabled() bool { return g.UpstreamURL != "" || len(g.Upstreams) > 0 }
 
 // Files configures uploaded files and artifacts.
 type Files struct {
@@ -100,7 +128,7 @@ func Default() Config {
 		Python:  Python{Prelude: DefaultPrelude},
 		Files:   Files{MaxBytes: 64 << 20, InputMaxFiles: 50, InputMaxBytes: 256 << 20},
 		Log:     Log{Level: "info", Format: "text"},
-		Gateway: Gateway{TimeoutSeconds: 300, MaxRounds: 8},
+		Gateway: Gateway{TimeoutSeconds: 300, IdleTimeoutSeconds: 120, MaxRounds: 8},
 	}
 }
 
@@ -254,6 +282,15 @@ func (c Config) Validate() error {
 	}
 	if u := c.Gateway.UpstreamURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		return bad("gateway.upstream_url", "must be an http:// or https:// URL, got %q", u)
+	}
+	if c.Gateway.UpstreamURL != "" && len(c.Gateway.Upstreams) > 0 {
+		return bad("gateway.upstream_url", "use either upstream_url or [[gateway.upstreams]], not both")
+	}
+	if c.Gateway.UpstreamKeyEnv != "" && len(c.Gateway.Upstreams) > 0 {
+		return bad("gateway.upstream_key_env", "belongs to upstream_url; give each [[gateway.upstreams]] its key_env")
+	}
+	if c.Gateway.IdleTimeoutSeconds < 1 {
+		return bad("gateway.idle_timeout_seconds", "must be at least 1")
 	}
 	if c.Gateway.TimeoutSeconds < 1 {
 		return bad("gateway.timeout_seconds", "must be at least 1")

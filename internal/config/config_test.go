@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestDefaultsNeedNoFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := config.Default()
-	if cfg != d {
+	if !reflect.DeepEqual(cfg, d) {
 		t.Fatalf("Load with nothing: %+v, want the default %+v", cfg, d)
 	}
 	if cfg.Server.Listen != "127.0.0.1:8080" || cfg.Computers.PoolSize != 2 || cfg.Computers.LifetimeSeconds != 3600 || cfg.Computers.MaxOutputBytes != 1<<20 {
@@ -198,5 +199,54 @@ func TestGatewaySection(t *testing.T) {
 	if _, err := config.Load("", []string{"CUBICLE_GATEWAY_TIMEOUT_SECONDS=0"}); err == nil ||
 		!strings.Contains(err.Error(), "gateway.timeout_seconds") {
 		t.Fatalf("bad timeout: %v", err)
+	}
+}
+
+// TestGatewayUpstreams: [[gateway.upstreams]] decode as a list; the
+// single-upstream shorthand and the list are exclusive.
+func TestGatewayUpstreams(t *testing.T) {
+	p := writeFile(t, `
+[gateway]
+model = "qwen2.5-coder"
+idle_timeout_seconds = 30
+
+[[gateway.upstreams]]
+name = "local"
+base_url = "http://127.0.0.1:11434/v1"
+key_env = "OLLAMA_KEY"
+api = "chat"
+models = ["qwen2.5-coder", "llama3*"]
+default = true
+
+[[gateway.upstreams]]
+name = "openai"
+base_url = "https://api.openai.com/v1"
+api = "responses"
+models = ["gpt-*"]
+stream = false
+`)
+	cfg, err := config.Load(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := cfg.Gateway
+	if !g.Enabled() || len(g.Upstreams) != 2 || g.IdleTimeoutSeconds != 30 {
+		t.Fatalf("gateway %+v", g)
+	}
+	u0, u1 := g.Upstreams[0], g.Upstreams[1]
+	if u0.Name != "local" || u0.KeyEnv != "OLLAMA_KEY" || u0.API != "chat" || !u0.Default || u0.Stream != nil ||
+		strings.Join(u0.Models, ",") != "qwen2.5-coder,llama3*" {
+		t.Fatalf("upstream 0 %+v", u0)
+	}
+	if u1.API != "responses" || u1.Default || u1.Stream == nil || *u1.Stream || u1.BaseURL != "https://api.openai.com/v1" {
+		t.Fatalf("upstream 1 %+v", u1)
+	}
+	if _, err := config.Load(p, []string{"CUBICLE_GATEWAY_UPSTREAM_URL=http://127.0.0.1:8000/v1"}); err == nil ||
+		!strings.Contains(err.Error(), "gateway.upstream_url") {
+		t.Fatalf("upstream_url next to upstreams: %v", err)
+	}
+	if _, err := config.Load("", []string{"CUBICLE_GATEWAY_IDLE_TIMEOUT_SECONDS=0"}); err == nil ||
+		!strings.Contains(err.Error(), "gateway.idle_timeout_seconds") {
+		t.Fatalf("bad idle timeout: %v", err)
 	}
 }

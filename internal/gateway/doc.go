@@ -1,10 +1,12 @@
 // Package gateway serves the OpenAI Responses API (POST /v1/responses) in
-// front of an OpenAI-compatible Chat Completions upstream, executing the
-// gateway's own tools (code_interpreter) in one computer per response.
+// front of OpenAI-compatible upstreams (Chat Completions or Responses,
+// routed by model), executing the gateway's own tools (code_interpreter,
+// computer tools) in one computer per response.
 //
 // What lives here: the request types of the supported Responses subset and
-// their strict validation, the Chat Completions client, the tool loop and
-// the Responses output objects. It may import internal/tools,
+// their strict validation, the upstream clients (upstream*.go: streamed
+// SSE parsing, routing), the tool loop, the streaming of an upstream answer
+// into output items (turn.go) and the Responses output objects. It may import internal/tools,
 // internal/computer, internal/governance and the standard library; HTTP
 // routing and error rendering stay in internal/httpapi.
 package gateway

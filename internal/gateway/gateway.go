@@ -23,15 +23,21 @@ import (
 
 // Config configures the gateway.
 type Config struct {
-	// UpstreamURL is the Chat Completions base URL (…/v1); the gateway
-	// posts to UpstreamURL + "/chat/completions".
+	// Upstreams are the model servers; a request's model picks one (see
+	// UpstreamConfig.Models), else the default one.
+	Upstreams []UpstreamConfig
+	// UpstreamURL and UpstreamKey are the shorthand for one streamed Chat
+	// Completions upstream serving every model, used when Upstreams is
+	// empty.
 	UpstreamURL string
-	// UpstreamKey is the upstream's bearer token; empty: none is sent.
 	UpstreamKey string
 	// Model is used when a request names none.
 	Model string
-	// Timeout bounds one upstream call (default 300s).
+	// Timeout bounds one upstream call, streamed answer included (default 300s).
 	Timeout time.Duration
+	// IdleTimeout bounds the silence of a streamed upstream answer: before
+	// its headers and between two reads (default 120s).
+	IdleTimeout time.Duration
 	// MaxRounds bounds the upstream calls of one response (default 8).
 	MaxRounds int
 	// MaxUpstreamBytes bounds one upstream answer (default 8 MiB).
@@ -40,19 +46,44 @@ type Config struct {
 	Client *http.Client
 }
 
+// UpstreamConfig is one upstream model server.
+type UpstreamConfig struct {
+	Name    string
+	BaseURL string // OpenAI-compatible base URL (…/v1)
+	Key     string // bearer token; empty: none is sent
+	// API is APIChat (POST {base}/chat/completions, the default) or
+	// APIResponses (POST {base}/responses).
+	API string
+	// Models are the model names this upstream serves: exact names or
+	// path.Match patterns ("llama3*"). Exact names win over patterns.
+	Models []string
+	// Default serves the models no upstream names.
+	Default bool
+	// NoStream asks for whole answers instead of streamed ones (then text
+	// reaches a streaming client in one delta per upstream answer).
+	NoStream bool
+}
+
+// Upstream APIs.
+const (
+	APIChat      = "chat"
+	APIResponses = "responses"
+)
+
 // Defaults of Config.
 const (
 	DefaultTimeout          = 300 * time.Second
+	DefaultIdleTimeout      = 120 * time.Second
 	DefaultMaxRounds        = 8
 	DefaultMaxUpstreamBytes = 8 << 20
 )
 
 // Gateway runs Responses requests.
 type Gateway struct {
-	cfg  Config
-	up   *upstream
-	comp *computer.Manager
-	reg  *tools.Registry
+	cfg    Config
+	routes routes
+	comp   *computer.Manager
+	reg    *tools.Registry
 	// files copies input_file items into the computer; nil: they are skipped.
 	files *files.Service
 	// responses keeps finished responses (store: true); nil: nothing is kept.
@@ -67,10 +98,14 @@ func (g *Gateway) SetStore(rs store.Responses) { g.responses = rs }
 // response's computer; call it once at wiring time.
 func (g *Gateway) SetFiles(svc *files.Service) { g.files = svc }
 
-// New returns a gateway running its tools on comp's computers.
-func New(cfg Config, comp *computer.Manager) *Gateway {
+// New returns a gateway running its tools on comp's computers. A bad
+// upstream list (see UpstreamConfig) is an error naming the upstream.
+func New(cfg Config, comp *computer.Manager) (*Gateway, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	if cfg.MaxRounds <= 0 {
 		cfg.MaxRounds = DefaultMaxRounds
@@ -81,10 +116,12 @@ func New(cfg Config, comp *computer.Manager) *Gateway {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	return &Gateway{cfg: cfg, comp: comp, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(), tools.WriteFileTool(),
-		tools.ReadFileTool(), tools.PythonTool()),
-		up: &upstream{url: cfg.UpstreamURL, key: cfg.UpstreamKey, client: cfg.Client, timeout: cfg.Timeout,
-			maxBytes: cfg.MaxUpstreamBytes}}
+	rt, err := newRoutes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{cfg: cfg, routes: rt, comp: comp, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
+		tools.WriteFileTool(), tools.ReadFileTool(), tools.PythonTool())}, nil
 }
 
 // Response is a Responses API response object.
@@ -198,6 +235,7 @@ type Run struct {
 	g          *Gateway
 	p          governance.Principal
 	plan       *plan
+	up         upstreamAPI // the upstream serving the request's model
 	resp       *Response
 	computerID string
 	// note is the system note listing the copied input files, appended
@@ -246,6 +284,10 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 	if err != nil {
 		return nil, err
 	}
+	up, err := g.routes.route(pl.model)
+	if err != nil {
+		return nil, err
+	}
 	if err := g.resolve(ctx, p, pl); err != nil {
 		return nil, err
 	}
@@ -264,7 +306,7 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 		resp.Metadata = map[string]string{}
 	}
 	resp.Store = g.responses != nil && (req.Store == nil || *req.Store)
-	return &Run{g: g, p: p, plan: pl, resp: resp}, nil
+	return &Run{g: g, p: p, plan: pl, up: up, resp: resp}, nil
 }
 
 // snapshot is a copy of the response for an event.
@@ -348,20 +390,16 @@ func (r *Run) loop(ctx context.Context) error {
 		if limited && len(creq.Tools) > 0 {
 			creq.ToolChoice = json.RawMessage(`"none"`)
 		}
-		cr, err := r.g.up.chat(ctx, creq)
+		out := newTurnOutput(r)
+		tu, err := r.up.complete(ctx, creq, out)
 		if err != nil {
 			return err
 		}
-		if u := cr.Usage; u != nil {
-			r.resp.Usage.InputTokens += u.PromptTokens
-			r.resp.Usage.OutputTokens += u.CompletionTokens
-			r.resp.Usage.TotalTokens += u.TotalTokens
-		}
-		msg := cr.Choices[0].Message
-		if msg.Content != nil && *msg.Content != "" && len(msg.ToolCalls) == 0 {
-			r.addMessage(*msg.Content)
-		}
-		if len(msg.ToolCalls) == 0 {
+		out.finish(tu)
+		r.resp.Usage.InputTokens += tu.usage.InputTokens
+		r.resp.Usage.OutputTokens += tu.usage.OutputTokens
+		r.resp.Usage.TotalTokens += tu.usage.TotalTokens
+		if len(tu.calls) == 0 {
 			r.resp.Status = "completed"
 			return nil
 		}
@@ -370,29 +408,30 @@ func (r *Run) loop(ctx context.Context) error {
 			r.resp.IncompleteDetails = &Incomplete{Reason: "max_tool_calls"}
 			return nil
 		}
-		// The assistant turn with its calls, then each call's output.
-		assistant := chatMessage{Role: "assistant", Content: msg.Content, ToolCalls: msg.ToolCalls}
+		// The assistant turn with its calls, then each gateway call's
+		// output; client calls are already output items.
+		assistant := chatMessage{Role: "assistant", ToolCalls: tu.calls}
+		if tu.text != "" {
+			assistant.Content = ptr(tu.text)
+		}
 		msgs = append(msgs, assistant)
 		clientCalls := false
-		for _, tc := range msg.ToolCalls {
-			if tc.Function.Name == tools.CodeInterpreterName && r.plan.codeInterpreter {
-				out, err := r.codeInterpreter(ctx, tc)
-				if err != nil {
-					return err
-				}
-				msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: tc.ID, Content: ptr(out)})
+		for _, tc := range tu.calls {
+			var out string
+			var err error
+			switch {
+			case !r.isGatewayCall(tc.Function.Name):
+				clientCalls = true
 				continue
+			case tc.Function.Name == tools.CodeInterpreterName:
+				out, err = r.codeInterpreter(ctx, tc)
+			default:
+				out, err = r.gatewayTool(ctx, tc)
 			}
-			if r.plan.gatewayTools[tc.Function.Name] {
-				out, err := r.gatewayTool(ctx, tc)
-				if err != nil {
-					return err
-				}
-				msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: tc.ID, Content: ptr(out)})
-				continue
+			if err != nil {
+				return err
 			}
-			clientCalls = true
-			r.addFunctionCall(tc)
+			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: tc.ID, Content: ptr(out)})
 		}
 		if r.note != "" {
 			msgs = append(msgs, chatMessage{Role: "system", Content: ptr(r.note)})
@@ -406,47 +445,6 @@ func (r *Run) loop(ctx context.Context) error {
 	r.resp.Status = "incomplete"
 	r.resp.IncompleteDetails = &Incomplete{Reason: "max_rounds"}
 	return nil
-}
-
-func (r *Run) addMessage(text string) {
-	idx := len(r.resp.Output)
-	m := Message{Type: "message", ID: newID("msg_"), Role: "assistant", Status: "in_progress", Content: []OutputText{}}
-	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": m})
-	empty := OutputText{Type: "output_text", Text: "", Annotations: []any{}}
-	part := OutputText{Type: "output_text", Text: text, Annotations: []any{}}
-	at := map[string]any{"item_id": m.ID, "output_index": idx, "content_index": 0}
-	with := func(k string, v any) map[string]any {
-		c := map[string]any{k: v}
-		for kk, vv := range at {
-			c[kk] = vv
-		}
-		return c
-	}
-	r.emit("response.content_part.added", with("part", empty))
-	d := with("delta", text)
-	d["logprobs"] = []any{}
-	r.emit("response.output_text.delta", d)
-	d = with("text", text)
-	d["logprobs"] = []any{}
-	r.emit("response.output_text.done", d)
-	r.emit("response.content_part.done", with("part", part))
-	m.Status, m.Content = "completed", []OutputText{part}
-	r.resp.Output = append(r.resp.Output, m)
-	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": m})
-}
-
-func (r *Run) addFunctionCall(tc chatToolCall) {
-	idx := len(r.resp.Output)
-	fc := FunctionCall{Type: "function_call", ID: newID("fc_"), CallID: tc.ID, Name: tc.Function.Name,
-		Arguments: "", Status: "in_progress"}
-	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": fc})
-	r.emit("response.function_call_arguments.delta", map[string]any{"item_id": fc.ID, "output_index": idx,
-		"delta": tc.Function.Arguments})
-	r.emit("response.function_call_arguments.done", map[string]any{"item_id": fc.ID, "output_index": idx,
-		"arguments": tc.Function.Arguments})
-	fc.Arguments, fc.Status = tc.Function.Arguments, "completed"
-	r.resp.Output = append(r.resp.Output, fc)
-	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": fc})
 }
 
 // codeInterpreter runs one call in the response's computer (created at the

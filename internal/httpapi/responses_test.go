@@ -3,12 +3,8 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
@@ -16,37 +12,9 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 )
 
-// scripted is an OpenAI-compatible upstream answering /v1/chat/completions
-// from a script: step gets the request's messages and returns the answer.
-type scripted struct {
-	mu       sync.Mutex
-	calls    int
-	requests []map[string]any
-	srv      *httptest.Server
-}
-
+// newScripted is a scripted Chat Completions upstream (see scripted).
 func newScripted(t *testing.T, step func(call int, req map[string]any) (int, any)) *scripted {
-	s := &scripted{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" || r.Method != "POST" {
-			http.Error(w, "no route", 404)
-			return
-		}
-		b, _ := io.ReadAll(r.Body)
-		var req map[string]any
-		json.Unmarshal(b, &req)
-		s.mu.Lock()
-		s.calls++
-		n := s.calls
-		s.requests = append(s.requests, req)
-		s.mu.Unlock()
-		code, body := step(n, req)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		json.NewEncoder(w).Encode(body)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
+	return newScriptedAPI(t, gateway.APIChat, step)
 }
 
 func (s *scripted) count() int {
@@ -81,22 +49,20 @@ func lastToolMessage(req map[string]any) string {
 
 // sixTimesSeven: a code_interpreter call, then the answer once the tool
 // message holds 42.
-func sixTimesSeven(t *testing.T) *scripted {
-	return newScripted(t, func(n int, req map[string]any) (int, any) {
-		if lastToolMessage(req) == "" {
-			return 200, toolCallAnswer("code_interpreter", `{"code":"print(6*7)"}`)
-		}
-		if strings.Contains(lastToolMessage(req), "42") {
-			return 200, chatAnswer(map[string]any{"role": "assistant", "content": "The answer is 42"})
-		}
-		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "I did not see 42"})
-	})
+func sixTimesSeven(t *testing.T) *scripted { return newScripted(t, sixTimesSevenStep) }
+
+func sixTimesSevenStep(n int, req map[string]any) (int, any) {
+	if lastToolMessage(req) == "" {
+		return 200, toolCallAnswer("code_interpreter", `{"code":"print(6*7)"}`)
+	}
+	if strings.Contains(lastToolMessage(req), "42") {
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "The answer is 42"})
+	}
+	return 200, chatAnswer(map[string]any{"role": "assistant", "content": "I did not see 42"})
 }
 
 func (e *env) withGateway(up *scripted) {
-	g := gateway.New(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"}, e.mgr)
-	g.SetStore(e.st.Responses())
-	e.api.SetGateway(g)
+	e.withGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"})
 }
 
 type respItem struct {
@@ -349,7 +315,9 @@ func TestResponsesStreaming(t *testing.T) {
 		"response.code_interpreter_call_code.delta", "response.code_interpreter_call_code.done",
 		"response.code_interpreter_call.interpreting", "response.code_interpreter_call.completed",
 		"response.output_item.done",
-		"response.output_item.added", "response.content_part.added", "response.output_text.delta",
+		"response.output_item.added", "response.content_part.added",
+		// The upstream streams "The answer is 42" word by word.
+		"response.output_text.delta", "response.output_text.delta", "response.output_text.delta", "response.output_text.delta",
 		"response.output_text.done", "response.content_part.done", "response.output_item.done",
 		"response.completed"}
 	if strings.Join(types, ",") != strings.Join(want, ",") {
@@ -402,7 +370,10 @@ func (e *env) withFilesGateway(up *scripted) {
 	e.mgr.SetExporter(svc.Export)
 	e.mgr.SetImageSaver(svc.SaveImage)
 	e.api.SetFiles(svc)
-	g := gateway.New(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"}, e.mgr)
+	g, err := gateway.New(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"}, e.mgr)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	g.SetFiles(svc)
 	g.SetStore(e.st.Responses())
 	e.api.SetGateway(g)
