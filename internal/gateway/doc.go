@@ -6,7 +6,8 @@
 // What lives here: the request types of the supported Responses subset and
 // their strict validation, the upstream clients (upstream*.go: streamed
 // SSE parsing, routing), the tool loop, the streaming of an upstream answer
-// into output items (turn.go) and the Responses output objects. It may import internal/tools,
-// internal/computer, internal/governance and the standard library; HTTP
-// routing and error rendering stay in internal/httpapi.
+// into output items (turn.go) and the Responses output objects. It may
+// import internal/tools, internal/computer, internal/governance and the
+// standard library; HTTP routing and error rendering stay in
+// internal/httpapi.
 package gateway
