@@ -20,6 +20,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
+	"github.com/cubicle-sandbox/cubicle/internal/kgw"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
@@ -141,11 +142,18 @@ func serve(ctx context.Context, cfg config.Config) error {
 		api.SetGateway(gw)
 		slog.Info("gateway enabled", "upstreams", len(cfg.Gateway.Upstreams), "upstream_url", cfg.Gateway.UpstreamURL)
 	}
+	if jc := cfg.Jupyter; jc.Enabled {
+		kg := kgw.New(kgw.Config{CullIdle: time.Duration(jc.CullIdleSeconds) * time.Second, MemoryMB: int64(jc.Memory) >> 20,
+			LifetimeSeconds: jc.LifetimeSeconds, MountRoots: jc.MountRoots}, mgr, gov)
+		defer kg.Close(context.Background())
+		kg.Routes(api.Handle)
+		slog.Info("jupyter kernel gateway API enabled", "path", "/api/kernels", "mount_roots", len(jc.MountRoots))
+	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnContext: kgw.ConnContext}
 	go func() {
 		if err := mgr.Probe(ctx); err != nil {
 			slog.Error("isolation probe failed: the server stays unready", "err", err)

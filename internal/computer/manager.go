@@ -129,6 +129,13 @@ type CreateRequest struct {
 	ExecTimeoutSeconds int               `json:"exec_timeout_seconds,omitempty"`
 	Metadata           map[string]string `json:"metadata,omitempty"`
 	ResponseID         string            `json:"-"` // set by the gateway
+	// Mounts are host directories bind-mounted into the computer (set by
+	// the Jupyter API from the operator's allowed roots, never by clients).
+	Mounts []sandbox.Mount `json:"-"`
+	// NoPool starts a computer of its own rather than claiming a pool one,
+	// whose warm session kernel would hold memory the caller's own kernel
+	// needs.
+	NoPool bool `json:"-"`
 }
 
 func (r CreateRequest) validate() error {
@@ -187,8 +194,9 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	defer m.starting.Add(-1)
 	created := m.now()
 	spec := m.spec(memory, execLimit)
+	spec.Mounts = req.Mounts
 	sb := (sandbox.Sandbox)(nil)
-	if m.pool.matches(spec) {
+	if !req.NoPool && len(spec.Mounts) == 0 && m.pool.matches(spec) {
 		sb = m.pool.claim()
 	}
 	if sb == nil {

@@ -21,6 +21,7 @@ type Config struct {
 	Files     Files     `toml:"files"`
 	Log       Log       `toml:"log"`
 	Gateway   Gateway   `toml:"gateway"`
+	Jupyter   Jupyter   `toml:"jupyter"`
 }
 
 // Gateway configures POST /v1/responses and its upstream model servers:
@@ -129,6 +130,7 @@ func Default() Config {
 		Files:   Files{MaxBytes: 64 << 20, InputMaxFiles: 50, InputMaxBytes: 256 << 20},
 		Log:     Log{Level: "info", Format: "text"},
 		Gateway: Gateway{TimeoutSeconds: 300, IdleTimeoutSeconds: 120, MaxRounds: 8},
+		Jupyter: Jupyter{Enabled: true, CullIdleSeconds: 1800},
 	}
 }
 
@@ -297,6 +299,9 @@ func (c Config) Validate() error {
 	}
 	if c.Gateway.MaxRounds < 1 {
 		return bad("gateway.max_rounds", "must be at least 1")
+	}
+	if err := c.Jupyter.validate(); err != nil {
+		return err
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -37,6 +37,11 @@ func New(gov *governance.Service, comp *computer.Manager, st store.Store) *API {
 	return a
 }
 
+// Handle adds a route served on the same listener by another transport
+// (the Jupyter Kernel Gateway API, internal/kgw), which does its own
+// authentication. Call it at wiring time, before serving.
+func (a *API) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
+
 // SetReady marks the server ready (GET /readyz answers 200).
 func (a *API) SetReady(ok bool) { a.ready.Store(ok) }
 
