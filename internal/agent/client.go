@@ -53,7 +53,9 @@ func (c *Client) readLoop() {
 		c.mu.Lock()
 		st := c.streams[f.ID]
 		c.mu.Unlock()
-		if st != nil {
+		if st != nil && st.deliver != nil {
+			st.deliver(f) // never blocks
+		} else if st != nil {
 			select {
 			case st.ch <- f:
 			case <-st.gone: // released meanwhile: nobody will read it
@@ -73,22 +75,28 @@ func (c *Client) readLoop() {
 }
 
 // stream is one request's queue of frames; gone is closed when the request
-// no longer reads it.
+// no longer reads it. A stream with deliver (a kernel relay) gets its
+// frames through it instead, from the read loop: it must not block.
 type stream struct {
-	ch   chan Frame
-	gone chan struct{}
+	ch      chan Frame
+	gone    chan struct{}
+	deliver func(Frame)
 }
 
 func (c *Client) open() (uint32, chan Frame) {
+	st := &stream{ch: make(chan Frame, 16), gone: make(chan struct{})}
+	return c.register(st), st.ch
+}
+
+func (c *Client) register(st *stream) uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nextID++
 	if c.nextID == 0 {
 		c.nextID = 1
 	}
-	st := &stream{ch: make(chan Frame, 16), gone: make(chan struct{})}
 	c.streams[c.nextID] = st
-	return c.nextID, st.ch
+	return c.nextID
 }
 
 func (c *Client) release(id uint32) {

@@ -12,6 +12,12 @@
 // queued in order, crash and timeout policies, and every output fitted into
 // one bounded frame (python*.go).
 //
+// And it relays a Jupyter kernel of its own to the host for the Kernel
+// Gateway API: every message in both directions, chunked over the control
+// channel, with crash restarts and bounded queues on both sides
+// (kernel_relay.go on the agent, client_kernel.go on the host,
+// kernel_wire.go for the chunk format).
+//
 // This package imports the standard library, golang.org/x/sys and
 // internal/kernel.
 package agent

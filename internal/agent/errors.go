@@ -23,6 +23,10 @@ var (
 	ErrProcLimit   = errors.New("process limit reached")
 	ErrUnknownProc = errors.New("no such process")
 	ErrInternal    = errors.New("agent internal error")
+	ErrBusy        = errors.New("busy")
+	// ErrKernelDead ends a kernel relay whose kernel cannot go on: it
+	// crashed too often, could not start, or broke the wire protocol.
+	ErrKernelDead = errors.New("kernel dead")
 )
 
 var codes = map[string]error{
@@ -31,6 +35,7 @@ var codes = map[string]error{
 	"not_regular": ErrNotRegular, "permission": ErrPermission, "too_large": ErrTooLarge,
 	"no_space": ErrNoSpace, "invalid": ErrInvalid, "proc_limit": ErrProcLimit,
 	"unknown_process": ErrUnknownProc, "internal": ErrInternal,
+	"busy": ErrBusy, "kernel_dead": ErrKernelDead,
 }
 
 // WireError is an error as it travels on the control channel.

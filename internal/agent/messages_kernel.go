@@ -24,15 +24,36 @@ const (
 	ChannelIOPub   = "iopub"
 )
 
+// More relay frames (kernel_relay.go has the whole protocol):
+// KindKernelClose (host, empty) ends the relay: the agent shuts the kernel
+// down and answers KindOK as the stream's last frame. KindKernelControlReply
+// (agent, JSON KernelControlReply) answers each KindKernelControl.
+const (
+	KindKernelClose        Kind = 50
+	KindKernelControlReply Kind = 115
+)
+
 // KernelStart starts a relayed kernel.
 type KernelStart struct {
 	Env []string `json:"env,omitempty"` // NAME=value, already filtered by the host
 	Cwd string   `json:"cwd,omitempty"` // default /workspace
+	// RestartLimit is how many crashes in a row (each within 10 s of the
+	// previous restart) are followed by an automatic restart; the next one
+	// ends the relay with status "dead". 0 means 5, jupyter_client's
+	// restart_limit.
+	RestartLimit int `json:"restart_limit,omitempty"`
 }
 
 // KernelControl acts on a relayed kernel: "interrupt" or "restart".
 type KernelControl struct {
 	Action string `json:"action"`
+	Seq    uint64 `json:"seq,omitempty"` // echoed in the reply
+}
+
+// KernelControlReply answers a KernelControl; Error is set when it failed.
+type KernelControlReply struct {
+	Seq   uint64     `json:"seq"`
+	Error *WireError `json:"error,omitempty"`
 }
 
 // KernelMessage is one Jupyter message, as the Kernel Gateway's WebSocket

@@ -211,7 +211,7 @@ func timeoutSecs(req PythonRequest) int {
 // result (failure); an agent problem gives err. died reports a kernel that
 // died by itself while starting.
 func (m *pythonManager) newKernel(ctx context.Context, cwd, prelude string) (k *pyKernel, failure string, died bool, err error) {
-	k, err = m.s.startKernel(ctx, cwd)
+	k, err = m.s.startKernel(ctx, sessionKernel(cwd))
 	if err != nil {
 		var se *kernelStartError
 		switch {

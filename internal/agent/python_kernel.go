@@ -82,18 +82,37 @@ type pyKernel struct {
 
 var errPortTaken = errors.New("a kernel port was taken")
 
-// startKernel starts a kernel as the sandbox user in cwd and connects to it.
-// A port picked by NewConnInfo can be taken before the kernel binds it; that
+// kernelSpec says how to start a kernel: where, with what environment on
+// top of the computer's, and how the agent's client talks to it.
+type kernelSpec struct {
+	cwd  string
+	env  []string // after the computer's own (a relay client's variables)
+	opts kernel.Options
+}
+
+// sessionKernel is the spec of Python calls' kernels (session and per_call).
+func sessionKernel(cwd string) kernelSpec {
+	return kernelSpec{cwd: cwd, opts: kernel.Options{
+		MaxFrameBytes:   kernelMaxFrame,
+		MaxMessageBytes: kernelMaxFrame,
+		MaxImageBytes:   kernelMaxImage,
+		MaxOutputBytes:  defaultMaxOutput,
+	}}
+}
+
+// startKernel starts a kernel as the sandbox user and connects to it. A
+// port picked by NewConnInfo can be taken before the kernel binds it; that
 // is retried once.
-func (s *Server) startKernel(ctx context.Context, cwd string) (*pyKernel, error) {
-	k, err := s.launchKernel(ctx, cwd)
+func (s *Server) startKernel(ctx context.Context, spec kernelSpec) (*pyKernel, error) {
+	k, err := s.launchKernel(ctx, spec)
 	if errors.Is(err, errPortTaken) {
-		k, err = s.launchKernel(ctx, cwd)
+		k, err = s.launchKernel(ctx, spec)
 	}
 	return k, err
 }
 
-func (s *Server) launchKernel(ctx context.Context, cwd string) (*pyKernel, error) {
+func (s *Server) launchKernel(ctx context.Context, spec kernelSpec) (*pyKernel, error) {
+	cwd := spec.cwd
 	ci, err := kernel.NewConnInfo("127.0.0.1")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInternal, err)
@@ -115,12 +134,13 @@ func (s *Server) launchKernel(ctx context.Context, cwd string) (*pyKernel, error
 	}
 	argv := []string{pythonPath, "-m", "ipykernel_launcher", "-f", file,
 		"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False"}
-	// The computer's own environment (Spec.Env) may override these.
+	// The computer's own environment (Spec.Env), then the spec's, may
+	// override these.
 	env := dedupEnv(append([]string{
 		"PYDEVD_DISABLE_FILE_VALIDATION=1",
 		"MPLBACKEND=module://matplotlib_inline.backend_inline",
 		"IPYTHONDIR=" + dir + "/ipython", // not in the user's /workspace
-	}, s.env(nil, cwd)...))
+	}, s.env(spec.env, cwd)...))
 
 	k := &pyKernel{
 		s: s, proc: &process{}, dir: dir, cwd: cwd,
@@ -152,12 +172,7 @@ func (s *Server) launchKernel(ctx context.Context, cwd string) (*pyKernel, error
 		case <-cctx.Done():
 		}
 	}()
-	c, err := kernel.Connect(cctx, ci, kernel.Options{
-		MaxFrameBytes:   kernelMaxFrame,
-		MaxMessageBytes: kernelMaxFrame,
-		MaxImageBytes:   kernelMaxImage,
-		MaxOutputBytes:  defaultMaxOutput,
-	})
+	c, err := kernel.Connect(cctx, ci, spec.opts)
 	if err == nil {
 		k.mu.Lock()
 		select {

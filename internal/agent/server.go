@@ -29,6 +29,7 @@ type Server struct {
 	mu      sync.Mutex
 	procs   map[uint32]*process
 	uploads map[uint32]*upload
+	relay   *kernelRelay // the kernel relay, if one is open (kernel_relay.go)
 
 	py *pythonManager // Python kernels (python.go)
 }
@@ -115,6 +116,13 @@ func (s *Server) dispatch(ctx context.Context, f Frame) {
 		if s.decode(f, &req) {
 			go s.py.control(ctx, f.ID, req)
 		}
+	case KindKernelOpen:
+		var req KernelStart
+		if s.decode(f, &req) {
+			s.openRelay(ctx, f.ID, req)
+		}
+	case KindKernelMessage, KindKernelControl, KindKernelClose:
+		s.relayInput(f)
 	case KindPing:
 		s.sendJSON(KindOK, f.ID, struct{}{})
 	default:

@@ -10,6 +10,7 @@ import (
 	"net"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,13 @@ type Options struct {
 	WriteTimeout     time.Duration // the kernel must accept what we send; default 10 s
 	Grace            time.Duration // completion with only one of execute_reply / idle; default 200 ms
 	Username         string        // header username; default "cubicle"
+	// OnMessage, when set, puts the Client in raw mode (raw.go): every
+	// message the kernel sends, except replies to the Client's own
+	// requests, is passed to it, validated but unchanged. It is called from
+	// the socket reader goroutines (one per channel, so messages of one
+	// channel arrive in order, channels concurrently) and must not block:
+	// a reader that lags makes the kernel's PUB socket drop iopub messages.
+	OnMessage func(RawMessage)
 }
 
 func (o Options) withDefaults() Options {
@@ -358,6 +366,10 @@ func (c *Client) reader(z *zconn) {
 			return
 		}
 		m, err := parseMessage(frames, v)
+		if err != nil && c.opts.OnMessage != nil && errors.Is(err, errSigned) {
+			c.fail(&ProtocolError{Socket: z.name, Msg: "kernel sent a signed message that is not a valid Jupyter message: " + clip(err.Error(), 200)})
+			return
+		}
 		if err != nil {
 			if errors.Is(err, errBadSignature) {
 				c.stats.badSig.Add(1)
@@ -373,6 +385,15 @@ func (c *Client) reader(z *zconn) {
 
 func (c *Client) dispatch(z *zconn, m *Message) {
 	pid := m.Parent.MsgID
+	if c.opts.OnMessage != nil && !strings.HasPrefix(pid, c.idPrefix) {
+		r, err := rawOf(z, m)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.opts.OnMessage(r)
+		return
+	}
 	c.mu.Lock()
 	e := c.pending[pid]
 	w := c.waiters[pid]

@@ -23,6 +23,9 @@
 //   - outputs.go: turning iopub messages into Outputs (MIME choice, PNG
 //     validation, de-duplication, clear_output, the per-cell cap).
 //   - html.go: a small HTML→markdown converter for what pandas emits.
+//   - raw.go: raw mode (Options.OnMessage, SendRaw), which relays a
+//     client's messages and every kernel message unchanged, for the
+//     Kernel Gateway API; its trust rules are at the top of the file.
 //
 // Imports: the standard library only. Not github.com/go-zeromq/zmq4: a forged
 // frame length made it panic and kill the process.

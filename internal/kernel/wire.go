@@ -39,6 +39,8 @@ type Message struct {
 	Identities [][]byte
 	Header     Header
 	Parent     Header
+	RawHeader  json.RawMessage // header and parent_header as received
+	RawParent  json.RawMessage
 	Metadata   json.RawMessage
 	Content    json.RawMessage
 	Buffers    [][]byte
@@ -51,6 +53,11 @@ var (
 
 func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errMalformed, fmt.Sprintf(format, args...))
+}
+
+// signedMalformed is malformed for a message whose signature was valid.
+func signedMalformed(format string, args ...any) error {
+	return fmt.Errorf("%w (%w): %s", errMalformed, errSigned, fmt.Sprintf(format, args...))
 }
 
 // verifier checks signatures; one per reader goroutine (hash state is not
@@ -77,7 +84,8 @@ func (v *verifier) sign(parts ...[]byte) []byte {
 }
 
 // parseMessage splits, authenticates and decodes the frames of one message.
-// The returned error wraps errBadSignature or errMalformed.
+// The returned error wraps errBadSignature or errMalformed; errMalformed
+// also wraps errSigned when the signature was valid.
 func parseMessage(frames [][]byte, v *verifier) (*Message, error) {
 	d := -1
 	for i, f := range frames {
@@ -106,23 +114,23 @@ func parseMessage(frames [][]byte, v *verifier) (*Message, error) {
 		}
 	}
 	if len(hdr) > maxHeaderJSON || len(parent) > maxHeaderJSON {
-		return nil, malformed("header of %d bytes, parent header of %d bytes; the limit is %d", len(hdr), len(parent), maxHeaderJSON)
+		return nil, signedMalformed("header of %d bytes, parent header of %d bytes; the limit is %d", len(hdr), len(parent), maxHeaderJSON)
 	}
 	if len(meta) > maxMetadataJSON {
-		return nil, malformed("metadata of %d bytes; the limit is %d", len(meta), maxMetadataJSON)
+		return nil, signedMalformed("metadata of %d bytes; the limit is %d", len(meta), maxMetadataJSON)
 	}
-	m := &Message{Identities: frames[:d], Buffers: frames[d+6:]}
+	m := &Message{Identities: frames[:d], RawHeader: hdr, RawParent: parent, Buffers: frames[d+6:]}
 	if err := json.Unmarshal(hdr, &m.Header); err != nil {
-		return nil, malformed("header: %v", err)
+		return nil, signedMalformed("header: %v", err)
 	}
 	if m.Header.MsgType == "" {
-		return nil, malformed("header without msg_type")
+		return nil, signedMalformed("header without msg_type")
 	}
 	if err := json.Unmarshal(parent, &m.Parent); err != nil {
-		return nil, malformed("parent header: %v", err)
+		return nil, signedMalformed("parent header: %v", err)
 	}
 	if !json.Valid(meta) {
-		return nil, malformed("metadata is not JSON")
+		return nil, signedMalformed("metadata is not JSON")
 	}
 	m.Metadata = meta
 	m.Content = content // decoded (and so validated) by whoever handles the message type

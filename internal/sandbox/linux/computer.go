@@ -78,9 +78,15 @@ func (c *computer) PythonControl(ctx context.Context, action string) error {
 	return c.client.PythonControl(ctx, action)
 }
 
-// OpenKernel is not implemented yet (the kernel relay lands with issue 7).
+var _ sandbox.Kernel = (*agent.KernelRelay)(nil)
+
+// OpenKernel starts the computer's relayed kernel (see agent.KernelRelay).
 func (c *computer) OpenKernel(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error) {
-	return nil, fmt.Errorf("kernel relay: %w", sandbox.ErrUnsupported)
+	k, err := c.client.OpenKernel(ctx, start)
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // Destroy kills everything and removes every resource of the computer. It

@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+)
+
+// A Jupyter message can be far larger than a frame (a PNG display is
+// several MB), so KindKernelMessage carries a message in chunks, in both
+// directions. Each frame's payload is one flag byte (chunkMore when more
+// chunks of the same message follow) and a piece of the message's body;
+// the first piece starts with the body's length (uint32), so a receiver
+// refuses an oversized message at its first frame and never holds more
+// than the announced (and bounded) length. Chunks of one message are never
+// interleaved with another message's on the same stream.
+//
+// The body: channel (1 byte, see channelCodes), the number of parts
+// (uint32: header, parent_header, metadata, content, then the buffers),
+// and each part as its length (uint32) and bytes. JSON parts travel as
+// they are; buffers stay binary (no base64).
+
+// MaxKernelMessage bounds one relayed Jupyter message: its four JSON parts
+// and its buffers. Both sides refuse a larger one.
+const MaxKernelMessage = 32 << 20
+
+// maxKernelParts bounds the parts of a relayed message (the kernel client's
+// frame limit is 1024, of which 6 are not parts).
+const maxKernelParts = 1024
+
+const chunkMore = 1
+
+// ErrKernelMessageTooLarge reports a Jupyter message over MaxKernelMessage.
+var ErrKernelMessageTooLarge = errors.New("Jupyter message too large")
+
+var channelCodes = []string{1: ChannelShell, 2: ChannelIOPub, 3: ChannelStdin, 4: ChannelControl}
+
+func channelCode(ch string) byte {
+	for i, c := range channelCodes {
+		if c == ch && c != "" {
+			return byte(i)
+		}
+	}
+	return 0
+}
+
+// messageSize is what MaxKernelMessage bounds.
+func messageSize(m *KernelMessage) int64 {
+	return toRaw(m).Size()
+}
+
+func toRaw(m *KernelMessage) *kernel.RawMessage {
+	return &kernel.RawMessage{Channel: m.Channel, Header: m.Header, ParentHeader: m.ParentHeader, Metadata: m.Metadata, Content: m.Content, Buffers: m.Buffers}
+}
+
+func fromRaw(r kernel.RawMessage) KernelMessage {
+	return KernelMessage{Channel: r.Channel, Header: r.Header, ParentHeader: r.ParentHeader, Metadata: r.Metadata, Content: r.Content, Buffers: r.Buffers}
+}
+
+// ValidateKernelMessage checks a relayed message's shape: a known channel,
+// a header with msg_id and msg_type strings, JSON objects for the other
+// parts, at most MaxKernelMessage bytes and maxKernelParts parts.
+func ValidateKernelMessage(m *KernelMessage) error {
+	if n := messageSize(m); n > MaxKernelMessage {
+		return fmt.Errorf("%w: %w: %d bytes; the limit is %d", ErrInvalid, ErrKernelMessageTooLarge, n, MaxKernelMessage)
+	}
+	if len(m.Buffers) > maxKernelParts-4 {
+		return fmt.Errorf("%w: a Jupyter message with %d buffers; the limit is %d", ErrInvalid, len(m.Buffers), maxKernelParts-4)
+	}
+	if err := kernel.ValidateRaw(toRaw(m)); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
+// encodeKernelMessage returns the frame payloads of m, in order.
+func encodeKernelMessage(m *KernelMessage) ([][]byte, error) {
+	code := channelCode(m.Channel)
+	if code == 0 {
+		return nil, fmt.Errorf("%w: unknown channel %q", ErrInvalid, clipString(m.Channel, 40))
+	}
+	parts := append([][]byte{m.Header, m.ParentHeader, m.Metadata, m.Content}, m.Buffers...)
+	size := 1 + 4
+	for _, p := range parts {
+		size += 4 + len(p)
+	}
+	body := make([]byte, 0, 4+size)
+	body = binary.BigEndian.AppendUint32(body, uint32(size))
+	body = append(body, code)
+	body = binary.BigEndian.AppendUint32(body, uint32(len(parts)))
+	for _, p := range parts {
+		body = binary.BigEndian.AppendUint32(body, uint32(len(p)))
+		body = append(body, p...)
+	}
+	const piece = MaxPayload - 1
+	var chunks [][]byte
+	for off := 0; off < len(body); off += piece {
+		end := min(off+piece, len(body))
+		c := make([]byte, 1+end-off)
+		if end < len(body) {
+			c[0] = chunkMore
+		}
+		copy(c[1:], body[off:end])
+		chunks = append(chunks, c)
+	}
+	return chunks, nil
+}
+
+// assembler puts a message's chunks back together. limit bounds a body.
+type assembler struct {
+	limit int
+	buf   []byte
+	total int
+	open  bool
+}
+
+// add takes one frame payload; it returns the message once its last chunk
+// arrived. Any error leaves the assembler unusable for the stream.
+func (a *assembler) add(p []byte) (*KernelMessage, error) {
+	if len(p) < 1 {
+		return nil, errors.New("empty Jupyter message chunk")
+	}
+	more, data := p[0]&chunkMore != 0, p[1:]
+	if p[0]&^chunkMore != 0 {
+		return nil, fmt.Errorf("Jupyter message chunk with flags 0x%02x", p[0])
+	}
+	if !a.open {
+		if len(data) < 4 {
+			return nil, errors.New("Jupyter message chunk without the message's length")
+		}
+		a.total = int(binary.BigEndian.Uint32(data))
+		data = data[4:]
+		if a.total > a.limit {
+			return nil, fmt.Errorf("%w: a Jupyter message of %d bytes; the limit is %d", ErrKernelMessageTooLarge, a.total, a.limit)
+		}
+		a.open = true
+		a.buf = make([]byte, 0, min(a.total, MaxPayload))
+	}
+	if len(a.buf)+len(data) > a.total {
+		return nil, fmt.Errorf("Jupyter message chunks longer than the announced %d bytes", a.total)
+	}
+	a.buf = append(a.buf, data...)
+	if more {
+		if len(a.buf) == a.total {
+			return nil, errors.New("Jupyter message chunk after the announced length")
+		}
+		return nil, nil
+	}
+	if len(a.buf) != a.total {
+		return nil, fmt.Errorf("Jupyter message of %d bytes ended after %d", a.total, len(a.buf))
+	}
+	body := a.buf
+	a.buf, a.open = nil, false
+	return decodeKernelBody(body)
+}
+
+// decodeKernelBody parses a reassembled body. The parts alias body.
+func decodeKernelBody(b []byte) (*KernelMessage, error) {
+	bad := func(what string) (*KernelMessage, error) {
+		return nil, fmt.Errorf("malformed Jupyter message: %s", what)
+	}
+	if len(b) < 5 {
+		return bad("too short")
+	}
+	code, n := int(b[0]), binary.BigEndian.Uint32(b[1:5])
+	if code == 0 || code >= len(channelCodes) {
+		return bad(fmt.Sprintf("channel %d", code))
+	}
+	if n < 4 || n > maxKernelParts {
+		return bad(fmt.Sprintf("%d parts", n))
+	}
+	b = b[5:]
+	parts := make([][]byte, 0, n)
+	for range n {
+		if len(b) < 4 {
+			return bad("truncated part length")
+		}
+		l := binary.BigEndian.Uint32(b)
+		b = b[4:]
+		if uint64(l) > uint64(len(b)) {
+			return bad("part longer than the message")
+		}
+		parts = append(parts, b[:l:l])
+		b = b[l:]
+	}
+	if len(b) != 0 {
+		return bad("bytes after the last part")
+	}
+	m := &KernelMessage{Channel: channelCodes[code], Header: parts[0], ParentHeader: parts[1], Metadata: parts[2], Content: parts[3]}
+	if len(parts) > 4 {
+		m.Buffers = parts[4:]
+	}
+	return m, nil
+}
+
+// statusMessage is the iopub status a client sees when the relay (not the
+// kernel) reports a state: "restarting" after a crash, "dead" at the end,
+// shaped like jupyter_server's.
+func statusMessage(session, state string) KernelMessage {
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	h, _ := json.Marshal(map[string]string{
+		"msg_id": hex.EncodeToString(id[:]), "msg_type": "status", "session": session,
+		"username": "cubicle", "date": time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"), "version": "5.3",
+	})
+	c, _ := json.Marshal(map[string]string{"execution_state": state})
+	return KernelMessage{Channel: ChannelIOPub, Header: h, ParentHeader: json.RawMessage("{}"), Metadata: json.RawMessage("{}"), Content: c}
+}

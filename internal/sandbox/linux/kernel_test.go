@@ -1,0 +1,412 @@
+package linux_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// relayConn drives a relayed kernel as a Jupyter client would.
+type relayConn struct {
+	t    testing.TB
+	k    sandbox.Kernel
+	seen []sandbox.KernelMessage // everything received, in order
+	seq  int
+}
+
+func openRelay(t testing.TB, sb sandbox.Sandbox, start sandbox.KernelStart) *relayConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k, err := sb.OpenKernel(ctx, start)
+	if err != nil {
+		t.Fatalf("OpenKernel: %v", err)
+	}
+	t.Cleanup(func() { k.Close(context.Background()) })
+	return &relayConn{t: t, k: k}
+}
+
+type jheader struct {
+	MsgID   string `json:"msg_id"`
+	MsgType string `json:"msg_type"`
+}
+
+func headerOf(raw json.RawMessage) jheader {
+	var h jheader
+	_ = json.Unmarshal(raw, &h)
+	return h
+}
+
+func (c *relayConn) message(channel, msgType string, parent json.RawMessage, content any) sandbox.KernelMessage {
+	c.seq++
+	id := fmt.Sprintf("client-%d", c.seq)
+	h, _ := json.Marshal(map[string]string{"msg_id": id, "msg_type": msgType, "session": "test-session", "username": "test", "date": time.Now().UTC().Format(time.RFC3339Nano), "version": "5.3"})
+	b, _ := json.Marshal(content)
+	if parent == nil {
+		parent = json.RawMessage("{}")
+	}
+	return sandbox.KernelMessage{Channel: channel, Header: h, ParentHeader: parent, Metadata: json.RawMessage("{}"), Content: b}
+}
+
+func (c *relayConn) send(m sandbox.KernelMessage) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.k.Send(ctx, m); err != nil {
+		c.t.Fatalf("Send %s: %v", headerOf(m.Header).MsgType, err)
+	}
+	return headerOf(m.Header).MsgID
+}
+
+// execute sends an execute_request and returns its msg_id.
+func (c *relayConn) execute(code string) string {
+	c.t.Helper()
+	return c.send(c.message("shell", "execute_request", nil, map[string]any{
+		"code": code, "silent": false, "store_history": true, "user_expressions": map[string]any{}, "allow_stdin": true, "stop_on_error": true}))
+}
+
+// find returns the first message (received so far or later) that matches,
+// at or after index from.
+func (c *relayConn) find(from int, what string, match func(sandbox.KernelMessage) bool) (sandbox.KernelMessage, int) {
+	c.t.Helper()
+	for i := from; i < len(c.seen); i++ {
+		if match(c.seen[i]) {
+			return c.seen[i], i
+		}
+	}
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case m, ok := <-c.k.Messages():
+			if !ok {
+				c.t.Fatalf("waiting for %s: the relay ended: %v", what, c.k.Err())
+			}
+			c.seen = append(c.seen, m)
+			if match(m) {
+				return m, len(c.seen) - 1
+			}
+		case <-timeout:
+			c.t.Fatalf("no %s within 60 s; got %s", what, c.summary())
+		}
+	}
+}
+
+func (c *relayConn) summary() string {
+	var s []string
+	for _, m := range c.seen[max(0, len(c.seen)-20):] {
+		s = append(s, fmt.Sprintf("%s/%s %.80s", m.Channel, headerOf(m.Header).MsgType, m.Content))
+	}
+	return strings.Join(s, "; ")
+}
+
+func isReply(id string) func(sandbox.KernelMessage) bool {
+	return func(m sandbox.KernelMessage) bool {
+		return m.Channel == "shell" && headerOf(m.ParentHeader).MsgID == id
+	}
+}
+
+func isIOPub(id, msgType string) func(sandbox.KernelMessage) bool {
+	return func(m sandbox.KernelMessage) bool {
+		return m.Channel == "iopub" && headerOf(m.ParentHeader).MsgID == id && headerOf(m.Header).MsgType == msgType
+	}
+}
+
+func isStatus(state string) func(sandbox.KernelMessage) bool {
+	return func(m sandbox.KernelMessage) bool {
+		var c struct {
+			State string `json:"execution_state"`
+		}
+		_ = json.Unmarshal(m.Content, &c)
+		return m.Channel == "iopub" && headerOf(m.Header).MsgType == "status" && c.State == state
+	}
+}
+
+// run executes code and returns its execute_reply content, after the
+// kernel went idle.
+func (c *relayConn) run(code string) map[string]any {
+	c.t.Helper()
+	id := c.execute(code)
+	reply, _ := c.find(0, "execute_reply", isReply(id))
+	c.find(0, "status idle", func(m sandbox.KernelMessage) bool { return isIOPub(id, "status")(m) && isStatus("idle")(m) })
+	var content map[string]any
+	if err := json.Unmarshal(reply.Content, &content); err != nil {
+		c.t.Fatal(err)
+	}
+	return content
+}
+
+// result returns the text/plain of code's execute_result.
+func (c *relayConn) result(code string) string {
+	c.t.Helper()
+	id := c.execute(code)
+	m, _ := c.find(0, "execute_result of "+code, func(m sandbox.KernelMessage) bool {
+		return isIOPub(id, "execute_result")(m) || isIOPub(id, "error")(m)
+	})
+	var content struct {
+		Data  map[string]string `json:"data"`
+		EName string            `json:"ename"`
+	}
+	_ = json.Unmarshal(m.Content, &content)
+	if content.EName != "" {
+		return "error: " + content.EName
+	}
+	return content.Data["text/plain"]
+}
+
+// assertNoProcesses checks that nothing runs in sb but the probe itself
+// (the agent, PID 1, is hidden from it).
+func assertNoProcesses(t testing.TB, sb sandbox.Sandbox) {
+	t.Helper()
+	r := runReq(t, sb, sandbox.ExecRequest{Argv: []string{"/usr/bin/python3", "-c",
+		"import os; print(sorted(p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()))"}}, nil)
+	if r.Stdout != "[]\n" {
+		t.Errorf("processes left in the computer: %s %s", r.Stdout, r.Stderr)
+	}
+}
+
+// TestKernelRelay drives relayed kernels in one computer through the
+// Sandbox interface, as the Kernel Gateway API does.
+func TestKernelRelay(t *testing.T) {
+	t.Parallel()
+	sb := newComputer(t, newDriver(t), nil)
+	c := openRelay(t, sb, sandbox.KernelStart{Env: []string{"RELAY_VAR=from-client"}})
+
+	t.Run("Execute", func(t *testing.T) {
+		c.t = t
+		id := c.execute("import os\n1+1")
+		reply, ri := c.find(0, "execute_reply", isReply(id))
+		var rc struct {
+			Status         string `json:"status"`
+			ExecutionCount int    `json:"execution_count"`
+		}
+		if err := json.Unmarshal(reply.Content, &rc); err != nil || rc.Status != "ok" || rc.ExecutionCount < 1 {
+			t.Fatalf("execute_reply %s (%v)", reply.Content, err)
+		}
+		if headerOf(reply.Header).MsgType != "execute_reply" {
+			t.Errorf("reply header %s", reply.Header)
+		}
+		busy, bi := c.find(0, "status busy", func(m sandbox.KernelMessage) bool { return isIOPub(id, "status")(m) && isStatus("busy")(m) })
+		res, resi := c.find(0, "execute_result", isIOPub(id, "execute_result"))
+		_, ii := c.find(0, "status idle", func(m sandbox.KernelMessage) bool { return isIOPub(id, "status")(m) && isStatus("idle")(m) })
+		if !strings.Contains(string(res.Content), `"text/plain": "2"`) {
+			t.Errorf("execute_result %s", res.Content)
+		}
+		if !(bi < resi && resi < ii) {
+			t.Errorf("iopub out of order: busy %d, result %d, idle %d", bi, resi, ii)
+		}
+		t.Logf("busy %s; reply at %d", busy.Content, ri)
+		if got := c.result("os.environ['RELAY_VAR'], os.getcwd(), os.getuid()"); got != "('from-client', '/workspace', 1000)" {
+			t.Errorf("kernel env/cwd/uid: %s", got)
+		}
+	})
+
+	t.Run("Stdin", func(t *testing.T) {
+		c.t = t
+		id := c.execute("v = input('name? ')\nprint('hello', v)")
+		req, _ := c.find(0, "input_request", func(m sandbox.KernelMessage) bool { return m.Channel == "stdin" })
+		if h := headerOf(req.Header); h.MsgType != "input_request" || headerOf(req.ParentHeader).MsgID != id || !strings.Contains(string(req.Content), "name? ") {
+			t.Fatalf("input_request %s %s %s", req.Header, req.ParentHeader, req.Content)
+		}
+		c.send(c.message("stdin", "input_reply", req.Header, map[string]string{"value": "relay"}))
+		out, _ := c.find(0, "stream", isIOPub(id, "stream"))
+		if !strings.Contains(string(out.Content), "hello relay") {
+			t.Errorf("stream %s", out.Content)
+		}
+	})
+
+	t.Run("Interrupt", func(t *testing.T) {
+		c.t = t
+		id := c.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(60)")
+		c.find(0, "stream", isIOPub(id, "stream"))
+		start := time.Now()
+		if err := c.k.Interrupt(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		reply, _ := c.find(0, "execute_reply", isReply(id))
+		if !strings.Contains(string(reply.Content), `"status": "error"`) || !strings.Contains(string(reply.Content), "KeyboardInterrupt") {
+			t.Fatalf("reply after interrupt: %s", reply.Content)
+		}
+		t.Logf("interrupted in %v", time.Since(start))
+		// ipykernel aborts what arrives before it is idle again (stop_on_error).
+		c.find(0, "status idle", func(m sandbox.KernelMessage) bool { return isIOPub(id, "status")(m) && isStatus("idle")(m) })
+		if got := c.result("21*2"); got != "42" {
+			t.Errorf("after interrupt: %s", got)
+		}
+	})
+
+	t.Run("Restart", func(t *testing.T) {
+		c.t = t
+		if got := c.result("x = 7\nx"); got != "7" {
+			t.Fatalf("x: %s", got)
+		}
+		before := kernelProcs(t, sb)
+		if err := c.k.Restart(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.result("x"); got != "error: NameError" {
+			t.Errorf("state after restart: %s", got)
+		}
+		after := kernelProcs(t, sb)
+		if len(before) != 1 || len(after) != 1 || before[0] == after[0] {
+			t.Errorf("kernel processes before %v, after %v", before, after)
+		}
+	})
+
+	t.Run("Crash", func(t *testing.T) {
+		c.t = t
+		from := len(c.seen)
+		c.execute("import os\nos._exit(1)")
+		st, _ := c.find(from, "status restarting", isStatus("restarting"))
+		var h map[string]any
+		if err := json.Unmarshal(st.Header, &h); err != nil || h["msg_type"] != "status" || h["version"] != "5.3" || h["session"] == "" || h["msg_id"] == "" || h["date"] == "" {
+			t.Errorf("status header %s", st.Header)
+		}
+		if string(st.ParentHeader) != "{}" || string(st.Metadata) != "{}" {
+			t.Errorf("status parent %s metadata %s", st.ParentHeader, st.Metadata)
+		}
+		if got := c.result("1+2"); got != "3" {
+			t.Errorf("after the crash: %s", got)
+		}
+		if err := c.k.Err(); err != nil {
+			t.Fatalf("relay ended: %v", err)
+		}
+	})
+
+	t.Run("BigMessages", func(t *testing.T) {
+		c.t = t
+		// 5 MB each way: the request carries the data (in a content field
+		// ipykernel ignores, not in code it would have to compile), the
+		// display returns it reversed.
+		data := strings.Repeat("0123456789", 500_000)
+		start := time.Now()
+		id := c.send(c.message("shell", "execute_request", nil, map[string]any{
+			"code": "s = get_ipython().kernel.get_parent('shell')['content']['data']\n" +
+				"from IPython.display import display\ndisplay({'text/plain': s[::-1]}, raw=True)\nlen(s)",
+			"data": data, "silent": false, "store_history": true, "user_expressions": map[string]any{}, "allow_stdin": true, "stop_on_error": true}))
+		m, _ := c.find(0, "display_data", isIOPub(id, "display_data"))
+		var content struct {
+			Data map[string]string `json:"data"`
+		}
+		if err := json.Unmarshal(m.Content, &content); err != nil {
+			t.Fatal(err)
+		}
+		if got := content.Data["text/plain"]; len(got) != len(data) || got[:10] != "9876543210" {
+			t.Fatalf("display of %d bytes, starting %q", len(got), got[:min(10, len(got))])
+		}
+		if r, _ := c.find(0, "execute_result", isIOPub(id, "execute_result")); !strings.Contains(string(r.Content), `"5000000"`) {
+			t.Errorf("len: %s", r.Content)
+		}
+		t.Logf("5 MB round trip in %v", time.Since(start))
+		start = time.Now()
+		id = c.execute("display({'text/plain': '7' * 5_000_000}, raw=True)")
+		m, _ = c.find(0, "display_data", isIOPub(id, "display_data"))
+		if len(m.Content) < 5_000_000 {
+			t.Errorf("display of %d bytes", len(m.Content))
+		}
+		t.Logf("5 MB display in %v", time.Since(start))
+	})
+
+	t.Run("OversizedRefused", func(t *testing.T) {
+		c.t = t
+		m := c.message("shell", "execute_request", nil, map[string]any{"code": "1"})
+		m.Buffers = [][]byte{make([]byte, sandbox.MaxKernelMessage)}
+		err := c.k.Send(context.Background(), m)
+		if !errors.Is(err, sandbox.ErrInvalid) || !strings.Contains(err.Error(), "the limit is 33554432") {
+			t.Fatalf("oversized Send: %v", err)
+		}
+		bad := c.message("shell", "execute_request", nil, nil)
+		bad.Content = json.RawMessage(`[1]`)
+		if err := c.k.Send(context.Background(), bad); !errors.Is(err, sandbox.ErrInvalid) {
+			t.Errorf("content that is not an object: %v", err)
+		}
+		if got := c.result("'still here'"); got != "'still here'" {
+			t.Errorf("after refused messages: %s", got)
+		}
+	})
+
+	t.Run("OnePerComputer", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := sb.OpenKernel(ctx, sandbox.KernelStart{})
+		if !errors.Is(err, sandbox.ErrKernelBusy) {
+			t.Errorf("second OpenKernel: %v", err)
+		}
+	})
+
+	t.Run("Close", func(t *testing.T) {
+		c.t = t
+		c.execute("import time\ntime.sleep(60)") // busy: Close must not wait for it
+		if err := c.k.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for range c.k.Messages() {
+		}
+		if err := c.k.Err(); !errors.Is(err, sandbox.ErrKernelClosed) {
+			t.Errorf("Err after Close: %v", err)
+		}
+		if procs := kernelProcs(t, sb); len(procs) != 0 {
+			t.Errorf("kernel processes after Close: %v", procs)
+		}
+		assertNoProcesses(t, sb)
+	})
+
+	t.Run("HostileKernel", func(t *testing.T) {
+		h := openRelay(t, sb, sandbox.KernelStart{})
+		h.execute(`
+import os, socket, struct, time
+from ipykernel.kernelapp import IPKernelApp
+port = IPKernelApp.instance().iopub_port
+time.sleep(0.3)
+for name in os.listdir("/proc/self/fd"):
+    fd = int(name)
+    try:
+        s = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        continue
+    try:
+        if s.family == socket.AF_INET and s.getsockname()[1] == port:
+            s.getpeername()
+            os.write(fd, b"\x02" + struct.pack(">Q", 1 << 62))
+    except OSError:
+        pass
+    finally:
+        s.close()
+time.sleep(5)
+`)
+		h.find(0, "status dead", isStatus("dead"))
+		for range h.k.Messages() {
+		}
+		err := h.k.Err()
+		if !errors.Is(err, sandbox.ErrKernelDead) || !strings.Contains(err.Error(), "kernel sent a frame of 4611686018427387904 bytes") {
+			t.Fatalf("Err: %v", err)
+		}
+		assertNoProcesses(t, sb)
+		// Only that relay ended: the computer and the next relay work.
+		mustSucceed(t, sb, "true")
+		n := openRelay(t, sb, sandbox.KernelStart{})
+		if got := n.result("6*7"); got != "42" {
+			t.Errorf("next relay: %s", got)
+		}
+		n.k.Close(context.Background())
+	})
+
+	t.Run("CrashLimit", func(t *testing.T) {
+		d := openRelay(t, sb, sandbox.KernelStart{RestartLimit: 1})
+		d.execute("import os\nos._exit(3)")
+		d.find(0, "status restarting", isStatus("restarting"))
+		d.execute("import os\nos._exit(3)")
+		d.find(0, "status dead", isStatus("dead"))
+		for range d.k.Messages() {
+		}
+		if err := d.k.Err(); !errors.Is(err, sandbox.ErrKernelDead) || !strings.Contains(err.Error(), "died 2 times in a row, the last time exit status 3") {
+			t.Fatalf("Err: %v", err)
+		}
+		assertNoProcesses(t, sb)
+	})
+}
