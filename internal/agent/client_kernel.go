@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // maxHostBacklog bounds the frames of one relay that the host has received
@@ -14,6 +15,10 @@ import (
 // ErrKernelBacklog: the read loop, shared by every stream of the computer,
 // never waits for a relay's consumer.
 const maxHostBacklog = 2 * MaxKernelMessage
+
+// finalTimeout bounds the wait for the agent's last frame of a relay that
+// ended on the host's side (the agent stops a kernel in well under it).
+const finalTimeout = 30 * time.Second
 
 var (
 	// ErrKernelClosed is a relay's Err after Close.
@@ -184,8 +189,17 @@ func (r *KernelRelay) fail(err error) {
 func (r *KernelRelay) pump() {
 	defer func() {
 		r.queue.close(true)
+		// Messages closes once the agent has confirmed the end (its kernel
+		// is gone), so the caller may open the next relay right away.
+		t := time.NewTimer(finalTimeout)
+		defer t.Stop()
+		select {
+		case <-r.final:
+		case <-r.c.done:
+		case <-t.C:
+		}
+		close(r.ended) // first: Err is set when a reader sees Messages closed
 		close(r.msgs)
-		close(r.ended)
 	}()
 	asm := assembler{limit: MaxKernelMessage + 64<<10}
 	bad := func(err error) {
@@ -278,7 +292,8 @@ func (r *KernelRelay) Send(ctx context.Context, m KernelMessage) error {
 
 // Messages delivers everything the kernel sends, in order per channel,
 // plus the relay's status messages ("restarting", "dead"). It is closed
-// when the relay ends; Err then says why.
+// when the relay has ended and the agent has confirmed that its kernel is
+// gone; Err then says why.
 func (r *KernelRelay) Messages() <-chan KernelMessage { return r.msgs }
 
 // Err is why the relay ended (ErrKernelClosed after Close,
