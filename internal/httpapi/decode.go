@@ -16,7 +16,11 @@ const maxJSONBody = 16 << 20
 // decode reads a strict JSON body: unknown fields, trailing data and wrong
 // types are errors naming the field.
 func decode(r *http.Request, v any) error {
-	body := http.MaxBytesReader(nil, r.Body, maxJSONBody)
+	return decodeFrom(http.MaxBytesReader(nil, r.Body, maxJSONBody), v)
+}
+
+// decodeFrom is decode of any reader (a WebSocket frame).
+func decodeFrom(body io.Reader, v any) error {
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
@@ -55,6 +56,24 @@ func status(err error) (int, string) {
 }
 
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code, body := errorBody(r, err)
+	if code == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="cubicle"`)
+	}
+	writeJSON(w, code, map[string]any{"error": body})
+}
+
+// errorBody is err's HTTP status and client-visible body; an internal
+// error is logged and its message replaced.
+func errorBody(r *http.Request, err error) (int, apiError) {
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		body := apiError{Code: ge.Code, Message: ge.Message}
+		if ge.Param != "" {
+			body.Param = &ge.Param
+		}
+		return ge.Status, body
+	}
 	code, name := status(err)
 	msg := err.Error()
 	if code == http.StatusInternalServerError {
@@ -71,10 +90,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &fe):
 		body.Param = &fe.Field
 	}
-	if code == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="cubicle"`)
-	}
-	writeJSON(w, code, map[string]any{"error": body})
+	return code, body
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -36,15 +36,6 @@ func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governanc
 	if err == nil {
 		resp, err = run.Do(r.Context(), nil)
 	}
-	var ge *gateway.Error
-	if errors.As(err, &ge) {
-		body := apiError{Code: ge.Code, Message: ge.Message}
-		if ge.Param != "" {
-			body.Param = &ge.Param
-		}
-		writeJSON(w, ge.Status, map[string]any{"error": body})
-		return nil
-	}
 	if err != nil {
 		return err
 	}

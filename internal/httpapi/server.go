@@ -77,6 +77,7 @@ func (a *API) routes() {
 	m.Handle("GET /v1/artifacts/{id}", a.auth(a.getArtifact))
 	m.Handle("GET /v1/artifacts/{id}/content", a.auth(a.artifactContent))
 	m.Handle("POST /v1/responses", a.auth(a.createResponse))
+	m.Handle("GET /v1/responses", a.auth(a.responsesSocket))
 	m.Handle("GET /v1/responses/{id}", a.auth(a.getResponse))
 	m.Handle("DELETE /v1/responses/{id}", a.auth(a.deleteResponse))
 	m.Handle("GET /v1/usage", a.auth(a.usage))

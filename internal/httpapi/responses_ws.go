@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/cubicle-sandbox/cubicle/internal/gateway"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+)
+
+// WebSocket mode of /v1/responses (GET with an upgrade, as openai-go's
+// Responses.Connect dials it): the client sends text frames
+// {"type":"response.create", …the POST body's fields…, "stream_id"?}, the
+// server answers each with the streaming events, one JSON object per
+// text frame, responses strictly one after another. A bad frame is
+// answered with an "error" event and the connection stays usable.
+const (
+	// wsQueue bounds the response.create frames read ahead of the one
+	// running; beyond it the server stops reading until one finishes.
+	wsQueue = 8
+	// wsWriteTimeout bounds sending one event to a client that stopped reading.
+	wsWriteTimeout = 30 * time.Second
+)
+
+// wsFrame is one frame read from the client.
+type wsFrame struct {
+	typ  websocket.MessageType
+	data []byte
+}
+
+// responsesSocket is GET /v1/responses: the WebSocket transport.
+func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	g := a.gateway.Load()
+	if g == nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": apiError{Code: "gateway_not_configured",
+			Message: "The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url)."}})
+		return nil
+	}
+	if r.Header.Get("Upgrade") == "" {
+		return withParam("Upgrade", fmt.Errorf("%w: GET /v1/responses is the WebSocket mode; send an Upgrade: websocket request (or POST a response)", errBadRequest))
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return nil // Accept answered the client
+	}
+	c.SetReadLimit(maxJSONBody)
+	// The connection's context: ends when the client goes (the reader
+	// sees it), which cancels the running response and its computer.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	frames := make(chan wsFrame, wsQueue)
+	go func() {
+		defer cancel()
+		defer close(frames)
+		for {
+			typ, data, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case frames <- wsFrame{typ, data}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	s := &socket{c: c, ctx: ctx, cancel: cancel, r: r}
+	for f := range frames {
+		s.serve(g, p, f)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	return nil
+}
+
+// socket is one WebSocket connection's writer side.
+type socket struct {
+	c      *websocket.Conn
+	ctx    context.Context
+	cancel context.CancelFunc
+	r      *http.Request
+}
+
+// send writes one event; a failed write ends the connection.
+func (s *socket) send(v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, wsWriteTimeout)
+	defer cancel()
+	if err := s.c.Write(ctx, websocket.MessageText, data); err != nil {
+		s.cancel()
+		return err
+	}
+	return nil
+}
+
+// fail answers a frame that started no response with an error event.
+func (s *socket) fail(err error, streamID string) {
+	code, body := errorBody(s.r, err)
+	typ := "invalid_request_error"
+	if code >= 500 {
+		typ = "server_error"
+	}
+	ev := map[string]any{"type": "error", "status": code, "sequence_number": 0,
+		"error": map[string]any{"type": typ, "code": body.Code, "message": body.Message, "param": body.Param}}
+	if streamID != "" {
+		ev["stream_id"] = streamID
+	}
+	s.send(ev)
+}
+
+// serve runs one frame: a response.create to completion, or an error event.
+func (s *socket) serve(g *gateway.Gateway, p governance.Principal, f wsFrame) {
+	if f.typ != websocket.MessageText {
+		s.fail(fmt.Errorf("%w: send JSON events as text frames", errBadRequest), "")
+		return
+	}
+	var head struct {
+		Type     string `json:"type"`
+		StreamID any    `json:"stream_id"`
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(f.data, &fields); err != nil || json.Unmarshal(f.data, &head) != nil {
+		s.fail(fmt.Errorf("%w: a frame must be one JSON object", errBadRequest), "")
+		return
+	}
+	streamID, ok := head.StreamID.(string)
+	if head.StreamID != nil && (!ok || !validStreamID(streamID)) {
+		s.fail(withParam("stream_id", fmt.Errorf("%w: stream_id must be 1-256 ASCII letters, digits, '_', '-' or '.'", errBadRequest)), "")
+		return
+	}
+	if head.Type != "response.create" {
+		s.fail(withParam("type", fmt.Errorf("%w: unsupported event type %q; send response.create", errBadRequest, head.Type)), streamID)
+		return
+	}
+	delete(fields, "type")
+	delete(fields, "stream_id")
+	body, _ := json.Marshal(fields)
+	var req gateway.Request
+	if err := decodeFrom(bytes.NewReader(body), &req); err != nil {
+		s.fail(err, streamID)
+		return
+	}
+	run, err := g.Begin(s.ctx, p, &req)
+	if err != nil {
+		s.fail(err, streamID)
+		return
+	}
+	_, err = run.Do(s.ctx, func(ev gateway.Event) error {
+		if streamID != "" {
+			ev.Fields["stream_id"] = streamID
+		}
+		return s.send(ev)
+	})
+	var ge *gateway.Error
+	if err != nil && !errors.As(err, &ge) && !errors.Is(err, context.Canceled) {
+		if code, _ := status(err); code == http.StatusInternalServerError {
+			slog.ErrorContext(s.ctx, "response over WebSocket failed", "err", err)
+		}
+	}
+}
+
+// validStreamID is openai-go's rule for a stream_id.
+func validStreamID(id string) bool {
+	if len(id) == 0 || len(id) > 256 {
+		return false
+	}
+	for _, ch := range []byte(id) {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '_' || ch == '-' || ch == '.') {
+			return false
+		}
+	}
+	return true
+}
