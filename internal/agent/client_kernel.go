@@ -63,7 +63,7 @@ func (c *Client) OpenKernel(ctx context.Context, start KernelStart) (*KernelRela
 	r := &KernelRelay{
 		c:        c,
 		queue:    newBoundedQueue[Frame](maxHostBacklog),
-		msgs:     make(chan KernelMessage, 64),
+		msgs:     make(chan KernelMessage), // unbuffered: the queue alone holds the backlog, bounded in bytes
 		ctlReply: make(chan KernelControlReply, 1),
 		stop:     make(chan struct{}),
 		ended:    make(chan struct{}),
