@@ -90,26 +90,47 @@ func encodeKernelMessage(m *KernelMessage) ([][]byte, error) {
 	for _, p := range parts {
 		size += 4 + len(p)
 	}
-	body := make([]byte, 0, 4+size)
-	body = binary.BigEndian.AppendUint32(body, uint32(size))
-	body = append(body, code)
-	body = binary.BigEndian.AppendUint32(body, uint32(len(parts)))
+	// Written straight into the chunks: a big message is never copied whole
+	// once more.
+	var w chunkWriter
+	var hdr [5]byte
+	binary.BigEndian.PutUint32(hdr[:4], uint32(size))
+	hdr[4] = code
+	w.write(hdr[:])
+	w.write(binary.BigEndian.AppendUint32(nil, uint32(len(parts))))
 	for _, p := range parts {
-		body = binary.BigEndian.AppendUint32(body, uint32(len(p)))
-		body = append(body, p...)
+		w.write(binary.BigEndian.AppendUint32(nil, uint32(len(p))))
+		w.write(p)
 	}
-	const piece = MaxPayload - 1
-	var chunks [][]byte
-	for off := 0; off < len(body); off += piece {
-		end := min(off+piece, len(body))
-		c := make([]byte, 1+end-off)
-		if end < len(body) {
-			c[0] = chunkMore
+	return w.chunks, nil
+}
+
+// chunkWriter splits a body into frame payloads of at most MaxPayload
+// bytes, each starting with its flag byte (chunkMore on all but the last).
+type chunkWriter struct {
+	chunks [][]byte
+}
+
+func (w *chunkWriter) write(p []byte) {
+	for len(p) > 0 {
+		n := len(w.chunks)
+		if n == 0 || len(w.chunks[n-1]) == MaxPayload {
+			if n > 0 {
+				w.chunks[n-1][0] = chunkMore
+			}
+			w.chunks = append(w.chunks, append(make([]byte, 0, min(MaxPayload, 1+len(p))), 0))
+			n++
 		}
-		copy(c[1:], body[off:end])
-		chunks = append(chunks, c)
+		c := w.chunks[n-1]
+		k := min(len(p), MaxPayload-len(c))
+		if len(c)+k > cap(c) { // grow only as far as the data goes
+			nc := make([]byte, len(c), min(MaxPayload, max(2*cap(c), len(c)+k)))
+			copy(nc, c)
+			c = nc
+		}
+		w.chunks[n-1] = append(c, p[:k]...)
+		p = p[k:]
 	}
-	return chunks, nil
 }
 
 // assembler puts a message's chunks back together. limit bounds a body.

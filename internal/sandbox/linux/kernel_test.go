@@ -410,3 +410,17 @@ time.sleep(5)
 		assertNoProcesses(t, sb)
 	})
 }
+
+// BenchmarkKernelRelayExecute measures a `1+1` execute round trip through
+// the relay (Send to execute_reply and status idle), as a Jupyter client
+// sees it behind the Kernel Gateway API, minus the WebSocket.
+func BenchmarkKernelRelayExecute(b *testing.B) {
+	sb := newComputer(b, newDriver(b), nil)
+	c := openRelay(b, sb, sandbox.KernelStart{})
+	c.run("1+1") // warm up
+	b.ResetTimer()
+	for b.Loop() {
+		c.seen = c.seen[:0]
+		c.run("1+1")
+	}
+}
