@@ -35,7 +35,9 @@ import (
 // relay send an iopub status "restarting" and start a new kernel. A crash
 // within 10 s of the previous one counts toward RestartLimit (default 5);
 // past it, or when a new kernel cannot start, the relay sends status
-// "dead" and ends. Restarts on request do not count, and reset the count.
+// "dead" and ends. Restarts on request do not count, and reset the count;
+// an exit after the client's own shutdown_request is restarted the same
+// way but is not a crash either.
 // A kernel that breaks the wire protocol is stopped: status "dead", end.
 //
 // Slow host: the kernel's sockets are always drained (the kernel client's
@@ -83,6 +85,7 @@ type kernelRelay struct {
 	asm       assembler
 	crashes   int
 	lastDeath time.Time
+	shutdown  bool // the client sent the current kernel a shutdown_request
 
 	k *pyKernel // current kernel; under s.mu
 }
@@ -294,6 +297,9 @@ func (r *kernelRelay) drainInbox() error {
 		if m.Channel == ChannelIOPub {
 			return fmt.Errorf("%w: a client cannot send on iopub", ErrInvalid)
 		}
+		if m.Channel == ChannelControl && headerType(m.Header) == "shutdown_request" {
+			r.shutdown = true
+		}
 		if err := r.current().client.SendRaw(*toRaw(m)); errors.Is(err, kernel.ErrInvalidMessage) {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
@@ -311,7 +317,7 @@ func (r *kernelRelay) restart() error {
 		return err
 	}
 	r.setKernel(k)
-	r.crashes = 0
+	r.crashes, r.shutdown = 0, false
 	return nil
 }
 
@@ -332,12 +338,19 @@ func (r *kernelRelay) kernelEnded(k *pyKernel) error {
 	}
 	<-k.cleaned
 	now := time.Now()
-	if now.Sub(r.lastDeath) < stableStart {
+	switch {
+	case r.shutdown:
+		// It exited because the client asked (shutdown_request over the
+		// channel rather than the API): restarted like jupyter_server's
+		// restarter does, but not a crash.
+	case now.Sub(r.lastDeath) < stableStart:
 		r.crashes++
-	} else {
+		r.lastDeath = now
+	default:
 		r.crashes = 1
+		r.lastDeath = now
 	}
-	r.lastDeath = now
+	r.shutdown = false
 	if r.crashes > r.limit {
 		r.push(statusMessage(r.session, "dead"))
 		return fmt.Errorf("%w: the kernel died %d times in a row, the last time %s", ErrKernelDead, r.crashes, k.death())
@@ -351,6 +364,15 @@ func (r *kernelRelay) kernelEnded(k *pyKernel) error {
 	}
 	r.setKernel(nk)
 	return nil
+}
+
+// headerType is a header's msg_type ("" when it has none).
+func headerType(h json.RawMessage) string {
+	var v struct {
+		MsgType string `json:"msg_type"`
+	}
+	_ = json.Unmarshal(h, &v)
+	return v.MsgType
 }
 
 // sendLoop sends the kernel's messages to the host until the outbox is

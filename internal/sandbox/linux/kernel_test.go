@@ -278,6 +278,16 @@ func TestKernelRelay(t *testing.T) {
 		}
 	})
 
+	t.Run("OOM", func(t *testing.T) {
+		c.t = t
+		from := len(c.seen)
+		c.execute("a = []\nfor i in range(64):\n    a.append(bytearray(16 << 20))") // 1 GiB > the 512 MiB limit
+		c.find(from, "status restarting", isStatus("restarting"))
+		if got := c.result("'alive'"); got != "'alive'" {
+			t.Errorf("after the OOM kill: %s", got)
+		}
+	})
+
 	t.Run("BigMessages", func(t *testing.T) {
 		c.t = t
 		// 5 MB each way: the request carries the data (in a content field
@@ -356,6 +366,24 @@ func TestKernelRelay(t *testing.T) {
 		assertNoProcesses(t, sb)
 	})
 
+	t.Run("SlowConsumer", func(t *testing.T) {
+		// A consumer that stops reading while the kernel floods iopub: the
+		// relay ends with ErrKernelBacklog (nothing silently dropped), and
+		// only that relay.
+		s := openRelay(t, sb, sandbox.KernelStart{})
+		s.execute("import sys\nfor i in range(150):\n    sys.stdout.write('x' * 1_000_000); sys.stdout.flush()")
+		deadline := time.Now().Add(60 * time.Second)
+		for s.k.Err() == nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		for range s.k.Messages() {
+		}
+		if err := s.k.Err(); !errors.Is(err, sandbox.ErrKernelBacklog) {
+			t.Fatalf("Err: %v", err)
+		}
+		assertNoProcesses(t, sb)
+	})
+
 	t.Run("HostileKernel", func(t *testing.T) {
 		h := openRelay(t, sb, sandbox.KernelStart{})
 		h.execute(`
@@ -398,8 +426,17 @@ time.sleep(5)
 
 	t.Run("CrashLimit", func(t *testing.T) {
 		d := openRelay(t, sb, sandbox.KernelStart{RestartLimit: 1})
+		// A client's own shutdown_request: restarted, but not a crash.
+		id := d.send(d.message("control", "shutdown_request", nil, map[string]any{"restart": false}))
+		d.find(0, "shutdown_reply", func(m sandbox.KernelMessage) bool {
+			return m.Channel == "control" && headerOf(m.ParentHeader).MsgID == id
+		})
+		_, i := d.find(0, "status restarting", isStatus("restarting"))
+		if got := d.result("'up'"); got != "'up'" {
+			t.Fatalf("after shutdown_request: %s", got)
+		}
 		d.execute("import os\nos._exit(3)")
-		d.find(0, "status restarting", isStatus("restarting"))
+		d.find(i+1, "status restarting", isStatus("restarting"))
 		d.execute("import os\nos._exit(3)")
 		d.find(0, "status dead", isStatus("dead"))
 		for range d.k.Messages() {
