@@ -2,14 +2,16 @@
 # Measures cubicle's computer start and exec latency against bubblewrap and
 # runc ('cubicle bench sandbox'), then the computers API over HTTP next to
 # the same operations on the driver ('cubicle bench api'), then Python in
-# computers next to jupyter_server ('cubicle bench python'), and prints the
-# tables (docs/benchmarks.md shows them).
+# computers next to jupyter_server ('cubicle bench python'), then the
+# Responses gateway with a zero-latency upstream ('cubicle bench gateway'),
+# and prints the tables (docs/benchmarks.md shows them).
 #
 #   scripts/bench.sh                    # all: 100 sandbox runs, 200 API runs, load 50 × 100,
 #                                       # 100 Python round trips and 30 first cells
 #   N=20 API_N=50 PY_N=50 PY_FIRST_N=10 scripts/bench.sh   # fewer runs
 #   CONCURRENCY=20 EXECS=50 scripts/bench.sh
-#   BENCH=python scripts/bench.sh --json   # only one of them (sandbox, api or python)
+#   GW_N=50 GW_CONCURRENCY=20 GW_BATCHES=3 BENCH=gateway scripts/bench.sh
+#   BENCH=python scripts/bench.sh --json   # only one of them (sandbox, api, python or gateway)
 #
 # Extra arguments go to every bench that runs, so with more than one only
 # flags they share make sense (--json, --timeout); with --json each prints
@@ -29,12 +31,15 @@ CONCURRENCY="${CONCURRENCY:-50}"
 EXECS="${EXECS:-100}"
 PY_N="${PY_N:-100}"
 PY_FIRST_N="${PY_FIRST_N:-30}"
+GW_N="${GW_N:-50}"
+GW_CONCURRENCY="${GW_CONCURRENCY:-20}"
+GW_BATCHES="${GW_BATCHES:-3}"
 BENCH="${BENCH:-all}"
 
 case "$BENCH" in
-all | sandbox | api | python) ;;
+all | sandbox | api | python | gateway) ;;
 *)
-	echo "bench.sh: BENCH must be all, sandbox, api or python, got '$BENCH'" >&2
+	echo "bench.sh: BENCH must be all, sandbox, api, python or gateway, got '$BENCH'" >&2
 	exit 2
 	;;
 esac
@@ -69,10 +74,11 @@ cleanup() {
 	# The benches remove what they make themselves; gc catches what a kill
 	# left: in-process computers of 'bench sandbox' (in $data) and of 'bench
 	# api' and 'bench python' (their sandbox/ directories), and a killed
-	# server's (serve/ of 'bench api', warm/ and cold/ of 'bench python').
+	# server's (serve/ of 'bench api', warm/ and cold/ of 'bench python',
+	# server/ of 'bench gateway').
 	local d
 	for d in "$data" "$data"/cubicle-bench-{api,python}-*/sandbox "$data"/cubicle-bench-api-*/serve \
-		"$data"/cubicle-bench-python-*/{warm,cold}; do
+		"$data"/cubicle-bench-python-*/{warm,cold} "$data"/cubicle-bench-gateway-*/server; do
 		[[ -d $d ]] && ./bin/cubicle gc --data "$d" >/dev/null 2>&1 || true
 	done
 	rm -rf --one-file-system "$data"
@@ -104,5 +110,11 @@ if [[ $BENCH == all ]]; then
 fi
 if [[ $BENCH == all || $BENCH == python ]]; then
 	run python --n "$PY_N" --first-n "$PY_FIRST_N" --data "$data" "$@"
+fi
+if [[ $BENCH == all ]]; then
+	echo
+fi
+if [[ $BENCH == all || $BENCH == gateway ]]; then
+	run gateway --n "$GW_N" --concurrency "$GW_CONCURRENCY" --batches "$GW_BATCHES" --data "$data" "$@"
 fi
 exit "$status"

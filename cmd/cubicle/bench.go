@@ -28,11 +28,14 @@ Benchmarks:
            side with the same operations on the sandbox driver
   python   Python over HTTP: 1+1 round trip side by side with jupyter_server,
            and the first cell of a new computer with the warm pool vs. cold
+  gateway  the Responses gateway with a zero-latency upstream: overhead per
+           tool round, and concurrent streamed responses
 
 Examples:
   cubicle bench sandbox --n 100 --data /tmp/cubicle-bench
   cubicle bench api --n 200 --concurrency 50 --execs 100
   cubicle bench python --n 100
+  cubicle bench gateway --n 50 --concurrency 20
 
 Run 'cubicle bench <benchmark> --help' for its flags.
 `
@@ -62,7 +65,7 @@ Flags:
 
 func benchCmd(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "cubicle bench: name what to measure (usage: cubicle bench sandbox|api|python [flags])")
+		fmt.Fprintln(os.Stderr, "cubicle bench: name what to measure (usage: cubicle bench sandbox|api|python|gateway [flags])")
 		return 2
 	}
 	switch args[0] {
@@ -75,8 +78,10 @@ func benchCmd(args []string) int {
 		return benchAPI(args[1:])
 	case "python":
 		return benchPython(args[1:])
+	case "gateway":
+		return benchGateway(args[1:])
 	}
-	fmt.Fprintf(os.Stderr, "cubicle bench: unknown benchmark %q (known: sandbox, api, python; see 'cubicle bench --help')\n", args[0])
+	fmt.Fprintf(os.Stderr, "cubicle bench: unknown benchmark %q (known: sandbox, api, python, gateway; see 'cubicle bench --help')\n", args[0])
 	return 2
 }
 

@@ -9,7 +9,11 @@
 //     in-process driver;
 //   - 'cubicle bench python': a 1+1 cell through the API against Debian's
 //     jupyter_server over REST+WebSocket, and the first cell of a new computer
-//     with and without warm kernels.
+//     with and without warm kernels;
+//   - 'cubicle bench gateway': the Responses gateway of a real 'cubicle serve'
+//     in front of a zero-latency scripted upstream served by the bench itself
+//     (overhead per tool round from the Server-Timing header, concurrent
+//     streamed responses).
 //
 // Every computer, container, server, kernel and temporary directory it starts
 // is removed afterwards, also on error or cancel. It holds the measuring code,

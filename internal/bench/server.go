@@ -29,6 +29,8 @@ type ServerConfig struct {
 	PoolSize      int
 	MaxConcurrent int
 	MemoryBudget  string
+	// Env holds more variables for the server ("CUBICLE_GATEWAY_UPSTREAM_URL=…").
+	Env []string
 	// ReadyTimeout bounds the wait for GET /readyz to answer 200 (the
 	// server builds its disk template and runs its isolation probe first).
 	ReadyTimeout time.Duration
@@ -64,6 +66,7 @@ func serverEnv(environ []string, cfg ServerConfig, key string) []string {
 			env = append(env, kv)
 		}
 	}
+	env = append(env, cfg.Env...)
 	return append(env,
 		"CUBICLE_ADMIN_KEY="+key,
 		"CUBICLE_COMPUTERS_POOL_SIZE="+strconv.Itoa(cfg.PoolSize),

@@ -246,6 +246,10 @@ type Run struct {
 	msgs []chatMessage
 	send func(Event) error // nil: not streaming
 	seq  int
+	// started is when Begin made the run; timing adds up where its time
+	// went (see Timing).
+	started time.Time
+	timing  Timing
 }
 
 // Stream reports whether the request asked for streaming.
@@ -280,6 +284,7 @@ func (g *Gateway) Create(ctx context.Context, p governance.Principal, req *Reque
 // response, image files); every request error is found here, before any
 // upstream call and before anything is sent to the client.
 func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Request) (*Run, error) {
+	start := time.Now()
 	pl, err := req.validate(g.cfg.Model, g.comp.ToolsEnabled(p))
 	if err != nil {
 		return nil, err
@@ -306,7 +311,7 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 		resp.Metadata = map[string]string{}
 	}
 	resp.Store = g.responses != nil && (req.Store == nil || *req.Store)
-	return &Run{g: g, p: p, plan: pl, up: up, resp: resp}, nil
+	return &Run{g: g, p: p, plan: pl, up: up, resp: resp, started: start}, nil
 }
 
 // snapshot is a copy of the response for an event.
@@ -370,6 +375,7 @@ func (r *Run) cleanup(ctx context.Context) {
 	if r.computerID == "" {
 		return
 	}
+	defer timed(&r.timing.Computer)()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := r.g.comp.Delete(ctx, r.p, r.computerID); err != nil {
@@ -391,7 +397,9 @@ func (r *Run) loop(ctx context.Context) error {
 			creq.ToolChoice = json.RawMessage(`"none"`)
 		}
 		out := newTurnOutput(r)
+		stop := timed(&r.timing.Upstream)
 		tu, err := r.up.complete(ctx, creq, out)
+		stop()
 		if err != nil {
 			return err
 		}
@@ -483,7 +491,9 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall) (string, err
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	stop := timed(&r.timing.Tools)
 	res, err := r.g.comp.RunTool(ctx, r.p, r.computerID, r.g.reg, tools.CodeInterpreterName, args)
+	stop()
 	if err != nil {
 		return "", err
 	}
@@ -510,6 +520,7 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 	if r.computerID != "" {
 		return nil
 	}
+	defer timed(&r.timing.Computer)()
 	v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID})
 	if err != nil {
 		return fmt.Errorf("gateway: create the response's computer: %w", err)
@@ -549,7 +560,9 @@ func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) 
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	stop := timed(&r.timing.Tools)
 	res, err := r.g.comp.RunTool(ctx, r.p, r.computerID, r.g.reg, tc.Function.Name, args)
+	stop()
 	if err != nil {
 		return "", err
 	}

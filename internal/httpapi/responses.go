@@ -21,7 +21,7 @@ func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governanc
 	g := a.gateway.Load()
 	if g == nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": apiError{Code: "gateway_not_configured",
-			Message: "The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url)."}})
+			Message: "The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[gateway.upstreams]])."}})
 		return nil
 	}
 	var req gateway.Request
@@ -35,6 +35,9 @@ func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governanc
 	var resp *gateway.Response
 	if err == nil {
 		resp, err = run.Do(r.Context(), nil)
+		// Where the time went (upstream, tools, computer, gateway), for
+		// operators and the gateway bench.
+		w.Header().Set("Server-Timing", run.Timing().ServerTiming())
 	}
 	if err != nil {
 		return err

@@ -144,6 +144,11 @@ func TestResponsesStreamedClientCall(t *testing.T) {
 	if len(whole.Output) != 2 || whole.Output[1].Arguments != args || whole.Output[1].CallID != "call_1" {
 		t.Fatalf("not streamed: %s", r)
 	}
+	// Where the time went, for operators and the gateway bench.
+	if st := r.hdr.Get("Server-Timing"); !strings.HasPrefix(st, "upstream;dur=") || !strings.Contains(st, ", tools;dur=0.000, computer;dur=0.000, gateway;dur=") ||
+		!strings.Contains(st, ", total;dur=") {
+		t.Fatalf("Server-Timing %q", st)
+	}
 }
 
 // TestResponsesResponsesUpstream: an api = "responses" upstream, streamed
