@@ -20,7 +20,8 @@ const (
 	RowGwServer        = "gateway_round_server"
 	RowGwUpstream      = "gateway_round_upstream"
 	RowGwTools         = "gateway_round_python"
-	RowGwComputer      = "gateway_round_computer"
+	RowGwCreate        = "gateway_round_computer_create"
+	RowGwDelete        = "gateway_round_computer_delete"
 	RowGwOverhead      = "gateway_round_overhead"
 	RowGwOverheadAll   = "gateway_round_overhead_with_computer"
 	RowGwStreamFirst   = "gateway_stream_first_text"
@@ -153,7 +154,7 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) (*GatewayReport, error) 
 		return rep, fmt.Errorf("the server does not answer GET /v1/computers with this key: %w", err)
 	}
 	pool := &poolWaiter{c: c, full: cfg.PoolSize, timeout: cfg.PoolTimeout}
-	ids := []string{RowGwClient, RowGwServer, RowGwUpstream, RowGwTools, RowGwComputer, RowGwOverheadAll, RowGwOverhead}
+	ids := []string{RowGwClient, RowGwServer, RowGwUpstream, RowGwTools, RowGwCreate, RowGwDelete, RowGwOverheadAll, RowGwOverhead}
 	samples := map[string][]time.Duration{}
 	failures := 0
 	fmt.Fprintf(cfg.Log, "gateway: %d sequential responses with one code_interpreter round (after %d warm-up)\n", cfg.N, cfg.Warmup)
@@ -183,7 +184,8 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) (*GatewayReport, error) 
 		RowGwServer:      "  on the server (Server-Timing total)",
 		RowGwUpstream:    "  in the upstream (2 calls, its handler)",
 		RowGwTools:       "  in the computer: code_interpreter call",
-		RowGwComputer:    "  computer create (pool) + delete",
+		RowGwCreate:      "  computer create (from the pool)",
+		RowGwDelete:      "  computer delete (before the answer)",
 		RowGwOverheadAll: "  gateway incl. computer create/delete",
 		RowGwOverhead:    "gateway overhead per tool round",
 	}
@@ -239,9 +241,10 @@ func gatewayRow(id, label string, s []time.Duration, failures int) GatewayRow {
 	return row
 }
 
-// gatewayRound runs one non-streamed response and splits its time: client
-// total, server total, upstream handler, the tool call, the computer's
-// create and delete, the gateway with and without the computer.
+// gatewayRound runs one non-streamed response and splits its time, in
+// the order of the rows: client total, server total, upstream handler,
+// the tool call, the computer's create, its delete, the gateway with and
+// without the computer.
 func gatewayRound(ctx context.Context, c *apiClient, up *GatewayUpstream) ([]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -275,9 +278,9 @@ func gatewayRound(ctx context.Context, c *apiClient, up *GatewayUpstream) ([]tim
 	if err != nil {
 		return nil, err
 	}
-	total, tools, computer := t["total"], t["tools"], t["computer"]
+	total, tools, create, del := t["total"], t["tools"], t["create"], t["delete"]
 	withComputer := total - upstream - tools
-	return []time.Duration{client, total, upstream, tools, computer, withComputer, withComputer - computer}, nil
+	return []time.Duration{client, total, upstream, tools, create, del, withComputer, withComputer - create - del}, nil
 }
 
 // checkGatewayResponse checks the answer: completed, a code_interpreter

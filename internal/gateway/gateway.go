@@ -375,7 +375,7 @@ func (r *Run) cleanup(ctx context.Context) {
 	if r.computerID == "" {
 		return
 	}
-	defer timed(&r.timing.Computer)()
+	defer timed(&r.timing.Delete)()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := r.g.comp.Delete(ctx, r.p, r.computerID); err != nil {
@@ -520,7 +520,7 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 	if r.computerID != "" {
 		return nil
 	}
-	defer timed(&r.timing.Computer)()
+	defer timed(&r.timing.Create)()
 	v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID})
 	if err != nil {
 		return fmt.Errorf("gateway: create the response's computer: %w", err)
