@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 
+	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
@@ -55,7 +57,7 @@ func (g *Gateway) loadPrevious(ctx context.Context, p governance.Principal, id s
 		return nil, fmt.Errorf("gateway: read the previous response: %w", err)
 	}
 	if sr.Conversation == nil {
-		return nil, invalid(param, "previous response %q cannot be continued: its conversation was not kept (larger than %d bytes)", id, MaxConversationBytes)
+		return nil, invalid(param, "previous response %q cannot be continued: it failed, or its conversation was larger than %d bytes", id, MaxConversationBytes)
 	}
 	var c conversation
 	if err := json.Unmarshal(sr.Conversation, &c); err != nil {
@@ -86,7 +88,42 @@ func (g *Gateway) resolve(ctx context.Context, p governance.Principal, pl *plan)
 	if len(pl.messages) == pl.inputStart {
 		return invalid("input", "input has no message for the model (input_file parts alone reach only the computer)")
 	}
+	// Last: storing inline files is the only lasting effect of a request
+	// that may still fail before reaching the upstream.
+	for _, u := range pl.uploads {
+		id, err := g.storeUpload(ctx, p, u)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(pl.fileIDs, id) {
+			pl.fileIDs = append(pl.fileIDs, id)
+		}
+	}
 	return nil
+}
+
+// UploadPurpose is the purpose of the files the gateway stores for
+// input_file parts sent as file_data.
+const UploadPurpose = "user_data"
+
+// storeUpload stores an inline input_file as a file of p's organisation.
+func (g *Gateway) storeUpload(ctx context.Context, p governance.Principal, u upload) (string, error) {
+	switch {
+	case g.files == nil:
+		return "", invalid(u.param, "input_file by file_data needs the files service, which this deployment does not run")
+	case !p.Caps.HasFiles():
+		return "", invalid(u.param, "input_file by file_data needs the files capability, which this key lacks")
+	}
+	f, err := g.files.Upload(ctx, p, u.filename, UploadPurpose, bytes.NewReader(u.data))
+	switch {
+	case errors.Is(err, files.ErrInvalidFilename):
+		return "", invalid(strings.TrimSuffix(u.param, ".file_data")+".filename", "filename is not a valid file name: %v", err)
+	case errors.Is(err, files.ErrTooLarge):
+		return "", invalid(u.param, "file_data is larger than this deployment's file limit (%d bytes)", g.files.MaxBytes())
+	case err != nil:
+		return "", fmt.Errorf("gateway: store the input_file's file_data: %w", err)
+	}
+	return f.ID, nil
 }
 
 // imageDataURL reads a stored file as a data: URL for an input_image.
@@ -121,8 +158,11 @@ func (g *Gateway) imageDataURL(ctx context.Context, p governance.Principal, ref 
 
 // conversation is what this response keeps to be continued: the previous
 // conversation, this request's input and rounds, the final answer; nil if
-// it exceeds MaxConversationBytes (logged).
+// the response failed or it exceeds MaxConversationBytes (logged).
 func (r *Run) conversation(ctx context.Context) json.RawMessage {
+	if r.resp.Status == "failed" {
+		return nil // it may end inside a turn (calls without outputs)
+	}
 	c := conversation{Messages: slices.Clone(r.msgs[r.plan.inputStart:])}
 	if n := len(r.resp.Output); n > 0 {
 		if m, ok := r.resp.Output[n-1].(Message); ok && len(m.Content) > 0 {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -422,6 +423,7 @@ func (r *Run) loop(ctx context.Context) error {
 		if tu.text != "" {
 			assistant.Content = ptr(tu.text)
 		}
+		at := len(msgs) // where the assistant turn starts
 		msgs = append(msgs, assistant)
 		clientCalls := false
 		for _, tc := range tu.calls {
@@ -442,7 +444,14 @@ func (r *Run) loop(ctx context.Context) error {
 			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: tc.ID, Content: ptr(out)})
 		}
 		if r.note != "" {
-			msgs = append(msgs, chatMessage{Role: "system", Content: ptr(r.note)})
+			note := chatMessage{Role: "system", Content: ptr(r.note)}
+			if clientCalls {
+				// The client's outputs come in a later request, right
+				// after the calls: the note goes before the turn.
+				msgs = slices.Insert(msgs, at, note)
+			} else {
+				msgs = append(msgs, note)
+			}
 			r.note = ""
 		}
 		if clientCalls {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -66,6 +67,7 @@ type parsedInput struct {
 	messages []chatMessage
 	fileIDs  []string   // input_file ids, in order, deduplicated
 	images   []imageRef // msg indexes relative to messages
+	uploads  []upload   // input_file parts by file_data
 }
 
 func parseInput(raw json.RawMessage) (*parsedInput, error) {
@@ -203,16 +205,8 @@ func (in *parsedInput) message(item inputItem, param string) error {
 			}
 			parts = append(parts, chatPart{Type: "text", Text: part.Text})
 		case "input_file":
-			for f, set := range map[string]bool{"file_data": part.FileData != nil, "file_url": part.FileURL != nil, "filename": part.Filename != nil} {
-				if set {
-					return invalid(pp+"."+f, "input_file supports only file_id (upload the file with POST /v1/files first); %s is not supported", f)
-				}
-			}
-			if part.FileID == "" || part.Text != "" || part.ImageURL != nil || part.Detail != "" {
-				return invalid(pp, `an input_file part needs file_id: {"type":"input_file","file_id":"file_…"}`)
-			}
-			if !slices.Contains(in.fileIDs, part.FileID) {
-				in.fileIDs = append(in.fileIDs, part.FileID)
+			if err := in.inputFile(part, pp); err != nil {
+				return err
 			}
 		case "input_image":
 			if item.Role != "user" {
@@ -246,6 +240,53 @@ func (in *parsedInput) message(item inputItem, param string) error {
 	in.images = append(in.images, images...)
 	in.messages = append(in.messages, chatMessage{Role: role, Parts: parts})
 	return nil
+}
+
+// inputFile adds an input_file part: a stored file's id, or inline
+// file_data (base64, or a base64 data: URL) with its filename, stored as a
+// file before any upstream call (Gateway.resolve).
+func (in *parsedInput) inputFile(part contentPart, param string) error {
+	switch {
+	case part.FileURL != nil:
+		return invalid(param+".file_url", "input_file by file_url is not supported (the gateway fetches nothing); send file_id or file_data")
+	case part.Text != "" || part.ImageURL != nil || part.Detail != "":
+		return invalid(param, `an input_file part holds file_id, or file_data and filename: {"type":"input_file","file_id":"file_…"}`)
+	case part.FileData != nil && part.FileID != "":
+		return invalid(param, "an input_file part holds file_id or file_data, not both")
+	case part.FileData != nil:
+		if part.Filename == nil || *part.Filename == "" {
+			return invalid(param+".filename", "an input_file part with file_data needs filename")
+		}
+		data := *part.FileData
+		if rest, ok := strings.CutPrefix(data, "data:"); ok {
+			if _, b64, ok := strings.Cut(rest, ";base64,"); ok {
+				data = b64
+			} else {
+				return invalid(param+".file_data", "a data: URL in file_data must be base64 (data:<type>;base64,…)")
+			}
+		}
+		raw, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			return invalid(param+".file_data", "file_data must be base64 or a base64 data: URL")
+		}
+		in.uploads = append(in.uploads, upload{filename: *part.Filename, data: raw, param: param + ".file_data"})
+		return nil
+	case part.Filename != nil:
+		return invalid(param+".filename", "filename goes with file_data (a stored file keeps its own name)")
+	case part.FileID == "":
+		return invalid(param, `an input_file part needs file_id or file_data: {"type":"input_file","file_id":"file_…"}`)
+	}
+	if !slices.Contains(in.fileIDs, part.FileID) {
+		in.fileIDs = append(in.fileIDs, part.FileID)
+	}
+	return nil
+}
+
+// upload is an input_file sent inline, stored as a file in Gateway.resolve.
+type upload struct {
+	filename string
+	data     []byte
+	param    string
 }
 
 // imagePart checks an input_image part; a file_id image is returned with

@@ -44,6 +44,7 @@ type plan struct {
 	gatewayTools    map[string]bool // gateway function tools (builtin__computer_*, python)
 	fileIDs         []string        // input_file ids of the input, in order, deduplicated
 	images          []imageRef      // input_image parts by file_id, resolved in Begin
+	uploads         []upload        // input_file parts by file_data, stored in Begin
 	// inputStart is where the conversation starts in messages (after the
 	// instructions): what a stored response keeps to be continued.
 	inputStart int
@@ -139,6 +140,7 @@ func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
 	}
 	p.messages = append(p.messages, in.messages...)
 	p.fileIDs = in.fileIDs
+	p.uploads = in.uploads
 	if r.PreviousResponseID != nil {
 		if *r.PreviousResponseID == "" {
 			return nil, invalid("previous_response_id", "previous_response_id must not be empty")

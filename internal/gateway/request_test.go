@@ -152,16 +152,21 @@ func TestParseInputImages(t *testing.T) {
 		t.Fatalf("round trip: %+v", back)
 	}
 	for body, param := range map[string]string{
-		`[{"role":"user","content":[{"type":"input_image","image_url":"http://example.com/a.png"}]}]`:       "input[0].content[0].image_url",
-		`[{"role":"user","content":[{"type":"input_image","image_url":"data:image/svg+xml;base64,AA"}]}]`:   "input[0].content[0].image_url",
-		`[{"role":"user","content":[{"type":"input_image","image_url":"https://x/a.png","detail":"max"}]}]`: "input[0].content[0].detail",
-		`[{"role":"user","content":[{"type":"input_image"}]}]`:                                              "input[0].content[0].image_url",
-		`[{"role":"user","content":[{"type":"input_image","image_url":"https://x/a.png","file_id":"f"}]}]`:  "input[0].content[0]",
-		`[{"role":"assistant","content":[{"type":"input_image","image_url":"https://x/a.png"}]}]`:           "input[0].content[0]",
-		`[{"role":"user","content":[{"type":"input_file","file_id":"f","file_data":"AA"}]}]`:                "input[0].content[0].file_data",
-		`[{"type":"code_interpreter_call","id":"ci_1","outputs":[]}]`:                                       "input[0]",
-		`[{"type":"tool_call","id":"tc_1","arguments":"{}"}]`:                                               "input[0]",
-		`[{"type":"code_interpreter_call","id":"ci_1","code":"x","outputs":"logs"}]`:                        "input[0].outputs",
+		`[{"role":"user","content":[{"type":"input_image","image_url":"http://example.com/a.png"}]}]`:         "input[0].content[0].image_url",
+		`[{"role":"user","content":[{"type":"input_image","image_url":"data:image/svg+xml;base64,AA"}]}]`:     "input[0].content[0].image_url",
+		`[{"role":"user","content":[{"type":"input_image","image_url":"https://x/a.png","detail":"max"}]}]`:   "input[0].content[0].detail",
+		`[{"role":"user","content":[{"type":"input_image"}]}]`:                                                "input[0].content[0].image_url",
+		`[{"role":"user","content":[{"type":"input_image","image_url":"https://x/a.png","file_id":"f"}]}]`:    "input[0].content[0]",
+		`[{"role":"assistant","content":[{"type":"input_image","image_url":"https://x/a.png"}]}]`:             "input[0].content[0]",
+		`[{"role":"user","content":[{"type":"input_file","file_data":"AA=="}]}]`:                              "input[0].content[0].filename",
+		`[{"role":"user","content":[{"type":"input_file","file_data":"%%%","filename":"a.txt"}]}]`:            "input[0].content[0].file_data",
+		`[{"role":"user","content":[{"type":"input_file","file_data":"data:text/plain,hi","filename":"a"}]}]`: "input[0].content[0].file_data",
+		`[{"role":"user","content":[{"type":"input_file","file_url":"https://x/a.pdf"}]}]`:                    "input[0].content[0].file_url",
+		`[{"role":"user","content":[{"type":"input_file","file_id":"f","filename":"a.txt"}]}]`:                "input[0].content[0].filename",
+		`[{"role":"user","content":[{"type":"input_file","file_id":"f","file_data":"AA=="}]}]`:                "input[0].content[0]",
+		`[{"type":"code_interpreter_call","id":"ci_1","outputs":[]}]`:                                         "input[0]",
+		`[{"type":"tool_call","id":"tc_1","arguments":"{}"}]`:                                                 "input[0]",
+		`[{"type":"code_interpreter_call","id":"ci_1","code":"x","outputs":"logs"}]`:                          "input[0].outputs",
 	} {
 		_, err := parseInput(json.RawMessage(body))
 		var ge *Error

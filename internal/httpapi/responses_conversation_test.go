@@ -34,9 +34,15 @@ func roles(req map[string]any) string {
 // earlier artifacts into the new computer, and refuses what it cannot
 // continue before any upstream call.
 func TestResponsesPreviousResponse(t *testing.T) {
+	for _, api := range []string{gateway.APIChat, gateway.APIResponses} {
+		t.Run(api, func(t *testing.T) { testPreviousResponse(t, api) })
+	}
+}
+
+func testPreviousResponse(t *testing.T, api string) {
 	e := newEnv(t, nil)
 	var step string
-	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+	up := newScriptedAPI(t, api, func(n int, req map[string]any) (int, any) {
 		switch step {
 		case "plot":
 			if lastToolMessage(req) == "" {
@@ -53,7 +59,8 @@ func TestResponsesPreviousResponse(t *testing.T) {
 		}
 		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "third"})
 	})
-	e.withFilesGateway(up)
+	e.withFilesGatewayConfig(gateway.Config{Model: "test-model", Upstreams: []gateway.UpstreamConfig{
+		{Name: "up", BaseURL: up.srv.URL + "/v1", API: api, Default: true}}})
 	_, key := e.newKey("", computerCaps)
 	create := func(body map[string]any) responseObj {
 		t.Helper()
@@ -217,5 +224,112 @@ func TestResponsesInputImage(t *testing.T) {
 		map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_file", "file_id": txt}}}}})
 	if r.code != 200 || roles(up.requests[1]) != "user:summarize" {
 		t.Fatalf("file-only message: %s %v", r, up.requests[1])
+	}
+}
+
+// TestResponsesContinueMixedTurn: a turn with a gateway call and a client
+// call, continued with the client's output: the note about the input
+// files goes before the turn, so the outputs follow their calls.
+func TestResponsesContinueMixedTurn(t *testing.T) {
+	e := newEnv(t, nil)
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		if n == 1 {
+			return 200, toolCallsAnswer("builtin__computer_exec", `{"command":"ls /workspace/inputs","timeout_seconds":null}`,
+				"get_weather", `{}`)
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "done"})
+	})
+	e.withFilesGateway(up)
+	_, key := e.newKey("", computerCaps)
+	r := e.doCtx(t.Context(), key, "POST", "/v1/files?filename=a.txt", []byte("hello"),
+		map[string]string{"Content-Type": "application/octet-stream"})
+	var f struct {
+		ID string `json:"id"`
+	}
+	r.json(t, &f)
+	tools := []any{map[string]any{"type": "tool", "name": "builtin__computer_exec"},
+		map[string]any{"type": "function", "name": "get_weather", "parameters": map[string]any{"type": "object"}}}
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "tools": tools, "input": []any{map[string]any{
+		"role": "user", "content": []any{map[string]any{"type": "input_text", "text": "go"},
+			map[string]any{"type": "input_file", "file_id": f.ID}}}}})
+	var first responseObj
+	r.json(t, &first)
+	// The client call is an item as soon as the upstream streamed it; the
+	// gateway call runs after the upstream's answer.
+	if r.code != 200 || len(first.Output) != 2 || first.Output[0].Type != "function_call" || first.Output[1].Type != "tool_call" {
+		t.Fatalf("first: %s", r)
+	}
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "tools": tools, "previous_response_id": first.ID,
+		"input": []any{map[string]any{"type": "function_call_output", "call_id": "call_2", "output": "sunny"}}})
+	if r.code != 200 {
+		t.Fatalf("second: %s", r)
+	}
+	if got := roles(up.requests[1]); got != "user:go|system|assistant>builtin__computer_exec>get_weather|tool|tool" {
+		t.Fatalf("continued turn: %s", got)
+	}
+}
+
+// TestResponsesContinueFailed: a response that failed (after its stream
+// started) is stored but cannot be continued.
+func TestResponsesContinueFailed(t *testing.T) {
+	e := newEnv(t, nil)
+	e.withGateway(newScripted(t, func(n int, req map[string]any) (int, any) {
+		if n == 1 {
+			return 200, toolCallAnswer("code_interpreter", `{"code":"x = 1"}`)
+		}
+		return 500, map[string]any{"error": "boom"}
+	}))
+	_, key := e.newKey("", computerCaps)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "go", "tools": ciTool, "stream": true})
+	evs := sseEvents(t, r.body)
+	id := evs[0]["response"].(map[string]any)["id"].(string)
+	if evs[len(evs)-1]["type"] != "response.failed" {
+		t.Fatalf("stream: %s", r)
+	}
+	if g := e.do(key, "GET", "/v1/responses/"+id, nil); g.code != 200 {
+		t.Fatalf("failed response not stored: %s", g)
+	}
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "again", "previous_response_id": id})
+	if er := r.wantError(t, 400, "invalid_request"); !strings.Contains(er.Error.Message, "it failed") {
+		t.Fatalf("continue a failed response: %s", r)
+	}
+}
+
+// TestResponsesInputFileData: an input_file sent inline (file_data) is
+// stored as a file of the organisation and copied into the computer like
+// one sent by id; without the files capability it is a 400.
+func TestResponsesInputFileData(t *testing.T) {
+	e := newEnv(t, nil)
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		if len(toolMessages(req)) == 0 {
+			return 200, toolCallAnswer("builtin__computer_exec", `{"command":"cat /workspace/inputs/*/data.csv","timeout_seconds":null}`)
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "done"})
+	})
+	e.withFilesGateway(up)
+	_, key := e.newKey("", computerCaps)
+	body := func(data string) map[string]any {
+		return map[string]any{"model": "m", "tools": []any{map[string]any{"type": "tool", "name": "builtin__computer_exec"}},
+			"input": []any{map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "input_text", "text": "Sum column b."},
+				map[string]any{"type": "input_file", "filename": "data.csv", "file_data": data}}}}}
+	}
+	r := e.do(key, "POST", "/v1/responses", body("data:text/csv;base64,YSxiCjEsMgo="))
+	var out responseObj
+	r.json(t, &out)
+	if r.code != 200 || out.Output[0].Type != "tool_call" || !strings.Contains(out.Output[0].Output, "a,b\n1,2") {
+		t.Fatalf("file_data: %s", r)
+	}
+	l := e.do(key, "GET", "/v1/files", nil)
+	if !strings.Contains(string(l.body), `"filename":"data.csv"`) || !strings.Contains(string(l.body), `"purpose":"`+gateway.UploadPurpose+`"`) {
+		t.Fatalf("stored file: %s", l)
+	}
+	_, noFiles := e.newKey("", `{"tooling":{"system_tools":["computer"]},"computer":{}}`)
+	r = e.do(noFiles, "POST", "/v1/responses", body("YSxiCjEsMgo="))
+	if er := r.wantError(t, 400, "invalid_request"); er.Error.Param == nil || *er.Error.Param != "input[0].content[1].file_data" {
+		t.Fatalf("without files: %s", r)
+	}
+	if up.count() != 2 {
+		t.Fatalf("upstream calls %d, want 2", up.count())
 	}
 }

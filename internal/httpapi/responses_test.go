@@ -362,6 +362,11 @@ func TestResponsesStreamingUpstreamError(t *testing.T) {
 // withFilesGateway wires the files service (as serve does) and a gateway
 // copying input files.
 func (e *env) withFilesGateway(up *scripted) {
+	e.withFilesGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"})
+}
+
+// withFilesGatewayConfig is withFilesGateway with any gateway config.
+func (e *env) withFilesGatewayConfig(cfg gateway.Config) {
 	b, err := blob.NewDir(filepath.Join(e.dir, "blobs"))
 	if err != nil {
 		e.t.Fatal(err)
@@ -370,7 +375,7 @@ func (e *env) withFilesGateway(up *scripted) {
 	e.mgr.SetExporter(svc.Export)
 	e.mgr.SetImageSaver(svc.SaveImage)
 	e.api.SetFiles(svc)
-	g, err := gateway.New(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"}, e.mgr)
+	g, err := gateway.New(cfg, e.mgr)
 	if err != nil {
 		e.t.Fatal(err)
 	}

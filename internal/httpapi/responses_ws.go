@@ -25,7 +25,7 @@ import (
 const (
 	// wsQueue bounds the response.create frames read ahead of the one
 	// running; beyond it the server stops reading until one finishes.
-	wsQueue = 8
+	wsQueue = 4
 	// wsWriteTimeout bounds sending one event to a client that stopped reading.
 	wsWriteTimeout = 30 * time.Second
 )
