@@ -268,6 +268,9 @@ and prints p50, p90, p99, mean and n in milliseconds:
   host     1+1 in an ipykernel on the host, started as the agent starts
            one and driven by Cubicle's kernel client: the floor, without
            computer, agent or HTTP
+  kgw      1+1 through the warm server's Jupyter Kernel Gateway API: one
+           kernel (POST /api/kernels, a computer of its own), one channels
+           WebSocket, timed as jupyter's below with the same client
   jupyter  1+1 through Debian's jupyter_server: one kernel, one channels
            WebSocket; execute_request until its execute_reply and the
            iopub status idle arrived (the same /usr/bin/python3 kernel)
@@ -299,6 +302,7 @@ func benchPython(args []string) int {
 	pool := fs.Int("pool", bench.DefaultPythonPoolSize, "warm pool size of the warm server (at least 2)")
 	cold := fs.Bool("cold", true, "also start a server without a pool and measure cold first cells")
 	jupyter := fs.Bool("jupyter", true, "also measure jupyter_server (python3-jupyter-server)")
+	kgw := fs.Bool("kgw", true, "also measure the Jupyter Kernel Gateway API (/api/kernels WebSocket)")
 	host := fs.Bool("host", true, "also measure the floor: a kernel on the host, without computer, agent or HTTP")
 	withSandbox := fs.Bool("sandbox", true, "also measure 1+1 through the sandbox driver in this process, without HTTP")
 	python := fs.String("python", "/usr/bin/python3", "the Python that runs jupyter_server and the host kernel")
@@ -310,7 +314,7 @@ func benchPython(args []string) int {
 		return code
 	}
 	fail := benchUsageError("python")
-	cfg := bench.PythonConfig{N: *n, FirstN: *firstN, Warmup: *warmup, Timeout: timeout.d, Log: os.Stderr}
+	cfg := bench.PythonConfig{N: *n, FirstN: *firstN, Warmup: *warmup, Timeout: timeout.d, KGW: *kgw, Log: os.Stderr}
 	switch err := cfg.Validate(); {
 	case fs.NArg() > 0:
 		return fail("unexpected argument %q", fs.Arg(0))

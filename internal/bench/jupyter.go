@@ -30,7 +30,10 @@ type JupyterConfig struct {
 	// Dir holds everything the server writes (root_dir, runtime and data
 	// dirs, config, IPython profile, log); it must exist and is the
 	// caller's to remove.
-	Dir          string
+	Dir string
+	// Args are more command-line arguments (say, --gateway-url=… to put
+	// the server in front of a Kernel Gateway).
+	Args         []string
 	ReadyTimeout time.Duration // default 2 minutes
 	StopTimeout  time.Duration // default 30 s
 }
@@ -154,7 +157,7 @@ func startJupyterOnce(ctx context.Context, cfg JupyterConfig, root string) (*Jup
 	if err != nil {
 		return nil, fmt.Errorf("jupyter_server log: %w", err)
 	}
-	argv := jupyterArgs(cfg.Python, j.Token, port, root)
+	argv := append(jupyterArgs(cfg.Python, j.Token, port, root), cfg.Args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = root
 	cmd.Env = jupyterEnv(os.Environ(), cfg.Dir)

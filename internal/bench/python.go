@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,6 +20,7 @@ const (
 	RowHostKernelOnePlusOne = "host_ipykernel_1plus1"
 	RowDriverOnePlusOne     = "driver_python_1plus1"
 	RowJupyterOnePlusOne    = "jupyter_server_1plus1"
+	RowKGWOnePlusOne        = "kgw_1plus1"
 	RowPyFirstWarm          = "python_first_cell_warm"
 	RowPyFirstWarmCreate    = "python_first_cell_warm_create"
 	RowPyFirstWarmCell      = "python_first_cell_warm_cell"
@@ -31,6 +33,10 @@ const (
 	// pythonSpeedupMinimum is the target: Cubicle's 1+1 at least this many
 	// times faster than jupyter_server's (p50).
 	pythonSpeedupMinimum = 5.0
+	// kgwSpeedupMinimum is the target of Cubicle's Kernel Gateway API:
+	// its 1+1 over the channels WebSocket at least this many times faster
+	// than jupyter_server's with a local kernel (p50).
+	kgwSpeedupMinimum = 4.0
 	// pythonFirstCellTimeout is the first cell's python timeout in seconds
 	// (a cold one starts the kernel and runs the prelude first).
 	pythonFirstCellTimeout = 120
@@ -40,6 +46,7 @@ const (
 var PythonTargets = []Goal{
 	{RowPyOnePlusOne, "1+1 through the HTTP API (POST …/python)", 8 * time.Millisecond},
 	{RowPyFirstWarm, "first cell in a new computer (warm pool)", 50 * time.Millisecond},
+	{RowKGWOnePlusOne, "1+1 over the Kernel Gateway WebSocket (/api/kernels)", 10 * time.Millisecond},
 }
 
 // Defaults of 'cubicle bench python'.
@@ -72,6 +79,10 @@ type PythonConfig struct {
 	Cold PythonServer
 	// Jupyter, when set, starts jupyter_server for the peer row.
 	Jupyter *JupyterConfig
+	// KGW also times 1+1 through the warm server's Jupyter Kernel Gateway
+	// API: a kernel of its own (POST /api/kernels) and its channels
+	// WebSocket, with the client that measures jupyter_server.
+	KGW bool
 	// HostKernel, when set, starts the floor: an ipykernel on the host
 	// driven by Cubicle's kernel client (no computer, agent or HTTP).
 	HostKernel *HostKernelConfig
@@ -230,6 +241,9 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	}
 	if cfg.HostKernel != nil {
 		rt = append(rt, hostRoundTrip(cfg))
+	}
+	if cfg.KGW {
+		rt = append(rt, kgwRoundTrip(cfg))
 	}
 	if cfg.Jupyter != nil {
 		fmt.Fprintln(cfg.Log, "starting jupyter_server")
@@ -390,6 +404,7 @@ func pythonVerdicts(rows []Row) ([]Speedup, []Delta, []Target) {
 		min              float64
 	}{
 		{"1+1: Cubicle's API vs jupyter_server", RowPyOnePlusOne, RowJupyterOnePlusOne, pythonSpeedupMinimum},
+		{"1+1: Cubicle's Kernel Gateway API vs jupyter_server", RowKGWOnePlusOne, RowJupyterOnePlusOne, kgwSpeedupMinimum},
 		{"first cell: warm pool vs cold", RowPyFirstWarm, RowPyFirstCold, 0},
 	} {
 		f, okF := byID[s.fast]
@@ -407,6 +422,7 @@ func pythonVerdicts(rows []Row) ([]Speedup, []Delta, []Target) {
 		{"1+1: the API over the driver (HTTP and the service)", RowPyOnePlusOne, RowDriverOnePlusOne},
 		{"1+1: the driver over the host kernel (computer and agent)", RowDriverOnePlusOne, RowHostKernelOnePlusOne},
 		{"1+1: jupyter_server over the host kernel", RowJupyterOnePlusOne, RowHostKernelOnePlusOne},
+		{"1+1: the Kernel Gateway API over the host kernel", RowKGWOnePlusOne, RowHostKernelOnePlusOne},
 	} {
 		r, okR := byID[d.row]
 		b, okB := byID[d.base]
@@ -514,6 +530,53 @@ func jupyterRoundTrip(j *Jupyter, cfg PythonConfig) *path {
 				return nil, err
 			}
 			return map[string]time.Duration{RowJupyterOnePlusOne: d}, nil
+		},
+	}
+}
+
+// kgwRoundTrip times 1+1 through the warm server's Kernel Gateway API as
+// jupyterRoundTrip does through jupyter_server, with the same client: one
+// kernel (a computer of its own) started at set-up, one channels WebSocket
+// kept open, and per sample an execute_request until its execute_reply
+// and iopub idle. The key is the gateway's token.
+func kgwRoundTrip(cfg PythonConfig) *path {
+	gw := &Jupyter{URL: cfg.Warm.URL, Token: cfg.Warm.Key, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
+	var (
+		kid string
+		ch  *jupyterChannels
+	)
+	return &path{
+		name: "cubicle kgw 1+1", required: true,
+		rows: []rowDef{{RowKGWOnePlusOne, "cubicle  1+1  execute_request over /api/kernels WebSocket"}},
+		setup: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, cfg.FirstTimeout)
+			defer cancel()
+			var err error
+			if kid, err = gw.StartKernel(ctx); err != nil {
+				return err
+			}
+			if ch, err = gw.OpenChannels(ctx, kid); err != nil {
+				return err
+			}
+			return ch.KernelInfo(ctx)
+		},
+		close: func(ctx context.Context) error {
+			if ch != nil {
+				ch.conn.CloseNow()
+			}
+			if kid == "" {
+				return nil
+			}
+			return gw.ShutdownKernel(ctx, kid)
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			defer cancel()
+			d, err := ch.Execute(ctx, onePlusOne, onePlusOneResult)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]time.Duration{RowKGWOnePlusOne: d}, nil
 		},
 	}
 }

@@ -37,7 +37,8 @@ func WritePythonTable(w io.Writer, r *PythonReport) error {
 	}
 	fmt.Fprintf(&b, "%d timed round trips per path after %d warm-up runs; %d first cells per path, spread among them; interleaved\n",
 		r.N, r.Warmup, r.FirstN)
-	b.WriteString("1+1: until the answer is decoded (Cubicle) or execute_reply and iopub idle arrived (jupyter_server)\n")
+	b.WriteString("1+1: until the answer is decoded (Cubicle's API) or execute_reply and iopub idle arrived (WebSockets: Cubicle's\n" +
+		"  Kernel Gateway API, one kernel in a computer of its own; jupyter_server, a local kernel; the same client)\n")
 	b.WriteString("first cell: import pandas as pd; df = pd.DataFrame({'a': range(100)}); df.describe()\n\n")
 	writeRows(&b, labelWidth, r.Rows)
 

@@ -129,6 +129,11 @@ func TestPythonVerdicts(t *testing.T) {
 	if len(sp) != 1 || sp[0].Met {
 		t.Errorf("4× judged as met: %+v", sp)
 	}
+	sp, _, ts = pythonVerdicts([]Row{row(RowKGWOnePlusOne, 8*time.Millisecond), row(RowJupyterOnePlusOne, 48*time.Millisecond)})
+	if len(sp) != 1 || sp[0].Fast != RowKGWOnePlusOne || sp[0].Ratio != 6 || !sp[0].Met || sp[0].Minimum != 4 ||
+		len(ts) != 1 || ts[0].Row != RowKGWOnePlusOne || !ts[0].Met {
+		t.Errorf("kgw: speedups %+v targets %+v", sp, ts)
+	}
 	if sp, _, _ := pythonVerdicts([]Row{row(RowPyOnePlusOne, 7*time.Millisecond)}); len(sp) != 0 {
 		t.Errorf("a speedup without the jupyter row: %+v", sp)
 	}

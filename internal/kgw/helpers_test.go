@@ -239,3 +239,54 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 }
 
 func mustCaps() governance.Capabilities { return governance.AllCapabilities() }
+
+// execute runs code and returns every message of the request once both
+// its execute_reply and the iopub idle arrived (the Jupyter rule).
+func (w *wsClient) execute(code string, allowStdin bool) (reply wsMsg, seen []wsMsg) {
+	w.t.Helper()
+	id := w.send("shell", "execute_request", map[string]any{"code": code, "silent": false, "store_history": true,
+		"user_expressions": map[string]any{}, "allow_stdin": allowStdin, "stop_on_error": true}, "")
+	return w.finish(id)
+}
+
+// finish reads the messages of request id until it is complete.
+func (w *wsClient) finish(id string) (reply wsMsg, seen []wsMsg) {
+	w.t.Helper()
+	replied, idle := false, false
+	for !replied || !idle {
+		m, err := w.read(60 * time.Second)
+		if err != nil {
+			w.t.Fatalf("request %s: %v (seen %d)", id, err, len(seen))
+		}
+		if m.ParentHeader.MsgID != id {
+			continue
+		}
+		seen = append(seen, m)
+		switch {
+		case m.Header.MsgType == "execute_reply":
+			reply, replied = m, true
+		case m.Header.MsgType == "status" && strings.Contains(string(m.Content), `"idle"`):
+			idle = true
+		}
+	}
+	return reply, seen
+}
+
+// status is an execute_reply's status.
+func (m wsMsg) status() string {
+	var c struct{ Status string }
+	json.Unmarshal(m.Content, &c)
+	return c.Status
+}
+
+// stdout joins the stdout stream text among msgs.
+func stdout(msgs []wsMsg) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		var c struct{ Name, Text string }
+		if m.Header.MsgType == "stream" && json.Unmarshal(m.Content, &c) == nil && c.Name == "stdout" {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}

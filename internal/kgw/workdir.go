@@ -24,7 +24,7 @@ func (s *Server) workdir(env map[string]string) (string, []sandbox.Mount) {
 	if dir == "" {
 		dir = env["PWD"]
 	}
-	if dir == "" || !filepath.IsAbs(dir) {
+	if dir == "" || !filepath.IsAbs(dir) || strings.Contains(dir, "..") {
 		return "", nil
 	}
 	target := filepath.Clean(dir)
