@@ -101,8 +101,8 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 		return nil, errClosed
 	}
 	s.kernels[id] = k
+	s.pump(k, relay) // under s.mu: Close waits for pumps only once closed is set
 	s.mu.Unlock()
-	go k.pump(s, relay)
 	slog.InfoContext(ctx, "jupyter: kernel started", "kernel", id, "computer", view.ID, "key", p.Key.ID, "mounted", len(mounts) > 0)
 	return k, nil
 }
@@ -160,6 +160,9 @@ func (s *Server) discard(ctx context.Context, k *kernel, reason string) {
 // the kernel goes too; otherwise the kernel stays, dead, until a restart.
 func (s *Server) relayEnded(k *kernel, err error) {
 	ctx := context.Background()
+	if s.isClosed() {
+		return
+	}
 	if !s.computerAlive(ctx, k) {
 		s.remove(ctx, k, "the kernel's computer is gone")
 		return
@@ -267,7 +270,7 @@ func (s *Server) restart(ctx context.Context, k *kernel) error {
 	k.mu.Lock()
 	k.relay, k.relayDone, k.state, k.lastActivity = fresh, false, "idle", time.Now()
 	k.mu.Unlock()
-	go k.pump(s, fresh)
+	s.pump(k, fresh)
 	return nil
 }
 

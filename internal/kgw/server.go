@@ -10,6 +10,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Config is the gateway's part of the deployment's configuration.
@@ -34,7 +35,8 @@ type Server struct {
 	// queueBytes bounds each connection's queue of kernel output.
 	queueBytes atomic.Int64
 	stop       chan struct{}
-	bg         sync.WaitGroup
+	bg         sync.WaitGroup // the culler
+	pumps      sync.WaitGroup // one per relay
 
 	mu      sync.Mutex
 	kernels map[string]*kernel
@@ -86,6 +88,28 @@ func (s *Server) Close(ctx context.Context) {
 	for _, k := range all {
 		k.shut(ctx, "the server is shutting down")
 	}
+	done := make(chan struct{})
+	go func() { s.pumps.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// pump runs k's pump for relay, tracked for Close.
+func (s *Server) pump(k *kernel, relay sandbox.Kernel) {
+	s.pumps.Add(1)
+	go func() {
+		defer s.pumps.Done()
+		k.pump(s, relay)
+	}()
 }
 
 // cull deletes idle kernels.
