@@ -112,6 +112,9 @@ func TestJupyterServerThroughCubicle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
+		if t.Failed() {
+			t.Logf("jupyter_server's log ends with:\n%s", j.LogTail(6000))
+		}
 		if err := j.Stop(); err != nil {
 			t.Error(err)
 		}
@@ -129,22 +132,16 @@ func TestJupyterServerThroughCubicle(t *testing.T) {
 	}
 	cmp := e.computerOf(t, kid)
 	ws := dialChannels(t, j.URL, j.Token, kid)
+	ws.ready()
 
 	reply, seen := ws.execute("x = 20\nprint(x + 1)\nx * 2", false)
 	if reply.status() != "ok" || stdout(seen) != "21\n" || !hasResult(seen, "40") {
 		t.Fatalf("execute: %s, outputs %s", reply.status(), dump(seen))
 	}
 
-	id := ws.send("shell", "execute_request", map[string]any{"code": "import time\ntime.sleep(60)", "allow_stdin": false}, "")
-	for {
-		m, err := ws.read(30 * time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.ParentHeader.MsgID == id && m.Header.MsgType == "status" && strings.Contains(string(m.Content), "busy") {
-			break
-		}
-	}
+	// Interrupt once the cell runs (its first output says so).
+	id := ws.sendExecute("import time\nprint('sleeping', flush=True)\ntime.sleep(60)", false)
+	ws.until("stream", id)
 	if r := doReq(t, j.URL, jauth, "POST", "/api/kernels/"+kid+"/interrupt", map[string]any{}); r.code != http.StatusNoContent {
 		t.Fatalf("interrupt: %s", r)
 	}
@@ -195,7 +192,7 @@ func TestRawKernel(t *testing.T) {
 		t.Fatalf("streamed output: %s, %d stream messages, %s", reply.status(), streams, dump(seen))
 	}
 
-	id := ws.send("shell", "execute_request", map[string]any{"code": "name = input('who? ')\nprint('hello', name)", "allow_stdin": true}, "")
+	id := ws.sendExecute("name = input('who? ')\nprint('hello', name)", true)
 	req, _ := ws.until("input_request", id)
 	if req.Channel != "stdin" || !strings.Contains(string(req.Content), "who? ") {
 		t.Fatalf("input_request %+v %s", req, req.Content)

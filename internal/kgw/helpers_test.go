@@ -244,21 +244,29 @@ func mustCaps() governance.Capabilities { return governance.AllCapabilities() }
 // its execute_reply and the iopub idle arrived (the Jupyter rule).
 func (w *wsClient) execute(code string, allowStdin bool) (reply wsMsg, seen []wsMsg) {
 	w.t.Helper()
-	id := w.send("shell", "execute_request", map[string]any{"code": code, "silent": false, "store_history": true,
+	return w.finish(w.sendExecute(code, allowStdin))
+}
+
+// sendExecute sends an execute_request with every field ipykernel reads
+// (it ignores a request without "silent") and returns its msg_id.
+func (w *wsClient) sendExecute(code string, allowStdin bool) string {
+	w.t.Helper()
+	return w.send("shell", "execute_request", map[string]any{"code": code, "silent": false, "store_history": true,
 		"user_expressions": map[string]any{}, "allow_stdin": allowStdin, "stop_on_error": true}, "")
-	return w.finish(id)
 }
 
 // finish reads the messages of request id until it is complete.
 func (w *wsClient) finish(id string) (reply wsMsg, seen []wsMsg) {
 	w.t.Helper()
 	replied, idle := false, false
+	var others []wsMsg
 	for !replied || !idle {
 		m, err := w.read(60 * time.Second)
 		if err != nil {
-			w.t.Fatalf("request %s: %v (seen %d)", id, err, len(seen))
+			w.t.Fatalf("request %s: %v; its messages: %s\nothers: %s", id, err, dump(seen), dump(others))
 		}
 		if m.ParentHeader.MsgID != id {
+			others = append(others, m)
 			continue
 		}
 		seen = append(seen, m)
@@ -289,4 +297,43 @@ func stdout(msgs []wsMsg) string {
 		}
 	}
 	return b.String()
+}
+
+// ready sends kernel_info_request (a fresh one each second, as clients
+// nudge a kernel) until one is answered. Through jupyter_server's gateway
+// proxy this is required: it loses what a client sends before its own
+// connection to the gateway is up. (A read that times out would close the
+// connection, so the nudges come from a goroutine.)
+func (w *wsClient) ready() {
+	w.t.Helper()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			frame := fmt.Sprintf(`{"channel":"shell","header":{"msg_id":"nudge-%s-%d","msg_type":"kernel_info_request","session":%q,"username":"t","version":"5.3"},"parent_header":{},"metadata":{},"content":{}}`,
+				w.sess, i, w.sess)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := w.c.Write(ctx, websocket.MessageText, []byte(frame))
+			cancel()
+			if err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	for {
+		m, err := w.read(60 * time.Second)
+		if err != nil {
+			w.t.Fatalf("waiting for kernel_info_reply: %v", err)
+		}
+		if m.Header.MsgType == "kernel_info_reply" && strings.HasPrefix(m.ParentHeader.MsgID, "nudge-"+w.sess) {
+			return
+		}
+	}
 }
