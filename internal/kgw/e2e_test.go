@@ -242,6 +242,22 @@ func TestRawKernel(t *testing.T) {
 	if got := stdout(seen); reply.status() != "ok" || got != "None None C.UTF-8 raw /workspace\n" {
 		t.Fatalf("environment: %q", got)
 	}
+
+	// A crash: the client sees the standard "restarting", then a fresh kernel.
+	ws.sendExecute("import os\nos._exit(1)", false)
+	for {
+		m, err := ws.read(60 * time.Second)
+		if err != nil {
+			t.Fatalf("waiting for status restarting: %v", err)
+		}
+		if m.Channel == "iopub" && m.Header.MsgType == "status" && strings.Contains(string(m.Content), `"restarting"`) {
+			break
+		}
+	}
+	reply, seen = ws.execute("'name' in globals(), 6*7", false)
+	if reply.status() != "ok" || !hasResult(seen, "(False, 42)") {
+		t.Fatalf("after the crash: %s", dump(seen))
+	}
 }
 
 // TestSeedAgentStartup: the seed agent's sequence against a kernel whose

@@ -115,7 +115,7 @@ func (k *kernel) pump(s *Server, relay sandbox.Kernel) {
 		k.deliver(m)
 	}
 	k.mu.Lock()
-	current := k.relay == relay
+	current := k.relay == relay && !k.gone
 	if current {
 		k.relayDone, k.state = true, "dead"
 	}

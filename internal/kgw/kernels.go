@@ -84,8 +84,8 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 	if err != nil {
 		return nil, err
 	}
-	// The relay outlives this request: its context must not end with it.
-	relay, err := s.mgr.OpenKernel(context.WithoutCancel(ctx), p, view.ID, env, cwd)
+	// ctx bounds the kernel's start only: a client that gives up stops it.
+	relay, err := s.mgr.OpenKernel(ctx, p, view.ID, env, cwd)
 	if err != nil {
 		if derr := s.mgr.Delete(context.WithoutCancel(ctx), p, view.ID); derr != nil && !errors.Is(derr, computer.ErrGone) {
 			slog.ErrorContext(ctx, "jupyter: delete the computer of a kernel that did not start", "computer", view.ID, "err", derr)

@@ -23,7 +23,9 @@ import (
 
 // Bounds of what a client may send.
 const (
-	maxClientMessage = 16 << 20
+	// maxClientMessage is the relay's bound on a message plus room for
+	// the JSON envelope; the relay refuses what is over its own bound.
+	maxClientMessage = sandbox.MaxKernelMessage + 64<<10
 	maxBuffers       = 64
 	maxMsgIDLen      = 256
 )
