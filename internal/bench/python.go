@@ -46,7 +46,7 @@ const (
 var PythonTargets = []Goal{
 	{RowPyOnePlusOne, "1+1 through the HTTP API (POST …/python)", 8 * time.Millisecond},
 	{RowPyFirstWarm, "first cell in a new computer (warm pool)", 50 * time.Millisecond},
-	{RowKGWOnePlusOne, "1+1 over the Kernel Gateway WebSocket (/api/kernels)", 10 * time.Millisecond},
+	{RowKGWOnePlusOne, "1+1 over the Kernel Gateway API's WebSocket", 10 * time.Millisecond},
 }
 
 // Defaults of 'cubicle bench python'.
@@ -404,7 +404,7 @@ func pythonVerdicts(rows []Row) ([]Speedup, []Delta, []Target) {
 		min              float64
 	}{
 		{"1+1: Cubicle's API vs jupyter_server", RowPyOnePlusOne, RowJupyterOnePlusOne, pythonSpeedupMinimum},
-		{"1+1: Cubicle's Kernel Gateway API vs jupyter_server", RowKGWOnePlusOne, RowJupyterOnePlusOne, kgwSpeedupMinimum},
+		{"1+1: Cubicle's kgw vs jupyter_server", RowKGWOnePlusOne, RowJupyterOnePlusOne, kgwSpeedupMinimum},
 		{"first cell: warm pool vs cold", RowPyFirstWarm, RowPyFirstCold, 0},
 	} {
 		f, okF := byID[s.fast]
@@ -422,7 +422,7 @@ func pythonVerdicts(rows []Row) ([]Speedup, []Delta, []Target) {
 		{"1+1: the API over the driver (HTTP and the service)", RowPyOnePlusOne, RowDriverOnePlusOne},
 		{"1+1: the driver over the host kernel (computer and agent)", RowDriverOnePlusOne, RowHostKernelOnePlusOne},
 		{"1+1: jupyter_server over the host kernel", RowJupyterOnePlusOne, RowHostKernelOnePlusOne},
-		{"1+1: the Kernel Gateway API over the host kernel", RowKGWOnePlusOne, RowHostKernelOnePlusOne},
+		{"1+1: kgw over the host kernel (computer, relay, WS)", RowKGWOnePlusOne, RowHostKernelOnePlusOne},
 	} {
 		r, okR := byID[d.row]
 		b, okB := byID[d.base]
@@ -547,7 +547,7 @@ func kgwRoundTrip(cfg PythonConfig) *path {
 	)
 	return &path{
 		name: "cubicle kgw 1+1", required: true,
-		rows: []rowDef{{RowKGWOnePlusOne, "cubicle  1+1  execute_request over /api/kernels WebSocket"}},
+		rows: []rowDef{{RowKGWOnePlusOne, "kgw      1+1  execute_request over WebSocket"}},
 		setup: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, cfg.FirstTimeout)
 			defer cancel()
