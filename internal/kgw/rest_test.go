@@ -203,3 +203,36 @@ func TestCulling(t *testing.T) {
 		t.Fatalf("the connected kernel: %s", r)
 	}
 }
+
+// TestRestartDeadKernel: a relay that ended (the kernel crashed too often)
+// leaves the kernel "dead" while its computer runs; a restart opens a
+// fresh relay in the same computer.
+func TestRestartDeadKernel(t *testing.T) {
+	e := newFakeEnv(t, Config{})
+	k := startKernel(t, e.url, e.key, map[string]string{"LANG": "C.UTF-8"})
+	sb := e.drv.last()
+	sb.kernel.end(errFake)
+	eventually(t, 5*time.Second, "the kernel is dead", func() bool {
+		var m model
+		json.Unmarshal(e.do("GET", "/api/kernels/"+k.ID, nil).body, &m)
+		return m.ExecutionState == "dead"
+	})
+	if r := e.do("POST", "/api/kernels/"+k.ID+"/interrupt", nil); r.code != http.StatusConflict {
+		t.Fatalf("interrupt a dead kernel: %s", r)
+	}
+	r := e.do("POST", "/api/kernels/"+k.ID+"/restart", map[string]any{})
+	var m model
+	if r.code != http.StatusOK || json.Unmarshal(r.body, &m) != nil || m.ExecutionState != "idle" {
+		t.Fatalf("restart: %s", r)
+	}
+	sb.mu.Lock()
+	starts := len(sb.starts)
+	sb.mu.Unlock()
+	if starts != 2 || !slices.Equal(sb.lastStart().Env, []string{"LANG=C.UTF-8"}) || e.drv.last() != sb {
+		t.Fatalf("%d starts, last %+v", starts, sb.lastStart())
+	}
+	ws := dialChannels(t, e.url, e.key, k.ID)
+	if reply, _ := ws.execute("1+1", false); reply.status() != "ok" {
+		t.Fatalf("after the restart: %+v", reply)
+	}
+}
