@@ -176,5 +176,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// Hijacked WebSocket connections are not waited for by Shutdown.
+	if err := api.CloseSockets(shutdownCtx); err != nil {
+		slog.Warn("shutting down", "err", err)
+	}
 	return nil
 }

@@ -115,6 +115,52 @@ func TestResponsesDisconnectMidExecution(t *testing.T) {
 	if up.count() != 2 {
 		t.Fatalf("upstream calls %d, want 2 (one per response)", up.count())
 	}
+
+	// Server shutdown: CloseSockets ends the connection and its running
+	// response; new upgrades are refused.
+	wsURL := "ws" + strings.TrimPrefix(e.url, "http") + "/v1/responses"
+	auth := &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}}
+	c, _, err := websocket.Dial(wctx, wsURL, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.Write(wctx, websocket.MessageText, []byte(`{"type":"response.create","model":"m","input":"sleep","tools":[{"type":"code_interpreter","container":{"type":"auto"}}]}`))
+	respID = ""
+	for {
+		_, data, err := c.Read(wctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev struct {
+			Type     string `json:"type"`
+			Response struct {
+				ID string `json:"id"`
+			} `json:"response"`
+		}
+		json.Unmarshal(data, &ev)
+		if ev.Type == "response.created" {
+			respID = ev.Response.ID
+		}
+		if ev.Type == "response.code_interpreter_call.interpreting" {
+			break
+		}
+	}
+	if err := e.api.CloseSockets(wctx); err != nil {
+		t.Fatal(err)
+	}
+	e.waitDestroyed(key, respID)
+	for {
+		if _, _, err = c.Read(wctx); err != nil {
+			break // the events of the cancelled response, then the close
+		}
+	}
+	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("close after shutdown: %v", err)
+	}
+	if _, resp, err := websocket.Dial(wctx, wsURL, auth); err == nil || resp == nil || resp.StatusCode != 503 {
+		t.Fatalf("dial after shutdown: %v %v", err, resp)
+	}
 }
 
 // TestResponsesSocketRaw: the WebSocket transport's edges with a plain

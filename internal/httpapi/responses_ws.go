@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 )
@@ -47,21 +49,32 @@ func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governan
 	if r.Header.Get("Upgrade") == "" {
 		return withParam("Upgrade", fmt.Errorf("%w: GET /v1/responses is the WebSocket mode; send an Upgrade: websocket request (or POST a response)", errBadRequest))
 	}
+	if !a.sockets.add() {
+		return fmt.Errorf("%w: the server is shutting down", computer.ErrUnavailable)
+	}
+	defer a.sockets.wg.Done()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		return nil // Accept answered the client
 	}
 	c.SetReadLimit(maxJSONBody)
 	// The connection's context: ends when the client goes (the reader
-	// sees it), which cancels the running response and its computer.
+	// sees it) or the server shuts down, which cancels the running
+	// response and deletes its computer.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
+	defer context.AfterFunc(a.sockets.ctx, func() {
+		c.Close(websocket.StatusGoingAway, "the server is shutting down")
+		cancel()
+	})()
 	frames := make(chan wsFrame, wsQueue)
 	go func() {
 		defer cancel()
 		defer close(frames)
 		for {
-			typ, data, err := c.Read(ctx)
+			// Not ctx: a cancelled read drops the connection without a
+			// close frame. Read ends when the connection closes.
+			typ, data, err := c.Read(context.WithoutCancel(ctx))
 			if err != nil {
 				return
 			}
@@ -78,6 +91,48 @@ func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governan
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 	return nil
+}
+
+// sockets tracks the open WebSocket connections.
+type sockets struct {
+	ctx    context.Context // cancelled by CloseSockets
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// add counts a new connection; false once closing.
+func (s *sockets) add() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// CloseSockets ends the Responses WebSocket connections (their running
+// responses are cancelled and their computers deleted) and waits for them
+// until ctx ends; call it when the server shuts down, after
+// http.Server.Shutdown. Later upgrades are refused (503).
+func (a *API) CloseSockets(ctx context.Context) error {
+	a.sockets.mu.Lock()
+	a.sockets.closed = true
+	a.sockets.mu.Unlock()
+	a.sockets.cancel()
+	done := make(chan struct{})
+	go func() {
+		a.sockets.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("websocket connections still open: %w", ctx.Err())
+	}
 }
 
 // socket is one WebSocket connection's writer side.

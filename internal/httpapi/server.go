@@ -27,12 +27,16 @@ type API struct {
 	gateway atomic.Pointer[gateway.Gateway]
 	ready   atomic.Bool
 	mux     *http.ServeMux
+	// sockets are the Responses WebSocket connections, hijacked from the
+	// HTTP server (which does not wait for them): CloseSockets ends them.
+	sockets sockets
 }
 
 // New builds the handler. Readiness starts false; call SetReady once the
 // isolation probe passed.
 func New(gov *governance.Service, comp *computer.Manager, st store.Store) *API {
 	a := &API{gov: gov, comp: comp, st: st, tools: tools.Default(), mux: http.NewServeMux()}
+	a.sockets.ctx, a.sockets.cancel = context.WithCancel(context.Background())
 	a.routes()
 	return a
 }
