@@ -256,3 +256,48 @@ func TestOpenAIClientWebSocket(t *testing.T) {
 		t.Fatalf("second response over WebSocket: %v %s", types, final.RawJSON())
 	}
 }
+
+// TestOpenAIClientSendBack: without storage, the client sends the
+// conversation back, the SDK turning the output items into input items
+// (ToParam): the code_interpreter_call reaches the upstream as the model's
+// call and the logs it saw.
+func TestOpenAIClientSendBack(t *testing.T) {
+	e := newEnv(t, nil)
+	up := plotAndPrint(t)
+	e.withFilesGateway(up)
+	_, key := e.newKey("", computerCaps)
+	client := e.sdk(key)
+	ask := responses.ResponseInputItemParamOfMessage("What is 6*7?", responses.EasyInputMessageRoleUser)
+	resp, err := client.Responses.New(t.Context(), responses.ResponseNewParams{
+		Model:   "m",
+		Input:   responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{ask}},
+		Tools:   sdkTools,
+		Store:   openai.Bool(false),
+		Include: []responses.ResponseIncludable{responses.ResponseIncludableCodeInterpreterCallOutputs},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, msg := resp.Output[0].AsCodeInterpreterCall().ToParam(), resp.Output[1].AsMessage().ToParam()
+	input := responses.ResponseInputParam{ask, {OfCodeInterpreterCall: &ci}, {OfOutputMessage: &msg},
+		responses.ResponseInputItemParamOfMessage("Thanks. And again?", responses.EasyInputMessageRoleUser)}
+	next, err := client.Responses.New(t.Context(), responses.ResponseNewParams{
+		Model: "m",
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: input},
+		Tools: sdkTools,
+		Store: openai.Bool(false),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.OutputText() != "The answer is 42" || len(next.Output) != 1 {
+		t.Fatalf("sent back: %s", next.RawJSON())
+	}
+	req := up.requests[len(up.requests)-1]
+	if got := roles(req); got != "user:What is 6*7?|assistant>code_interpreter|tool|assistant:The answer is 42|user:Thanks. And again?" {
+		t.Fatalf("replayed: %s", got)
+	}
+	if tm := toolMessages(req); !strings.HasPrefix(tm[0], "42\n[image: ") {
+		t.Fatalf("replayed output: %q", tm)
+	}
+}
