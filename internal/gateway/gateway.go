@@ -397,14 +397,20 @@ func (r *Run) loop(ctx context.Context) error {
 		if limited && len(creq.Tools) > 0 {
 			creq.ToolChoice = json.RawMessage(`"none"`)
 		}
-		out := newTurnOutput(r)
+		to := newTurnOutput(ctx, r, !limited)
+		created := r.timing.Create
 		stop := timed(&r.timing.Upstream)
-		tu, err := r.up.complete(ctx, creq, out)
+		tu, err := r.up.complete(ctx, creq, to)
 		stop()
+		// A computer made while the answer streamed is not upstream time.
+		r.timing.Upstream -= r.timing.Create - created
+		if err == nil {
+			err = to.err
+		}
 		if err != nil {
 			return err
 		}
-		out.finish(tu)
+		to.finish(tu)
 		r.resp.Usage.InputTokens += tu.usage.InputTokens
 		r.resp.Usage.OutputTokens += tu.usage.OutputTokens
 		r.resp.Usage.TotalTokens += tu.usage.TotalTokens
@@ -426,7 +432,7 @@ func (r *Run) loop(ctx context.Context) error {
 		at := len(msgs) // where the assistant turn starts
 		msgs = append(msgs, assistant)
 		clientCalls := false
-		for _, tc := range tu.calls {
+		for i, tc := range tu.calls {
 			var out string
 			var err error
 			switch {
@@ -434,7 +440,7 @@ func (r *Run) loop(ctx context.Context) error {
 				clientCalls = true
 				continue
 			case tc.Function.Name == tools.CodeInterpreterName:
-				out, err = r.codeInterpreter(ctx, tc)
+				out, err = r.codeInterpreter(ctx, tc, to.code(i))
 			default:
 				out, err = r.gatewayTool(ctx, tc)
 			}
@@ -465,8 +471,10 @@ func (r *Run) loop(ctx context.Context) error {
 }
 
 // codeInterpreter runs one call in the response's computer (created at the
-// first call) and returns what the model sees.
-func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall) (string, error) {
+// first call) and returns what the model sees. streamed is its item when
+// the code was streamed while the answer arrived (nil: it is added now,
+// its code in one delta).
+func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall, streamed *openCode) (string, error) {
 	r.toolCalls++
 	item := CodeInterpreterCall{Type: "code_interpreter_call", ID: newID("ci_"), Status: "completed"}
 	var a struct {
@@ -482,6 +490,9 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall) (string, err
 	}
 	item.ContainerID = r.computerID
 	idx := len(r.resp.Output)
+	if streamed != nil { // added, and its code sent, while the answer streamed
+		idx, item.ID = streamed.idx, streamed.item.ID
+	}
 	added := item
 	added.Status, added.Code = "in_progress", ""
 	at := func(extra ...any) map[string]any {
@@ -491,10 +502,12 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall) (string, err
 		}
 		return m
 	}
-	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": added})
-	r.emit("response.code_interpreter_call.in_progress", at())
-	r.emit("response.code_interpreter_call_code.delta", at("delta", item.Code))
-	r.emit("response.code_interpreter_call_code.done", at("code", item.Code))
+	if streamed == nil {
+		r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": added})
+		r.emit("response.code_interpreter_call.in_progress", at())
+		r.emit("response.code_interpreter_call_code.delta", at("delta", item.Code))
+		r.emit("response.code_interpreter_call_code.done", at("code", item.Code))
+	}
 	r.emit("response.code_interpreter_call.interpreting", at())
 	args := json.RawMessage(tc.Function.Arguments)
 	if len(args) == 0 {
@@ -517,7 +530,11 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall) (string, err
 		r.imagesAsArtifacts(ctx, item.ID, outs)
 		item.Outputs = &outs
 	}
-	r.resp.Output = append(r.resp.Output, item)
+	if streamed != nil {
+		r.resp.Output[idx] = item
+	} else {
+		r.resp.Output = append(r.resp.Output, item)
+	}
 	r.emit("response.code_interpreter_call.completed", at())
 	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": item})
 	return res.Output, nil

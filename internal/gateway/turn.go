@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -10,13 +12,19 @@ import (
 // and their events: text becomes a message item (added at the first
 // fragment, one output_text.delta per fragment), a client function call
 // becomes a function_call item (added when its name is known, one
-// function_call_arguments.delta per fragment). Gateway tool calls are
-// not shown here: the loop runs them after the answer, in model order.
-// Each item takes its output_index when it is added.
+// function_call_arguments.delta per fragment), and a code_interpreter
+// call (with streamCode) becomes a code_interpreter_call item whose code
+// streams as code_interpreter_call_code.delta events; its computer is
+// made then, while the model still writes. The loop runs the gateway's
+// calls after the answer, in model order; other gateway tools are shown
+// only then. Each item takes its output_index when it is added.
 type turnOutput struct {
-	r     *Run
-	msg   *openMessage
-	calls map[int]*openCall // by the call's index in the answer
+	r          *Run
+	ctx        context.Context
+	streamCode bool
+	err        error // making the computer failed; the loop returns it
+	msg        *openMessage
+	calls      map[int]*openCall // by the call's index in the answer
 }
 
 type openMessage struct {
@@ -28,7 +36,16 @@ type openMessage struct {
 type openCall struct {
 	args   strings.Builder // fragments before the name was known
 	client *openFunctionCall
+	code   *openCode
 	named  bool
+}
+
+// openCode is a code_interpreter_call item whose code is streaming.
+type openCode struct {
+	idx  int
+	item CodeInterpreterCall
+	dec  codeStream
+	sent strings.Builder // the code sent in deltas
 }
 
 type openFunctionCall struct {
@@ -37,7 +54,9 @@ type openFunctionCall struct {
 	args strings.Builder
 }
 
-func newTurnOutput(r *Run) *turnOutput { return &turnOutput{r: r, calls: map[int]*openCall{}} }
+func newTurnOutput(ctx context.Context, r *Run, streamCode bool) *turnOutput {
+	return &turnOutput{r: r, ctx: ctx, streamCode: streamCode, calls: map[int]*openCall{}}
+}
 
 // isGatewayCall reports whether name is one of the gateway's tools the
 // request offered (run by the gateway, never shown as a function_call).
@@ -72,8 +91,11 @@ func (t *turnOutput) call(index int, id, name, argsDelta string) {
 		t.calls[index] = c
 	}
 	if c.named {
-		if c.client != nil {
+		switch {
+		case c.client != nil:
 			t.clientArgs(c.client, argsDelta)
+		case c.code != nil:
+			t.codeArgs(c.code, argsDelta)
 		}
 		return
 	}
@@ -82,6 +104,10 @@ func (t *turnOutput) call(index int, id, name, argsDelta string) {
 		return
 	}
 	c.named = true
+	if name == tools.CodeInterpreterName && t.r.plan.codeInterpreter && t.streamCode && t.err == nil {
+		t.openCode(c)
+		return
+	}
 	if t.r.isGatewayCall(name) {
 		return
 	}
@@ -92,6 +118,45 @@ func (t *turnOutput) call(index int, id, name, argsDelta string) {
 	r.resp.Output = append(r.resp.Output, fc.item)
 	r.emit("response.output_item.added", map[string]any{"output_index": fc.idx, "item": fc.item})
 	t.clientArgs(fc, c.args.String())
+}
+
+// openCode adds the code_interpreter_call item of c, in the response's
+// computer (made now if needed), and streams the code so far.
+func (t *turnOutput) openCode(c *openCall) {
+	r := t.r
+	if err := r.ensureComputer(t.ctx); err != nil {
+		t.err = err
+		return
+	}
+	oc := &openCode{idx: len(r.resp.Output), item: CodeInterpreterCall{Type: "code_interpreter_call", ID: newID("ci_"),
+		Status: "in_progress", ContainerID: r.computerID}}
+	c.code = oc
+	r.resp.Output = append(r.resp.Output, oc.item)
+	r.emit("response.output_item.added", map[string]any{"output_index": oc.idx, "item": oc.item})
+	r.emit("response.code_interpreter_call.in_progress", map[string]any{"item_id": oc.item.ID, "output_index": oc.idx})
+	t.codeArgs(oc, c.args.String())
+}
+
+func (t *turnOutput) codeArgs(oc *openCode, argsDelta string) {
+	t.codeDelta(oc, oc.dec.feed(argsDelta))
+}
+
+func (t *turnOutput) codeDelta(oc *openCode, delta string) {
+	if delta == "" {
+		return
+	}
+	oc.sent.WriteString(delta)
+	t.r.emit("response.code_interpreter_call_code.delta", map[string]any{"item_id": oc.item.ID,
+		"output_index": oc.idx, "delta": delta})
+}
+
+// code is the streamed code_interpreter_call item of the answer's call i
+// (nil: not streamed).
+func (t *turnOutput) code(i int) *openCode {
+	if c := t.calls[i]; c != nil {
+		return c.code
+	}
+	return nil
 }
 
 func (t *turnOutput) clientArgs(fc *openFunctionCall, delta string) {
@@ -120,6 +185,9 @@ func (t *turnOutput) finish(tu *turn) {
 	}
 	for i, tc := range tu.calls {
 		c := t.calls[i]
+		if c != nil && c.code != nil {
+			t.finishCode(c.code, tc)
+		}
 		if c == nil || c.client == nil {
 			continue
 		}
@@ -132,9 +200,25 @@ func (t *turnOutput) finish(tu *turn) {
 	}
 }
 
+// finishCode ends a streamed code with the whole call's code (the rest of
+// it, when the arguments could not be streamed) and code_done; the call
+// stays in progress until the loop runs it.
+func (t *turnOutput) finishCode(oc *openCode, tc chatToolCall) {
+	var a struct {
+		Code string `json:"code"`
+	}
+	json.Unmarshal([]byte(tc.Function.Arguments), &a) // malformed: the tool tells the model
+	if rest, ok := strings.CutPrefix(a.Code, oc.sent.String()); ok {
+		t.codeDelta(oc, rest)
+	}
+	oc.item.Code = a.Code
+	t.r.emit("response.code_interpreter_call_code.done", map[string]any{"item_id": oc.item.ID,
+		"output_index": oc.idx, "code": a.Code})
+}
+
 // addMessage adds a whole assistant message (as if streamed in one piece).
 func (r *Run) addMessage(text string) {
-	t := newTurnOutput(r)
+	t := newTurnOutput(context.Background(), r, false)
 	t.text(text)
 	t.finish(&turn{text: text})
 }

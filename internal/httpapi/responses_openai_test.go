@@ -189,6 +189,7 @@ func TestOpenAIClientWebSocket(t *testing.T) {
 	// recvResponse reads one response's events up to its terminal event.
 	recvResponse := func() (types []string, final responses.ResponsesServerEventUnion) {
 		t.Helper()
+		code := ""
 		for {
 			ev, err := conn.Recv(ctx)
 			if err != nil {
@@ -206,8 +207,11 @@ func TestOpenAIClientWebSocket(t *testing.T) {
 			types = append(types, ev.Type)
 			switch ev.Type {
 			case "response.code_interpreter_call_code.delta":
-				if d := ev.AsResponseCodeInterpreterCallCodeDelta(); d.Delta != plotCode {
-					t.Fatalf("code delta: %s", ev.RawJSON())
+				code += ev.AsResponseCodeInterpreterCallCodeDelta().Delta
+			case "response.code_interpreter_call_code.done":
+				// The code streams in pieces as the upstream sends it.
+				if d := ev.AsResponseCodeInterpreterCallCodeDone(); code != plotCode || d.Code != plotCode {
+					t.Fatalf("code deltas %q, done: %s", code, ev.RawJSON())
 				}
 			case "response.completed", "response.failed", "response.incomplete":
 				return types, ev

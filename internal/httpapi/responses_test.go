@@ -312,6 +312,9 @@ func TestResponsesStreaming(t *testing.T) {
 	}
 	want := []string{"response.created", "response.in_progress",
 		"response.output_item.added", "response.code_interpreter_call.in_progress",
+		// The upstream streams the arguments {"code":"print(6*7)"} in 4-byte
+		// fragments: the code arrives as "pri", "nt(6", "*7)".
+		"response.code_interpreter_call_code.delta", "response.code_interpreter_call_code.delta",
 		"response.code_interpreter_call_code.delta", "response.code_interpreter_call_code.done",
 		"response.code_interpreter_call.interpreting", "response.code_interpreter_call.completed",
 		"response.output_item.done",

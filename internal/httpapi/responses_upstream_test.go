@@ -80,6 +80,22 @@ func TestResponsesStreamedUpstream(t *testing.T) {
 	if n := len(sseOfType(evs, "response.function_call_arguments.delta")); n != 0 {
 		t.Fatalf("the gateway call was shown as a function call (%d argument deltas)", n)
 	}
+	// The code streams out of the arguments' fragments, before the call runs.
+	var code strings.Builder
+	codeDeltas := sseOfType(evs, "response.code_interpreter_call_code.delta")
+	for _, d := range codeDeltas {
+		code.WriteString(d["delta"].(string))
+	}
+	const plot = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [4, 1, 9])\nplt.show()"
+	if len(codeDeltas) < 10 || code.String() != plot {
+		t.Fatalf("%d code deltas %q", len(codeDeltas), code.String())
+	}
+	added := evs[indexOf(evs, "response.output_item.added")]["item"].(map[string]any)
+	if !strings.HasPrefix(added["container_id"].(string), "cmp_") || indexOf(evs, "response.code_interpreter_call.in_progress") != 3 ||
+		indexOf(evs, "response.code_interpreter_call_code.delta") != 4 ||
+		indexOf(evs, "response.code_interpreter_call_code.done") > indexOf(evs, "response.code_interpreter_call.interpreting") {
+		t.Fatalf("code_interpreter_call events out of order: %v", evs[:6])
+	}
 	out := finalResponse(t, evs)
 	if out.Status != "completed" || len(out.Output) != 2 || out.Output[0].Type != "code_interpreter_call" ||
 		!strings.Contains(out.Output[0].Code, "plt.plot") || out.Output[1].Content[0].Text != text.String() {
