@@ -3,6 +3,7 @@ package kgw
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,6 +19,9 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 	k, err := s.lookup(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
+	}
+	if n := k.connections(); n >= maxConns {
+		return fmt.Errorf("%w: the kernel already has %d connections", errTooMany, n)
 	}
 	noDelay(r.Context())
 	limit := s.queueBytes.Load()

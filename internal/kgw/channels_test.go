@@ -199,3 +199,21 @@ func TestChannelsKernelDeleted(t *testing.T) {
 		t.Fatalf("connection ended with %v", err)
 	}
 }
+
+// TestChannelsLimit: a kernel takes at most maxConns connections.
+func TestChannelsLimit(t *testing.T) {
+	e := newFakeEnv(t, Config{})
+	k := startKernel(t, e.url, e.key, nil)
+	for range maxConns {
+		dialChannels(t, e.url, e.key, k.ID)
+	}
+	eventually(t, 5*time.Second, "all connections attached", func() bool {
+		var m model
+		json.Unmarshal(e.do("GET", "/api/kernels/"+k.ID, nil).body, &m)
+		return m.Connections == maxConns
+	})
+	u := "ws" + strings.TrimPrefix(e.url, "http") + "/api/kernels/" + k.ID + "/channels?token=" + e.key
+	if _, res, err := websocket.Dial(t.Context(), u, nil); err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("connection %d: %v %v", maxConns+1, err, res)
+	}
+}

@@ -17,6 +17,7 @@ var (
 	errBadRequest = errors.New("bad request")
 	errClosed     = errors.New("the server is shutting down")
 	errDead       = errors.New("the kernel is dead; restart it")
+	errTooMany    = errors.New("too many connections")
 )
 
 // status maps an error to its HTTP status and reason, once, at the edge.
@@ -31,7 +32,7 @@ func status(err error) (int, string) {
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, errDead):
 		return http.StatusConflict, "kernel_dead"
-	case errors.Is(err, computer.ErrCapacity):
+	case errors.Is(err, computer.ErrCapacity), errors.Is(err, errTooMany):
 		return http.StatusTooManyRequests, "capacity_exceeded"
 	case errors.Is(err, errBadRequest), errors.Is(err, computer.ErrInvalid), errors.Is(err, computer.ErrTooLarge):
 		return http.StatusBadRequest, "invalid_request"

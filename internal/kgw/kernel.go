@@ -77,6 +77,15 @@ func (k *kernel) idleSince(now time.Time) time.Duration {
 	return now.Sub(k.lastActivity)
 }
 
+// maxConns bounds a kernel's WebSocket connections.
+const maxConns = 32
+
+func (k *kernel) connections() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.conns)
+}
+
 // attach adds a connection; false once the kernel is gone.
 func (k *kernel) attach(c *conn) bool {
 	k.mu.Lock()
