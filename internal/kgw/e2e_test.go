@@ -375,3 +375,35 @@ func dump(msgs []wsMsg) string {
 	}
 	return b.String()
 }
+
+// TestReadOnlyMount: a working directory under a read-only root is
+// readable and not writable; one outside every root is not mounted.
+func TestReadOnlyMount(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "kgw-ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	ref := filepath.Join(base, "ref")
+	os.MkdirAll(ref, 0o777)
+	os.WriteFile(filepath.Join(ref, "table.csv"), []byte("a,b\n1,2\n"), 0o644)
+	os.Chown(ref, 1000, 1000)
+	e := newRealEnv(t, Config{MountRoots: config.MountRoots{{Path: base, ReadOnly: true}}})
+	k := startKernel(t, e.url, e.key, map[string]string{"KERNEL_WORKING_DIR": ref})
+	ws := dialChannels(t, e.url, e.key, k.ID)
+	reply, seen := ws.execute("import os\nprint(os.getcwd(), open('table.csv').read().splitlines()[1])\n"+
+		"try:\n    open('new.txt', 'w')\nexcept OSError as e:\n    print(type(e).__name__, e.errno)", false)
+	if got := stdout(seen); reply.status() != "ok" || got != ref+" 1,2\nOSError 30\n" {
+		t.Fatalf("read-only mount: %q %s", got, dump(seen))
+	}
+	if _, err := os.Stat(filepath.Join(ref, "new.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the kernel wrote through a read-only mount: %v", err)
+	}
+	other := startKernel(t, e.url, e.key, map[string]string{"KERNEL_WORKING_DIR": "/var/tmp"})
+	ws2 := dialChannels(t, e.url, e.key, other.ID)
+	reply, seen = ws2.execute("import os\nprint(os.getcwd(), os.path.exists('/var/tmp'))", false)
+	if got := stdout(seen); reply.status() != "ok" || got != "/workspace False\n" {
+		t.Fatalf("outside the roots: %q", got)
+	}
+}
