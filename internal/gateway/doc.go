@@ -6,11 +6,12 @@
 // What lives here: the request types of the supported Responses subset and
 // their strict validation, the upstream clients (upstream*.go: streamed
 // SSE parsing, routing), the tool loop, the streaming of an upstream answer
-// into output items (turn.go), the Responses output objects, the input
-// items as Chat Completions turns (input.go, chatcontent.go) and the
-// stored, replayable conversation behind previous_response_id
-// (conversation.go). It may import internal/tools, internal/computer,
-// internal/files, internal/governance, internal/sandbox, internal/store
-// and the standard library; HTTP routing and error rendering stay in
-// internal/httpapi.
+// into output items (turn.go, codestream.go for code deltas), where a
+// response's time went (timing.go, the Server-Timing header), the
+// Responses output objects, the input items as Chat Completions turns
+// (input.go, chatcontent.go) and the stored, replayable conversation
+// behind previous_response_id (conversation.go). It may import
+// internal/tools, internal/computer, internal/files, internal/governance,
+// internal/sandbox, internal/store and the standard library; HTTP routing
+// and error rendering stay in internal/httpapi.
 package gateway
