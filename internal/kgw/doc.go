@@ -9,6 +9,6 @@
 // fans the kernel's messages out to WebSocket connections and culls idle
 // kernels. Computers, limits, audit and usage are internal/computer's; the
 // relay to the kernel is internal/sandbox's. It imports internal/computer,
-// internal/governance, internal/sandbox and internal/config, never the
-// reverse.
+// internal/governance, internal/sandbox, internal/config and
+// internal/store (status names), never the reverse.
 package kgw

@@ -10,7 +10,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/cubicle-sandbox/cubicle/internal/agent"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
@@ -141,7 +140,7 @@ func (k *kernel) pump(s *Server, relay sandbox.Kernel) {
 // closed, never silently skipped.
 func (k *kernel) deliver(m sandbox.KernelMessage) {
 	switch m.Channel {
-	case agent.ChannelIOPub, agent.ChannelShell, agent.ChannelStdin, agent.ChannelControl:
+	case chIOPub, chShell, chStdin, chControl:
 	default:
 		return
 	}
@@ -151,7 +150,7 @@ func (k *kernel) deliver(m sandbox.KernelMessage) {
 		return
 	}
 	state := ""
-	if f.channel == agent.ChannelIOPub && f.msgType == "status" {
+	if f.channel == chIOPub && f.msgType == "status" {
 		var c struct {
 			ExecutionState string `json:"execution_state"`
 		}
@@ -165,7 +164,7 @@ func (k *kernel) deliver(m sandbox.KernelMessage) {
 	if state != "" {
 		k.state = state
 	}
-	if f.channel != agent.ChannelIOPub {
+	if f.channel != chIOPub {
 		if c := k.parents.get(f.parentID); c != nil {
 			if _, ok := k.conns[c]; ok {
 				c.enqueue(f)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/cubicle-sandbox/cubicle/internal/agent"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -28,6 +27,14 @@ const (
 	maxClientMessage = sandbox.MaxKernelMessage + 64<<10
 	maxBuffers       = 64
 	maxMsgIDLen      = 256
+)
+
+// The Jupyter channels the WebSocket carries.
+const (
+	chShell   = "shell"
+	chControl = "control"
+	chStdin   = "stdin"
+	chIOPub   = "iopub"
 )
 
 var errBadMessage = errors.New("bad Jupyter message")
@@ -62,7 +69,7 @@ func decodeClient(typ websocket.MessageType, data []byte) (sandbox.KernelMessage
 		return sandbox.KernelMessage{}, "", fmt.Errorf("%w: %v", errBadMessage, err)
 	}
 	switch cm.Channel {
-	case agent.ChannelShell, agent.ChannelControl, agent.ChannelStdin:
+	case chShell, chControl, chStdin:
 	default:
 		return sandbox.KernelMessage{}, "", fmt.Errorf("%w: channel %.40q is not shell, control or stdin", errBadMessage, cm.Channel)
 	}
