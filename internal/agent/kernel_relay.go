@@ -53,6 +53,11 @@ const (
 	// stableStart: a kernel that ran this long before dying starts a new
 	// run of crashes (jupyter_client's stable_start_time).
 	stableStart = 10 * time.Second
+	// shutdownWait is how long a kernel that closed its sockets after a
+	// client's shutdown_request has to exit (a clean Python exit under load
+	// takes a while) before it is killed: jupyter_client's
+	// shutdown_wait_time.
+	shutdownWait = 5 * time.Second
 	// queuedOverhead is what a queued item costs beyond its bytes, so that
 	// many empty items are bounded too.
 	queuedOverhead = 256
@@ -329,7 +334,15 @@ func (r *kernelRelay) kernelEnded(k *pyKernel) error {
 		r.push(statusMessage(r.session, "dead"))
 		return fmt.Errorf("%w: the kernel broke the wire protocol and was stopped: %v", ErrKernelDead, err)
 	}
-	if !k.waitExit(time.Second) {
+	wait := time.Second
+	if r.shutdown {
+		wait = shutdownWait
+	}
+	switch {
+	case k.waitExit(wait):
+	case r.shutdown:
+		k.stop(killStop) // asked to exit and slow about it, as jupyter_client's shutdown_wait_time
+	default:
 		// The connection ended but the process lives: it closed its own
 		// sockets. Its session is unusable.
 		k.stop(killProtocol)

@@ -64,11 +64,14 @@ func (c *relayConn) send(m sandbox.KernelMessage) string {
 	return headerOf(m.Header).MsgID
 }
 
-// execute sends an execute_request and returns its msg_id.
+// execute sends an execute_request and returns its msg_id. stop_on_error
+// is off: with it, ipykernel aborts requests that arrive shortly after a
+// failed cell, even once it is idle (its abort ends a loop turn later),
+// which the tests' back-to-back requests would hit.
 func (c *relayConn) execute(code string) string {
 	c.t.Helper()
 	return c.send(c.message("shell", "execute_request", nil, map[string]any{
-		"code": code, "silent": false, "store_history": true, "user_expressions": map[string]any{}, "allow_stdin": true, "stop_on_error": true}))
+		"code": code, "silent": false, "store_history": true, "user_expressions": map[string]any{}, "allow_stdin": true, "stop_on_error": false}))
 }
 
 // find returns the first message (received so far or later) that matches,
@@ -141,13 +144,15 @@ func (c *relayConn) run(code string) map[string]any {
 	return content
 }
 
-// result returns the text/plain of code's execute_result.
+// result returns the text/plain of code's execute_result ("error: <ename>"
+// when it raised), once the kernel is idle again.
 func (c *relayConn) result(code string) string {
 	c.t.Helper()
 	id := c.execute(code)
 	m, _ := c.find(0, "execute_result of "+code, func(m sandbox.KernelMessage) bool {
 		return isIOPub(id, "execute_result")(m) || isIOPub(id, "error")(m)
 	})
+	c.find(0, "status idle", func(m sandbox.KernelMessage) bool { return isIOPub(id, "status")(m) && isStatus("idle")(m) })
 	var content struct {
 		Data  map[string]string `json:"data"`
 		EName string            `json:"ename"`
@@ -233,7 +238,6 @@ func TestKernelRelay(t *testing.T) {
 			t.Fatalf("reply after interrupt: %s", reply.Content)
 		}
 		t.Logf("interrupted in %v", time.Since(start))
-		// ipykernel aborts what arrives before it is idle again (stop_on_error).
 		c.find(0, "status idle", func(m sandbox.KernelMessage) bool { return isIOPub(id, "status")(m) && isStatus("idle")(m) })
 		if got := c.result("21*2"); got != "42" {
 			t.Errorf("after interrupt: %s", got)
@@ -364,6 +368,20 @@ func TestKernelRelay(t *testing.T) {
 			t.Errorf("kernel processes after Close: %v", procs)
 		}
 		assertNoProcesses(t, sb)
+	})
+
+	t.Run("Cwd", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := sb.OpenKernel(ctx, sandbox.KernelStart{Cwd: "/nonexistent"}); !errors.Is(err, sandbox.ErrNotFound) {
+			t.Errorf("missing cwd: %v", err)
+		}
+		mustSucceed(t, sb, "mkdir -p /workspace/proj")
+		w := openRelay(t, sb, sandbox.KernelStart{Cwd: "proj"})
+		if got := w.result("import os; os.getcwd()"); got != "'/workspace/proj'" {
+			t.Errorf("cwd: %s", got)
+		}
+		w.k.Close(context.Background())
 	})
 
 	t.Run("SlowConsumer", func(t *testing.T) {
