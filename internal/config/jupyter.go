@@ -15,7 +15,8 @@ type Jupyter struct {
 	// WebSocket connection and no activity for this long; 0 never culls
 	// (the computer's lifetime still applies).
 	CullIdleSeconds int `toml:"cull_idle_seconds"`
-	// Memory of a kernel's computer; 0: computers.memory.
+	// Memory of a kernel's computer, at most computers.memory (which
+	// computers may not exceed); 0: computers.memory.
 	Memory Size `toml:"memory"`
 	// LifetimeSeconds of a kernel's computer; 0: computers.lifetime_seconds.
 	LifetimeSeconds int `toml:"lifetime_seconds"`
