@@ -302,7 +302,7 @@ func TestKernelRelay(t *testing.T) {
 		id := c.send(c.message("shell", "execute_request", nil, map[string]any{
 			"code": "s = get_ipython().kernel.get_parent('shell')['content']['data']\n" +
 				"from IPython.display import display\ndisplay({'text/plain': s[::-1]}, raw=True)\nlen(s)",
-			"data": data, "silent": false, "store_history": true, "user_expressions": map[string]any{}, "allow_stdin": true, "stop_on_error": true}))
+			"data": data, "silent": false, "store_history": true, "user_expressions": map[string]any{}, "allow_stdin": true, "stop_on_error": false}))
 		m, _ := c.find(0, "display_data", isIOPub(id, "display_data"))
 		var content struct {
 			Data map[string]string `json:"data"`
