@@ -164,11 +164,6 @@ func (r *Run) conversation(ctx context.Context) json.RawMessage {
 		return nil // it may end inside a turn (calls without outputs)
 	}
 	c := conversation{Messages: slices.Clone(r.msgs[r.plan.inputStart:])}
-	if n := len(r.resp.Output); n > 0 {
-		if m, ok := r.resp.Output[n-1].(Message); ok && len(m.Content) > 0 {
-			c.Messages = append(c.Messages, chatMessage{Role: "assistant", Content: ptr(m.Content[0].Text)})
-		}
-	}
 	var prevFiles, prevArtifacts []string
 	if r.plan.previous != nil {
 		prevFiles, prevArtifacts = r.plan.previous.FileIDs, r.plan.previous.ArtifactIDs

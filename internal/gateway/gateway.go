@@ -415,10 +415,20 @@ func (r *Run) loop(ctx context.Context) error {
 		r.resp.Usage.OutputTokens += tu.usage.OutputTokens
 		r.resp.Usage.TotalTokens += tu.usage.TotalTokens
 		if len(tu.calls) == 0 {
+			if tu.text != "" {
+				msgs = append(msgs, chatMessage{Role: "assistant", Content: ptr(tu.text)})
+			}
 			r.resp.Status = "completed"
 			return nil
 		}
 		if limited {
+			// Gateway calls past the limit are ignored (not run, not
+			// shown); the client's calls are output items, so the kept
+			// conversation has them too: a continuation's
+			// function_call_output then follows its call.
+			if turn := r.clientTurn(tu); turn != nil {
+				msgs = append(msgs, *turn)
+			}
 			r.resp.Status = "incomplete"
 			r.resp.IncompleteDetails = &Incomplete{Reason: "max_tool_calls"}
 			return nil
@@ -468,6 +478,24 @@ func (r *Run) loop(ctx context.Context) error {
 	r.resp.Status = "incomplete"
 	r.resp.IncompleteDetails = &Incomplete{Reason: "max_rounds"}
 	return nil
+}
+
+// clientTurn is the assistant turn of tu as the client saw it: its text
+// and its client function calls, without the gateway's (nil: neither).
+func (r *Run) clientTurn(tu *turn) *chatMessage {
+	m := chatMessage{Role: "assistant"}
+	for _, tc := range tu.calls {
+		if !r.isGatewayCall(tc.Function.Name) {
+			m.ToolCalls = append(m.ToolCalls, tc)
+		}
+	}
+	if tu.text != "" {
+		m.Content = ptr(tu.text)
+	}
+	if m.Content == nil && len(m.ToolCalls) == 0 {
+		return nil
+	}
+	return &m
 }
 
 // codeInterpreter runs one call in the response's computer (created at the

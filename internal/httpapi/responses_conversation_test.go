@@ -168,6 +168,61 @@ func TestResponsesContinueClientFunction(t *testing.T) {
 	}
 }
 
+// TestResponsesMaxToolCallsClientCall: after max_tool_calls the upstream
+// gets tool_choice "none"; a model that still calls a client function
+// ends the response incomplete with the call as an item, and the stored
+// conversation has the call, so previous_response_id plus its
+// function_call_output continues it.
+func TestResponsesMaxToolCallsClientCall(t *testing.T) {
+	e := newEnv(t, nil)
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		switch n {
+		case 1:
+			return 200, toolCallAnswer("code_interpreter", `{"code":"print(6 * 7)"}`)
+		case 2:
+			return 200, chatAnswer(map[string]any{"role": "assistant", "content": "Let me check.", "tool_calls": []any{
+				map[string]any{"id": "call_w", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Paris"}`}},
+				map[string]any{"id": "call_ci", "type": "function", "function": map[string]any{"name": "code_interpreter", "arguments": `{"code":"1"}`}}}})
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "It is " + lastToolMessage(req)})
+	})
+	e.withGateway(up)
+	_, key := e.newKey("", computerCaps)
+	tools := append([]any{map[string]any{"type": "function", "name": "get_weather", "parameters": map[string]any{"type": "object"}}}, ciTool...)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "weather?", "tools": tools, "max_tool_calls": 1})
+	var first struct {
+		responseObj
+		IncompleteDetails struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+	}
+	r.json(t, &first)
+	if r.code != 200 || first.Status != "incomplete" || first.IncompleteDetails.Reason != "max_tool_calls" || len(first.Output) != 3 ||
+		first.Output[0].Type != "code_interpreter_call" || first.Output[1].Type != "message" ||
+		first.Output[2].Type != "function_call" || first.Output[2].CallID != "call_w" {
+		t.Fatalf("first: %s", r)
+	}
+	if tc := up.requests[1]["tool_choice"]; tc != "none" {
+		t.Fatalf("tool_choice after the limit: %v", tc)
+	}
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "tools": tools, "previous_response_id": first.ID,
+		"input": []any{map[string]any{"type": "function_call_output", "call_id": "call_w", "output": "sunny"}}})
+	var second responseObj
+	r.json(t, &second)
+	if r.code != 200 || second.Output[0].Content[0].Text != "It is sunny" {
+		t.Fatalf("second: %s", r)
+	}
+	// The ignored gateway call is not replayed; the client's call is,
+	// with the text said before it, followed by its output.
+	if got := roles(up.requests[2]); got != "user:weather?|assistant>code_interpreter|tool|assistant:Let me check.>get_weather|tool" {
+		t.Fatalf("replayed: %s", got)
+	}
+	msgs := up.requests[2]["messages"].([]any)
+	if id := msgs[len(msgs)-1].(map[string]any)["tool_call_id"]; id != "call_w" {
+		t.Fatalf("tool output follows call %v", id)
+	}
+}
+
 // TestResponsesInputImage: input_image parts reach the upstream as
 // image_url parts; a stored file is sent as a data URL; a file that is no
 // image is a 400 naming the part.
