@@ -20,8 +20,9 @@ and n in milliseconds:
   round     --n sequential responses with one tool round (pool full before
             each): the client's time, the server's (Server-Timing), the
             upstream handler's, the code_interpreter call's, the computer's
-            create and delete, and the gateway overhead per tool round:
-            server total minus upstream, code and computer (target ≤ 5 ms p50)
+            create, and the gateway overhead per tool round: server total
+            minus upstream, code and computer create (target ≤ 5 ms p50;
+            the computer is deleted after the answer, untimed)
   streamed  --batches of --concurrency streamed responses at once (pool
             full before each batch): time to the first output_text.delta
             and to response.completed, throughput and errors

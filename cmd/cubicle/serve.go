@@ -132,8 +132,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	mgr.SetImageSaver(fsvc.SaveImage)
 	api := httpapi.New(gov, mgr, st)
 	api.SetFiles(fsvc)
+	var gw *gateway.Gateway
 	if cfg.Gateway.Enabled() {
-		gw, err := gateway.New(gwc, mgr)
+		gw, err = gateway.New(gwc, mgr)
 		if err != nil {
 			return err
 		}
@@ -179,6 +180,13 @@ func serve(ctx context.Context, cfg config.Config) error {
 	// Hijacked WebSocket connections are not waited for by Shutdown.
 	if err := api.CloseSockets(shutdownCtx); err != nil {
 		slog.Warn("shutting down", "err", err)
+	}
+	// Responses delete their computers after answering: wait for those
+	// deletes before the manager closes (it destroys what is left).
+	if gw != nil {
+		if err := gw.Close(shutdownCtx); err != nil {
+			slog.Warn("shutting down", "err", err)
+		}
 	}
 	return nil
 }

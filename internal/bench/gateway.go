@@ -21,7 +21,6 @@ const (
 	RowGwUpstream      = "gateway_round_upstream"
 	RowGwTools         = "gateway_round_python"
 	RowGwCreate        = "gateway_round_computer_create"
-	RowGwDelete        = "gateway_round_computer_delete"
 	RowGwOverhead      = "gateway_round_overhead"
 	RowGwOverheadAll   = "gateway_round_overhead_with_computer"
 	RowGwStreamFirst   = "gateway_stream_first_text"
@@ -128,7 +127,8 @@ func gatewayRequest(stream bool) []byte {
 // upstream: N sequential responses with one code_interpreter round each
 // (the server's Server-Timing header and the upstream's own handler time
 // split each response's time), then Batches of Concurrency streamed
-// responses at once. Every response deletes its computer before it ends.
+// responses at once. Every response deletes its computer after its answer
+// was sent (not part of the timed response).
 func RunGateway(ctx context.Context, cfg GatewayConfig) (*GatewayReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) (*GatewayReport, error) 
 		return rep, fmt.Errorf("the server does not answer GET /v1/computers with this key: %w", err)
 	}
 	pool := &poolWaiter{c: c, full: cfg.PoolSize, timeout: cfg.PoolTimeout}
-	ids := []string{RowGwClient, RowGwServer, RowGwUpstream, RowGwTools, RowGwCreate, RowGwDelete, RowGwOverheadAll, RowGwOverhead}
+	ids := []string{RowGwClient, RowGwServer, RowGwUpstream, RowGwTools, RowGwCreate, RowGwOverheadAll, RowGwOverhead}
 	samples := map[string][]time.Duration{}
 	failures := 0
 	fmt.Fprintf(cfg.Log, "gateway: %d sequential responses with one code_interpreter round (after %d warm-up)\n", cfg.N, cfg.Warmup)
@@ -185,8 +185,7 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) (*GatewayReport, error) 
 		RowGwUpstream:    "  in the upstream (2 calls, its handler)",
 		RowGwTools:       "  in the computer: code_interpreter call",
 		RowGwCreate:      "  computer create (from the pool)",
-		RowGwDelete:      "  computer delete (before the answer)",
-		RowGwOverheadAll: "  gateway incl. computer create/delete",
+		RowGwOverheadAll: "  gateway incl. computer create",
 		RowGwOverhead:    "gateway overhead per tool round",
 	}
 	for _, id := range ids {
@@ -243,8 +242,8 @@ func gatewayRow(id, label string, s []time.Duration, failures int) GatewayRow {
 
 // gatewayRound runs one non-streamed response and splits its time, in
 // the order of the rows: client total, server total, upstream handler,
-// the tool call, the computer's create, its delete, the gateway with and
-// without the computer.
+// the tool call, the computer's create, the gateway with and without the
+// computer's create.
 func gatewayRound(ctx context.Context, c *apiClient, up *GatewayUpstream) ([]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -278,9 +277,9 @@ func gatewayRound(ctx context.Context, c *apiClient, up *GatewayUpstream) ([]tim
 	if err != nil {
 		return nil, err
 	}
-	total, tools, create, del := t["total"], t["tools"], t["create"], t["delete"]
+	total, tools, create := t["total"], t["tools"], t["create"]
 	withComputer := total - upstream - tools
-	return []time.Duration{client, total, upstream, tools, create, del, withComputer, withComputer - create - del}, nil
+	return []time.Duration{client, total, upstream, tools, create, withComputer, withComputer - create}, nil
 }
 
 // checkGatewayResponse checks the answer: completed, a code_interpreter

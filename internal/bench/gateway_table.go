@@ -18,7 +18,7 @@ func WriteGatewayTable(w io.Writer, r *GatewayReport) error {
 		who, r.Server.URL, r.Server.PoolSize)
 	fmt.Fprintf(&b, "one response: code_interpreter call (%s), then the answer; %d sequential after %d warm-up, pool full before each\n",
 		gatewayBenchCode, r.N, r.Warmup)
-	b.WriteString("overhead = Server-Timing total − upstream handler time − code_interpreter call − computer create/delete\n\n")
+	b.WriteString("overhead = Server-Timing total − upstream handler time − code_interpreter call − computer create (its delete follows the answer)\n\n")
 	fmt.Fprintf(&b, "%-*s %9s %9s %9s %9s %5s\n", labelWidth, "ms", "p50", "p95", "p99", "mean", "n")
 	for _, row := range r.Rows {
 		cell := func(d Duration) string {

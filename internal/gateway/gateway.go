@@ -89,6 +89,8 @@ type Gateway struct {
 	files *files.Service
 	// responses keeps finished responses (store: true); nil: nothing is kept.
 	responses store.Responses
+	// pending are the response computers being deleted (Run.Close).
+	pending pendingDeletes
 }
 
 // SetStore enables keeping finished responses (request field store,
@@ -251,6 +253,7 @@ type Run struct {
 	// went (see Timing).
 	started time.Time
 	timing  Timing
+	closed  bool // Close was called
 }
 
 // Stream reports whether the request asked for streaming.
@@ -278,6 +281,7 @@ func (g *Gateway) Create(ctx context.Context, p governance.Principal, req *Reque
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close(ctx)
 	return r.Do(ctx, nil)
 }
 
@@ -324,10 +328,10 @@ func (r *Run) snapshot() Response {
 
 // Do runs the response. With send, it streams the Responses events
 // (response.created … response.completed, or response.failed after an
-// error, which it also returns).
+// error, which it also returns). The response's computer outlives Do:
+// Close deletes it.
 func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error) {
 	r.send = send
-	defer r.cleanup(ctx)
 	r.emit("response.created", map[string]any{"response": r.snapshot()})
 	r.emit("response.in_progress", map[string]any{"response": r.snapshot()})
 	if err := r.loop(ctx); err != nil {
@@ -368,20 +372,6 @@ func (r *Run) keep(ctx context.Context) {
 	}
 	if err != nil {
 		slog.ErrorContext(ctx, "gateway: storing the response failed", "response", r.resp.ID, "err", err)
-	}
-}
-
-// cleanup deletes the response's computer however the response ended.
-func (r *Run) cleanup(ctx context.Context) {
-	if r.computerID == "" {
-		return
-	}
-	defer timed(&r.timing.Delete)()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := r.g.comp.Delete(ctx, r.p, r.computerID); err != nil {
-		slog.WarnContext(ctx, "gateway: deleting the response's computer failed", "computer", r.computerID,
-			"response", r.resp.ID, "err", err)
 	}
 }
 

@@ -8,14 +8,13 @@ import (
 
 // Timing is where a response's time went on the server: waiting for the
 // upstream (its calls, answers read whole), running tools in the computer,
-// creating the computer (input files copied in included) and deleting it,
-// and the total since Begin. The rest of Total is the gateway's own
-// overhead.
+// creating the computer (input files copied in included), and the total
+// since Begin. The rest of Total is the gateway's own overhead. Deleting
+// the computer is not in it: Close does that after the answer was sent.
 type Timing struct {
 	Upstream time.Duration
 	Tools    time.Duration
 	Create   time.Duration
-	Delete   time.Duration
 	Total    time.Duration
 }
 
@@ -33,15 +32,14 @@ func (r *Run) Timing() Timing {
 }
 
 // ServerTiming renders t as a Server-Timing header value (milliseconds):
-// upstream, tools, create, delete, gateway (the rest) and total.
+// upstream, tools, create, gateway (the rest) and total.
 func (t Timing) ServerTiming() string {
-	gw := t.Total - t.Upstream - t.Tools - t.Create - t.Delete
+	gw := t.Total - t.Upstream - t.Tools - t.Create
 	var b strings.Builder
 	for i, m := range []struct {
 		name string
 		d    time.Duration
-	}{{"upstream", t.Upstream}, {"tools", t.Tools}, {"create", t.Create}, {"delete", t.Delete},
-		{"gateway", gw}, {"total", t.Total}} {
+	}{{"upstream", t.Upstream}, {"tools", t.Tools}, {"create", t.Create}, {"gateway", gw}, {"total", t.Total}} {
 		if i > 0 {
 			b.WriteString(", ")
 		}

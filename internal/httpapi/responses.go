@@ -29,20 +29,25 @@ func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governanc
 		return err
 	}
 	run, err := g.Begin(r.Context(), p, &req)
-	if err == nil && run.Stream() {
+	if err != nil {
+		return err
+	}
+	// Deferred: the response's computer is deleted once the answer (or
+	// the stream's last event) was written, whatever happened.
+	defer run.Close(r.Context())
+	if run.Stream() {
 		return streamResponse(w, r, run)
 	}
-	var resp *gateway.Response
-	if err == nil {
-		resp, err = run.Do(r.Context(), nil)
-		// Where the time went (upstream, tools, computer, gateway), for
-		// operators and the gateway bench.
-		w.Header().Set("Server-Timing", run.Timing().ServerTiming())
-	}
+	resp, err := run.Do(r.Context(), nil)
+	// Where the time went (upstream, tools, computer create, gateway), for
+	// operators and the gateway bench.
+	w.Header().Set("Server-Timing", run.Timing().ServerTiming())
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, resp)
+	// The answer leaves now, before the deferred delete starts.
+	http.NewResponseController(w).Flush()
 	return nil
 }
 

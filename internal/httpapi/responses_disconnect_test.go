@@ -22,7 +22,8 @@ func sleeper(t *testing.T) *scripted {
 	})
 }
 
-// waitDestroyed waits until the response's computer is destroyed.
+// waitDestroyed waits (bounded) until the response's computer is
+// destroyed: it is deleted after the answer or the last event was sent.
 func (e *env) waitDestroyed(key, responseID string) {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -32,7 +33,7 @@ func (e *env) waitDestroyed(key, responseID string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("computer of %s not destroyed after the client left: %+v", responseID, cs)
+			e.t.Fatalf("computer of %s not destroyed: %+v", responseID, cs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -146,10 +147,17 @@ func TestResponsesDisconnectMidExecution(t *testing.T) {
 			break
 		}
 	}
+	// As cubicle serve shuts down: the sockets, then the gateway, which
+	// waits for the computers its responses are deleting.
 	if err := e.api.CloseSockets(wctx); err != nil {
 		t.Fatal(err)
 	}
-	e.waitDestroyed(key, respID)
+	if err := e.gw.Close(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if cs := e.computersOf(key, respID); len(cs) != 1 || cs[0].Status != "destroyed" {
+		t.Fatalf("computer after shutdown: %+v", cs)
+	}
 	for {
 		if _, _, err = c.Read(wctx); err != nil {
 			break // the events of the cancelled response, then the close

@@ -2,10 +2,12 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
@@ -158,8 +160,8 @@ func TestResponsesCodeInterpreter(t *testing.T) {
 				t.Fatalf("outputs: %s", r)
 			}
 		}
-		cs := e.computersOf(key, out.ID)
-		if len(cs) != 1 || cs[0].ID != ci.ContainerID || cs[0].Status != "destroyed" {
+		e.waitDestroyed(key, out.ID) // deleted after the answer was sent
+		if cs := e.computersOf(key, out.ID); cs[0].ID != ci.ContainerID {
 			t.Fatalf("computer of the response: %+v", cs)
 		}
 	}
@@ -271,14 +273,13 @@ func TestResponsesUpstreamError(t *testing.T) {
 		t.Fatalf("upstream detail leaked: %s", r)
 	}
 	// The response's computer is gone.
-	cr := e.do(key, "GET", "/v1/computers?status=all", nil)
-	var l struct {
-		Data []view `json:"data"`
-	}
-	cr.json(t, &l)
-	if len(l.Data) != 1 || l.Data[0].Status != "destroyed" {
-		t.Fatalf("computers after an upstream failure: %s", cr)
-	}
+	eventually(t, 30*time.Second, "the computer destroyed after an upstream failure", func() bool {
+		var l struct {
+			Data []view `json:"data"`
+		}
+		e.do(key, "GET", "/v1/computers?status=all", nil).json(t, &l)
+		return len(l.Data) == 1 && l.Data[0].Status == "destroyed"
+	})
 }
 
 func TestResponsesStreaming(t *testing.T) {
@@ -332,9 +333,7 @@ func TestResponsesStreaming(t *testing.T) {
 	if out.Status != "completed" || len(out.Output) != 2 || out.Output[1].Content[0].Text != "The answer is 42" {
 		t.Fatalf("final response: %s", b)
 	}
-	if cs := e.computersOf(key, out.ID); len(cs) != 1 || cs[0].Status != "destroyed" {
-		t.Fatalf("computer after the stream: %+v", cs)
-	}
+	e.waitDestroyed(key, out.ID)
 }
 
 func TestResponsesStreamingUpstreamError(t *testing.T) {
@@ -352,14 +351,13 @@ func TestResponsesStreamingUpstreamError(t *testing.T) {
 	if r.code != 200 || !strings.HasPrefix(lastBlock, "event: response.failed\n") || !strings.Contains(lastBlock, `"upstream_error"`) {
 		t.Fatalf("stream: %s", r)
 	}
-	cr := e.do(key, "GET", "/v1/computers?status=all", nil)
-	var l struct {
-		Data []view `json:"data"`
-	}
-	cr.json(t, &l)
-	if len(l.Data) != 1 || l.Data[0].Status != "destroyed" {
-		t.Fatalf("computers after a failed stream: %s", cr)
-	}
+	eventually(t, 30*time.Second, "the computer destroyed after a failed stream", func() bool {
+		var l struct {
+			Data []view `json:"data"`
+		}
+		e.do(key, "GET", "/v1/computers?status=all", nil).json(t, &l)
+		return len(l.Data) == 1 && l.Data[0].Status == "destroyed"
+	})
 }
 
 // withFilesGateway wires the files service (as serve does) and a gateway
@@ -384,7 +382,7 @@ func (e *env) withFilesGatewayConfig(cfg gateway.Config) {
 	}
 	g.SetFiles(svc)
 	g.SetStore(e.st.Responses())
-	e.api.SetGateway(g)
+	e.setGateway(g)
 }
 
 // toolCallsAnswer is one assistant turn with several tool calls
@@ -475,8 +473,8 @@ func TestResponsesComputerTools(t *testing.T) {
 		if raw["parallel_tool_calls"] != false {
 			t.Fatalf("parallel_tool_calls: %s", r)
 		}
-		cs := e.computersOf(key, out.ID)
-		if len(cs) != 1 || cs[0].ID != w.ContainerID || cs[0].Status != "destroyed" {
+		e.waitDestroyed(key, out.ID)
+		if cs := e.computersOf(key, out.ID); cs[0].ID != w.ContainerID {
 			t.Fatalf("computer of the response: %+v", cs)
 		}
 		req := up.requests[2*i]
@@ -759,5 +757,31 @@ func TestResponsesStore(t *testing.T) {
 	}
 	if g := e.do(key, "GET", "/v1/responses/"+out.ID, nil); g.code != 404 {
 		t.Fatalf("get store:false: %s", g)
+	}
+}
+
+// TestResponsesDeleteAfterAnswer: the response's computer is deleted after
+// the answer was sent (Server-Timing has no delete), and the gateway's
+// Close (server shutdown) waits for that delete.
+func TestResponsesDeleteAfterAnswer(t *testing.T) {
+	e := newEnv(t, nil)
+	e.withGateway(sixTimesSeven(t))
+	_, key := e.newKey("", computerCaps)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "6*7?", "tools": ciTool})
+	var out responseObj
+	r.json(t, &out)
+	st := r.hdr.Get("Server-Timing")
+	if r.code != 200 || out.Status != "completed" || strings.Contains(st, "delete") ||
+		!strings.Contains(st, "create;dur=") || !strings.Contains(st, "total;dur=") {
+		t.Fatalf("answer: %s, Server-Timing %q", r, st)
+	}
+	t.Logf("Server-Timing: %s", st)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := e.gw.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cs := e.computersOf(key, out.ID); len(cs) != 1 || cs[0].Status != "destroyed" {
+		t.Fatalf("computer once the gateway closed: %+v", cs)
 	}
 }

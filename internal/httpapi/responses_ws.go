@@ -210,6 +210,9 @@ func (s *socket) serve(g *gateway.Gateway, p governance.Principal, f wsFrame) {
 		s.fail(err, streamID)
 		return
 	}
+	// After the response's last event; the next response does not wait
+	// for the delete.
+	defer run.Close(s.ctx)
 	_, err = run.Do(s.ctx, func(ev gateway.Event) error {
 		if streamID != "" {
 			ev.Fields["stream_id"] = streamID

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 )
@@ -241,5 +243,19 @@ func (e *env) withGatewayConfig(cfg gateway.Config) {
 		e.t.Fatal(err)
 	}
 	g.SetStore(e.st.Responses())
+	e.setGateway(g)
+}
+
+// setGateway serves g; at cleanup (before the server's) it waits for the
+// computers its responses delete after answering.
+func (e *env) setGateway(g *gateway.Gateway) {
+	e.gw = g
 	e.api.SetGateway(g)
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := g.Close(ctx); err != nil {
+			e.t.Error(err)
+		}
+	})
 }
