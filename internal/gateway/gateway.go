@@ -254,6 +254,9 @@ type Run struct {
 	started time.Time
 	timing  Timing
 	closed  bool // Close was called
+	// turn is the upstream answer being turned into items (the last one
+	// once the loop ended).
+	turn *turnOutput
 }
 
 // Stream reports whether the request asked for streaming.
@@ -336,6 +339,7 @@ func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error)
 	r.emit("response.in_progress", map[string]any{"response": r.snapshot()})
 	if err := r.loop(ctx); err != nil {
 		if r.send != nil {
+			r.closeUnfinished()
 			r.resp.Status = "failed"
 			code, msg := "server_error", "The response failed; see the server log."
 			var ge *Error
@@ -388,6 +392,7 @@ func (r *Run) loop(ctx context.Context) error {
 			creq.ToolChoice = json.RawMessage(`"none"`)
 		}
 		to := newTurnOutput(ctx, r, !limited)
+		r.turn = to
 		created := r.timing.Create
 		stop := timed(&r.timing.Upstream)
 		tu, err := r.up.complete(ctx, creq, to)
@@ -525,6 +530,8 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall, streamed *op
 		r.emit("response.code_interpreter_call.in_progress", at())
 		r.emit("response.code_interpreter_call_code.delta", at("delta", item.Code))
 		r.emit("response.code_interpreter_call_code.done", at("code", item.Code))
+		added.Code = item.Code
+		r.resp.Output = append(r.resp.Output, added) // until it ran
 	}
 	r.emit("response.code_interpreter_call.interpreting", at())
 	args := json.RawMessage(tc.Function.Arguments)
@@ -548,11 +555,7 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall, streamed *op
 		r.imagesAsArtifacts(ctx, item.ID, outs)
 		item.Outputs = &outs
 	}
-	if streamed != nil {
-		r.resp.Output[idx] = item
-	} else {
-		r.resp.Output = append(r.resp.Output, item)
-	}
+	r.resp.Output[idx] = item
 	r.emit("response.code_interpreter_call.completed", at())
 	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": item})
 	return res.Output, nil
@@ -599,6 +602,7 @@ func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) 
 	item := ToolCall{Type: "tool_call", ID: newID("tc_"), Status: "in_progress", ContainerID: r.computerID,
 		Name: tc.Function.Name, Arguments: tc.Function.Arguments}
 	idx := len(r.resp.Output)
+	r.resp.Output = append(r.resp.Output, item) // until it ran
 	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": item})
 	args := json.RawMessage(tc.Function.Arguments)
 	if len(args) == 0 {
@@ -614,9 +618,62 @@ func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) 
 	if res.Failed {
 		item.Status = "failed"
 	}
-	r.resp.Output = append(r.resp.Output, item)
+	r.resp.Output[idx] = item
 	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": item})
 	return res.Output, nil
+}
+
+// incomplete marks an in-progress status "incomplete" (false: it was not
+// in progress).
+func incomplete(status *string) bool {
+	if *status != "in_progress" {
+		return false
+	}
+	*status = "incomplete"
+	return true
+}
+
+// asIncomplete is the item marked incomplete, if it was in progress.
+func (m Message) asIncomplete() (any, bool) {
+	ok := incomplete(&m.Status)
+	return m, ok
+}
+
+func (c FunctionCall) asIncomplete() (any, bool) {
+	ok := incomplete(&c.Status)
+	return c, ok
+}
+
+func (c CodeInterpreterCall) asIncomplete() (any, bool) {
+	ok := incomplete(&c.Status)
+	return c, ok
+}
+
+func (c ToolCall) asIncomplete() (any, bool) {
+	ok := incomplete(&c.Status)
+	return c, ok
+}
+
+// closeUnfinished ends the items of a response that failed: every item
+// still in progress (a message or client call cut short, code that was
+// streaming or running, a computer tool call) becomes "incomplete", as
+// OpenAI marks what a response did not finish, and gets its
+// response.output_item.done (before response.failed).
+func (r *Run) closeUnfinished() {
+	if r.turn != nil {
+		r.turn.abandon()
+	}
+	for i, it := range r.resp.Output {
+		u, ok := it.(interface{ asIncomplete() (any, bool) })
+		if !ok {
+			continue
+		}
+		if it, ok = u.asIncomplete(); !ok {
+			continue
+		}
+		r.resp.Output[i] = it
+		r.emit("response.output_item.done", map[string]any{"output_index": i, "item": it})
+	}
 }
 
 // InputsNotePrefix starts the system note listing the copied input files;

@@ -23,6 +23,7 @@ type turnOutput struct {
 	ctx        context.Context
 	streamCode bool
 	err        error // making the computer failed; the loop returns it
+	finished   bool  // finish ran: the answer's items are complete
 	msg        *openMessage
 	calls      map[int]*openCall // by the call's index in the answer
 }
@@ -172,6 +173,7 @@ func (t *turnOutput) clientArgs(fc *openFunctionCall, delta string) {
 // call ids the upstream may have sent late, or the gateway made up).
 func (t *turnOutput) finish(tu *turn) {
 	r := t.r
+	t.finished = true
 	if m := t.msg; m != nil {
 		text := m.text.String()
 		part := OutputText{Type: "output_text", Text: text, Annotations: []any{}}
@@ -212,8 +214,42 @@ func (t *turnOutput) finishCode(oc *openCode, tc chatToolCall) {
 		t.codeDelta(oc, rest)
 	}
 	oc.item.Code = a.Code
+	t.r.resp.Output[oc.idx] = oc.item
 	t.r.emit("response.code_interpreter_call_code.done", map[string]any{"item_id": oc.item.ID,
 		"output_index": oc.idx, "code": a.Code})
+}
+
+// abandon ends an answer that broke before finish: its items keep what
+// arrived (the message's text, the arguments and code so far) and stay
+// in progress for Run.closeUnfinished; the message's text and part are
+// closed (output_text.done, content_part.done), as OpenAI does for a
+// message cut short.
+func (t *turnOutput) abandon() {
+	if t.finished {
+		return
+	}
+	t.finished = true
+	r := t.r
+	if m := t.msg; m != nil {
+		text := m.text.String()
+		part := OutputText{Type: "output_text", Text: text, Annotations: []any{}}
+		d := m.at("text", text)
+		d["logprobs"] = []any{}
+		r.emit("response.output_text.done", d)
+		r.emit("response.content_part.done", m.at("part", part))
+		m.item.Content = []OutputText{part}
+		r.resp.Output[m.idx] = m.item
+	}
+	for _, c := range t.calls {
+		switch {
+		case c.client != nil:
+			c.client.item.Arguments = c.client.args.String()
+			r.resp.Output[c.client.idx] = c.client.item
+		case c.code != nil:
+			c.code.item.Code = c.code.sent.String()
+			r.resp.Output[c.code.idx] = c.code.item
+		}
+	}
 }
 
 // addMessage adds a whole assistant message (as if streamed in one piece).

@@ -84,6 +84,14 @@ func TestResponsesDisconnectMidExecution(t *testing.T) {
 		t.Fatal("no response.created before interpreting")
 	}
 	e.waitDestroyed(key, respID)
+	// The stored response failed; the code it was running ended (failed:
+	// the kernel was interrupted, or incomplete), never in_progress.
+	var stored responseObj
+	e.do(key, "GET", "/v1/responses/"+respID, nil).json(t, &stored)
+	if st := stored.Output[0].Status; stored.Status != "failed" || len(stored.Output) != 1 || (st != "failed" && st != "incomplete") ||
+		stored.Output[0].Code != "import time\ntime.sleep(60)" {
+		t.Fatalf("stored after the disconnect: %+v", stored)
+	}
 
 	// WebSocket: the same, closing the connection.
 	wctx, wcancel := context.WithTimeout(t.Context(), time.Minute)

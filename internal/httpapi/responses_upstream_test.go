@@ -339,3 +339,77 @@ func TestResponsesUpstreamStall(t *testing.T) {
 		t.Fatalf("stalled stream: %s", r.body)
 	}
 }
+
+// TestResponsesFailedItemsIncomplete: when the upstream breaks mid-answer,
+// every item the client saw added (a message cut short, a client call and
+// streaming code with half their arguments, an earlier computer tool
+// call) ends "incomplete" with its response.output_item.done before
+// response.failed; the stored response says the same, nothing stays
+// in_progress.
+func TestResponsesFailedItemsIncomplete(t *testing.T) {
+	e := newEnv(t, nil)
+	_, key := e.newKey("", computerCaps)
+	call := func(index int, id, name, args string) map[string]any {
+		return map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"tool_calls": []any{
+			map[string]any{"index": index, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}}}}}}
+	}
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		if n == 1 {
+			return 200, toolCallAnswer("builtin__computer_exec", `{"command":"echo hi","timeout_seconds":null}`)
+		}
+		return 200, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			sse(w, "", map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": "Half an ans"}}}})
+			sse(w, "", call(0, "call_w", "get_weather", `{"ci`))
+			sse(w, "", call(1, "call_c", "code_interpreter", `{"code":"print(`))
+			// The connection closes: no finish_reason, no [DONE].
+		}
+	})
+	e.withGateway(up)
+	tools := append([]any{map[string]any{"type": "function", "name": "get_weather", "parameters": map[string]any{"type": "object"}},
+		map[string]any{"type": "tool", "name": "builtin__computer_exec"}}, ciTool...)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "go", "tools": tools, "stream": true})
+	evs := sseEvents(t, r.body)
+	out := finalResponse(t, evs)
+	if evs[len(evs)-1]["type"] != "response.failed" || out.Status != "failed" || len(out.Output) != 4 {
+		t.Fatalf("stream: %s", r.body)
+	}
+	want := []struct{ typ, status, text string }{
+		{"tool_call", "completed", ""},
+		{"message", "incomplete", "Half an ans"},
+		{"function_call", "incomplete", `{"ci`},
+		{"code_interpreter_call", "incomplete", "print("},
+	}
+	for i, w := range want {
+		it := out.Output[i]
+		text := map[string]string{"message": "", "function_call": it.Arguments, "code_interpreter_call": it.Code}[w.typ]
+		if w.typ == "message" && len(it.Content) == 1 {
+			text = it.Content[0].Text
+		}
+		if it.Type != w.typ || it.Status != w.status || text != w.text {
+			t.Fatalf("output[%d] = %+v, want %+v", i, it, w)
+		}
+	}
+	// Each added item is done, with its final status, before response.failed.
+	added, done := sseOfType(evs, "response.output_item.added"), sseOfType(evs, "response.output_item.done")
+	if len(added) != 4 || len(done) != 4 {
+		t.Fatalf("%d added, %d done: %s", len(added), len(done), r.body)
+	}
+	for _, d := range done {
+		i := int(d["output_index"].(float64))
+		if st := d["item"].(map[string]any)["status"]; st != want[i].status {
+			t.Fatalf("output_item.done %d: status %v", i, st)
+		}
+	}
+	if i := indexOf(evs, "response.content_part.done"); i < 0 || indexOf(evs, "response.output_text.done") > i {
+		t.Fatalf("the message's text and part not closed: %s", r.body)
+	}
+	var stored responseObj
+	e.do(key, "GET", "/v1/responses/"+out.ID, nil).json(t, &stored)
+	for i, w := range want {
+		if stored.Output[i].Status != w.status {
+			t.Fatalf("stored output[%d]: %+v", i, stored.Output[i])
+		}
+	}
+	e.waitDestroyed(key, out.ID)
+}
