@@ -248,7 +248,7 @@ func (in *parsedInput) message(item inputItem, param string) error {
 func (in *parsedInput) inputFile(part contentPart, param string) error {
 	switch {
 	case part.FileURL != nil:
-		return invalid(param+".file_url", "input_file by file_url is not supported (the gateway fetches nothing); send file_id or file_data")
+		return invalid(param+".file_url", "input_file by file_url is not supported: the gateway fetches no URL a client names (it would reach the server's own network); upload the file (POST /v1/files) and send file_id, or send file_data")
 	case part.Text != "" || part.ImageURL != nil || part.Detail != "":
 		return invalid(param, `an input_file part holds file_id, or file_data and filename: {"type":"input_file","file_id":"file_…"}`)
 	case part.FileData != nil && part.FileID != "":

@@ -226,6 +226,9 @@ func TestResponsesValidation(t *testing.T) {
 		if er.Error.Param == nil || *er.Error.Param != c.param {
 			t.Fatalf("%s: param, want %q: %s", c.body, c.param, r)
 		}
+		if c.param == "input[0].content[0].file_url" && !strings.Contains(er.Error.Message, "fetches no URL") {
+			t.Fatalf("file_url: the message says why: %s", r)
+		}
 	}
 	if up.count() != 0 {
 		t.Fatalf("upstream got %d calls for invalid requests", up.count())
