@@ -388,3 +388,44 @@ func TestResponsesInputFileData(t *testing.T) {
 		t.Fatalf("upstream calls %d, want 2", up.count())
 	}
 }
+
+// TestResponsesKernelStateAndRecovery: an error in the code reaches the
+// model as the call's output, the model recovers with a second call in
+// the same response, and that call sees the first one's variables (one
+// computer, one kernel); with both upstream APIs, streamed and not.
+func TestResponsesKernelStateAndRecovery(t *testing.T) {
+	e := newEnv(t, nil)
+	_, key := e.newKey("", computerCaps)
+	for _, api := range []string{gateway.APIChat, gateway.APIResponses} {
+		up := newScriptedAPI(t, api, func(n int, req map[string]any) (int, any) {
+			switch len(toolMessages(req)) {
+			case 0:
+				return 200, toolCallAnswer("code_interpreter", `{"code":"x = 6 * 7\n1 / 0"}`)
+			case 1:
+				return 200, toolCallAnswer("code_interpreter", `{"code":"print(x)"}`)
+			}
+			return 200, chatAnswer(map[string]any{"role": "assistant", "content": "recovered: " + lastToolMessage(req)})
+		})
+		e.withGatewayConfig(gateway.Config{Model: "m", Upstreams: []gateway.UpstreamConfig{
+			{Name: "up", BaseURL: up.srv.URL + "/v1", API: api, Default: true}}})
+		stream := api == gateway.APIResponses
+		r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "6*7?", "tools": ciTool, "stream": stream})
+		var out responseObj
+		if stream {
+			out = finalResponse(t, sseEvents(t, r.body))
+		} else {
+			r.json(t, &out)
+		}
+		if out.Status != "completed" || len(out.Output) != 3 || out.Output[0].Type != "code_interpreter_call" ||
+			out.Output[1].Type != "code_interpreter_call" || out.Output[0].ContainerID != out.Output[1].ContainerID ||
+			out.Output[0].Status != "failed" || out.Output[1].Status != "completed" ||
+			strings.TrimSpace(out.Output[2].Content[0].Text) != "recovered: 42" {
+			t.Fatalf("%s: %s", api, r)
+		}
+		// The model saw the error as the first call's output.
+		if seen := toolMessages(up.requests[1]); len(seen) != 1 || !strings.Contains(seen[0], "ZeroDivisionError") {
+			t.Fatalf("%s: the model saw %q", api, seen)
+		}
+		e.waitDestroyed(key, out.ID)
+	}
+}

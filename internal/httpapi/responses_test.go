@@ -788,3 +788,25 @@ func TestResponsesDeleteAfterAnswer(t *testing.T) {
 		t.Fatalf("computer once the gateway closed: %+v", cs)
 	}
 }
+
+// TestResponsesMaxRounds: a model that keeps calling tools stops after
+// the configured round limit, incomplete with reason max_rounds.
+func TestResponsesMaxRounds(t *testing.T) {
+	e := newEnv(t, nil)
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		return 200, toolCallAnswer("code_interpreter", `{"code":"print(1)"}`)
+	})
+	e.withGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "m", MaxRounds: 2})
+	_, key := e.newKey("", computerCaps)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"input": "loop", "tools": ciTool})
+	var out struct {
+		responseObj
+		IncompleteDetails struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+	}
+	r.json(t, &out)
+	if r.code != 200 || out.Status != "incomplete" || out.IncompleteDetails.Reason != "max_rounds" || len(out.Output) != 2 || up.count() != 2 {
+		t.Fatalf("after %d upstream calls: %s", up.count(), r)
+	}
+}
