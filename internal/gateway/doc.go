@@ -10,7 +10,8 @@
 // response's time went (timing.go, the Server-Timing header), the
 // Responses output objects, the input items as Chat Completions turns
 // (input.go, chatcontent.go) and the stored, replayable conversation
-// behind previous_response_id (conversation.go). It may import
+// behind previous_response_id (conversation.go), and the deletes of the
+// responses' computers after their answers (cleanup.go). It may import
 // internal/tools, internal/computer, internal/files, internal/governance,
 // internal/sandbox, internal/store and the standard library; HTTP routing
 // and error rendering stay in internal/httpapi.
