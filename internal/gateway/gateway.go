@@ -444,6 +444,8 @@ func (r *Run) loop(ctx context.Context) error {
 			case !r.isGatewayCall(tc.Function.Name):
 				clientCalls = true
 				continue
+			case r.plan.maxToolCalls > 0 && r.toolCalls >= r.plan.maxToolCalls:
+				out = r.skipCall(to.code(i))
 			case tc.Function.Name == tools.CodeInterpreterName:
 				out, err = r.codeInterpreter(ctx, tc, to.code(i))
 			default:
@@ -473,6 +475,23 @@ func (r *Run) loop(ctx context.Context) error {
 	r.resp.Status = "incomplete"
 	r.resp.IncompleteDetails = &Incomplete{Reason: "max_rounds"}
 	return nil
+}
+
+// NotRunOutput is what the model sees for a gateway call past the
+// request's max_tool_calls, made in the same answer as the calls before it.
+const NotRunOutput = "This call was not run: the response reached its max_tool_calls limit."
+
+// skipCall ignores a gateway call past max_tool_calls: it does not run; a
+// code_interpreter_call item already shown while its code streamed ends
+// incomplete. It returns what the model sees.
+func (r *Run) skipCall(streamed *openCode) string {
+	if streamed != nil {
+		item := r.resp.Output[streamed.idx].(CodeInterpreterCall)
+		item.Status = "incomplete"
+		r.resp.Output[streamed.idx] = item
+		r.emit("response.output_item.done", map[string]any{"output_index": streamed.idx, "item": item})
+	}
+	return NotRunOutput
 }
 
 // clientTurn is the assistant turn of tu as the client saw it: its text

@@ -429,3 +429,35 @@ func TestResponsesKernelStateAndRecovery(t *testing.T) {
 		e.waitDestroyed(key, out.ID)
 	}
 }
+
+// TestResponsesMaxToolCallsOneAnswer: calls past max_tool_calls in the
+// same answer as the calls before them do not run: the model is told, a
+// code_interpreter_call shown while it streamed ends incomplete.
+func TestResponsesMaxToolCallsOneAnswer(t *testing.T) {
+	e := newEnv(t, nil)
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		if n == 1 {
+			return 200, toolCallsAnswer("code_interpreter", `{"code":"print(1)"}`, "code_interpreter", `{"code":"print(2)"}`)
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "done"})
+	})
+	e.withGateway(up)
+	_, key := e.newKey("", computerCaps)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "go", "tools": ciTool, "max_tool_calls": 1, "stream": true})
+	evs := sseEvents(t, r.body)
+	out := finalResponse(t, evs)
+	if out.Status != "completed" || len(out.Output) != 3 || out.Output[0].Status != "completed" ||
+		out.Output[1].Status != "incomplete" || out.Output[1].Code != "print(2)" || out.Output[2].Content[0].Text != "done" {
+		t.Fatalf("response: %+v", out)
+	}
+	if n := len(sseOfType(evs, "response.code_interpreter_call.interpreting")); n != 1 {
+		t.Fatalf("%d calls ran, want 1", n)
+	}
+	if done := sseOfType(evs, "response.output_item.done"); len(done) != 3 || done[1]["item"].(map[string]any)["status"] != "incomplete" {
+		t.Fatalf("output_item.done events: %v", done)
+	}
+	if got := toolMessages(up.requests[1]); len(got) != 2 || got[0] != "1" || got[1] != gateway.NotRunOutput ||
+		up.requests[1]["tool_choice"] != "none" {
+		t.Fatalf("second upstream call: tool outputs %q, tool_choice %v", got, up.requests[1]["tool_choice"])
+	}
+}
