@@ -117,7 +117,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}
-	defer mgr.Close(context.Background())
+	defer closeManager(mgr)
 	blobDir := cfg.Files.Dir
 	if blobDir == "" {
 		blobDir = filepath.Join(cfg.Server.Data, "blobs")
@@ -189,4 +189,16 @@ func serve(ctx context.Context, cfg config.Config) error {
 		}
 	}
 	return nil
+}
+
+// managerCloseTimeout bounds how long shutdown waits for computers'
+// teardown; whatever is left is removed by the next start's GC.
+const managerCloseTimeout = time.Minute
+
+// closeManager destroys every computer and waits (bounded) for their
+// cleanup to finish.
+func closeManager(mgr *computer.Manager) {
+	ctx, cancel := context.WithTimeout(context.Background(), managerCloseTimeout)
+	defer cancel()
+	mgr.Close(ctx)
 }

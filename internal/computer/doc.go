@@ -1,7 +1,8 @@
 // Package computer is the computers service: lifecycle (create, get, list,
 // delete), exec and files on behalf of an authenticated principal, lifetime
 // enforcement by a reaper, non-blocking admission, a warm pool, usage and
-// audit rows, and recovery after a crash. Transports (internal/httpapi, the
+// audit rows, background cleanup of killed computers, and recovery after a
+// crash. Transports (internal/httpapi, the
 // CLI) call it; it calls internal/sandbox, internal/store and
 // internal/governance.
 package computer

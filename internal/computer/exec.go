@@ -143,7 +143,7 @@ func (m *Manager) callError(id string, err error) error {
 	if isAny(err, sandbox.ErrGone) {
 		m.mu.Lock()
 		l := m.live[id]
-		stopping := l == nil || l.stopping
+		stopping := l == nil || l.gone()
 		m.mu.Unlock()
 		if stopping {
 			return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)

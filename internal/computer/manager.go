@@ -44,6 +44,7 @@ type Manager struct {
 
 	adm        admission
 	pool       *pool
+	cleaner    *cleaner
 	metrics    Metrics
 	starting   atomic.Int64 // creations in flight
 	exporter   atomic.Pointer[Exporter]
@@ -52,8 +53,9 @@ type Manager struct {
 	mu   sync.Mutex
 	live map[string]*live
 
-	stop chan struct{}
-	bg   sync.WaitGroup
+	stop      chan struct{}
+	closeOnce sync.Once
+	bg        sync.WaitGroup
 }
 
 // live is a running computer owned by this server.
@@ -64,6 +66,7 @@ type live struct {
 	memory    int64
 	execLimit int
 	stopping  bool      // under Manager.mu: someone is tearing it down
+	killed    bool      // under Manager.mu: its processes are dead and its stop recorded
 	retryAt   time.Time // under Manager.mu: a failed teardown is retried then
 	reason    string
 }
@@ -71,7 +74,7 @@ type live struct {
 // New returns a manager; call Start before use and Close at the end.
 func New(cfg Config, driver sandbox.Driver, st store.Store, gov *governance.Service) *Manager {
 	m := &Manager{cfg: cfg, driver: driver, st: st, gov: gov, instance: governance.NewID("srv"),
-		now: time.Now, live: map[string]*live{}, stop: make(chan struct{})}
+		now: time.Now, live: map[string]*live{}, stop: make(chan struct{}), cleaner: newCleaner()}
 	m.adm = admission{maxCount: cfg.MaxConcurrent, maxMemory: cfg.MemoryBudget}
 	m.pool = newPool(driver, m.spec(cfg.Memory, cfg.ExecTimeoutSeconds), cfg.PoolSize)
 	if cfg.Prelude != "" {
@@ -103,8 +106,17 @@ func (m *Manager) Start(ctx context.Context) error {
 }
 
 // Close destroys every computer this server runs (recording their usage)
-// and the pool.
+// and the pool, and waits for their cleanup until ctx ends; what is left
+// then is removed by the next start's GC. A second call only waits.
 func (m *Manager) Close(ctx context.Context) {
+	m.closeOnce.Do(func() { m.shutdown(ctx) })
+	if n, err := m.cleaner.wait(ctx); err != nil {
+		slog.WarnContext(ctx, "shutting down: computer cleanups unfinished; the next start removes what is left", "pending", n, "err", err)
+	}
+}
+
+// shutdown stops the reaper and the pool and destroys every live computer.
+func (m *Manager) shutdown(ctx context.Context) {
 	close(m.stop)
 	m.bg.Wait()
 	m.pool.close(ctx)
@@ -187,7 +199,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if req.MemoryMB > 0 && req.MemoryMB < memory>>20 {
 		memory = max(req.MemoryMB<<20, 32<<20)
 	}
-	if err := m.adm.admit(memory); err != nil {
+	if err := m.adm.admit(ctx, memory); err != nil {
 		return View{}, err
 	}
 	m.starting.Add(1)
@@ -203,7 +215,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		var err error
 		sb, err = m.driver.Create(ctx, spec)
 		if err != nil {
-			m.adm.release(memory)
+			m.adm.release(memory, false)
 			return View{}, fmt.Errorf("start computer: %w", err)
 		}
 	}
@@ -216,7 +228,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		Limits: limits, Metadata: meta, ResponseID: req.ResponseID, Instance: m.instance}
 	if err := m.st.Computers().Create(ctx, rec); err != nil {
 		sb.Destroy(context.WithoutCancel(ctx))
-		m.adm.release(memory)
+		m.adm.release(memory, false)
 		return View{}, fmt.Errorf("record computer: %w", err)
 	}
 	m.mu.Lock()
@@ -288,6 +300,10 @@ func (m *Manager) Delete(ctx context.Context, p governance.Principal, id string)
 	return nil
 }
 
+// gone reports whether l is being torn down or already dead (under
+// Manager.mu): its user sees it as gone.
+func (l *live) gone() bool { return l.stopping || l.killed }
+
 func (m *Manager) lookup(id string) *live {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -332,9 +348,9 @@ func (m *Manager) running(ctx context.Context, p governance.Principal, id string
 	}
 	if l := m.lookup(id); l != nil && l.rec.OrgID == p.Org.ID {
 		m.mu.Lock()
-		stopping := l.stopping
+		gone := l.gone()
 		m.mu.Unlock()
-		if stopping {
+		if gone {
 			return nil, fmt.Errorf("%w: %s", ErrGone, id)
 		}
 		return l, nil
@@ -346,22 +362,49 @@ func (m *Manager) running(ctx context.Context, p governance.Principal, id string
 }
 
 // destroy tears a computer down once and records its stop exactly once.
-// The caller has claimed l. A failed teardown leaves l live, to be
-// retried by the reaper.
+// The caller has claimed l. It returns once the computer's processes are
+// dead and its stop is recorded; its resources are freed in the background
+// (cleanup), and its capacity stays taken until they are. A failed kill or
+// cleanup leaves l live, to be retried by the reaper.
 func (m *Manager) destroy(ctx context.Context, l *live, reason string) error {
+	m.mu.Lock()
+	killed := l.killed
+	m.mu.Unlock()
+	if !killed {
+		if err := l.sb.Kill(ctx); err != nil {
+			slog.ErrorContext(ctx, "kill computer", "computer", l.rec.ID, "err", err)
+			m.retryLater(l, reason)
+			return err
+		}
+		m.mu.Lock()
+		l.killed = true
+		m.mu.Unlock()
+		m.adm.freeingStarted(l.memory)
+		m.recordStop(ctx, l.rec, m.now(), reason)
+	}
+	ctx = context.WithoutCancel(ctx)
+	m.cleaner.run(func() { m.cleanup(ctx, l, reason) })
+	return nil
+}
+
+// cleanup frees a killed computer's resources, then its capacity.
+func (m *Manager) cleanup(ctx context.Context, l *live, reason string) {
 	if err := l.sb.Destroy(ctx); err != nil {
 		slog.ErrorContext(ctx, "destroy computer", "computer", l.rec.ID, "err", err)
-		m.mu.Lock()
-		l.stopping, l.retryAt, l.reason = false, m.now().Add(time.Second), reason
-		m.mu.Unlock()
-		return err
+		m.retryLater(l, reason)
+		return
 	}
 	m.mu.Lock()
 	delete(m.live, l.rec.ID)
 	m.mu.Unlock()
-	m.adm.release(l.memory)
-	m.recordStop(ctx, l.rec, m.now(), reason)
-	return nil
+	m.adm.release(l.memory, true)
+}
+
+// retryLater hands a failed teardown back to the reaper.
+func (m *Manager) retryLater(l *live, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l.stopping, l.retryAt, l.reason = false, m.now().Add(time.Second), reason
 }
 
 // recordStop writes the status, usage row and computer.destroyed event,

@@ -45,9 +45,17 @@ type Snapshot struct {
 // Snapshot reads the current values.
 func (m *Manager) Snapshot() Snapshot {
 	m.mu.Lock()
-	running := len(m.live)
+	running, stopping := 0, 0
+	for _, l := range m.live {
+		if l.gone() {
+			stopping++ // being killed, or its resources being freed
+		} else {
+			running++
+		}
+	}
 	m.mu.Unlock()
-	s := Snapshot{ByState: map[string]int{"ready": running, "starting": int(m.starting.Load())}, PoolDepth: m.pool.depth(),
+	s := Snapshot{ByState: map[string]int{"ready": running, "starting": int(m.starting.Load()), "stopping": stopping},
+		PoolDepth:         m.pool.depth(),
 		AdmissionsRefused: m.adm.refused.Load()}
 	h := &m.metrics
 	h.mu.Lock()

@@ -66,6 +66,9 @@ func (s *fakeSB) OpenKernel(ctx context.Context, start sandbox.KernelStart) (san
 	return s.kernel, nil
 }
 
+// Kill ends the relay as a dying agent does.
+func (s *fakeSB) Kill(ctx context.Context) error { return s.Destroy(ctx) }
+
 // Destroy ends the relay as a dying agent does.
 func (s *fakeSB) Destroy(ctx context.Context) error {
 	s.destroyed.Store(true)

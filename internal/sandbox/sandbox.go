@@ -95,6 +95,10 @@ type Sandbox interface {
 	// OpenKernel starts a kernel of its own in the computer (not the session
 	// kernel) and relays its messages; one per computer at a time.
 	OpenKernel(ctx context.Context, start KernelStart) (Kernel, error)
+	// Kill SIGKILLs every process in the computer and returns once none of
+	// them can run code or make a system call again. It frees nothing:
+	// Destroy must still be called. It is idempotent.
+	Kill(ctx context.Context) error
 	// Destroy kills everything in the computer and removes all its
 	// resources. It is idempotent.
 	Destroy(ctx context.Context) error

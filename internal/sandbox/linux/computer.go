@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -28,11 +27,13 @@ type computer struct {
 	proc   *exec.Cmd
 	client *agent.Client
 	stderr boundedBuffer
+	pids   *os.File // the computer's /proc, to see its tasks stop (see Kill)
 
 	done    chan struct{} // closed when the agent process has been reaped
 	waitErr error
 
 	teardownMu sync.Mutex
+	killed     bool // Kill returned: no task of the computer runs code
 	tornDown   bool
 	keptPath   string
 }
@@ -89,6 +90,25 @@ func (c *computer) OpenKernel(ctx context.Context, start sandbox.KernelStart) (s
 	return k, nil
 }
 
+// Kill SIGKILLs every process of the computer and returns once none of them
+// can run code again: each has left its last system call and entered the
+// kernel's exit, or is gone. The kernel finishing those exits (freeing
+// memory, unmounting the workspace) and the removal of the computer's
+// resources are left to Destroy, which must still be called. Idempotent.
+func (c *computer) Kill(ctx context.Context) error {
+	c.teardownMu.Lock()
+	defer c.teardownMu.Unlock()
+	if c.killed || c.tornDown {
+		return nil
+	}
+	c.signal()
+	if err := c.waitStopped(ctx); err != nil {
+		return err
+	}
+	c.killed = true
+	return nil
+}
+
 // Destroy kills everything and removes every resource of the computer. It
 // is idempotent, and after a partial failure a later call retries what is
 // left (every step is safe to repeat).
@@ -116,20 +136,15 @@ func (c *computer) finish(ctx context.Context, keep bool) (string, error) {
 }
 
 // teardown kills the agent (which takes the whole PID namespace with it),
-// waits until every process is gone, then removes cgroups, the disk and
-// the directory. With keep, the disk is mounted at <dir>/workspace instead.
+// waits until every process is gone (the last one to exit unmounts the
+// workspace, which detaches its loop device), then removes cgroups, the disk
+// image and the directory. With keep, the disk is mounted at <dir>/workspace instead.
 func (c *computer) teardown(ctx context.Context, keep bool) error {
 	var errs []error
-	if c.cg != nil {
-		c.cg.lift()
-		c.cg.kill()
-	}
+	c.signal()
 	if c.proc != nil {
-		c.proc.Process.Signal(unix.SIGKILL)
-		select {
-		case <-c.done:
-		case <-time.After(30 * time.Second):
-			errs = append(errs, fmt.Errorf("agent of %s did not exit", c.id))
+		if err := c.waitReaped(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.client != nil {
@@ -148,6 +163,10 @@ func (c *computer) teardown(ctx context.Context, keep bool) error {
 		c.keptPath = path
 	} else if err := c.removeDir(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.pids != nil {
+		c.pids.Close()
+		c.pids = nil
 	}
 	if c.lock != nil {
 		c.lock.Close()

@@ -7,7 +7,9 @@
 // re-executes the cubicle binary as "cubicle agent" in new PID, mount,
 // network, IPC, UTS and cgroup namespaces. The child side (AgentMain) builds
 // the computer's root filesystem, pivots into it, drops privileges, loads
-// seccomp and hands over to internal/agent's server.
+// seccomp and hands over to internal/agent's server. Teardown is split:
+// Kill returns once no task of the computer can run code (kill.go), Destroy
+// then waits for the kernel to finish and frees the resources.
 //
 // It may import internal/sandbox, internal/agent, its own subpackages
 // (seccomp, disk), x/sys and opencontainers/cgroups.

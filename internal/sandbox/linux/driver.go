@@ -176,6 +176,10 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		return c.bootError(err)
 	}
 	c.client = agent.NewClient(hostEnd)
+	// Opened now, before any user code ran in the computer.
+	if c.pids, err = openPIDs(c.rec.AgentPid); err != nil {
+		return err
+	}
 	return nil
 }
 

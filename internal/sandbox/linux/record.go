@@ -1,11 +1,14 @@
 package linux
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -87,17 +90,43 @@ func procStart(pid int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	st, err := parseStat(b)
+	return st.start, err
+}
+
+// taskStat is what teardown needs of /proc/pid/stat.
+type taskStat struct {
+	state byte   // field 3: R, S, D, Z, X...
+	flags uint64 // field 9: the kernel's PF_* flags
+	start uint64 // field 22: start time in clock ticks
+}
+
+// alive reports whether the task can still run code: not dead, not a
+// zombie, not exiting.
+func (s taskStat) alive() bool {
+	return s.state != 'Z' && s.state != 'X' && s.state != 'x' && s.flags&pfExiting == 0
+}
+
+// parseStat parses the fields of a /proc/pid/stat line that teardown uses.
+// Some fields are negative (tpgid is -1 without a terminal), so only the
+// wanted ones are converted.
+func parseStat(b []byte) (taskStat, error) {
+	var st taskStat
 	// The command name may contain spaces and parentheses: skip past the last ')'.
-	i := len(b) - 1
-	for i >= 0 && b[i] != ')' {
-		i--
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return st, fmt.Errorf("malformed /proc stat %q", truncate(string(b), 64))
 	}
-	var state byte
-	var f [19]uint64
-	_, err = fmt.Sscanf(string(b[i+2:]), "%c %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d",
-		&state, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10], &f[11], &f[12], &f[13], &f[14], &f[15], &f[16], &f[17], &f[18])
-	if err != nil {
-		return 0, err
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3
+	if len(f) < 20 || len(f[0]) != 1 {
+		return st, fmt.Errorf("malformed /proc stat %q", truncate(string(b), 64))
 	}
-	return f[18], nil
+	var err1, err2 error
+	st.state = f[0][0]
+	st.flags, err1 = strconv.ParseUint(f[9-3], 10, 64)
+	st.start, err2 = strconv.ParseUint(f[22-3], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return st, fmt.Errorf("malformed /proc stat: %w", err)
+	}
+	return st, nil
 }
