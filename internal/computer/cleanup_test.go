@@ -181,3 +181,34 @@ func TestCloseWaitsForCleanups(t *testing.T) {
 		cancel()
 	}
 }
+
+// TestCrashDuringCleanupIsRecovered: a server that dies after a computer
+// was killed and its stop recorded, but before its resources were freed,
+// leaves them to the next start's driver GC; the stop is not recorded twice.
+func TestCrashDuringCleanupIsRecovered(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	drv := &fakeDriver{}
+	started, release := blockingDestroy(drv)
+	defer close(release)
+	f := newFixture(t, dir, drv, nil)
+	v, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.mgr.Delete(ctx, f.p, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	<-started // the "crash" happens while the cleanup runs
+	drv2 := &fakeDriver{}
+	g := newFixture(t, dir, drv2, nil)
+	if n := drv2.gcCalls.Load(); n != 1 {
+		t.Fatalf("driver GC ran %d times on start", n)
+	}
+	if got, err := g.mgr.Get(ctx, g.p, v.ID); err != nil || got.Status != store.StatusDestroyed {
+		t.Fatalf("after restart: %+v %v", got, err)
+	}
+	if rows, evs := g.usage(v.ID), g.events(v.ID, "computer.destroyed"); len(rows) != 1 || len(evs) != 1 {
+		t.Fatalf("after restart: usage %+v, computer.destroyed %+v", rows, evs)
+	}
+}
