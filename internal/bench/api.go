@@ -177,7 +177,7 @@ type Load struct {
 var overheadPairs = []struct{ what, api, sb string }{
 	{"exec /bin/true round trip", RowAPIExecTrue, RowExecTrue},
 	{"exec /bin/echo → first byte (SSE)", RowAPIExecEcho, RowExecEcho},
-	{"delete: DELETE vs Destroy()", RowAPIDelete, RowDestroy},
+	{"delete: DELETE vs Kill()", RowAPIDelete, RowKill},
 	{"create: POST from the pool vs a cold Create()", RowAPICreate, RowCreate},
 }
 

@@ -26,6 +26,7 @@ var Peers = []string{PeerBwrap, PeerRunc}
 const (
 	RowColdStart   = "cubicle_cold_start"
 	RowCreate      = "cubicle_create"
+	RowKill        = "cubicle_kill"
 	RowDestroy     = "cubicle_destroy"
 	RowExecTrue    = "cubicle_exec_true"
 	RowExecEcho    = "cubicle_exec_echo"

@@ -67,6 +67,8 @@ func (s *fakeSandbox) Exec(ctx context.Context, req sandbox.ExecRequest, sio san
 	return sandbox.ExitStatus{}, nil
 }
 
+func (s *fakeSandbox) Kill(context.Context) error { return nil }
+
 func (s *fakeSandbox) Destroy(context.Context) error {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
@@ -87,7 +89,7 @@ func TestRunReportsEveryRowAndCleansUp(t *testing.T) {
 			t.Errorf("row %s: %+v", r.ID, r)
 		}
 	}
-	want := []string{RowColdStart, RowCreate, RowDestroy, RowExecTrue, RowExecEcho, RowExecIdle, RowHost}
+	want := []string{RowColdStart, RowCreate, RowKill, RowDestroy, RowExecTrue, RowExecEcho, RowExecIdle, RowHost}
 	if !slices.Equal(ids, want) {
 		t.Errorf("rows %v, want %v", ids, want)
 	}

@@ -18,14 +18,16 @@ var (
 const echoOutput = "x\n"
 
 // cubicleCold measures a computer's whole life: Create until /bin/echo's
-// first byte of output (the headline number), Create alone, and Destroy.
+// first byte of output (the headline number), Create alone, Kill (what a
+// DELETE waits for) and the whole teardown (Kill then Destroy).
 func cubicleCold(cfg Config) *path {
 	p := &path{
 		name: "cubicle cold start", required: true,
 		rows: []rowDef{
 			{RowColdStart, "cubicle  cold start → first byte"},
 			{RowCreate, "cubicle  Create() → ready"},
-			{RowDestroy, "cubicle  Destroy()"},
+			{RowKill, "cubicle  Kill() → no code runs"},
+			{RowDestroy, "cubicle  Kill() + Destroy()"},
 		},
 	}
 	p.sample = func(ctx context.Context) (map[string]time.Duration, error) {
@@ -50,6 +52,10 @@ func cubicleCold(cfg Config) *path {
 		}
 		first, _ := out.Time()
 		destroyStart := time.Now()
+		if err := kill(sb, cfg.Timeout); err != nil {
+			return nil, err
+		}
+		killed := time.Since(destroyStart)
 		err = destroy(sb, cfg.Timeout)
 		destroyed = true
 		if err != nil {
@@ -58,6 +64,7 @@ func cubicleCold(cfg Config) *path {
 		return map[string]time.Duration{
 			RowColdStart: first.Sub(start),
 			RowCreate:    ready.Sub(start),
+			RowKill:      killed,
 			RowDestroy:   time.Since(destroyStart),
 		}, nil
 	}
@@ -196,6 +203,15 @@ func execBounded(ctx context.Context, sb sandbox.Sandbox, timeout time.Duration,
 
 // destroy removes a computer within a bounded time, also when the run was
 // cancelled.
+func kill(sb sandbox.Sandbox, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+cleanupTimeout)
+	defer cancel()
+	if err := sb.Kill(ctx); err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	return nil
+}
+
 func destroy(sb sandbox.Sandbox, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+cleanupTimeout)
 	defer cancel()
