@@ -19,6 +19,11 @@ const pfExiting = 0x4
 // killTimeout bounds the wait for a computer's processes to stop running.
 const killTimeout = 30 * time.Second
 
+// maxKillPause caps the pause between two scans of a computer's tasks: they
+// need CPU to reach their exit, which scanning too often (50 computers
+// deleted at once) would take from them.
+const maxKillPause = 8 * time.Millisecond
+
 // openPIDs opens the computer's own /proc (its PID namespace's) through the
 // agent's root, before any user code ran. Listing it shows every task of the
 // computer, wherever in the cgroups it is, even after the agent died.
@@ -54,7 +59,7 @@ func (c *computer) waitStopped(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, killTimeout)
 	defer cancel()
 	var prev map[int]bool
-	pause := 100 * time.Microsecond
+	pause := 200 * time.Microsecond
 	for {
 		tasks, running, err := scanTasks(c.pids)
 		if err != nil {
@@ -71,7 +76,7 @@ func (c *computer) waitStopped(ctx context.Context) error {
 				return fmt.Errorf("kill %s: %d tasks still running: %w", c.id, running, ctx.Err())
 			case <-time.After(pause):
 			}
-			pause = min(2*pause, time.Millisecond)
+			pause = min(2*pause, maxKillPause)
 		}
 		prev = tasks
 	}
