@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // TestChannelsRouting: with two connections to one kernel, iopub reaches
@@ -215,5 +217,37 @@ func TestChannelsLimit(t *testing.T) {
 	u := "ws" + strings.TrimPrefix(e.url, "http") + "/api/kernels/" + k.ID + "/channels?token=" + e.key
 	if _, res, err := websocket.Dial(t.Context(), u, nil); err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("connection %d: %v %v", maxConns+1, err, res)
+	}
+}
+
+// TestChannelsMalformedKernelMessages: what a kernel sends that cannot be
+// encoded for clients (a numeric msg_id) is dropped and counted, and the
+// connection goes on with the next message.
+func TestChannelsMalformedKernelMessages(t *testing.T) {
+	e := newFakeEnv(t, Config{})
+	k := startKernel(t, e.url, e.key, nil)
+	a := dialChannels(t, e.url, e.key, k.ID)
+	eventually(t, 5*time.Second, "the connection", func() bool {
+		var m model
+		json.Unmarshal(e.do("GET", "/api/kernels/"+k.ID, nil).body, &m)
+		return m.Connections == 1
+	})
+	fk := e.drv.last().kernel
+	for range 3 {
+		fk.mu.Lock()
+		fk.msgs <- sandbox.KernelMessage{Channel: "iopub", Header: json.RawMessage(`{"msg_id":7,"msg_type":"stream"}`),
+			ParentHeader: json.RawMessage("{}"), Metadata: json.RawMessage("{}"), Content: json.RawMessage(`{}`)}
+		fk.mu.Unlock()
+	}
+	fk.emit("iopub", "stream", json.RawMessage("{}"), map[string]any{"name": "stdout", "text": "after"})
+	m, err := a.read(5 * time.Second)
+	if err != nil || m.MsgType != "stream" {
+		t.Fatalf("first message after the malformed ones: %+v, %v", m, err)
+	}
+	e.srv.mu.Lock()
+	got := e.srv.kernels[k.ID].malformed.Load()
+	e.srv.mu.Unlock()
+	if got != 3 {
+		t.Fatalf("malformed count %d, want 3", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -25,6 +26,10 @@ type kernel struct {
 	cwd string
 
 	ops sync.Mutex // serialises restart and shut-down
+
+	// malformed counts kernel messages that could not be encoded for the
+	// clients; only the first is logged (a hostile kernel cannot flood the log).
+	malformed atomic.Int64
 
 	mu           sync.Mutex
 	relay        sandbox.Kernel
@@ -146,7 +151,9 @@ func (k *kernel) deliver(m sandbox.KernelMessage) {
 	}
 	f, err := encodeKernel(m)
 	if err != nil {
-		slog.Warn("jupyter: dropped a malformed message from a kernel", "kernel", k.id, "err", truncate(err.Error(), 200))
+		if k.malformed.Add(1) == 1 {
+			slog.Warn("jupyter: dropped a malformed message from a kernel (later ones are not logged)", "kernel", k.id, "err", truncate(err.Error(), 200))
+		}
 		return
 	}
 	state := ""

@@ -78,7 +78,7 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 		return nil, errClosed
 	}
 	id := newKernelID()
-	cwd, mounts := s.workdir(env)
+	cwd, mounts := s.workdir(ctx, env)
 	view, err := s.mgr.Create(ctx, p, computer.CreateRequest{MemoryMB: s.cfg.MemoryMB, LifetimeSeconds: s.cfg.LifetimeSeconds,
 		Metadata: map[string]string{metaKernelID: id}, Mounts: mounts, NoPool: true})
 	if err != nil {

@@ -1,6 +1,7 @@
 package kgw
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,7 +17,7 @@ import (
 // directory is mounted into the computer at the same path (read-only when
 // its root is) and becomes the cwd; otherwise the kernel starts in
 // /workspace (cwd ""). Paths are never logged: they name users' projects.
-func (s *Server) workdir(env map[string]string) (string, []sandbox.Mount) {
+func (s *Server) workdir(ctx context.Context, env map[string]string) (string, []sandbox.Mount) {
 	if len(s.cfg.MountRoots) == 0 {
 		return "", nil
 	}
@@ -30,7 +31,7 @@ func (s *Server) workdir(env map[string]string) (string, []sandbox.Mount) {
 	target := filepath.Clean(dir)
 	source, err := filepath.EvalSymlinks(target)
 	if err != nil {
-		slog.Info("jupyter: the working directory does not exist on this host; the kernel starts in /workspace")
+		slog.InfoContext(ctx, "jupyter: the working directory does not exist on this host; the kernel starts in /workspace")
 		return "", nil
 	}
 	if fi, err := os.Stat(source); err != nil || !fi.IsDir() {
@@ -45,11 +46,11 @@ func (s *Server) workdir(env map[string]string) (string, []sandbox.Mount) {
 		spec := sandbox.DefaultSpec()
 		spec.Mounts = []sandbox.Mount{m}
 		if err := spec.Validate(); err != nil {
-			slog.Info("jupyter: the working directory cannot be mounted at its own path (a reserved path); the kernel starts in /workspace")
+			slog.InfoContext(ctx, "jupyter: the working directory cannot be mounted at its own path (a reserved path); the kernel starts in /workspace")
 			return "", nil
 		}
 		return target, spec.Mounts
 	}
-	slog.Info("jupyter: the working directory is not under an allowed mount root; the kernel starts in /workspace")
+	slog.InfoContext(ctx, "jupyter: the working directory is not under an allowed mount root; the kernel starts in /workspace")
 	return "", nil
 }

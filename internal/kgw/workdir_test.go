@@ -1,6 +1,7 @@
 package kgw
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,11 +25,11 @@ func TestWorkdir(t *testing.T) {
 	os.Symlink(outside, rw+"/escape")
 	os.WriteFile(rw+"/file", nil, 0o644)
 	s := &Server{cfg: Config{MountRoots: config.MountRoots{{Path: rw}, {Path: ro, ReadOnly: true}}}}
-	cwd, m := s.workdir(map[string]string{"KERNEL_WORKING_DIR": rw + "/proj/", "PWD": ro})
+	cwd, m := s.workdir(context.Background(), map[string]string{"KERNEL_WORKING_DIR": rw + "/proj/", "PWD": ro})
 	if cwd != rw+"/proj" || len(m) != 1 || m[0].Source != rw+"/proj" || m[0].Target != rw+"/proj" || m[0].ReadOnly {
 		t.Fatalf("rw: %q %+v", cwd, m)
 	}
-	cwd, m = s.workdir(map[string]string{"PWD": ro + "/ref"})
+	cwd, m = s.workdir(context.Background(), map[string]string{"PWD": ro + "/ref"})
 	if cwd != ro+"/ref" || len(m) != 1 || !m[0].ReadOnly {
 		t.Fatalf("PWD under ro: %q %+v", cwd, m)
 	}
@@ -42,12 +43,12 @@ func TestWorkdir(t *testing.T) {
 		"none":     {},
 		"prefix":   {"KERNEL_WORKING_DIR": rw + "x"},
 	} {
-		if cwd, m := s.workdir(env); cwd != "" || m != nil {
+		if cwd, m := s.workdir(context.Background(), env); cwd != "" || m != nil {
 			t.Errorf("%s: %q %+v, want /workspace and no mount", name, cwd, m)
 		}
 	}
 	off := &Server{}
-	if cwd, m := off.workdir(map[string]string{"KERNEL_WORKING_DIR": rw + "/proj"}); cwd != "" || m != nil {
+	if cwd, m := off.workdir(context.Background(), map[string]string{"KERNEL_WORKING_DIR": rw + "/proj"}); cwd != "" || m != nil {
 		t.Fatalf("without roots: %q %+v", cwd, m)
 	}
 }
