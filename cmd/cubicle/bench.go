@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -194,13 +195,10 @@ func benchAPI(args []string) int {
 	if *url != "" {
 		cfg.PoolSize = -1
 	}
-	switch err := cfg.Validate(); {
-	case fs.NArg() > 0:
-		return fail("unexpected argument %q", fs.Arg(0))
-	case err != nil:
-		return fail("%v", err)
-	case timeout.d <= 0:
-		return fail("--timeout must be positive")
+	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), timeout.d); bad {
+		return code
+	}
+	switch {
 	case *url == "" && (*pool < 1 || *pool > 1000):
 		return fail("--pool must be between 1 and 1000, got %d", *pool)
 	}
@@ -228,13 +226,7 @@ func runBenchAPI(ctx context.Context, cfg bench.APIConfig, parent string, withSa
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
 	s := &benchScratch{root: root}
-	defer func() {
-		if rep != nil {
-			s.close(rep.AddNote)
-		} else {
-			s.close(nil)
-		}
-	}()
+	defer func() { closeInto(s, rep) }()
 	if withSandbox {
 		if cfg.Driver, err = s.sandbox(); err != nil {
 			return nil, err
@@ -315,13 +307,10 @@ func benchPython(args []string) int {
 	}
 	fail := benchUsageError("python")
 	cfg := bench.PythonConfig{N: *n, FirstN: *firstN, Warmup: *warmup, Timeout: timeout.d, KGW: *kgw, Log: os.Stderr}
-	switch err := cfg.Validate(); {
-	case fs.NArg() > 0:
-		return fail("unexpected argument %q", fs.Arg(0))
-	case err != nil:
-		return fail("%v", err)
-	case timeout.d <= 0:
-		return fail("--timeout must be positive")
+	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), timeout.d); bad {
+		return code
+	}
+	switch {
 	case *pool < 2 || *pool > 16:
 		return fail("--pool must be between 2 and 16, got %d", *pool)
 	}
@@ -350,13 +339,7 @@ func runBenchPython(ctx context.Context, cfg bench.PythonConfig, parent string, 
 		return nil, err
 	}
 	s := &benchScratch{root: root}
-	defer func() {
-		if rep != nil {
-			s.close(rep.AddNote)
-		} else {
-			s.close(nil)
-		}
-	}()
+	defer func() { closeInto(s, rep) }()
 	if withSandbox {
 		if cfg.Driver, err = s.sandbox(); err != nil {
 			return nil, err
@@ -559,4 +542,32 @@ func (s *benchScratch) close(add func(cleanup bool, format string, args ...any))
 	if s.cleanupFailed {
 		add(true, "clean-up incomplete")
 	}
+}
+
+// checkBenchArgs makes the checks every server bench makes, in this order:
+// no positional argument, the config's own (validateErr), a positive
+// --timeout. bad says the command must stop with code.
+func checkBenchArgs(fs *flag.FlagSet, fail func(format string, args ...any) int, validateErr error, timeout time.Duration) (code int, bad bool) {
+	switch {
+	case fs.NArg() > 0:
+		return fail("unexpected argument %q", fs.Arg(0)), true
+	case validateErr != nil:
+		return fail("%v", validateErr), true
+	case timeout <= 0:
+		return fail("--timeout must be positive"), true
+	}
+	return 0, false
+}
+
+// closeInto closes s and hands its notes to rep, when the bench made a
+// report (rep's AddNote).
+func closeInto[R interface {
+	*T
+	AddNote(cleanup bool, format string, args ...any)
+}, T any](s *benchScratch, rep R) {
+	if rep == nil {
+		s.close(nil)
+		return
+	}
+	s.close(rep.AddNote)
 }

@@ -53,13 +53,10 @@ func benchGateway(args []string) int {
 	fail := benchUsageError("gateway")
 	cfg := bench.GatewayConfig{N: *n, Warmup: *warmup, Concurrency: *concurrency, Batches: *batches,
 		PoolSize: *pool, Timeout: timeout.d, Log: os.Stderr}
-	switch err := cfg.Validate(); {
-	case fs.NArg() > 0:
-		return fail("unexpected argument %q", fs.Arg(0))
-	case err != nil:
-		return fail("%v", err)
-	case timeout.d <= 0:
-		return fail("--timeout must be positive")
+	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), timeout.d); bad {
+		return code
+	}
+	switch {
 	case *pool < 0 || *pool > 64:
 		return fail("--pool must be between 0 and 64, got %d", *pool)
 	}
@@ -84,13 +81,7 @@ func runBenchGateway(ctx context.Context, cfg bench.GatewayConfig, parent string
 		return nil, err
 	}
 	s := &benchScratch{root: root}
-	defer func() {
-		if rep != nil {
-			s.close(rep.AddNote)
-		} else {
-			s.close(nil)
-		}
-	}()
+	defer func() { closeInto(s, rep) }()
 	up, err := bench.StartGatewayUpstream()
 	if err != nil {
 		return nil, err

@@ -11,11 +11,7 @@ import (
 func WriteAPITable(w io.Writer, r *APIReport) error {
 	var b strings.Builder
 	writeHeader(&b, "api", r.Date, r.Host)
-	who := "a running server"
-	if r.Server.Started {
-		who = "cubicle serve started by the bench"
-	}
-	fmt.Fprintf(&b, "server: %s at %s, warm pool %d", who, r.Server.URL, r.Server.PoolSize)
+	fmt.Fprintf(&b, "server: %s at %s, warm pool %d", serverWho(r.Server), r.Server.URL, r.Server.PoolSize)
 	if r.Server.MaxConcurrent > 0 {
 		fmt.Fprintf(&b, ", max_concurrent %d, memory_budget %s", r.Server.MaxConcurrent, r.Server.MemoryBudget)
 	}

@@ -10,12 +10,8 @@ import (
 func WriteGatewayTable(w io.Writer, r *GatewayReport) error {
 	var b strings.Builder
 	writeHeader(&b, "gateway", r.Date, r.Host)
-	who := "a running server"
-	if r.Server.Started {
-		who = "cubicle serve started by the bench"
-	}
 	fmt.Fprintf(&b, "server: %s at %s, warm pool %d; upstream: zero-latency scripted Chat Completions server in the bench, streamed\n",
-		who, r.Server.URL, r.Server.PoolSize)
+		serverWho(r.Server), r.Server.URL, r.Server.PoolSize)
 	fmt.Fprintf(&b, "one response: code_interpreter call (%s), then the answer; %d sequential after %d warm-up, pool full before each\n",
 		gatewayBenchCode, r.N, r.Warmup)
 	b.WriteString("overhead = Server-Timing total − upstream handler time − code_interpreter call − computer create (its delete follows the answer)\n\n")

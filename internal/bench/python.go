@@ -490,17 +490,33 @@ func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) 
 	}
 }
 
-// jupyterRoundTrip times 1+1 through jupyter_server: one kernel started
-// with POST /api/kernels at set-up, one channels WebSocket kept open, and
-// per sample an execute_request until its execute_reply and iopub idle.
+// jupyterRoundTrip times 1+1 through jupyter_server.
 func jupyterRoundTrip(j *Jupyter, cfg PythonConfig) *path {
+	return kernelChannelsPath(j, cfg, "jupyter_server 1+1", false,
+		rowDef{RowJupyterOnePlusOne, "jupyter  1+1  execute_request over WebSocket"})
+}
+
+// kgwRoundTrip times 1+1 through the warm server's Kernel Gateway API as
+// jupyterRoundTrip does through jupyter_server, with the same client; its
+// kernel is a computer of its own. The key is the gateway's token.
+func kgwRoundTrip(cfg PythonConfig) *path {
+	gw := &Jupyter{URL: cfg.Warm.URL, Token: cfg.Warm.Key, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
+	return kernelChannelsPath(gw, cfg, "cubicle kgw 1+1", true,
+		rowDef{RowKGWOnePlusOne, "kgw      1+1  execute_request over WebSocket"})
+}
+
+// kernelChannelsPath times 1+1 through a Jupyter server's REST and
+// WebSocket API: one kernel started with POST /api/kernels at set-up, one
+// channels WebSocket kept open, and per sample an execute_request until
+// its execute_reply and iopub idle.
+func kernelChannelsPath(j *Jupyter, cfg PythonConfig, name string, required bool, row rowDef) *path {
 	var (
 		kid string
 		ch  *jupyterChannels
 	)
 	return &path{
-		name: "jupyter_server 1+1",
-		rows: []rowDef{{RowJupyterOnePlusOne, "jupyter  1+1  execute_request over WebSocket"}},
+		name: name, required: required,
+		rows: []rowDef{row},
 		setup: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, cfg.FirstTimeout)
 			defer cancel()
@@ -529,54 +545,7 @@ func jupyterRoundTrip(j *Jupyter, cfg PythonConfig) *path {
 			if err != nil {
 				return nil, err
 			}
-			return map[string]time.Duration{RowJupyterOnePlusOne: d}, nil
-		},
-	}
-}
-
-// kgwRoundTrip times 1+1 through the warm server's Kernel Gateway API as
-// jupyterRoundTrip does through jupyter_server, with the same client: one
-// kernel (a computer of its own) started at set-up, one channels WebSocket
-// kept open, and per sample an execute_request until its execute_reply
-// and iopub idle. The key is the gateway's token.
-func kgwRoundTrip(cfg PythonConfig) *path {
-	gw := &Jupyter{URL: cfg.Warm.URL, Token: cfg.Warm.Key, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
-	var (
-		kid string
-		ch  *jupyterChannels
-	)
-	return &path{
-		name: "cubicle kgw 1+1", required: true,
-		rows: []rowDef{{RowKGWOnePlusOne, "kgw      1+1  execute_request over WebSocket"}},
-		setup: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, cfg.FirstTimeout)
-			defer cancel()
-			var err error
-			if kid, err = gw.StartKernel(ctx); err != nil {
-				return err
-			}
-			if ch, err = gw.OpenChannels(ctx, kid); err != nil {
-				return err
-			}
-			return ch.KernelInfo(ctx)
-		},
-		close: func(ctx context.Context) error {
-			if ch != nil {
-				ch.conn.CloseNow()
-			}
-			if kid == "" {
-				return nil
-			}
-			return gw.ShutdownKernel(ctx, kid)
-		},
-		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-			defer cancel()
-			d, err := ch.Execute(ctx, onePlusOne, onePlusOneResult)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]time.Duration{RowKGWOnePlusOne: d}, nil
+			return map[string]time.Duration{row.id: d}, nil
 		},
 	}
 }

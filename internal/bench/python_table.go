@@ -12,11 +12,7 @@ func WritePythonTable(w io.Writer, r *PythonReport) error {
 	var b strings.Builder
 	writeHeader(&b, "python", r.Date, r.Host)
 	server := func(name string, s ServerInfo) {
-		who := "a running server"
-		if s.Started {
-			who = "cubicle serve started by the bench"
-		}
-		fmt.Fprintf(&b, "%s server: %s at %s, warm pool %d", name, who, s.URL, s.PoolSize)
+		fmt.Fprintf(&b, "%s server: %s at %s, warm pool %d", name, serverWho(s), s.URL, s.PoolSize)
 		if s.PoolSize > 0 {
 			b.WriteString(" (kernels ran the default prelude: numpy, pandas, matplotlib inline)")
 		}

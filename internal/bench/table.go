@@ -25,6 +25,14 @@ func WriteTable(w io.Writer, r *Report) error {
 	return err
 }
 
+// serverWho says who started the server a report measured.
+func serverWho(s ServerInfo) string {
+	if s.Started {
+		return "cubicle serve started by the bench"
+	}
+	return "a running server"
+}
+
 // Label column widths: the sandbox table's labels are shorter than those
 // of the API and python tables, whose widths stay as they were printed.
 const (
