@@ -175,13 +175,8 @@ func (t *turnOutput) finish(tu *turn) {
 	r := t.r
 	t.finished = true
 	if m := t.msg; m != nil {
-		text := m.text.String()
-		part := OutputText{Type: "output_text", Text: text, Annotations: []any{}}
-		d := m.at("text", text)
-		d["logprobs"] = []any{}
-		r.emit("response.output_text.done", d)
-		r.emit("response.content_part.done", m.at("part", part))
-		m.item.Status, m.item.Content = "completed", []OutputText{part}
+		t.closeText(m)
+		m.item.Status = "completed"
 		r.resp.Output[m.idx] = m.item
 		r.emit("response.output_item.done", map[string]any{"output_index": m.idx, "item": m.item})
 	}
@@ -200,6 +195,18 @@ func (t *turnOutput) finish(tu *turn) {
 		r.resp.Output[fc.idx] = fc.item
 		r.emit("response.output_item.done", map[string]any{"output_index": fc.idx, "item": fc.item})
 	}
+}
+
+// closeText ends the message's text and its part (output_text.done,
+// content_part.done) and sets the item's content to the whole text.
+func (t *turnOutput) closeText(m *openMessage) {
+	text := m.text.String()
+	part := OutputText{Type: "output_text", Text: text, Annotations: []any{}}
+	d := m.at("text", text)
+	d["logprobs"] = []any{}
+	t.r.emit("response.output_text.done", d)
+	t.r.emit("response.content_part.done", m.at("part", part))
+	m.item.Content = []OutputText{part}
 }
 
 // finishCode ends a streamed code with the whole call's code (the rest of
@@ -231,13 +238,7 @@ func (t *turnOutput) abandon() {
 	t.finished = true
 	r := t.r
 	if m := t.msg; m != nil {
-		text := m.text.String()
-		part := OutputText{Type: "output_text", Text: text, Annotations: []any{}}
-		d := m.at("text", text)
-		d["logprobs"] = []any{}
-		r.emit("response.output_text.done", d)
-		r.emit("response.content_part.done", m.at("part", part))
-		m.item.Content = []OutputText{part}
+		t.closeText(m)
 		r.resp.Output[m.idx] = m.item
 	}
 	for _, c := range t.calls {

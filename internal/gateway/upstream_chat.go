@@ -60,12 +60,16 @@ type chatChunk struct {
 
 func (u *chatUpstream) complete(ctx context.Context, req chatRequest, sink turnSink) (*turn, error) {
 	b := &turnBuilder{sink: sink}
+	var body any = req
+	if u.stream {
+		body = chatStreamRequest{chatRequest: req, Stream: true, StreamOptions: map[string]bool{"include_usage": true}}
+	}
+	c, err := u.post(ctx, "/chat/completions", body)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
 	if !u.stream {
-		c, err := u.post(ctx, "/chat/completions", req)
-		if err != nil {
-			return nil, err
-		}
-		defer c.close()
 		data, err := c.readAll()
 		if err != nil {
 			return nil, err
@@ -86,12 +90,6 @@ func (u *chatUpstream) complete(ctx context.Context, req chatRequest, sink turnS
 		out.Usage.add(&b.usage)
 		return b.finish()
 	}
-	c, err := u.post(ctx, "/chat/completions", chatStreamRequest{chatRequest: req, Stream: true,
-		StreamOptions: map[string]bool{"include_usage": true}})
-	if err != nil {
-		return nil, err
-	}
-	defer c.close()
 	done, finished := false, false
 	err = readSSE(c.body(), u.maxBytes, func(_, data string) error {
 		if data == "[DONE]" {

@@ -22,14 +22,12 @@ type responsesRequest struct {
 	Stream            bool            `json:"stream,omitempty"`
 }
 
-// responsesTool is a function tool in the Responses form (flat, no
-// "function" wrapper); code_interpreter reaches the upstream as one.
+// responsesTool is a function tool in the Responses form: the chat
+// function's fields, flat (no "function" wrapper); code_interpreter
+// reaches the upstream as one.
 type responsesTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Strict      *bool           `json:"strict,omitempty"`
+	Type string `json:"type"`
+	chatFunction
 }
 
 // responsesItem is an output item of the upstream's answer.
@@ -78,8 +76,7 @@ func toResponsesRequest(req chatRequest, stream bool) responsesRequest {
 	out := responsesRequest{Model: req.Model, ParallelToolCalls: req.ParallelToolCalls, Stream: stream,
 		ToolChoice: req.ToolChoice, Input: []any{}}
 	for _, t := range req.Tools {
-		out.Tools = append(out.Tools, responsesTool{Type: "function", Name: t.Function.Name,
-			Description: t.Function.Description, Parameters: t.Function.Parameters, Strict: t.Function.Strict})
+		out.Tools = append(out.Tools, responsesTool{Type: "function", chatFunction: t.Function})
 	}
 	var named struct {
 		Function struct {
