@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
 func testKernelMessage(channel, msgType string, content string, buffers ...[]byte) KernelMessage {
@@ -274,7 +276,7 @@ func TestKernelRelayClient(t *testing.T) {
 	}
 	clientPingOK(t, c, fa)
 	c.Close()
-	waitGoroutinesAgent(t, base)
+	testbin.WaitGoroutines(t, base)
 }
 
 // TestKernelRelayClientBacklog: a consumer that does not read Messages
@@ -448,17 +450,5 @@ func TestBoundedQueue(t *testing.T) {
 	}
 	if n != 10 {
 		t.Errorf("%d items after close, want 10", n)
-	}
-}
-
-func waitGoroutinesAgent(t *testing.T, base int) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutines: %d, want <= %d\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

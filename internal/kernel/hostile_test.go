@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
 // fakePeer is a raw TCP server (not ipykernel) that speaks as much ZMTP as
@@ -85,18 +87,6 @@ func readHello(conn net.Conn) error {
 
 func longFrameHeader(flags byte, n uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{flags | flagLong}, n)
-}
-
-func waitGoroutines(t *testing.T, base int) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutines: %d, want <= %d\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func totalAlloc() uint64 {
@@ -214,7 +204,7 @@ func TestZMTPHostilePeer(t *testing.T) {
 			t.Logf("%v (%v)", err, time.Since(start).Round(time.Millisecond))
 		})
 	}
-	waitGoroutines(t, base)
+	testbin.WaitGoroutines(t, base)
 }
 
 func TestZMTPPingAndSubscribe(t *testing.T) {
@@ -325,7 +315,7 @@ func TestConnectHostileKernel(t *testing.T) {
 				t.Errorf("allocated %d MiB", d>>20)
 			}
 			t.Logf("%v (%v)", err, time.Since(start).Round(time.Millisecond))
-			waitGoroutines(t, base)
+			testbin.WaitGoroutines(t, base)
 		})
 	}
 }
@@ -407,28 +397,13 @@ print("survived")
 		t.Fatalf("after forged messages: %v", summarize(r.Outputs))
 	}
 
-	fatal := fmt.Sprintf(`
+	fatal := `
 import os, socket, struct, time
 time.sleep(0.3)  # let iopub go quiet
-n = 0
-for name in os.listdir("/proc/self/fd"):
-    fd = int(name)
-    try:
-        s = socket.socket(fileno=os.dup(fd))
-    except OSError:
-        continue
-    try:
-        if s.family == socket.AF_INET and s.getsockname()[1] == %d:
-            s.getpeername()
-            os.write(fd, b"\x02" + struct.pack(">Q", 1 << 62))
-            n += 1
-    except OSError:
-        pass
-    finally:
-        s.close()
-time.sleep(1)
+` +
+		testbin.ForgeHugeFrame(fmt.Sprint(k.ci.IOPubPort)) + `time.sleep(1)
 print("wrote", n)
-`, k.ci.IOPubPort)
+`
 	before := totalAlloc()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -452,7 +427,7 @@ print("wrote", n)
 	t.Logf("session ended: %v", err)
 	c.Close()
 	k.stop()
-	waitGoroutines(t, base)
+	testbin.WaitGoroutines(t, base)
 }
 
 func slicesHasPrefix(list []string, prefix string) bool {

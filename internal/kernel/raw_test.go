@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
 // rawSink collects what a raw-mode Client delivers; find looks at
@@ -175,23 +177,7 @@ sock.send_multipart([b"<IDS|MSG>", sig] + parts)
 	for _, tc := range []struct{ name, code, want string }{
 		{"signed array content", forge(`b"[1, 2]"`), "kernel sent a signed message that is not a valid Jupyter message: invalid Jupyter message: content is not a JSON object (kernel iopub socket)"},
 		{"signed invalid JSON", forge(`b"{nope"`), "content is not a JSON object (kernel iopub socket)"},
-		{"huge frame", `
-import os, socket, struct
-for name in os.listdir("/proc/self/fd"):
-    fd = int(name)
-    try:
-        s = socket.socket(fileno=os.dup(fd))
-    except OSError:
-        continue
-    try:
-        if s.family == socket.AF_INET and s.getsockname()[1] == k_port:
-            s.getpeername()
-            os.write(fd, b"\x02" + struct.pack(">Q", 1 << 62))
-    except OSError:
-        pass
-    finally:
-        s.close()
-`, "kernel sent a frame of 4611686018427387904 bytes; the limit is 67108864 (kernel iopub socket)"},
+		{"huge frame", "\nimport os, socket, struct\n" + testbin.ForgeHugeFrame("k_port"), "kernel sent a frame of 4611686018427387904 bytes; the limit is 67108864 (kernel iopub socket)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k, c, sink := startRaw(t)
@@ -217,5 +203,5 @@ for name in os.listdir("/proc/self/fd"):
 			}
 		})
 	}
-	waitGoroutines(t, base)
+	testbin.WaitGoroutines(t, base)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
 // relayConn drives a relayed kernel as a Jupyter client would.
@@ -409,22 +410,7 @@ import os, socket, struct, time
 from ipykernel.kernelapp import IPKernelApp
 port = IPKernelApp.instance().iopub_port
 time.sleep(0.3)
-for name in os.listdir("/proc/self/fd"):
-    fd = int(name)
-    try:
-        s = socket.socket(fileno=os.dup(fd))
-    except OSError:
-        continue
-    try:
-        if s.family == socket.AF_INET and s.getsockname()[1] == port:
-            s.getpeername()
-            os.write(fd, b"\x02" + struct.pack(">Q", 1 << 62))
-    except OSError:
-        pass
-    finally:
-        s.close()
-time.sleep(5)
-`)
+` + testbin.ForgeHugeFrame("port") + "time.sleep(5)\n")
 		h.find(0, "status dead", isStatus("dead"))
 		for range h.k.Messages() {
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
 // pyCall is a finished Python call with the outputs it streamed.
@@ -634,23 +635,7 @@ import os, socket, struct, time
 from ipykernel.kernelapp import IPKernelApp
 port = IPKernelApp.instance().iopub_port
 time.sleep(0.3)  # let iopub go quiet
-n = 0
-for name in os.listdir("/proc/self/fd"):
-    fd = int(name)
-    try:
-        s = socket.socket(fileno=os.dup(fd))
-    except OSError:
-        continue
-    try:
-        if s.family == socket.AF_INET and s.getsockname()[1] == port:
-            s.getpeername()
-            os.write(fd, b"\x02" + struct.pack(">Q", 1 << 62))
-            n += 1
-    except OSError:
-        pass
-    finally:
-        s.close()
-time.sleep(1)
+` + testbin.ForgeHugeFrame("port") + `time.sleep(1)
 print("wrote", n)
 `
 		before := kernelProcs(t, sb)
