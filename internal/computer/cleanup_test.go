@@ -21,6 +21,20 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// createAndDelete makes a computer and deletes it: where the tests of the
+// cleanup that follows a DELETE start.
+func (f *fixture) createAndDelete(ctx context.Context) computer.View {
+	f.t.Helper()
+	v, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.mgr.Delete(ctx, f.p, v.ID); err != nil {
+		f.t.Fatalf("delete: %v", err)
+	}
+	return v
+}
+
 // TestDeleteAnswersAfterKillBeforeCleanup: DELETE returns once the
 // computer is killed, with its stop, usage and audit event recorded once,
 // while its resources are still being freed in the background.
@@ -29,13 +43,7 @@ func TestDeleteAnswersAfterKillBeforeCleanup(t *testing.T) {
 	started, release := blockingDestroy(drv)
 	f := newFixture(t, "", drv, nil)
 	ctx := context.Background()
-	v, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.mgr.Delete(ctx, f.p, v.ID); err != nil {
-		t.Fatalf("delete: %v", err)
-	}
+	v := f.createAndDelete(ctx)
 	sb := drv.sandboxes()[0]
 	if n := sb.killed.Load(); n != 1 {
 		t.Fatalf("delete answered with the computer killed %d times, want 1", n)
@@ -74,13 +82,7 @@ func TestCapacityHeldUntilCleanup(t *testing.T) {
 	started, release := blockingDestroy(drv)
 	f := newFixture(t, "", drv, func(c *computer.Config) { c.MaxConcurrent = 1 })
 	ctx := context.Background()
-	v, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.mgr.Delete(ctx, f.p, v.ID); err != nil {
-		t.Fatal(err)
-	}
+	f.createAndDelete(ctx)
 	<-started
 	created := make(chan error, 1)
 	go func() {
@@ -146,13 +148,7 @@ func TestCloseWaitsForCleanups(t *testing.T) {
 		started, release := blockingDestroy(drv)
 		f := newFixture(t, "", drv, nil)
 		ctx := context.Background()
-		v, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.mgr.Delete(ctx, f.p, v.ID); err != nil {
-			t.Fatal(err)
-		}
+		f.createAndDelete(ctx)
 		<-started
 		closeCtx, cancel := context.WithCancel(ctx)
 		closed := make(chan struct{})
@@ -192,13 +188,7 @@ func TestCrashDuringCleanupIsRecovered(t *testing.T) {
 	started, release := blockingDestroy(drv)
 	defer close(release)
 	f := newFixture(t, dir, drv, nil)
-	v, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.mgr.Delete(ctx, f.p, v.ID); err != nil {
-		t.Fatal(err)
-	}
+	v := f.createAndDelete(ctx)
 	<-started // the "crash" happens while the cleanup runs
 	drv2 := &fakeDriver{}
 	g := newFixture(t, dir, drv2, nil)

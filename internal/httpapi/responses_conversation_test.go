@@ -327,15 +327,7 @@ func TestResponsesContinueMixedTurn(t *testing.T) {
 // TestResponsesContinueFailed: a response that failed (after its stream
 // started) is stored but cannot be continued.
 func TestResponsesContinueFailed(t *testing.T) {
-	e := newEnv(t, nil)
-	e.withGateway(newScripted(t, func(n int, req map[string]any) (int, any) {
-		if n == 1 {
-			return 200, toolCallAnswer("code_interpreter", `{"code":"x = 1"}`)
-		}
-		return 500, map[string]any{"error": "boom"}
-	}))
-	_, key := e.newKey("", computerCaps)
-	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "go", "tools": ciTool, "stream": true})
+	e, key, r := streamFailingAfterToolCall(t)
 	evs := sseEvents(t, r.body)
 	id := evs[0]["response"].(map[string]any)["id"].(string)
 	if evs[len(evs)-1]["type"] != "response.failed" {

@@ -36,6 +36,17 @@ func plotAndPrint(t *testing.T) *scripted {
 	})
 }
 
+// newPlotAndPrintClient starts a server whose upstream is plotAndPrint and
+// gives an SDK client of it with a key that may use computers.
+func newPlotAndPrintClient(t *testing.T) (*scripted, openai.Client) {
+	t.Helper()
+	e := newEnv(t, nil)
+	up := plotAndPrint(t)
+	e.withFilesGateway(up)
+	_, key := e.newKey("", computerCaps)
+	return up, e.sdk(key)
+}
+
 var sdkTools = []responses.ToolUnionParam{{OfCodeInterpreter: &responses.ToolCodeInterpreterParam{
 	Container: responses.ToolCodeInterpreterContainerUnionParam{
 		OfCodeInterpreterToolAuto: &responses.ToolCodeInterpreterContainerCodeInterpreterContainerAutoParam{}}}}}
@@ -44,11 +55,7 @@ var sdkTools = []responses.ToolUnionParam{{OfCodeInterpreter: &responses.ToolCod
 // item (logs and image outputs) and the answer; previous_response_id
 // continues the conversation.
 func TestOpenAIClientNew(t *testing.T) {
-	e := newEnv(t, nil)
-	up := plotAndPrint(t)
-	e.withFilesGateway(up)
-	_, key := e.newKey("", computerCaps)
-	client := e.sdk(key)
+	up, client := newPlotAndPrintClient(t)
 	resp, err := client.Responses.New(t.Context(), responses.ResponseNewParams{
 		Model:   "m",
 		Input:   responses.ResponseNewParamsInputUnion{OfString: openai.String("What is 6*7? Plot something too.")},
@@ -98,10 +105,7 @@ func TestOpenAIClientNew(t *testing.T) {
 // TestOpenAIClientStreaming: NewStreaming yields the typed events in
 // OpenAI's order with contiguous sequence numbers.
 func TestOpenAIClientStreaming(t *testing.T) {
-	e := newEnv(t, nil)
-	e.withFilesGateway(plotAndPrint(t))
-	_, key := e.newKey("", computerCaps)
-	client := e.sdk(key)
+	_, client := newPlotAndPrintClient(t)
 	stream := client.Responses.NewStreaming(t.Context(), responses.ResponseNewParams{
 		Model: "m",
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is 6*7?")},
@@ -175,10 +179,7 @@ func dedupeRuns(s []string) []string {
 // connection in order, a bad frame answered with an error event on the
 // same connection, stream_id echoed.
 func TestOpenAIClientWebSocket(t *testing.T) {
-	e := newEnv(t, nil)
-	e.withFilesGateway(plotAndPrint(t))
-	_, key := e.newKey("", computerCaps)
-	client := e.sdk(key)
+	_, client := newPlotAndPrintClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	conn, err := client.Responses.Connect(ctx, responses.ResponseConnectionOptions{})
@@ -266,11 +267,7 @@ func TestOpenAIClientWebSocket(t *testing.T) {
 // (ToParam): the code_interpreter_call reaches the upstream as the model's
 // call and the logs it saw.
 func TestOpenAIClientSendBack(t *testing.T) {
-	e := newEnv(t, nil)
-	up := plotAndPrint(t)
-	e.withFilesGateway(up)
-	_, key := e.newKey("", computerCaps)
-	client := e.sdk(key)
+	up, client := newPlotAndPrintClient(t)
 	ask := responses.ResponseInputItemParamOfMessage("What is 6*7?", responses.EasyInputMessageRoleUser)
 	resp, err := client.Responses.New(t.Context(), responses.ResponseNewParams{
 		Model:   "m",

@@ -339,16 +339,24 @@ func TestResponsesStreaming(t *testing.T) {
 	e.waitDestroyed(key, out.ID)
 }
 
-func TestResponsesStreamingUpstreamError(t *testing.T) {
-	e := newEnv(t, nil)
+// streamFailingAfterToolCall streams a response whose upstream asks for
+// one code_interpreter call, then fails (500).
+func streamFailingAfterToolCall(t *testing.T) (e *env, key string, r resp) {
+	t.Helper()
+	e = newEnv(t, nil)
 	e.withGateway(newScripted(t, func(n int, req map[string]any) (int, any) {
 		if n == 1 {
 			return 200, toolCallAnswer("code_interpreter", `{"code":"x = 1"}`)
 		}
 		return 500, map[string]any{"error": "boom"}
 	}))
-	_, key := e.newKey("", computerCaps)
-	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "go", "tools": ciTool, "stream": true})
+	_, key = e.newKey("", computerCaps)
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "go", "tools": ciTool, "stream": true})
+	return e, key, r
+}
+
+func TestResponsesStreamingUpstreamError(t *testing.T) {
+	e, key, r := streamFailingAfterToolCall(t)
 	blocks := strings.Split(strings.TrimSpace(string(r.body)), "\n\n")
 	lastBlock := blocks[len(blocks)-1]
 	if r.code != 200 || !strings.HasPrefix(lastBlock, "event: response.failed\n") || !strings.Contains(lastBlock, `"upstream_error"`) {
