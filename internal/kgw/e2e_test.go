@@ -10,7 +10,6 @@ import (
 	"image/color"
 	"image/png"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
-	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
@@ -43,40 +41,15 @@ type realEnv struct {
 
 func newRealEnv(t *testing.T, cfg Config) *realEnv {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "cubicle.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gov := governance.New(st)
-	key := "cub_kgw_e2e_key_0000001"
-	if _, err := gov.Bootstrap(ctx, key); err != nil {
-		t.Fatal(err)
-	}
 	drv, err := linux.New(linux.Config{StateDir: dir, AgentPath: agentBin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := computer.New(computer.Config{Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 64 << 20, LifetimeSeconds: 600,
-		ExecTimeoutSeconds: 30, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20}, drv, st, gov)
-	if err := mgr.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s := New(cfg, mgr, gov)
-	mux := http.NewServeMux()
-	s.Routes(mux.Handle)
-	hs := httptest.NewUnstartedServer(mux)
-	hs.Config.ConnContext = ConnContext
-	hs.Start()
-	t.Cleanup(func() {
-		s.Close(context.Background())
-		hs.CloseClientConnections()
-		hs.Close()
-		mgr.Close(context.Background())
-		st.Close()
-	})
-	return &realEnv{url: hs.URL, key: key, mgr: mgr, gov: gov}
+	key := "cub_kgw_e2e_key_0000001"
+	g := serveGateway(t, cfg, dir, key, drv, computer.Config{Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 64 << 20, LifetimeSeconds: 600,
+		ExecTimeoutSeconds: 30, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20})
+	return &realEnv{url: g.url, key: key, mgr: g.mgr, gov: g.gov}
 }
 
 func (e *realEnv) computerOf(t *testing.T, kernelID string) computer.View {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
 
@@ -34,19 +35,37 @@ type fakeEnv struct {
 
 func newFakeEnv(t *testing.T, cfg Config) *fakeEnv {
 	t.Helper()
+	drv := &fakeDriver{}
+	key := "cub_kgw_test_key_000001"
+	g := serveGateway(t, cfg, t.TempDir(), key, drv, computer.Config{Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20, LifetimeSeconds: 600,
+		ExecTimeoutSeconds: 30, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20})
+	return &fakeEnv{t: t, url: g.url, srv: g.srv, mgr: g.mgr, gov: g.gov, drv: drv, key: key}
+}
+
+// servedGateway is the gateway on a real store and computer manager,
+// behind a real HTTP server.
+type servedGateway struct {
+	url string
+	srv *Server
+	mgr *computer.Manager
+	gov *governance.Service
+}
+
+// serveGateway serves the gateway configured by cfg over a manager of drv
+// with the limits lim, on a new store in dir bootstrapped with key; all of
+// it is closed when the test ends.
+func serveGateway(t *testing.T, cfg Config, dir, key string, drv sandbox.Driver, lim computer.Config) servedGateway {
+	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cubicle.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "cubicle.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	gov := governance.New(st)
-	key := "cub_kgw_test_key_000001"
 	if _, err := gov.Bootstrap(ctx, key); err != nil {
 		t.Fatal(err)
 	}
-	drv := &fakeDriver{}
-	mgr := computer.New(computer.Config{Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20, LifetimeSeconds: 600,
-		ExecTimeoutSeconds: 30, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20}, drv, st, gov)
+	mgr := computer.New(lim, drv, st, gov)
 	if err := mgr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +82,7 @@ func newFakeEnv(t *testing.T, cfg Config) *fakeEnv {
 		mgr.Close(context.Background())
 		st.Close()
 	})
-	return &fakeEnv{t: t, url: hs.URL, srv: s, mgr: mgr, gov: gov, drv: drv, key: key}
+	return servedGateway{url: hs.URL, srv: s, mgr: mgr, gov: gov}
 }
 
 // newKey makes a key in a new organisation.
