@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -221,4 +223,40 @@ func TestResponsesItemReference(t *testing.T) {
 		t.Fatalf("delete: %s", d)
 	}
 	e.do(key, "POST", "/v1/responses", ref(msgID)).wantError(t, http.StatusBadRequest, "")
+}
+
+// TestAISDKMultiTurn: the AI SDK's default multi-turn flow (generateText,
+// its response messages passed back; store on, so the earlier assistant
+// turn goes as an item_reference) through the real npm packages, installed
+// by `make test` (scripts/testdeps.sh).
+func TestAISDKMultiTurn(t *testing.T) {
+	e := newEnv(t, nil)
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		if roles(req) == "user:Hi|assistant:Hello|user:Again" {
+			return 200, chatAnswer(map[string]any{"role": "assistant", "content": "Hello again"})
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "Hello"})
+	})
+	e.withGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "m"})
+	_, key := e.newKey("", computerCaps)
+	if _, err := os.Stat("testdata/aisdk/node_modules/ai"); err != nil {
+		t.Fatalf("the AI SDK is not installed (make test installs it: bash scripts/testdeps.sh): %v", err)
+	}
+	cmd := exec.CommandContext(t.Context(), "node", "multiturn.mjs")
+	cmd.Dir = "testdata/aisdk"
+	cmd.Env = append(os.Environ(), "CUBICLE_URL="+e.url, "CUBICLE_KEY="+key)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got struct {
+		First, Second string
+		Sent          json.RawMessage
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.First != "Hello" || got.Second != "Hello again" || !strings.Contains(string(got.Sent), `"type":"item_reference"`) {
+		t.Fatalf("answers %q, %q; sent %s", got.First, got.Second, got.Sent)
+	}
 }
