@@ -136,7 +136,7 @@ func parseInput(raw json.RawMessage) (*parsedInput, error) {
 			in.replayCall(item.ID, item.Name, item.Arguments, item.Output)
 		default:
 			return nil, invalid(param+".type", "unsupported input item type %q; supported: message, function_call, "+
-				"function_call_output, code_interpreter_call, tool_call", item.Type)
+				"function_call_output, code_interpreter_call, tool_call, item_reference", item.Type)
 		}
 	}
 	return in, nil
