@@ -4,12 +4,16 @@ export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin/cubicle
 
-.PHONY: all setup build run test lint bench clean
+.PHONY: all setup testdeps build run test lint bench clean
 
 all: build
 
 setup:
 	@bash scripts/setup.sh
+
+# The npm clients the tests drive (the AI SDK), pinned by their lockfiles.
+testdeps:
+	@bash scripts/testdeps.sh
 
 # The agent uses syscall.AllThreadsSyscall, which Go refuses in cgo binaries:
 # cubicle is always built without cgo (a static binary).
@@ -30,7 +34,7 @@ lint:
 # Tests run as root against real namespaces, cgroups and seccomp. Test
 # binaries are built with -race (which needs cgo); computers still run the
 # cgo-free cubicle binary as their agent (CUBICLE_BIN).
-test: setup build lint
+test: setup testdeps build lint
 	CGO_ENABLED=1 CUBICLE_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 
 bench: setup

@@ -89,6 +89,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	gwc.PublicURL = cfg.Server.PublicURL
 	if err := os.MkdirAll(cfg.Server.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"reflect"
 	"strconv"
@@ -92,6 +93,11 @@ type Python struct {
 type Server struct {
 	Listen string `toml:"listen"`
 	Data   string `toml:"data"`
+	// PublicURL is the URL clients reach this server at (scheme and host,
+	// e.g. https://cubicle.example.com), for the absolute links the API
+	// answers with (artifact URLs in code_interpreter outputs). Empty:
+	// each request's own Host.
+	PublicURL string `toml:"public_url"`
 }
 
 // Computers are the deployment's limits for computers. Keys may only shrink
@@ -244,6 +250,12 @@ func (c Config) Validate() error {
 	}
 	if c.Server.Data == "" || !strings.HasPrefix(c.Server.Data, "/") {
 		return bad("server.data", "must be an absolute path, got %q", c.Server.Data)
+	}
+	if u := c.Server.PublicURL; u != "" {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || strings.TrimSuffix(pu.Path, "/") != "" || pu.RawQuery != "" {
+			return bad("server.public_url", "must be http(s)://host[:port] without a path, got %q", u)
+		}
 	}
 	k := c.Computers
 	switch {

@@ -45,6 +45,9 @@ type Config struct {
 	MaxUpstreamBytes int64
 	// Client is the HTTP client (default: a fresh one).
 	Client *http.Client
+	// PublicURL is where clients reach the server (scheme://host[:port]),
+	// for absolute artifact URLs; empty: the request's Origin.
+	PublicURL string
 }
 
 // UpstreamConfig is one upstream model server.
@@ -129,22 +132,40 @@ func New(cfg Config, comp *computer.Manager) (*Gateway, error) {
 
 // Response is a Responses API response object.
 type Response struct {
-	ID                string            `json:"id"`
-	Object            string            `json:"object"`
-	CreatedAt         int64             `json:"created_at"`
-	Status            string            `json:"status"`
-	IncompleteDetails *Incomplete       `json:"incomplete_details"`
-	Error             any               `json:"error"`
-	Model             string            `json:"model"`
-	Output            []any             `json:"output"`
-	ParallelToolCalls bool              `json:"parallel_tool_calls"`
-	ToolChoice        json.RawMessage   `json:"tool_choice"`
-	Tools             []json.RawMessage `json:"tools"`
-	Instructions      *string           `json:"instructions"`
-	MaxToolCalls      *int              `json:"max_tool_calls"`
-	Store             bool              `json:"store"`
-	Metadata          map[string]string `json:"metadata"`
-	Usage             Usage             `json:"usage"`
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	CreatedAt          int64             `json:"created_at"`
+	CompletedAt        *int64            `json:"completed_at"`
+	Status             string            `json:"status"`
+	Background         bool              `json:"background"`
+	IncompleteDetails  *Incomplete       `json:"incomplete_details"`
+	Error              any               `json:"error"`
+	Model              string            `json:"model"`
+	Output             []any             `json:"output"`
+	ParallelToolCalls  bool              `json:"parallel_tool_calls"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	Tools              []json.RawMessage `json:"tools"`
+	Instructions       *string           `json:"instructions"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	Conversation       any               `json:"conversation"`
+	Prompt             any               `json:"prompt"`
+	MaxToolCalls       *int              `json:"max_tool_calls"`
+	MaxOutputTokens    *int64            `json:"max_output_tokens"`
+	Temperature        float64           `json:"temperature"`
+	TopP               float64           `json:"top_p"`
+	TopLogprobs        int               `json:"top_logprobs"`
+	Text               Text              `json:"text"`
+	Reasoning          Reasoning         `json:"reasoning"`
+	Truncation         string            `json:"truncation"`
+	ServiceTier        string            `json:"service_tier"`
+	User               *string           `json:"user"`
+	PromptCacheKey     *string           `json:"prompt_cache_key"`
+	// PromptCacheRetention and SafetyIdentifier are echoed from the request.
+	PromptCacheRetention *string           `json:"prompt_cache_retention"`
+	SafetyIdentifier     *string           `json:"safety_identifier"`
+	Store                bool              `json:"store"`
+	Metadata             map[string]string `json:"metadata"`
+	Usage                Usage             `json:"usage"`
 }
 
 // Incomplete says why a response stopped early.
@@ -257,6 +278,8 @@ type Run struct {
 	// turn is the upstream answer being turned into items (the last one
 	// once the loop ended).
 	turn *turnOutput
+	// origin is Request.Origin.
+	origin string
 }
 
 // Stream reports whether the request asked for streaming.
@@ -293,6 +316,9 @@ func (g *Gateway) Create(ctx context.Context, p governance.Principal, req *Reque
 // upstream call and before anything is sent to the client.
 func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Request) (*Run, error) {
 	start := time.Now()
+	if err := g.resolveReferences(ctx, p, req); err != nil {
+		return nil, err
+	}
 	pl, err := req.validate(g.cfg.Model, g.comp.ToolsEnabled(p))
 	if err != nil {
 		return nil, err
@@ -319,7 +345,9 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 		resp.Metadata = map[string]string{}
 	}
 	resp.Store = g.responses != nil && (req.Store == nil || *req.Store)
-	return &Run{g: g, p: p, plan: pl, up: up, resp: resp, started: start}, nil
+	resp.PreviousResponseID = req.PreviousResponseID
+	req.Params.echo(resp)
+	return &Run{g: g, p: p, plan: pl, up: up, resp: resp, started: start, origin: req.Origin}, nil
 }
 
 // snapshot is a copy of the response for an event.
@@ -356,6 +384,7 @@ func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error)
 	if r.resp.Status == "incomplete" {
 		typ = "response.incomplete"
 	}
+	r.resp.CompletedAt = ptr(time.Now().Unix())
 	r.keep(ctx)
 	r.emit(typ, map[string]any{"response": r.snapshot()})
 	return r.resp, nil
@@ -372,7 +401,8 @@ func (r *Run) keep(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		err = r.g.responses.Put(ctx, store.Response{ID: r.resp.ID, OrgID: r.p.Org.ID, KeyID: r.p.Key.ID,
-			CreatedAt: time.Unix(r.resp.CreatedAt, 0), Body: body, Conversation: r.conversation(ctx)})
+			CreatedAt: time.Unix(r.resp.CreatedAt, 0), Body: body, Conversation: r.conversation(ctx),
+			Items: outputItems(r.resp.Output)})
 	}
 	if err != nil {
 		slog.ErrorContext(ctx, "gateway: storing the response failed", "response", r.resp.ID, "err", err)
@@ -383,7 +413,7 @@ func (r *Run) loop(ctx context.Context) error {
 	msgs := r.plan.messages
 	defer func() { r.msgs = msgs }()
 	for round := 0; round < r.g.cfg.MaxRounds; round++ {
-		creq := chatRequest{Model: r.plan.model, Messages: msgs, Tools: r.plan.tools, ToolChoice: r.plan.toolChoice}
+		creq := chatRequest{Model: r.plan.model, Messages: msgs, Tools: r.plan.tools, ToolChoice: r.plan.toolChoice, Params: r.plan.params}
 		if len(creq.Tools) > 0 {
 			creq.ParallelToolCalls = r.plan.parallel
 		}
@@ -723,8 +753,20 @@ func inputsNote(rep files.InputsReport) string {
 	return strings.Join(note, "\n")
 }
 
-// ArtifactURL is the (relative) URL of an artifact's content.
-func ArtifactURL(id string) string { return "/v1/artifacts/" + id + "/content" }
+// ArtifactURL is the URL of an artifact's content under base (the
+// server's public URL).
+func ArtifactURL(base, id string) string {
+	return strings.TrimSuffix(base, "/") + "/v1/artifacts/" + id + "/content"
+}
+
+// baseURL is where the client reaches the server: the configured public
+// URL, else the request's origin.
+func (r *Run) baseURL() string {
+	if r.g.cfg.PublicURL != "" {
+		return r.g.cfg.PublicURL
+	}
+	return r.origin
+}
 
 // imagesAsArtifacts keeps each PNG image output as an artifact of the
 // response's computer and points its url at the artifact's content, when
@@ -752,6 +794,6 @@ func (r *Run) imagesAsArtifacts(ctx context.Context, itemID string, outs []tools
 				"response", r.resp.ID, "err", err)
 			continue
 		}
-		o.URL = ArtifactURL(a.ID)
+		o.URL = ArtifactURL(r.baseURL(), a.ID)
 	}
 }

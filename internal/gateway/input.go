@@ -27,6 +27,9 @@ type inputItem struct {
 	ContainerID string          `json:"container_id"`
 	Code        *string         `json:"code"`
 	Outputs     json.RawMessage `json:"outputs"`
+	// Phase (an assistant message's "commentary" or "final_answer", sent
+	// back by the AI SDK) is ignored.
+	Phase json.RawMessage `json:"phase"`
 }
 
 // contentPart is one part of a message's content array.
@@ -133,7 +136,7 @@ func parseInput(raw json.RawMessage) (*parsedInput, error) {
 			in.replayCall(item.ID, item.Name, item.Arguments, item.Output)
 		default:
 			return nil, invalid(param+".type", "unsupported input item type %q; supported: message, function_call, "+
-				"function_call_output, code_interpreter_call, tool_call", item.Type)
+				"function_call_output, code_interpreter_call, tool_call, item_reference", item.Type)
 		}
 	}
 	return in, nil
@@ -147,8 +150,13 @@ func (in *parsedInput) replayCall(id, name, args, output string) {
 		chatMessage{Role: "tool", ToolCallID: id, Content: ptr(output)})
 }
 
+// ImageSentNote stands for an image output of a code_interpreter_call sent
+// back (the client's logs carry no image placeholder).
+const ImageSentNote = "[image]"
+
 // codeOutputText is the text the model saw for a code_interpreter_call
-// sent back: its logs (NotSeenOutput when outputs were not included).
+// sent back: its logs and a note per image (NotSeenOutput when outputs
+// were not included).
 func codeOutputText(raw json.RawMessage, param string) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return NotSeenOutput, nil
@@ -159,8 +167,11 @@ func codeOutputText(raw json.RawMessage, param string) (string, error) {
 	}
 	var logs []string
 	for _, o := range outs {
-		if o.Type == "logs" {
+		switch o.Type {
+		case "logs":
 			logs = append(logs, o.Logs)
+		case "image":
+			logs = append(logs, ImageSentNote)
 		}
 	}
 	return strings.Join(logs, "\n"), nil

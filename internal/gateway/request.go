@@ -28,6 +28,19 @@ type Request struct {
 	// PreviousResponseID continues a stored response of the same
 	// organisation: its conversation is replayed before Input.
 	PreviousResponseID *string `json:"previous_response_id"`
+	Params
+	// Conversation and Prompt name objects stored at OpenAI (a
+	// conversation, a prompt template) that the gateway does not have.
+	Conversation json.RawMessage `json:"conversation"`
+	Prompt       json.RawMessage `json:"prompt"`
+	// Newer options accepted without effect (objects, unchecked inside).
+	Moderation         json.RawMessage `json:"moderation"`
+	AccessPrograms     json.RawMessage `json:"access_programs"`
+	Image              json.RawMessage `json:"image"`
+	PromptCacheOptions json.RawMessage `json:"prompt_cache_options"`
+	// Origin is scheme://host of the HTTP request (set by the transport),
+	// for absolute URLs when no public URL is configured.
+	Origin string `json:"-"`
 }
 
 // IncludeOutputs is the include value that returns code_interpreter_call outputs.
@@ -56,6 +69,7 @@ type plan struct {
 	includeOutputs bool
 	metadata       map[string]string
 	stream         bool
+	params         *Params
 }
 
 // strict decodes raw into v, refusing unknown fields; the error names
@@ -90,12 +104,18 @@ func asType(err error, te **json.UnmarshalTypeError) bool {
 // whether the caller may use computer tools; it is checked before any
 // upstream call.
 func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
-	p := &plan{model: r.Model, clientFuncs: map[string]bool{}, gatewayTools: map[string]bool{}, parallel: r.ParallelToolCalls, metadata: r.Metadata, stream: r.Stream != nil && *r.Stream}
+	p := &plan{model: r.Model, clientFuncs: map[string]bool{}, gatewayTools: map[string]bool{}, parallel: r.ParallelToolCalls, metadata: r.Metadata, stream: r.Stream != nil && *r.Stream, params: &r.Params}
 	if p.model == "" {
 		p.model = defaultModel
 	}
 	if p.model == "" {
 		return nil, invalid("model", "model is required (this deployment has no default model)")
+	}
+	if err := r.Params.validate(); err != nil {
+		return nil, err
+	}
+	if err := r.unsupported(); err != nil {
+		return nil, err
 	}
 	if len(r.Metadata) > 16 {
 		return nil, invalid("metadata", "metadata holds at most 16 keys")

@@ -102,7 +102,7 @@ func TestParseInputReplay(t *testing.T) {
 	b, _ := json.Marshal(in.messages)
 	want := `[{"role":"user","content":"plot it"},` +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"ci_1","type":"function","function":{"name":"code_interpreter","arguments":"{\"code\":\"print(1)\"}"}}]},` +
-		`{"role":"tool","content":"1","tool_call_id":"ci_1"},` +
+		`{"role":"tool","content":"1\n[image]","tool_call_id":"ci_1"},` +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"ci_2","type":"function","function":{"name":"code_interpreter","arguments":"{\"code\":\"x\"}"}}]},` +
 		`{"role":"tool","content":"(the output of this call is not available)","tool_call_id":"ci_2"},` +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"tc_1","type":"function","function":{"name":"builtin__computer_exec","arguments":"{\"command\":\"ls\"}"}}]},` +

@@ -55,6 +55,9 @@ type chatRequest struct {
 	ToolChoice json.RawMessage `json:"tool_choice,omitempty"`
 	// ParallelToolCalls is the client's value, sent only with tools.
 	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+	// Params are the client's model parameters, sent in each upstream
+	// API's own names.
+	Params *Params `json:"-"`
 }
 
 // turn is one upstream answer, whatever the upstream's API: the

@@ -31,10 +31,13 @@ type chatResponse struct {
 	Usage *chatUsage `json:"usage"`
 }
 
-type chatStreamRequest struct {
+// chatBody is what is posted: the request, the model parameters in
+// Chat Completions' names, and the stream flags when streaming.
+type chatBody struct {
 	chatRequest
-	Stream        bool            `json:"stream"`
-	StreamOptions map[string]bool `json:"stream_options"`
+	chatParams
+	Stream        bool            `json:"stream,omitempty"`
+	StreamOptions map[string]bool `json:"stream_options,omitempty"`
 }
 
 // chatChunk is one chunk of a streamed chat completion.
@@ -60,9 +63,9 @@ type chatChunk struct {
 
 func (u *chatUpstream) complete(ctx context.Context, req chatRequest, sink turnSink) (*turn, error) {
 	b := &turnBuilder{sink: sink}
-	var body any = req
+	body := chatBody{chatRequest: req, chatParams: req.Params.chat()}
 	if u.stream {
-		body = chatStreamRequest{chatRequest: req, Stream: true, StreamOptions: map[string]bool{"include_usage": true}}
+		body.Stream, body.StreamOptions = true, map[string]bool{"include_usage": true}
 	}
 	c, err := u.post(ctx, "/chat/completions", body)
 	if err != nil {

@@ -20,6 +20,7 @@ type responsesRequest struct {
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
 	Store             bool            `json:"store"`
 	Stream            bool            `json:"stream,omitempty"`
+	responsesParams
 }
 
 // responsesTool is a function tool in the Responses form: the chat
@@ -74,7 +75,7 @@ type responsesEvent struct {
 
 func toResponsesRequest(req chatRequest, stream bool) responsesRequest {
 	out := responsesRequest{Model: req.Model, ParallelToolCalls: req.ParallelToolCalls, Stream: stream,
-		ToolChoice: req.ToolChoice, Input: []any{}}
+		ToolChoice: req.ToolChoice, Input: []any{}, responsesParams: req.Params.responses()}
 	for _, t := range req.Tools {
 		out.Tools = append(out.Tools, responsesTool{Type: "function", chatFunction: t.Function})
 	}

@@ -28,6 +28,7 @@ func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governanc
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	req.Origin = origin(r)
 	run, err := g.Begin(r.Context(), p, &req)
 	if err != nil {
 		return err
@@ -97,6 +98,15 @@ func (a *API) deleteResponse(w http.ResponseWriter, r *http.Request, p governanc
 	if err := a.st.Responses().Delete(r.Context(), p.Org.ID, id); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response.deleted", "deleted": true})
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response", "deleted": true})
 	return nil
+}
+
+// origin is scheme://host of r, as the client addressed the server.
+func origin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }

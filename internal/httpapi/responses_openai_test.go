@@ -11,6 +11,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 )
 
 // The real OpenAI Go client (github.com/openai/openai-go/v3) against the
@@ -76,7 +78,7 @@ func TestOpenAIClientNew(t *testing.T) {
 	if logs := ci.Outputs[0].AsLogs(); logs.Type != "logs" || !strings.HasPrefix(logs.Logs, "42") {
 		t.Fatalf("logs output: %s", ci.Outputs[0].RawJSON())
 	}
-	if img := ci.Outputs[1].AsImage(); img.Type != "image" || !strings.HasPrefix(img.URL, "/v1/artifacts/art_") {
+	if img := ci.Outputs[1].AsImage(); img.Type != "image" || !strings.HasPrefix(img.URL, "http://127.0.0.1:") || !strings.Contains(img.URL, "/v1/artifacts/art_") {
 		t.Fatalf("image output: %s", ci.Outputs[1].RawJSON())
 	}
 	if resp.Usage.TotalTokens != 30 {
@@ -233,7 +235,7 @@ func TestOpenAIClientWebSocket(t *testing.T) {
 	first := done.Response.ID
 
 	// A bad frame: an error event, and the connection stays usable.
-	if err := conn.SendRaw(ctx, []byte(`{"type":"response.create","model":"m","input":"x","temperature":2}`)); err != nil {
+	if err := conn.SendRaw(ctx, []byte(`{"type":"response.create","model":"m","input":"x","temperature":3}`)); err != nil {
 		t.Fatal(err)
 	}
 	_, final = recvResponse()
@@ -298,7 +300,7 @@ func TestOpenAIClientSendBack(t *testing.T) {
 	if got := roles(req); got != "user:What is 6*7?|assistant>code_interpreter|tool|assistant:The answer is 42|user:Thanks. And again?" {
 		t.Fatalf("replayed: %s", got)
 	}
-	if tm := toolMessages(req); !strings.HasPrefix(tm[0], "42\n[image: ") {
+	if tm := toolMessages(req); !strings.HasPrefix(tm[0], "42\n"+gateway.ImageSentNote) {
 		t.Fatalf("replayed output: %q", tm)
 	}
 }

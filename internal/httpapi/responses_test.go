@@ -205,7 +205,8 @@ func TestResponsesValidation(t *testing.T) {
 		body  string
 		param string
 	}{
-		{`{"model":"m","input":"hi","temperature":0.2}`, "temperature"},
+		{`{"model":"m","input":"hi","temperature":2.5}`, "temperature"},
+		{`{"model":"m","input":"hi","conversation":"conv_1"}`, "conversation"},
 		{`{"model":"m","input":"hi","previous_response_id":"resp_x"}`, "previous_response_id"},
 		{`{"model":"m","input":"hi","tools":[{"type":"code_interpreter","container":"cntr_1"}]}`, "tools[0].container"},
 		{`{"model":"m","input":"hi","tools":[{"type":"code_interpreter","container":{"type":"auto","file_ids":["f"]}}]}`, "tools[0].container"},
@@ -671,6 +672,19 @@ func imageURLs(t *testing.T, out responseObj) []string {
 // TestResponsesImageArtifacts: with the artifacts capability an image
 // output's url is the artifact's content (a PNG); without it, a data URL.
 func TestResponsesImageArtifacts(t *testing.T) {
+	t.Run("public URL", func(t *testing.T) {
+		e := newEnv(t, nil)
+		up := plotScript(t)
+		e.withFilesGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model", PublicURL: "https://cubicle.example.com"})
+		_, key := e.newKey("", computerCaps)
+		r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "plot", "tools": ciTool,
+			"include": []any{"code_interpreter_call.outputs"}})
+		var out responseObj
+		r.json(t, &out)
+		if urls := imageURLs(t, out); len(urls) != 1 || !strings.HasPrefix(urls[0], "https://cubicle.example.com/v1/artifacts/art_") {
+			t.Fatalf("image urls %q: %s", urls, r)
+		}
+	})
 	e := newEnv(t, nil)
 	e.withFilesGateway(plotScript(t))
 	body := map[string]any{"model": "m", "input": "plot", "tools": ciTool,
@@ -682,11 +696,12 @@ func TestResponsesImageArtifacts(t *testing.T) {
 	}
 	var out responseObj
 	r.json(t, &out)
+	// An absolute URL: the request's origin (no public URL configured).
 	urls := imageURLs(t, out)
-	if len(urls) != 1 || !strings.HasPrefix(urls[0], "/v1/artifacts/") || !strings.HasSuffix(urls[0], "/content") {
+	if len(urls) != 1 || !strings.HasPrefix(urls[0], e.url+"/v1/artifacts/art_") || !strings.HasSuffix(urls[0], "/content") {
 		t.Fatalf("image urls %q: %s", urls, r)
 	}
-	c := e.do(key, "GET", urls[0], nil)
+	c := e.do(key, "GET", strings.TrimPrefix(urls[0], e.url), nil)
 	if c.code != 200 || !bytes.HasPrefix(c.body, []byte("\x89PNG\r\n\x1a\n")) {
 		t.Fatalf("artifact content: %d %.40q", c.code, c.body)
 	}
@@ -744,7 +759,7 @@ func TestResponsesStore(t *testing.T) {
 	d := e.do(key, "DELETE", "/v1/responses/"+out.ID, nil)
 	var del map[string]any
 	d.json(t, &del)
-	if d.code != 200 || del["id"] != out.ID || del["object"] != "response.deleted" || del["deleted"] != true || len(del) != 3 {
+	if d.code != 200 || del["id"] != out.ID || del["object"] != "response" || del["deleted"] != true || len(del) != 3 {
 		t.Fatalf("delete: %s", d)
 	}
 	if g := e.do(key, "GET", "/v1/responses/"+out.ID, nil); g.code != 404 {

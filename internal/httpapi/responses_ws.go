@@ -205,6 +205,7 @@ func (s *socket) serve(g *gateway.Gateway, p governance.Principal, f wsFrame) {
 		s.fail(err, streamID)
 		return
 	}
+	req.Origin = origin(s.r)
 	run, err := g.Begin(s.ctx, p, &req)
 	if err != nil {
 		s.fail(err, streamID)

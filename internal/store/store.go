@@ -230,6 +230,9 @@ type Response struct {
 	// (previous_response_id) replays, in the gateway's own JSON; nil: none
 	// was kept.
 	Conversation json.RawMessage
+	// Items are the response's output items by id, for item_reference
+	// input items of later requests.
+	Items map[string]json.RawMessage
 }
 
 // Responses stores response objects, scoped by organisation.
@@ -238,6 +241,10 @@ type Responses interface {
 	Put(ctx context.Context, r Response) error
 	// Get returns the org's response; ErrNotFound if absent.
 	Get(ctx context.Context, orgID, id string) (Response, error)
-	// Delete removes the org's response; ErrNotFound if absent.
+	// Delete removes the org's response (and its items); ErrNotFound if
+	// absent.
 	Delete(ctx context.Context, orgID, id string) error
+	// Item returns an output item of one of the org's stored responses;
+	// ErrNotFound if absent.
+	Item(ctx context.Context, orgID, itemID string) (json.RawMessage, error)
 }

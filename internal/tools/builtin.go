@@ -326,8 +326,9 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 		}
 	}
 	text, images := RenderPython(cells, res)
+	logs, _ := renderPython(cells, res, false)
 	return Result{Output: Truncate(text, lim.MaxAnswerBytes), Images: images, Cells: cells,
-		Failed: res.Status != "ok"}, nil
+		Logs: Truncate(logs, lim.MaxAnswerBytes), Failed: res.Status != "ok"}, nil
 }
 
 // shortTraceback is how many traceback lines the model sees.
@@ -340,6 +341,12 @@ const shortTraceback = 8
 //	...
 //	<the call's message, when it failed>
 func RenderPython(cells []PythonCell, res sandbox.PythonResult) (string, []Image) {
+	return renderPython(cells, res, true)
+}
+
+// renderPython is RenderPython, with the image placeholders only when
+// imageNotes is set.
+func renderPython(cells []PythonCell, res sandbox.PythonResult, imageNotes bool) (string, []Image) {
 	var b strings.Builder
 	var images []Image
 	for _, c := range cells {
@@ -357,7 +364,9 @@ func RenderPython(cells []PythonCell, res sandbox.PythonResult) (string, []Image
 				case len(o.PNG) > 0:
 					note := fmt.Sprintf("[image: %dx%d PNG]", o.Width, o.Height)
 					images = append(images, Image{PNG: o.PNG, Width: o.Width, Height: o.Height, Note: note})
-					b.WriteString(note + "\n")
+					if imageNotes {
+						b.WriteString(note + "\n")
+					}
 				case o.Text != "":
 					b.WriteString(line(o.Text))
 				case len(o.JSON) > 0:

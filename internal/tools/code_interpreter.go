@@ -47,17 +47,10 @@ func runCodeInterpreter(ctx context.Context, env Env, raw json.RawMessage) (Resu
 		// An argument error or an infrastructure failure: as python says it.
 		return res, err
 	}
-	// The model's text is python's rendering without the cell header.
-	logs := res.Output
-	if strings.HasPrefix(logs, "[cell 0: ") {
-		if _, rest, ok := strings.Cut(logs, "\n"); ok {
-			logs = rest
-		} else {
-			logs = ""
-		}
-	}
-	res.Output = logs
-	res.Outputs = []CodeOutput{{Type: "logs", Logs: logs}}
+	// The model's text is python's rendering without the cell header; the
+	// client's logs are that without the image placeholders.
+	res.Output = withoutCellHeader(res.Output)
+	res.Outputs = []CodeOutput{{Type: "logs", Logs: withoutCellHeader(res.Logs)}}
 	for _, o := range res.Cells[0].Outputs {
 		if (o.Type == kernel.OutResult || o.Type == kernel.OutDisplay) && len(o.PNG) > 0 {
 			res.Outputs = append(res.Outputs, CodeOutput{Type: "image",
@@ -66,4 +59,12 @@ func runCodeInterpreter(ctx context.Context, env Env, raw json.RawMessage) (Resu
 	}
 	res.Cells = nil
 	return res, nil
+}
+
+func withoutCellHeader(text string) string {
+	if !strings.HasPrefix(text, "[cell 0: ") {
+		return text
+	}
+	_, rest, _ := strings.Cut(text, "\n")
+	return rest
 }

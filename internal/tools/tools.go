@@ -110,6 +110,9 @@ type Result struct {
 	Artifacts []Artifact `json:"artifacts"`
 	// Cells are python's structured outputs.
 	Cells []PythonCell `json:"cells,omitempty"`
+	// Logs is python's text without the image placeholders, for
+	// code_interpreter's client-visible logs (OpenAI's carry none).
+	Logs string `json:"-"`
 	// Outputs are code_interpreter's OpenAI-shaped outputs for the client.
 	Outputs []CodeOutput `json:"outputs,omitempty"`
 	// Failed: Output is an error sentence (the call did not do its job).

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 
 	"github.com/cubicle-sandbox/cubicle/internal/store"
@@ -18,11 +19,35 @@ func (s responses) Put(ctx context.Context, r store.Response) error {
 	if r.Conversation != nil {
 		conv = string(r.Conversation)
 	}
-	_, err := s.db.db.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation) VALUES (?, ?, ?, ?, ?, ?)
+	return s.db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET body = excluded.body, conversation = excluded.conversation
 		WHERE responses.org_id = excluded.org_id`,
-		r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv)
-	return err
+			r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // the id belongs to another organisation
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM response_items WHERE response_id = ?`, r.ID); err != nil {
+			return err
+		}
+		for id, item := range r.Items {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO response_items (org_id, item_id, response_id, item) VALUES (?, ?, ?, ?)
+				ON CONFLICT (org_id, item_id) DO UPDATE SET response_id = excluded.response_id, item = excluded.item`,
+				r.OrgID, id, r.ID, string(item)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s responses) Item(ctx context.Context, orgID, itemID string) (json.RawMessage, error) {
+	var item string
+	err := s.db.db.QueryRowContext(ctx, `SELECT item FROM response_items WHERE org_id = ? AND item_id = ?`, orgID, itemID).Scan(&item)
+	return json.RawMessage(item), notFound(err, "item "+itemID)
 }
 
 func (s responses) Get(ctx context.Context, orgID, id string) (store.Response, error) {
@@ -40,12 +65,15 @@ func (s responses) Get(ctx context.Context, orgID, id string) (store.Response, e
 }
 
 func (s responses) Delete(ctx context.Context, orgID, id string) error {
-	res, err := s.db.db.ExecContext(ctx, `DELETE FROM responses WHERE id = ? AND org_id = ?`, id, orgID)
-	if err != nil {
+	return s.db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM responses WHERE id = ? AND org_id = ?`, id, orgID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("response %s: %w", id, store.ErrNotFound)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM response_items WHERE response_id = ?`, id)
 		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("response %s: %w", id, store.ErrNotFound)
-	}
-	return nil
+	})
 }
