@@ -19,11 +19,14 @@ type Init struct {
 	MemoryHint int64     `json:"memory_hint"` // memory limit, for messages only
 }
 
-// Mount is an extra bind mount from the host into the computer.
+// Mount is an extra bind mount from the host into the computer: FD is the
+// agent's descriptor of a detached mount tree the host already resolved
+// (open_tree), attached at Target; Source names it in messages only.
 type Mount struct {
 	Source   string `json:"source"`
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"read_only"`
+	FD       int    `json:"fd"`
 }
 
 // CgroupFDs are descriptor numbers (inherited by the agent) of cgroup

@@ -145,6 +145,12 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		return err
 	}
 	defer closeAll(files)
+	mountFiles, mounts, err := openMounts(c.spec, controlFD+1+len(files))
+	if err != nil {
+		return err
+	}
+	defer closeAll(mountFiles)
+	files = append(files, mountFiles...)
 	hostEnd, agentEnd, err := socketpair()
 	if err != nil {
 		return err
@@ -166,10 +172,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		Hostname: "computer", RootDir: c.dir.path(rootDir), Device: device,
 		TmpBytes: tmpBytes(c.spec), ShmBytes: min(64<<20, c.spec.MemoryBytes/4),
 		Env: c.spec.Env, Cgroup: cgfds, Timeout: agent.Millis(c.spec.Timeout),
-		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes,
-	}
-	for _, m := range c.spec.Mounts {
-		init.Mounts = append(init.Mounts, agent.Mount(m))
+		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes, Mounts: mounts,
 	}
 	if err := handshake(ctx, hostEnd, init); err != nil {
 		hostEnd.Close()

@@ -110,10 +110,15 @@ func mountPoint(src, dst string) error {
 	if err != nil {
 		return fmt.Errorf("bind source %s: %w", src, err)
 	}
+	return makeMountPoint(fi.IsDir(), dst)
+}
+
+// makeMountPoint creates dst as an empty directory or file.
+func makeMountPoint(dir bool, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	if fi.IsDir() {
+	if dir {
 		if err := os.Mkdir(dst, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
@@ -266,25 +271,28 @@ func mountDev(root string, init agent.Init) error {
 	return nil
 }
 
+// bindExtra attaches the mounts the host resolved and prepared (see
+// openMounts) from their descriptors; no source path is looked up here.
 func bindExtra(root string, init agent.Init) error {
 	for _, m := range init.Mounts {
-		dst := root + filepath.Clean(m.Target)
 		if strings.Contains(m.Target, "..") {
 			return fmt.Errorf("mount target %q must not contain ..", m.Target)
 		}
-		if err := mountPoint(m.Source, dst); err != nil {
+		if m.FD <= controlFD {
+			return fmt.Errorf("mount %s: no descriptor", m.Target)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(m.FD, &st); err != nil {
+			return fmt.Errorf("mount %s: %w", m.Target, err)
+		}
+		dst := root + filepath.Clean(m.Target)
+		if err := makeMountPoint(st.Mode&unix.S_IFMT == unix.S_IFDIR, dst); err != nil {
 			return err
 		}
-		if err := unix.Mount(m.Source, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", m.Source, err)
+		if err := unix.MoveMount(m.FD, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach mount %s: %w", m.Target, err)
 		}
-		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
-		if m.ReadOnly {
-			flags |= unix.MS_RDONLY
-		}
-		if err := unix.Mount("", dst, "", flags, ""); err != nil {
-			return fmt.Errorf("remount %s: %w", m.Target, err)
-		}
+		unix.Close(m.FD)
 	}
 	return nil
 }
