@@ -37,7 +37,7 @@ var (
 	readonlyProc = []string{"bus", "fs", "irq", "sys"}
 )
 
-// devices are bound from the host into the computer's /dev.
+// devices are made in the computer's /dev like the host's (makeDevices).
 var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 const roBind = unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
@@ -52,7 +52,7 @@ func buildRoot(init agent.Init) error {
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4m,mode=755"); err != nil {
 		return fmt.Errorf("mount root tmpfs: %w", err)
 	}
-	steps := []func(string, agent.Init) error{bindRuntime, writeEtc, mountWorkspace, mountTmp, mountProc, mountDev, bindExtra}
+	steps := []func(string, agent.Init) error{mountDev, bindHost, mountWorkspace, mountTmp, mountProc, bindExtra}
 	for _, step := range steps {
 		if err := step(root, init); err != nil {
 			return err
@@ -61,7 +61,25 @@ func buildRoot(init agent.Init) error {
 	return nil
 }
 
-func bindRuntime(root string, _ agent.Init) error {
+// bindHost binds the runtime and the curated /etc entries from the host,
+// through a neutral source mount when possible (neutral.go).
+func bindHost(root string, init agent.Init) error {
+	rs, err := openRuntimeSource(root)
+	if err != nil {
+		return err
+	}
+	if err := bindRuntime(root, rs); err != nil {
+		rs.close()
+		return err
+	}
+	if err := writeEtc(root, init, rs); err != nil {
+		rs.close()
+		return err
+	}
+	return rs.close()
+}
+
+func bindRuntime(root string, rs *runtimeSource) error {
 	for _, p := range runtimePaths {
 		fi, err := os.Lstat(p)
 		if errors.Is(err, os.ErrNotExist) {
@@ -80,7 +98,7 @@ func bindRuntime(root string, _ agent.Init) error {
 			}
 			continue
 		}
-		if err := bindReadOnly(p, root+p); err != nil {
+		if err := bindReadOnly(rs.source(p), root+p); err != nil {
 			return err
 		}
 	}
@@ -131,7 +149,7 @@ func makeMountPoint(dir bool, dst string) error {
 	return f.Close()
 }
 
-func writeEtc(root string, init agent.Init) error {
+func writeEtc(root string, init agent.Init, rs *runtimeSource) error {
 	etc := root + "/etc"
 	if err := os.Mkdir(etc, 0o755); err != nil {
 		return err
@@ -156,11 +174,38 @@ func writeEtc(root string, init agent.Init) error {
 		if _, err := os.Stat(src); err != nil {
 			continue // absent on this host, or a dangling link
 		}
-		if err := bindReadOnly(src, filepath.Join(etc, name)); err != nil {
+		if link, ok := runtimeLink(src); ok {
+			if err := os.Symlink(link, filepath.Join(etc, name)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := bindReadOnly(rs.source(src), filepath.Join(etc, name)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// runtimeLink returns the target of src when src is a symlink into the
+// runtime (/etc/localtime -> /usr/share/zoneinfo/...): the computer gets
+// the same symlink rather than a bind of the file, whose mountinfo root
+// would name a host path different from its mount point.
+func runtimeLink(src string) (string, bool) {
+	link, err := os.Readlink(src)
+	if err != nil {
+		return "", false
+	}
+	resolved, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return "", false
+	}
+	for _, p := range runtimePaths {
+		if strings.HasPrefix(resolved, p+"/") {
+			return link, true
+		}
+	}
+	return "", false
 }
 
 func mountWorkspace(root string, init agent.Init) error {
@@ -168,7 +213,11 @@ func mountWorkspace(root string, init agent.Init) error {
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount(init.Device, ws, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "errors=remount-ro"); err != nil {
+	var st unix.Stat_t
+	if err := unix.Stat(init.Device, &st); err != nil {
+		return fmt.Errorf("workspace disk %s: %w", init.Device, err)
+	}
+	if err := mountNamed(root, "workspace", st.Rdev, ws, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "errors=remount-ro"); err != nil {
 		return fmt.Errorf("mount workspace disk %s: %w", init.Device, err)
 	}
 	os.Remove(ws + "/lost+found")
@@ -190,6 +239,8 @@ func mountTmp(root string, init agent.Init) error {
 	return nil
 }
 
+// mountProc mounts the computer's /proc; masked files are covered with the
+// computer's own /dev/null (mountDev runs first).
 func mountProc(root string, _ agent.Init) error {
 	proc := root + "/proc"
 	if err := os.Mkdir(proc, 0o555); err != nil {
@@ -204,7 +255,7 @@ func mountProc(root string, _ agent.Init) error {
 		if _, err := os.Lstat(p); err != nil {
 			continue
 		}
-		if err := unix.Mount("/dev/null", p, "", unix.MS_BIND, ""); err != nil {
+		if err := unix.Mount(root+"/dev/null", p, "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("mask /proc/%s: %w", name, err)
 		}
 	}
@@ -240,13 +291,8 @@ func mountDev(root string, init agent.Init) error {
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=755"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
-	for _, d := range devices {
-		if err := mountPoint("/dev/"+d, dev+"/"+d); err != nil {
-			return err
-		}
-		if err := unix.Mount("/dev/"+d, dev+"/"+d, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind /dev/%s: %w", d, err)
-		}
+	if err := makeDevices(dev); err != nil {
+		return err
 	}
 	for _, d := range []string{"pts", "shm"} {
 		if err := os.Mkdir(dev+"/"+d, 0o755); err != nil {
