@@ -139,4 +139,11 @@ func TestMountBeneathRoot(t *testing.T) {
 			t.Fatalf("read-only %v: %+v", ro, r)
 		}
 	}
+	// The mount is idmapped to the computer's user namespace: what the
+	// sandbox user (uid 1000 inside) creates belongs to uid 1000 on the
+	// host too, not to the computer's own host uid.
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(root, "proj", "new"), &st); err != nil || st.Uid != 1000 || st.Gid != 1000 {
+		t.Fatalf("the file the computer created: %v, owned by %d:%d on the host, want 1000:1000", err, st.Uid, st.Gid)
+	}
 }

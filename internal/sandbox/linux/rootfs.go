@@ -52,7 +52,9 @@ func buildRoot(init agent.Init) error {
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4m,mode=755"); err != nil {
 		return fmt.Errorf("mount root tmpfs: %w", err)
 	}
-	steps := []func(string, agent.Init) error{mountDev, bindHost, mountWorkspace, mountTmp, mountProc, bindExtra}
+	// Extra mounts come later (bindExtra, after pivot_root): they are
+	// idmapped to the user namespace of the agent's server stage.
+	steps := []func(string, agent.Init) error{mountDev, bindHost, mountWorkspace, mountTmp, mountProc}
 	for _, step := range steps {
 		if err := step(root, init); err != nil {
 			return err
@@ -221,7 +223,8 @@ func mountWorkspace(root string, init agent.Init) error {
 		return fmt.Errorf("mount workspace disk %s: %w", init.Device, err)
 	}
 	os.Remove(ws + "/lost+found")
-	if err := os.Chown(ws, agent.SandboxUID, agent.SandboxGID); err != nil {
+	// The sandbox user's host identity: uid 1000 in its user namespace.
+	if err := os.Chown(ws, int(init.HostUID), int(init.HostUID)); err != nil {
 		return err
 	}
 	return os.Chmod(ws, 0o755)
@@ -319,7 +322,11 @@ func mountDev(root string, init agent.Init) error {
 
 // bindExtra attaches the mounts the host resolved and prepared (see
 // openMounts) from their descriptors; no source path is looked up here.
-func bindExtra(root string, init agent.Init) error {
+// Each is idmapped to userns first, so that the host's uid 1000 owns its
+// files as the sandbox user does inside (uid 1000 there, the computer's
+// own uid on the host), as without a user namespace; a filesystem that
+// cannot be idmapped is attached as it is.
+func bindExtra(root string, init agent.Init, userns *os.File) error {
 	for _, m := range init.Mounts {
 		if strings.Contains(m.Target, "..") {
 			return fmt.Errorf("mount target %q must not contain ..", m.Target)
@@ -335,6 +342,8 @@ func bindExtra(root string, init agent.Init) error {
 		if err := makeMountPoint(st.Mode&unix.S_IFMT == unix.S_IFDIR, dst); err != nil {
 			return err
 		}
+		idmap := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(userns.Fd())}
+		unix.MountSetattr(m.FD, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &idmap)
 		if err := unix.MoveMount(m.FD, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 			return fmt.Errorf("attach mount %s: %w", m.Target, err)
 		}
@@ -354,9 +363,11 @@ func pivot(root string) error {
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detach old root: %w", err)
 	}
-	if err := unix.Chdir("/"); err != nil {
-		return err
-	}
+	return unix.Chdir("/")
+}
+
+// rootReadOnly makes the computer's / read-only once everything is mounted.
+func rootReadOnly() error {
 	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return fmt.Errorf("make / read-only: %w", err)
 	}
