@@ -143,27 +143,34 @@ func build(conn *os.File) (*serverStage, error) {
 	if init.HostUID == 0 {
 		return nil, fmt.Errorf("init names no host uid for the sandbox user")
 	}
-	if err := buildRoot(init); err != nil {
-		return nil, err
-	}
-	if err := pivot(init.RootDir); err != nil {
-		return nil, err
-	}
-	if err := unix.Sethostname([]byte(init.Hostname)); err != nil {
-		return nil, fmt.Errorf("set hostname: %w", err)
-	}
-	if err := loopbackUp(); err != nil {
-		return nil, err
-	}
+	// The server starts first, so that its exec and runtime start overlap
+	// with the build; it waits for its Init.
 	server, err := startServer(conn, init)
 	if err != nil {
 		return nil, err
 	}
-	if err := server.handOver(init); err != nil {
+	if err := finish(init, server); err != nil {
 		server.kill()
 		return nil, err
 	}
 	return server, nil
+}
+
+// finish builds the computer around the waiting server and hands it over.
+func finish(init agent.Init, server *serverStage) error {
+	if err := buildRoot(init); err != nil {
+		return err
+	}
+	if err := pivot(init.RootDir); err != nil {
+		return err
+	}
+	if err := unix.Sethostname([]byte(init.Hostname)); err != nil {
+		return fmt.Errorf("set hostname: %w", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return err
+	}
+	return server.handOver(init)
 }
 
 // loopbackUp brings up lo, the only interface of a new network namespace.

@@ -31,11 +31,20 @@ func userMap(hostID uint32) []syscall.SysProcIDMap {
 		{ContainerID: agent.SandboxUID, HostID: int(hostID), Size: 1}}
 }
 
-// startServer starts the server stage in a new user namespace, after
-// pivot_root (Go writes the id maps through /proc/<pid>, which must be
-// the computer's proc). It inherits the control channel and the cgroup
-// descriptors under the same numbers, and waits for its Init on a pipe.
+// startServer starts the server stage in a new user namespace. Go writes
+// the id maps through /proc/<pid>, so a proc of the computer's PID
+// namespace is mounted over the host's /proc first (in PID 1's own mount
+// namespace; it goes with the old root at pivot_root, which also moves the
+// server's root and working directory to the new root). The server
+// inherits the control channel and the cgroup descriptors under the same
+// numbers, and waits for its Init on a pipe.
 func startServer(conn *os.File, init agent.Init) (*serverStage, error) {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return nil, fmt.Errorf("make mounts private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return nil, fmt.Errorf("mount the computer's proc: %w", err)
+	}
 	fds := []int{init.Cgroup.Track, init.Cgroup.OOM}
 	fds = append(fds, init.Cgroup.Place...)
 	top := controlFD
