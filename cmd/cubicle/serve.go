@@ -106,7 +106,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if secret != "" && os.Getenv("CUBICLE_ADMIN_KEY") == "" {
 		fmt.Printf("admin key (shown once, store it now): %s\n", secret)
 	}
-	drv, err := linux.New(linux.Config{StateDir: cfg.Server.Data})
+	uidStart, uidCount, _ := cfg.Computers.UIDs() // validated by config.Load
+	drv, err := linux.New(linux.Config{StateDir: cfg.Server.Data, UIDStart: uidStart, UIDCount: uidCount})
+	if errors.Is(err, linux.ErrUIDRange) {
+		return fmt.Errorf("config: computers.uid_range: %w", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -17,13 +17,17 @@ type Init struct {
 	Timeout    Duration  `json:"timeout"`     // default wall-time limit per process
 	MaxFile    int64     `json:"max_file"`    // largest file the file API writes or reads
 	MemoryHint int64     `json:"memory_hint"` // memory limit, for messages only
+	HostUID    uint32    `json:"host_uid"`    // host uid and gid of the sandbox user (a user namespace maps SandboxUID to it)
 }
 
-// Mount is an extra bind mount from the host into the computer.
+// Mount is an extra bind mount from the host into the computer: FD is the
+// agent's descriptor of a detached mount tree the host already resolved
+// (open_tree), attached at Target; Source names it in messages only.
 type Mount struct {
 	Source   string `json:"source"`
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"read_only"`
+	FD       int    `json:"fd"`
 }
 
 // CgroupFDs are descriptor numbers (inherited by the agent) of cgroup

@@ -115,6 +115,26 @@ type Computers struct {
 	PoolSize           int     `toml:"pool_size"`
 	MaxFileBytes       Size    `toml:"max_file_bytes"`
 	MaxOutputBytes     Size    `toml:"max_output_bytes"`
+	// UIDRange is "START:COUNT", the host uids computers run as: each live
+	// computer's uid 1000 is one of them (and its gid the same number).
+	UIDRange string `toml:"uid_range"`
+}
+
+// DefaultUIDRange is computers.uid_range when nothing else is configured.
+const DefaultUIDRange = "1879048192:65536"
+
+// UIDs parses UIDRange.
+func (c Computers) UIDs() (start, count uint32, err error) {
+	a, b, ok := strings.Cut(c.UIDRange, ":")
+	s, err1 := strconv.ParseUint(a, 10, 32)
+	n, err2 := strconv.ParseUint(b, 10, 32)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("%q is not START:COUNT (e.g. %q)", c.UIDRange, DefaultUIDRange)
+	}
+	if s == 0 || n == 0 || s+n > 1<<32-1 {
+		return 0, 0, fmt.Errorf("%q must start at 1 or above, hold at least one uid and end below 4294967295", c.UIDRange)
+	}
+	return uint32(s), uint32(n), nil
 }
 
 // Log configures logging.
@@ -131,6 +151,7 @@ func Default() Config {
 			Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: 1 << 20,
+			UIDRange: DefaultUIDRange,
 		},
 		Python:  Python{Prelude: DefaultPrelude},
 		Files:   Files{MaxBytes: 64 << 20, InputMaxFiles: 50, InputMaxBytes: 256 << 20},
@@ -281,6 +302,11 @@ func (c Config) Validate() error {
 		return bad("computers.max_file_bytes", "must be positive")
 	case k.MaxOutputBytes < 1024:
 		return bad("computers.max_output_bytes", "must be at least 1K")
+	}
+	if _, n, err := k.UIDs(); err != nil {
+		return bad("computers.uid_range", "%v", err)
+	} else if int64(n) < int64(k.MaxConcurrent) {
+		return bad("computers.uid_range", "holds %d uids, fewer than computers.max_concurrent (%d)", n, k.MaxConcurrent)
 	}
 	if c.Files.MaxBytes < 1 {
 		return bad("files.max_bytes", "must be positive")

@@ -78,9 +78,7 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 		return nil, errClosed
 	}
 	id := newKernelID()
-	cwd, mounts := s.workdir(ctx, env)
-	view, err := s.mgr.Create(ctx, p, computer.CreateRequest{MemoryMB: s.cfg.MemoryMB, LifetimeSeconds: s.cfg.LifetimeSeconds,
-		Metadata: map[string]string{metaKernelID: id}, Mounts: mounts, NoPool: true})
+	cwd, view, err := s.createComputer(ctx, p, id, env)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +101,7 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 	s.kernels[id] = k
 	s.pump(k, relay) // under s.mu: Close waits for pumps only once closed is set
 	s.mu.Unlock()
-	slog.InfoContext(ctx, "jupyter: kernel started", "kernel", id, "computer", view.ID, "key", p.Key.ID, "mounted", len(mounts) > 0)
+	slog.InfoContext(ctx, "jupyter: kernel started", "kernel", id, "computer", view.ID, "key", p.Key.ID, "mounted", cwd != "")
 	return k, nil
 }
 

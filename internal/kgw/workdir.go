@@ -2,11 +2,14 @@ package kgw
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -42,7 +45,11 @@ func (s *Server) workdir(ctx context.Context, env map[string]string) (string, []
 		if err != nil || (source != rr && !strings.HasPrefix(source, rr+"/")) {
 			continue
 		}
-		m := sandbox.Mount{Source: source, Target: target, ReadOnly: root.ReadOnly}
+		// The driver resolves source again from rr without following any
+		// symlink and binds what it opened, so a tenant swapping a
+		// directory for a symlink after this check cannot redirect the
+		// mount (it fails with sandbox.ErrMountSource; see start).
+		m := sandbox.Mount{Source: source, Target: target, ReadOnly: root.ReadOnly, Root: rr}
 		spec := sandbox.DefaultSpec()
 		spec.Mounts = []sandbox.Mount{m}
 		if err := spec.Validate(); err != nil {
@@ -53,4 +60,22 @@ func (s *Server) workdir(ctx context.Context, env map[string]string) (string, []
 	}
 	slog.InfoContext(ctx, "jupyter: the working directory is not under an allowed mount root; the kernel starts in /workspace")
 	return "", nil
+}
+
+// createComputer creates a kernel's computer with its working directory
+// mounted (see workdir). When the directory changed between the check and
+// the mount (sandbox.ErrMountSource: it became a symlink, or vanished), the
+// computer is created without it and the kernel starts in /workspace, as
+// for any other working directory that cannot be mounted.
+func (s *Server) createComputer(ctx context.Context, p governance.Principal, id string, env map[string]string) (string, computer.View, error) {
+	cwd, mounts := s.workdir(ctx, env)
+	req := computer.CreateRequest{MemoryMB: s.cfg.MemoryMB, LifetimeSeconds: s.cfg.LifetimeSeconds,
+		Metadata: map[string]string{metaKernelID: id}, Mounts: mounts, NoPool: true}
+	view, err := s.mgr.Create(ctx, p, req)
+	if err != nil && len(mounts) > 0 && errors.Is(err, sandbox.ErrMountSource) {
+		slog.InfoContext(ctx, "jupyter: the working directory changed while it was mounted; the kernel starts in /workspace")
+		req.Mounts, cwd = nil, ""
+		view, err = s.mgr.Create(ctx, p, req)
+	}
+	return cwd, view, err
 }

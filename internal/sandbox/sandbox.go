@@ -54,6 +54,9 @@ var (
 	ErrUnsupported = errors.New("this host cannot enforce the computer's limits")
 	// ErrInvalidSpec reports limits out of range.
 	ErrInvalidSpec = errors.New("invalid computer spec")
+	// ErrMountSource means a mount's source beneath its Root is not (or is
+	// no longer) a directory reached without symlinks.
+	ErrMountSource = errors.New("mount source is not a directory beneath its root without symlinks")
 )
 
 // Driver creates computers.
@@ -113,11 +116,20 @@ type NetworkMode string
 // NetworkNone gives a computer only its own loopback interface.
 const NetworkNone NetworkMode = "none"
 
-// Mount is an extra bind mount of a host path into the computer.
+// Mount is an extra bind mount of a host path into the computer. The driver
+// resolves Source once, on the host, and binds what it resolved to: a path
+// that changes later (a directory swapped for a symlink) cannot redirect the
+// mount.
 type Mount struct {
 	Source   string `json:"source" toml:"source"`
 	Target   string `json:"target" toml:"target"`
 	ReadOnly bool   `json:"read_only" toml:"read_only"`
+	// Root, when set, is a directory whose contents tenants may change (a
+	// Kernel Gateway mount root): Source must be a directory that is Root or
+	// beneath it, and it is resolved from Root with no symlink, no magic
+	// link and no ".." at any step (openat2 RESOLVE_BENEATH |
+	// RESOLVE_NO_SYMLINKS). Anything else fails Create with ErrMountSource.
+	Root string `json:"root,omitempty" toml:"root"`
 }
 
 // Spec is everything a computer is created with.
@@ -186,8 +198,20 @@ func (s Spec) Validate() error {
 		if path.Clean(m.Target) == "/" || reserved(m.Target) {
 			return bad("mounts", "target %q is reserved", m.Target)
 		}
+		if m.Root != "" && !beneath(m.Root, m.Source) {
+			return bad("mounts", "source %q is not beneath its root %q", m.Source, m.Root)
+		}
 	}
 	return nil
+}
+
+// beneath reports whether p is root or a path below it (lexically).
+func beneath(root, p string) bool {
+	if !path.IsAbs(root) || path.Clean(p) != p {
+		return false
+	}
+	r := path.Clean(root)
+	return p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/")
 }
 
 func reserved(target string) bool {

@@ -23,6 +23,7 @@ type computer struct {
 	dir    computerDir
 	rec    record
 	lock   *os.File
+	uid    hostID // the host uid user code runs as
 	cg     *userCgroup
 	proc   *exec.Cmd
 	client *agent.Client
@@ -164,6 +165,9 @@ func (c *computer) teardown(ctx context.Context, keep bool) error {
 	} else if err := c.removeDir(); err != nil {
 		errs = append(errs, err)
 	}
+	// Only now: no process of the computer runs, and a computer left for GC
+	// or kept keeps its uid until its directory is gone.
+	c.uid.release(!keep && len(errs) == 0)
 	if c.pids != nil {
 		c.pids.Close()
 		c.pids = nil

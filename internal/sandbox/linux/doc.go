@@ -6,8 +6,12 @@
 // The host side (Driver, computer) prepares cgroups and the disk, then
 // re-executes the cubicle binary as "cubicle agent" in new PID, mount,
 // network, IPC, UTS and cgroup namespaces. The child side (AgentMain) builds
-// the computer's root filesystem, pivots into it, drops privileges, loads
-// seccomp and hands over to internal/agent's server. Teardown is split:
+// the computer's root filesystem as PID 1 (rootfs.go, neutral.go), pivots
+// into it, and starts its second stage in a user namespace that maps the
+// sandbox user to the computer's own host uid (stage.go, uids.go on the
+// host), which drops privileges, loads seccomp and hands over to
+// internal/agent's server. Extra mounts are resolved on the host and
+// passed as descriptors (mounts.go). Teardown is split:
 // Kill returns once no task of the computer can run code (kill.go), Destroy
 // then waits for the kernel to finish and frees the resources.
 //

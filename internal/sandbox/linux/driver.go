@@ -26,6 +26,11 @@ type Config struct {
 	AgentPath string
 	// Logger for teardown problems; default slog.Default().
 	Logger *slog.Logger
+	// UIDStart and UIDCount are the host uids computers run as, one per
+	// live computer (its uid 1000 inside, through a user namespace, and the
+	// gid of the same number); both zero: DefaultUIDStart, DefaultUIDCount.
+	// The range must not hold a host user, group or subordinate range.
+	UIDStart, UIDCount uint32
 }
 
 // Driver creates computers on this Linux host.
@@ -33,6 +38,7 @@ type Driver struct {
 	cfg       Config
 	computers string
 	templates *disk.Templates
+	ids       *hostIDs
 	log       *slog.Logger
 }
 
@@ -62,6 +68,11 @@ func New(cfg Config) (*Driver, error) {
 	if err := os.MkdirAll(d.computers, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
+	ids, err := newHostIDs(cfg.StateDir, cfg.UIDStart, cfg.UIDCount)
+	if err != nil {
+		return nil, fmt.Errorf("linux driver: %w", err)
+	}
+	d.ids = ids
 	return d, nil
 }
 
@@ -104,7 +115,10 @@ func (c *computer) start(ctx context.Context) error {
 		return fmt.Errorf("lock computer directory: %w", err)
 	}
 	c.lock = lock
-	c.rec = record{ID: c.id}
+	if c.uid, err = c.driver.ids.take(c.id); err != nil {
+		return err
+	}
+	c.rec = record{ID: c.id, HostUID: c.uid.uid}
 	if err := c.dir.write(c.rec); err != nil {
 		return fmt.Errorf("write computer record: %w", err)
 	}
@@ -145,6 +159,12 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		return err
 	}
 	defer closeAll(files)
+	mountFiles, mounts, err := openMounts(c.spec, controlFD+1+len(files))
+	if err != nil {
+		return err
+	}
+	defer closeAll(mountFiles)
+	files = append(files, mountFiles...)
 	hostEnd, agentEnd, err := socketpair()
 	if err != nil {
 		return err
@@ -166,10 +186,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		Hostname: "computer", RootDir: c.dir.path(rootDir), Device: device,
 		TmpBytes: tmpBytes(c.spec), ShmBytes: min(64<<20, c.spec.MemoryBytes/4),
 		Env: c.spec.Env, Cgroup: cgfds, Timeout: agent.Millis(c.spec.Timeout),
-		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes,
-	}
-	for _, m := range c.spec.Mounts {
-		init.Mounts = append(init.Mounts, agent.Mount(m))
+		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes, Mounts: mounts, HostUID: c.uid.uid,
 	}
 	if err := handshake(ctx, hostEnd, init); err != nil {
 		hostEnd.Close()

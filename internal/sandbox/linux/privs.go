@@ -45,9 +45,10 @@ func dropBoundingSet() error {
 }
 
 // dropPrivileges applies, to every thread of the agent: no supplementary
-// groups, no ambient capabilities, only agentCaps, no_new_privs,
-// non-dumpable, and the seccomp filter that every user process inherits.
-func dropPrivileges() error {
+// groups, no ambient capabilities, only the capabilities keep (agentCaps
+// in the server stage, none in PID 1), no_new_privs, non-dumpable, and the
+// seccomp filter that every user process inherits.
+func dropPrivileges(keep []uintptr) error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("drop groups: %w", err)
 	}
@@ -55,7 +56,7 @@ func dropPrivileges() error {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	var mask uint32
-	for _, c := range agentCaps {
+	for _, c := range keep {
 		mask |= 1 << c
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}

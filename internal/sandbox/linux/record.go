@@ -22,6 +22,7 @@ type record struct {
 	AgentStart uint64            `json:"agent_start,omitempty"` // start time in clock ticks, against pid reuse
 	Cgroups    map[string]string `json:"cgroups,omitempty"`
 	Kept       bool              `json:"kept,omitempty"`
+	HostUID    uint32            `json:"host_uid,omitempty"` // the computer's uid and gid on the host (uids.go)
 }
 
 const (

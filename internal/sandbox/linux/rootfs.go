@@ -37,7 +37,7 @@ var (
 	readonlyProc = []string{"bus", "fs", "irq", "sys"}
 )
 
-// devices are bound from the host into the computer's /dev.
+// devices are made in the computer's /dev like the host's (makeDevices).
 var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 const roBind = unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
@@ -52,7 +52,9 @@ func buildRoot(init agent.Init) error {
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4m,mode=755"); err != nil {
 		return fmt.Errorf("mount root tmpfs: %w", err)
 	}
-	steps := []func(string, agent.Init) error{bindRuntime, writeEtc, mountWorkspace, mountTmp, mountProc, mountDev, bindExtra}
+	// Extra mounts come later (bindExtra, after pivot_root): they are
+	// idmapped to the user namespace of the agent's server stage.
+	steps := []func(string, agent.Init) error{mountDev, bindHost, mountWorkspace, mountTmp, mountProc}
 	for _, step := range steps {
 		if err := step(root, init); err != nil {
 			return err
@@ -61,7 +63,25 @@ func buildRoot(init agent.Init) error {
 	return nil
 }
 
-func bindRuntime(root string, _ agent.Init) error {
+// bindHost binds the runtime and the curated /etc entries from the host,
+// through a neutral source mount when possible (neutral.go).
+func bindHost(root string, init agent.Init) error {
+	rs, err := openRuntimeSource(root)
+	if err != nil {
+		return err
+	}
+	if err := bindRuntime(root, rs); err != nil {
+		rs.close()
+		return err
+	}
+	if err := writeEtc(root, init, rs); err != nil {
+		rs.close()
+		return err
+	}
+	return rs.close()
+}
+
+func bindRuntime(root string, rs *runtimeSource) error {
 	for _, p := range runtimePaths {
 		fi, err := os.Lstat(p)
 		if errors.Is(err, os.ErrNotExist) {
@@ -80,7 +100,7 @@ func bindRuntime(root string, _ agent.Init) error {
 			}
 			continue
 		}
-		if err := bindReadOnly(p, root+p); err != nil {
+		if err := bindReadOnly(rs.source(p), root+p); err != nil {
 			return err
 		}
 	}
@@ -110,10 +130,15 @@ func mountPoint(src, dst string) error {
 	if err != nil {
 		return fmt.Errorf("bind source %s: %w", src, err)
 	}
+	return makeMountPoint(fi.IsDir(), dst)
+}
+
+// makeMountPoint creates dst as an empty directory or file.
+func makeMountPoint(dir bool, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	if fi.IsDir() {
+	if dir {
 		if err := os.Mkdir(dst, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
@@ -126,7 +151,7 @@ func mountPoint(src, dst string) error {
 	return f.Close()
 }
 
-func writeEtc(root string, init agent.Init) error {
+func writeEtc(root string, init agent.Init, rs *runtimeSource) error {
 	etc := root + "/etc"
 	if err := os.Mkdir(etc, 0o755); err != nil {
 		return err
@@ -151,11 +176,38 @@ func writeEtc(root string, init agent.Init) error {
 		if _, err := os.Stat(src); err != nil {
 			continue // absent on this host, or a dangling link
 		}
-		if err := bindReadOnly(src, filepath.Join(etc, name)); err != nil {
+		if link, ok := runtimeLink(src); ok {
+			if err := os.Symlink(link, filepath.Join(etc, name)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := bindReadOnly(rs.source(src), filepath.Join(etc, name)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// runtimeLink returns the target of src when src is a symlink into the
+// runtime (/etc/localtime -> /usr/share/zoneinfo/...): the computer gets
+// the same symlink rather than a bind of the file, whose mountinfo root
+// would name a host path different from its mount point.
+func runtimeLink(src string) (string, bool) {
+	link, err := os.Readlink(src)
+	if err != nil {
+		return "", false
+	}
+	resolved, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return "", false
+	}
+	for _, p := range runtimePaths {
+		if strings.HasPrefix(resolved, p+"/") {
+			return link, true
+		}
+	}
+	return "", false
 }
 
 func mountWorkspace(root string, init agent.Init) error {
@@ -163,11 +215,16 @@ func mountWorkspace(root string, init agent.Init) error {
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount(init.Device, ws, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "errors=remount-ro"); err != nil {
+	var st unix.Stat_t
+	if err := unix.Stat(init.Device, &st); err != nil {
+		return fmt.Errorf("workspace disk %s: %w", init.Device, err)
+	}
+	if err := mountNamed(root, "workspace", st.Rdev, ws, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "errors=remount-ro"); err != nil {
 		return fmt.Errorf("mount workspace disk %s: %w", init.Device, err)
 	}
 	os.Remove(ws + "/lost+found")
-	if err := os.Chown(ws, agent.SandboxUID, agent.SandboxGID); err != nil {
+	// The sandbox user's host identity: uid 1000 in its user namespace.
+	if err := os.Chown(ws, int(init.HostUID), int(init.HostUID)); err != nil {
 		return err
 	}
 	return os.Chmod(ws, 0o755)
@@ -185,6 +242,8 @@ func mountTmp(root string, init agent.Init) error {
 	return nil
 }
 
+// mountProc mounts the computer's /proc; masked files are covered with the
+// computer's own /dev/null (mountDev runs first).
 func mountProc(root string, _ agent.Init) error {
 	proc := root + "/proc"
 	if err := os.Mkdir(proc, 0o555); err != nil {
@@ -199,7 +258,7 @@ func mountProc(root string, _ agent.Init) error {
 		if _, err := os.Lstat(p); err != nil {
 			continue
 		}
-		if err := unix.Mount("/dev/null", p, "", unix.MS_BIND, ""); err != nil {
+		if err := unix.Mount(root+"/dev/null", p, "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("mask /proc/%s: %w", name, err)
 		}
 	}
@@ -235,13 +294,8 @@ func mountDev(root string, init agent.Init) error {
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=755"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
-	for _, d := range devices {
-		if err := mountPoint("/dev/"+d, dev+"/"+d); err != nil {
-			return err
-		}
-		if err := unix.Mount("/dev/"+d, dev+"/"+d, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind /dev/%s: %w", d, err)
-		}
+	if err := makeDevices(dev); err != nil {
+		return err
 	}
 	for _, d := range []string{"pts", "shm"} {
 		if err := os.Mkdir(dev+"/"+d, 0o755); err != nil {
@@ -266,25 +320,34 @@ func mountDev(root string, init agent.Init) error {
 	return nil
 }
 
-func bindExtra(root string, init agent.Init) error {
+// bindExtra attaches the mounts the host resolved and prepared (see
+// openMounts) from their descriptors; no source path is looked up here.
+// Each is idmapped to userns first, so that the host's uid 1000 owns its
+// files as the sandbox user does inside (uid 1000 there, the computer's
+// own uid on the host), as without a user namespace; a filesystem that
+// cannot be idmapped is attached as it is.
+func bindExtra(root string, init agent.Init, userns *os.File) error {
 	for _, m := range init.Mounts {
-		dst := root + filepath.Clean(m.Target)
 		if strings.Contains(m.Target, "..") {
 			return fmt.Errorf("mount target %q must not contain ..", m.Target)
 		}
-		if err := mountPoint(m.Source, dst); err != nil {
+		if m.FD <= controlFD {
+			return fmt.Errorf("mount %s: no descriptor", m.Target)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(m.FD, &st); err != nil {
+			return fmt.Errorf("mount %s: %w", m.Target, err)
+		}
+		dst := root + filepath.Clean(m.Target)
+		if err := makeMountPoint(st.Mode&unix.S_IFMT == unix.S_IFDIR, dst); err != nil {
 			return err
 		}
-		if err := unix.Mount(m.Source, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", m.Source, err)
+		idmap := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(userns.Fd())}
+		unix.MountSetattr(m.FD, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &idmap)
+		if err := unix.MoveMount(m.FD, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach mount %s: %w", m.Target, err)
 		}
-		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
-		if m.ReadOnly {
-			flags |= unix.MS_RDONLY
-		}
-		if err := unix.Mount("", dst, "", flags, ""); err != nil {
-			return fmt.Errorf("remount %s: %w", m.Target, err)
-		}
+		unix.Close(m.FD)
 	}
 	return nil
 }
@@ -300,9 +363,11 @@ func pivot(root string) error {
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detach old root: %w", err)
 	}
-	if err := unix.Chdir("/"); err != nil {
-		return err
-	}
+	return unix.Chdir("/")
+}
+
+// rootReadOnly makes the computer's / read-only once everything is mounted.
+func rootReadOnly() error {
 	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return fmt.Errorf("make / read-only: %w", err)
 	}
