@@ -167,7 +167,7 @@ func (s *Server) readFile(id uint32, req FileRead) {
 	}
 	var f *os.File
 	var size int64
-	err = s.ws.as(func() error {
+	err = s.ws.asUnlocked(func() error {
 		fd, err := s.ws.open(r, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 		if err != nil {
 			return s.ws.explain(r, err)

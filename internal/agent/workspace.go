@@ -97,12 +97,23 @@ func display(r string) string {
 
 // open resolves r beneath /workspace. Call it on a worker thread.
 func (ws *workspace) open(r string, flags uint64, mode uint32) (int, error) {
-	for {
+	for races := 0; ; {
 		fd, err := unix.Openat2(int(ws.root.Fd()), r, &unix.OpenHow{
 			Flags: flags | unix.O_CLOEXEC, Mode: uint64(mode), Resolve: resolveFlags,
 		})
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue // EAGAIN: a concurrent rename raced the lookup; retry
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN {
+			// A lease on the file (with O_NONBLOCK), or a concurrent
+			// rename that raced the lookup: retry only the latter, boundedly.
+			if ws.leased(r, flags) {
+				return -1, lockedError(display(r))
+			}
+			if races++; races > maxLookupRetries {
+				return -1, lookupRacedError(display(r))
+			}
+			continue
 		}
 		if err != nil {
 			return -1, errnoError(err, display(r))

@@ -118,6 +118,8 @@ func fileError(err error, p string, lim Limits) (Result, error) {
 		return failed("Permission denied: %s", p), nil
 	case errors.Is(err, sandbox.ErrNoSpace):
 		return failed("%s", DiskFullSentence), nil
+	case errors.Is(err, sandbox.ErrLocked):
+		return failed("File is locked by a process in the computer (a lease); try again later: %s", p), nil
 	case errors.Is(err, sandbox.ErrTooLarge):
 		return failed("File is too large: the limit is %d bytes.", lim.MaxFileBytes), nil
 	case errors.Is(err, sandbox.ErrInvalid):
