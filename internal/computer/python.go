@@ -134,15 +134,17 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 	var saveErr error
 	timeout := governance.Clamp(req.Timeout, l.execLimit)
 	cells := make([]CellView, len(req.Cells))
+	outs := make([]*kernel.Accumulator, len(req.Cells))
 	for i, c := range req.Cells {
-		cells[i] = CellView{Index: i, Title: c.Title, Outputs: []kernel.Output{}}
+		cells[i] = CellView{Index: i, Title: c.Title}
+		outs[i] = kernel.NewAccumulator(m.cfg.MaxOutputBytes)
 	}
 	start := time.Now()
 	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: req.Cells, Timeout: sandbox.Millis(time.Duration(timeout) * time.Second),
 		Cwd: req.Cwd, Reset: req.Reset, Mode: req.Mode, Prelude: m.cfg.Prelude, MaxOutput: m.cfg.MaxOutputBytes},
 		func(o sandbox.PythonOutput) {
 			if o.Cell >= 0 && o.Cell < len(cells) {
-				cells[o.Cell].Outputs = append(cells[o.Cell].Outputs, o.Output)
+				outs[o.Cell].Add(o.Output)
 				if save != nil && len(o.Output.PNG) > 0 && saveErr == nil {
 					name := fmt.Sprintf("cell%d-image%d.png", o.Cell+1, len(cells[o.Cell].Artifacts)+1)
 					a, err := save(context.WithoutCancel(ctx), p, id, name, o.Output.PNG)
@@ -170,6 +172,9 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 			return PythonResult{}, err
 		}
 		return PythonResult{}, m.callError(id, err)
+	}
+	for i := range cells {
+		cells[i].Outputs = outs[i].Outputs()
 	}
 	for _, c := range res.Cells {
 		if c.Index >= 0 && c.Index < len(cells) {
