@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -64,4 +65,38 @@ func (ws *workspace) asUnlocked(fn func() error) error {
 		time.Sleep(wait)
 		wait = min(2*wait, leaseMaxWait)
 	}
+}
+
+// readLease takes a read lease on fd (open read-only), so that no process
+// can open the file for writing or truncate it while the lease is held:
+// their open waits until it is released (at most fs.lease-break-time). A
+// file open for writing already is refused with ErrChanging. Where leases
+// cannot be taken (a file the sandbox user does not own, a filesystem
+// without leases) it reports false and the caller checks for changes
+// afterwards instead. Call it on a worker thread: the lease needs the
+// user's filesystem uid.
+func readLease(fd int, p string) (bool, error) {
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_RDLCK); err != nil {
+		if err == unix.EAGAIN || err == unix.EBUSY {
+			return false, &codedError{sentinel: ErrChanging, msg: p + ": " + ErrChanging.Error()}
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// changedSince reports whether f was modified since before was taken, and
+// its size now. A read lease still held at the end proves it was not: a
+// writer waiting on it has not written yet.
+func changedSince(f *os.File, before *unix.Stat_t, leased bool) (bool, int64) {
+	var now unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &now); err != nil {
+		return true, 0
+	}
+	if leased {
+		if t, err := unix.FcntlInt(f.Fd(), unix.F_GETLEASE, 0); err == nil && t == unix.F_RDLCK {
+			return false, now.Size
+		}
+	}
+	return now.Size != before.Size || now.Mtim != before.Mtim || now.Ctim != before.Ctim, now.Size
 }

@@ -118,6 +118,8 @@ func fileError(err error, p string, lim Limits) (Result, error) {
 		return failed("Permission denied: %s", p), nil
 	case errors.Is(err, sandbox.ErrNoSpace):
 		return failed("%s", DiskFullSentence), nil
+	case errors.Is(err, sandbox.ErrChanging):
+		return failed("File is being written by a process in the computer; try again once it is complete: %s", p), nil
 	case errors.Is(err, sandbox.ErrLocked):
 		return failed("File is locked by a process in the computer (a lease); try again later: %s", p), nil
 	case errors.Is(err, sandbox.ErrTooLarge):
