@@ -161,6 +161,9 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		})
 	elapsed := time.Since(start)
 	m.metrics.observe(elapsed)
+	if serr := m.stoppedDuring(id, l); serr != nil {
+		err = serr // the call's own answer (a kernel killed by SIGKILL) would not say why
+	}
 	status := res.Status
 	if err != nil {
 		status = "error"
@@ -168,7 +171,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 	m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "python",
 		"duration_ms": elapsed.Milliseconds(), "cells": len(req.Cells), "status": status})
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, ErrGone) {
 			return PythonResult{}, err
 		}
 		return PythonResult{}, m.callError(id, err)
@@ -192,6 +195,22 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		out.FailedCell = &fc
 	}
 	return out, nil
+}
+
+// stoppedDuring says why l stopped while a call ran: its lifetime ran out,
+// or it was deleted; nil while it runs.
+func (m *Manager) stoppedDuring(id string, l *live) error {
+	m.mu.Lock()
+	gone := l.gone()
+	m.mu.Unlock()
+	switch {
+	case !gone:
+		return nil
+	case !m.now().Before(l.rec.ExpiresAt) && l.rec.ReadyAt != nil:
+		return fmt.Errorf("%w: %s reached the end of its lifetime (%d seconds) while the call ran; its kernel and files are gone",
+			ErrGone, id, int(l.rec.ExpiresAt.Sub(*l.rec.ReadyAt).Round(time.Second).Seconds()))
+	}
+	return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)
 }
 
 // PythonControl interrupts or restarts a computer's session kernel.
