@@ -21,7 +21,8 @@ func TestKernelStartEnvironment(t *testing.T) {
 
 	r := doReq(t, e.url, "token "+e.key, "POST", "/api/kernels", map[string]any{"name": "python3", "env": map[string]string{"PYTHONHASHSEED": "bogus"}})
 	if r.code != http.StatusBadRequest || !strings.Contains(string(r.body), `"reason":"kernel_start_failed"`) ||
-		!strings.Contains(string(r.body), "the kernel could not start: it exited while starting (exit status 1)") {
+		!strings.Contains(string(r.body), "the kernel could not start: it exited while starting (exit status 1): Fatal Python error: ") ||
+		!strings.Contains(string(r.body), "PYTHONHASHSEED") {
 		t.Fatalf("a kernel that exits at start: %s", r)
 	}
 }
