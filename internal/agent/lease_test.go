@@ -88,6 +88,14 @@ func TestFileLeaseIsBoundedAndDoesNotSpin(t *testing.T) {
 	if used > 50 {
 		t.Errorf("the agent used %d clock ticks of CPU while the file was leased", used)
 	}
+	// Writing the leased file replaces it (a new file renamed over it):
+	// no lease holds that up, and the new content reads at once.
+	writeFile(t, sb, "/workspace/leased", "replaced")
+	var replaced bytes.Buffer
+	if _, err := sb.ReadFile(ctx, sandbox.FileRead{Path: "/workspace/leased"}, &replaced); err != nil || replaced.String() != "replaced" {
+		t.Errorf("read after replacing the leased file: %q %v", replaced.String(), err)
+	}
+	writeFile(t, sb, "/workspace/leased", "leased content")
 	// Once the holder is gone, the file reads again.
 	mustRun(t, sb, "p=$(cat /workspace/hold.pid); kill $p; while kill -0 $p 2>/dev/null; do sleep 0.05; done")
 	var got bytes.Buffer
