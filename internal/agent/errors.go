@@ -24,6 +24,12 @@ var (
 	ErrUnknownProc = errors.New("no such process")
 	ErrInternal    = errors.New("agent internal error")
 	ErrBusy        = errors.New("busy")
+	// ErrLocked means a process in the computer holds the file (a lease
+	// that did not break in time); the same call may succeed later.
+	ErrLocked = errors.New("the file is locked by a process in the computer (a lease); try again later")
+	// ErrChanging refuses a snapshot read of a file that a process in the
+	// computer has open for writing.
+	ErrChanging = errors.New("the file is open for writing by a process in the computer; try again once it is complete")
 	// ErrKernelDead ends a kernel relay whose kernel cannot go on: it
 	// crashed too often, could not start, or broke the wire protocol.
 	ErrKernelDead = errors.New("kernel dead")
@@ -35,7 +41,8 @@ var codes = map[string]error{
 	"not_regular": ErrNotRegular, "permission": ErrPermission, "too_large": ErrTooLarge,
 	"no_space": ErrNoSpace, "invalid": ErrInvalid, "proc_limit": ErrProcLimit,
 	"unknown_process": ErrUnknownProc, "internal": ErrInternal,
-	"busy": ErrBusy, "kernel_dead": ErrKernelDead,
+	"busy": ErrBusy, "kernel_dead": ErrKernelDead, "locked": ErrLocked,
+	"changing": ErrChanging,
 }
 
 // WireError is an error as it travels on the control channel.

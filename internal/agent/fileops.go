@@ -167,7 +167,9 @@ func (s *Server) readFile(id uint32, req FileRead) {
 	}
 	var f *os.File
 	var size int64
-	err = s.ws.as(func() error {
+	var before unix.Stat_t
+	var leased bool
+	err = s.ws.asUnlocked(func() error {
 		fd, err := s.ws.open(r, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 		if err != nil {
 			return s.ws.explain(r, err)
@@ -181,7 +183,14 @@ func (s *Server) readFile(id uint32, req FileRead) {
 			unix.Close(fd)
 			return notRegular(display(r), st.Mode)
 		}
-		f, size = os.NewFile(uintptr(fd), r), st.Size
+		if req.Snapshot {
+			var err error
+			if leased, err = readLease(fd, display(r)); err != nil {
+				unix.Close(fd)
+				return err
+			}
+		}
+		f, size, before = os.NewFile(uintptr(fd), r), st.Size, st
 		return nil
 	})
 	if err != nil {
@@ -208,10 +217,9 @@ func (s *Server) readFile(id uint32, req FileRead) {
 			break
 		}
 	}
-	if sent > size {
-		size = sent // the file grew while being read
-	}
-	s.sendJSON(KindDataEnd, id, DataEnd{Path: display(r), Size: size, Truncated: sent < size})
+	changed, now := changedSince(f, &before, leased)
+	size = max(size, sent, now) // the file may have grown while being read
+	s.sendJSON(KindDataEnd, id, DataEnd{Path: display(r), Size: size, Truncated: sent < size, Changed: changed})
 }
 
 // explain turns an open failure on a special file into a precise error:

@@ -452,3 +452,31 @@ func TestBoundedQueue(t *testing.T) {
 		t.Errorf("%d items after close, want 10", n)
 	}
 }
+
+// A relayed flood of tiny messages (Jupyter clients get every message: the
+// relay never coalesces) is bounded by the backlog all the same: each
+// message counts queuedOverhead besides its bytes.
+func TestKernelRelayClientBacklogOfTinyMessages(t *testing.T) {
+	c, fa := newFakeAgent(t)
+	r, id := openFakeRelay(t, c, fa)
+	m := testKernelMessage(ChannelIOPub, "stream", `{"name":"stdout","text":"x"}`)
+	chunks, _ := encodeKernelMessage(&m)
+	frame, _ := AppendFrame(nil, Frame{Kind: KindKernelMessage, ID: id, Payload: chunks[0]})
+	limit := maxHostBacklog / (int64(len(chunks[0])) + queuedOverhead)
+	go func() {
+		for i := int64(0); i < 2*limit; i++ {
+			if _, err := fa.conn.Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	fa.expect(KindKernelClose)
+	fa.sendJSON(KindError, id, WireError{Code: "internal", Message: "closed"})
+	n := int64(0)
+	for range r.Messages() {
+		n++
+	}
+	if !errors.Is(r.Err(), ErrKernelBacklog) || n > limit {
+		t.Fatalf("Err %v after %d messages; the bound is %d", r.Err(), n, limit)
+	}
+}

@@ -104,6 +104,11 @@ type FileWrite struct {
 type FileRead struct {
 	Path  string `json:"path"`
 	Limit int64  `json:"limit"`
+	// Snapshot asks for the file as it was when the read started: the
+	// agent holds a read lease while it reads (a process opening the file
+	// for writing waits until the read is done), and refuses with
+	// ErrChanging a file that a process has open for writing.
+	Snapshot bool `json:"snapshot,omitempty"`
 }
 
 // PathRequest is stat, list, mkdir and remove.
@@ -140,4 +145,8 @@ type DataEnd struct {
 	Path      string `json:"path"`
 	Size      int64  `json:"size"` // the file's full size
 	Truncated bool   `json:"truncated"`
+	// Changed: the file was modified while it was read, so what was sent
+	// may mix old and new content (never with a Snapshot that held its
+	// lease to the end).
+	Changed bool `json:"changed,omitempty"`
 }

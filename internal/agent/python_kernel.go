@@ -489,9 +489,16 @@ func (t *tailBuffer) String() string {
 	return string(t.b)
 }
 
-// lastLine returns ": <the last non-empty line of s>", or "".
+// lastLine returns ": <the last "Fatal Python error" line of s>", else
+// ": <its last non-empty line>", or "".
 func lastLine(s string) string {
 	lines := bytes.Split(bytes.TrimSpace([]byte(s)), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		// Python's own fatal error says why; the lines after it do not.
+		if l := strings.TrimSpace(string(lines[i])); strings.HasPrefix(l, "Fatal Python error: ") {
+			return ": " + clipString(l, 300)
+		}
+	}
 	if l := strings.TrimSpace(string(lines[len(lines)-1])); l != "" {
 		return ": " + clipString(l, 300)
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -97,12 +99,23 @@ func display(r string) string {
 
 // open resolves r beneath /workspace. Call it on a worker thread.
 func (ws *workspace) open(r string, flags uint64, mode uint32) (int, error) {
-	for {
+	for races := 0; ; {
 		fd, err := unix.Openat2(int(ws.root.Fd()), r, &unix.OpenHow{
 			Flags: flags | unix.O_CLOEXEC, Mode: uint64(mode), Resolve: resolveFlags,
 		})
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue // EAGAIN: a concurrent rename raced the lookup; retry
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN {
+			// A lease on the file (with O_NONBLOCK), or a concurrent
+			// rename that raced the lookup: retry only the latter, boundedly.
+			if ws.leased(r, flags) {
+				return -1, lockedError(display(r))
+			}
+			if races++; races > maxLookupRetries {
+				return -1, lookupRacedError(display(r))
+			}
+			continue
 		}
 		if err != nil {
 			return -1, errnoError(err, display(r))
@@ -187,13 +200,43 @@ func (s *Server) resolveCwd(cwd string) (string, error) {
 		return "", err
 	}
 	var st os.FileInfo
+	var real string
 	err = s.ws.as(func() error {
 		var err error
-		st, err = os.Stat(dir)
+		if st, err = os.Stat(dir); err == nil {
+			real, err = filepath.EvalSymlinks(dir)
+		}
 		return err
 	})
 	if err != nil || !st.IsDir() {
 		return "", fmt.Errorf("%w: working directory %s does not exist or is not a directory", ErrNotFound, dir)
 	}
+	if agentProc(real) {
+		return "", fmt.Errorf("%w: working directory %s cannot be used: it is in /proc of the computer's agent, which commands cannot see; use a directory such as /workspace", ErrNotFound, dir)
+	}
 	return dir, nil
+}
+
+// agentProc reports whether dir is in the /proc directory of the agent's
+// own process (pid 1, or one of its threads). The agent sees it as itself,
+// so its checks pass, but to the sandbox user's processes it does not exist.
+func agentProc(dir string) bool {
+	rest, ok := strings.CutPrefix(dir, "/proc/")
+	if !ok {
+		return false
+	}
+	pid, _, _ := strings.Cut(rest, "/")
+	if _, err := strconv.Atoi(pid); err != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Tgid:"); ok {
+			return strings.TrimSpace(v) == strconv.Itoa(os.Getpid())
+		}
+	}
+	return false
 }

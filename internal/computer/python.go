@@ -134,15 +134,17 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 	var saveErr error
 	timeout := governance.Clamp(req.Timeout, l.execLimit)
 	cells := make([]CellView, len(req.Cells))
+	outs := make([]*kernel.Accumulator, len(req.Cells))
 	for i, c := range req.Cells {
-		cells[i] = CellView{Index: i, Title: c.Title, Outputs: []kernel.Output{}}
+		cells[i] = CellView{Index: i, Title: c.Title}
+		outs[i] = kernel.NewAccumulator(m.cfg.MaxOutputBytes)
 	}
 	start := time.Now()
 	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: req.Cells, Timeout: sandbox.Millis(time.Duration(timeout) * time.Second),
 		Cwd: req.Cwd, Reset: req.Reset, Mode: req.Mode, Prelude: m.cfg.Prelude, MaxOutput: m.cfg.MaxOutputBytes},
 		func(o sandbox.PythonOutput) {
 			if o.Cell >= 0 && o.Cell < len(cells) {
-				cells[o.Cell].Outputs = append(cells[o.Cell].Outputs, o.Output)
+				outs[o.Cell].Add(o.Output)
 				if save != nil && len(o.Output.PNG) > 0 && saveErr == nil {
 					name := fmt.Sprintf("cell%d-image%d.png", o.Cell+1, len(cells[o.Cell].Artifacts)+1)
 					a, err := save(context.WithoutCancel(ctx), p, id, name, o.Output.PNG)
@@ -159,6 +161,9 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		})
 	elapsed := time.Since(start)
 	m.metrics.observe(elapsed)
+	if serr := m.stoppedDuring(id, l); serr != nil {
+		err = serr // the call's own answer (a kernel killed by SIGKILL) would not say why
+	}
 	status := res.Status
 	if err != nil {
 		status = "error"
@@ -166,10 +171,13 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 	m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "python",
 		"duration_ms": elapsed.Milliseconds(), "cells": len(req.Cells), "status": status})
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, ErrGone) {
 			return PythonResult{}, err
 		}
 		return PythonResult{}, m.callError(id, err)
+	}
+	for i := range cells {
+		cells[i].Outputs = outs[i].Outputs()
 	}
 	for _, c := range res.Cells {
 		if c.Index >= 0 && c.Index < len(cells) {
@@ -187,6 +195,22 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		out.FailedCell = &fc
 	}
 	return out, nil
+}
+
+// stoppedDuring says why l stopped while a call ran: its lifetime ran out,
+// or it was deleted; nil while it runs.
+func (m *Manager) stoppedDuring(id string, l *live) error {
+	m.mu.Lock()
+	gone := l.gone()
+	m.mu.Unlock()
+	switch {
+	case !gone:
+		return nil
+	case !m.now().Before(l.rec.ExpiresAt) && l.rec.ReadyAt != nil:
+		return fmt.Errorf("%w: %s reached the end of its lifetime (%d seconds) while the call ran; its kernel and files are gone",
+			ErrGone, id, int(l.rec.ExpiresAt.Sub(*l.rec.ReadyAt).Round(time.Second).Seconds()))
+	}
+	return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)
 }
 
 // PythonControl interrupts or restarts a computer's session kernel.

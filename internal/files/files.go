@@ -193,24 +193,40 @@ func (s *Service) OpenArtifact(ctx context.Context, p governance.Principal, id s
 
 // Export copies the file at path (resolved, inside the computer) into a
 // new artifact of p, at most tools.MaxExportBytes (else
-// tools.ErrExportTooLarge). Sandbox errors are returned as they are.
+// tools.ErrExportTooLarge), as it was when the read started: a file that
+// changed while it was read is read once more, then refused with
+// sandbox.ErrChanging. Sandbox errors are returned as they are.
 func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, computerID, filePath string) (tools.Artifact, error) {
 	if err := needArtifacts(p); err != nil {
 		return tools.Artifact{}, err
 	}
-	var buf bytes.Buffer
-	end, err := sb.ReadFile(ctx, sandbox.FileRead{Path: filePath, Limit: tools.MaxExportBytes}, &buf)
+	buf, err := snapshot(ctx, sb, filePath)
 	if err != nil {
 		return tools.Artifact{}, err
-	}
-	if end.Truncated || end.Size > tools.MaxExportBytes || int64(buf.Len()) > tools.MaxExportBytes {
-		return tools.Artifact{}, tools.ErrExportTooLarge
 	}
 	name, err := SanitizeFilename(path.Base(filePath))
 	if err != nil {
 		name = "file"
 	}
-	return s.keep(ctx, p, computerID, name, &buf)
+	return s.keep(ctx, p, computerID, name, buf)
+}
+
+// snapshot reads a file whole for an export, at most tools.MaxExportBytes.
+func snapshot(ctx context.Context, sb sandbox.Sandbox, filePath string) (*bytes.Buffer, error) {
+	for try := 0; ; try++ {
+		var buf bytes.Buffer
+		end, err := sb.ReadFile(ctx, sandbox.FileRead{Path: filePath, Limit: tools.MaxExportBytes, Snapshot: true}, &buf)
+		switch {
+		case err != nil:
+			return nil, err
+		case end.Truncated || end.Size > tools.MaxExportBytes || int64(buf.Len()) > tools.MaxExportBytes:
+			return nil, tools.ErrExportTooLarge
+		case !end.Changed:
+			return &buf, nil
+		case try > 0:
+			return nil, fmt.Errorf("%s changed while it was read twice: %w", filePath, sandbox.ErrChanging)
+		}
+	}
 }
 
 // SaveImage keeps an image a kernel produced in computerID as an artifact

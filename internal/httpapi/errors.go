@@ -9,6 +9,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
@@ -49,6 +50,8 @@ func status(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, computer.ErrInvalid), errors.Is(err, governance.ErrInvalid), errors.Is(err, errBadRequest):
 		return http.StatusBadRequest, "invalid_request"
+	case errors.Is(err, sandbox.ErrLocked):
+		return http.StatusConflict, "file_locked"
 	case errors.Is(err, computer.ErrUnavailable):
 		return http.StatusServiceUnavailable, "computer_unavailable"
 	}

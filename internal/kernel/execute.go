@@ -12,7 +12,9 @@ import (
 type Request struct {
 	Code string
 	// OnOutput, if set, is called in the caller's goroutine (inside Run) for
-	// each output as it arrives: stream chunks unmerged, OutUpdate and
+	// each output as it arrives, at most every deliverEvery: what came in
+	// between is coalesced (stream chunks of one stream merged, what a
+	// clear_output drops and updates superseded left out), OutUpdate and
 	// OutClear as events. Result.Outputs is the merged, final view.
 	OnOutput func(Output)
 	// MaxOutputBytes overrides Options.MaxOutputBytes for this cell.
@@ -88,6 +90,10 @@ type execution struct {
 	end       time.Time
 }
 
+// deliverEvery is the least time between two deliveries of outputs to a
+// Request's OnOutput.
+const deliverEvery = 50 * time.Millisecond
+
 // Execute runs code with stop_on_error=false, allow_stdin=true and
 // store_history=true; see Run.
 func (c *Client) Execute(ctx context.Context, code string, onOutput func(Output)) (Result, error) {
@@ -148,10 +154,30 @@ func (c *Client) Run(ctx context.Context, req Request) (Result, error) {
 			}
 		}
 	}
+	// Deliveries are paced: outputs arriving within deliverEvery of the last
+	// delivery wait for the timer, so a flood of tiny messages becomes a few
+	// coalesced outputs.
+	var last time.Time
+	pace := time.NewTimer(time.Hour)
+	pace.Stop()
+	defer pace.Stop()
+	paced := false
 	for {
 		select {
 		case <-e.notify:
+			if wait := deliverEvery - time.Since(last); wait > 0 {
+				if !paced {
+					pace.Reset(wait)
+					paced = true
+				}
+				continue
+			}
 			deliver()
+			last = time.Now()
+		case <-pace.C:
+			paced = false
+			deliver()
+			last = time.Now()
 		case <-e.doneCh:
 			deliver()
 			return e.result(), nil
@@ -172,7 +198,7 @@ func (c *Client) Run(ctx context.Context, req Request) (Result, error) {
 			}
 			e.mu.Lock()
 			e.cancelled = true
-			e.col.events, e.col.noEvents = nil, true
+			e.col.stopEvents()
 			e.mu.Unlock()
 			c.mu.Lock()
 			c.abandoned = append(c.abandoned, e)

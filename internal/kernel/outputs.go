@@ -76,6 +76,15 @@ func (o *Output) size() int64 {
 // errorReserve bounds the one error output kept after the output cap.
 const errorReserve = 64 << 10
 
+// MaxOutputs bounds the outputs of one cell, adjacent stream text of the
+// same stream counting as one: past it, one marker (OutTruncated) says how
+// much more was dropped.
+const MaxOutputs = 1000
+
+// maxEventText bounds the text of one streamed stream event made of merged
+// chunks.
+const maxEventText = 64 << 10
+
 // Jupyter content shapes.
 type streamContent struct {
 	Name string `json:"name"`
@@ -113,14 +122,20 @@ type collector struct {
 	droppedN     int
 	droppedBytes int64
 	errAfterCap  bool
+	countCapped  bool // the cap reached was MaxOutputs, not the byte limit
 
 	seen    map[[sha256.Size]byte]bool
 	dedup   int
 	cleared int
 	clearOn bool // clear_output(wait=True) pending
 
-	events   []Output // for the streaming callback, drained by Run
-	noEvents bool     // nobody drains events any more (cancelled Run)
+	// events are for the streaming callback, drained by Run. Waiting
+	// events are coalesced: adjacent stream chunks of one stream merge
+	// (evText holds the last one's text), a clear drops what it clears and
+	// an update what it supersedes.
+	events   []Output
+	evText   *strings.Builder
+	noEvents bool // nobody drains events any more (cancelled Run)
 }
 
 type item struct {
@@ -188,15 +203,75 @@ func (c *collector) handle(m *Message) error {
 }
 
 func (c *collector) emit(o Output) {
-	if !c.noEvents {
-		c.events = append(c.events, o)
+	if c.noEvents {
+		return
+	}
+	c.sealEvent()
+	switch {
+	case o.Type == OutClear:
+		kept := c.events[:0]
+		for _, e := range c.events {
+			if e.Type == OutTruncated {
+				kept = append(kept, e)
+			}
+		}
+		c.events = kept
+	case o.Type == OutUpdate && o.DisplayID != "":
+		kept := c.events[:0]
+		for _, e := range c.events {
+			if e.Type != OutUpdate || e.DisplayID != o.DisplayID {
+				kept = append(kept, e)
+			}
+		}
+		c.events = kept
+	}
+	c.events = append(c.events, o)
+}
+
+// emitStream queues stream text, merged into the last waiting event when
+// that is text of the same stream.
+func (c *collector) emitStream(name, text string) {
+	if c.noEvents {
+		return
+	}
+	if n := len(c.events); n > 0 && c.evText != nil && c.events[n-1].Name == name && c.evText.Len()+len(text) <= maxEventText {
+		c.evText.WriteString(text)
+		return
+	}
+	c.sealEvent()
+	c.events = append(c.events, Output{Type: OutStream, Name: name})
+	c.evText = &strings.Builder{}
+	c.evText.WriteString(text)
+}
+
+func (c *collector) sealEvent() {
+	if c.evText != nil {
+		c.events[len(c.events)-1].Text = c.evText.String()
+		c.evText = nil
 	}
 }
 
 func (c *collector) drainEvents() []Output {
+	c.sealEvent()
 	ev := c.events
 	c.events = nil
 	return ev
+}
+
+// stopEvents drops waiting events and queues no more.
+func (c *collector) stopEvents() {
+	c.events, c.evText, c.noEvents = nil, nil, true
+}
+
+// full reports whether a new output would pass MaxOutputs.
+func (c *collector) full() bool { return len(c.items) >= MaxOutputs }
+
+// countCap reaches the cap for MaxOutputs, dropping an output of n bytes.
+func (c *collector) countCap(n int64) {
+	if c.marker == nil {
+		c.countCapped = true
+	}
+	c.capReached(1, n)
 }
 
 func (c *collector) flushClear() {
@@ -235,6 +310,10 @@ func (c *collector) capReached(droppedN int, droppedBytes int64) {
 }
 
 func (c *collector) markerText() string {
+	if c.countCapped {
+		return fmt.Sprintf("[output truncated: the cell's output reached the limit of %d outputs; %d more bytes in %d outputs were dropped]",
+			MaxOutputs, c.droppedBytes, c.droppedN)
+	}
 	return fmt.Sprintf("[output truncated: the cell's output reached the %s limit; %d more bytes in %d outputs were dropped]",
 		humanBytes(c.limit), c.droppedBytes, c.droppedN)
 }
@@ -249,6 +328,12 @@ func (c *collector) addStream(name, text string) {
 		c.droppedBytes += int64(len(text))
 		return
 	}
+	n := len(c.items)
+	merge := n > 0 && c.items[n-1].sb != nil && c.items[n-1].out.Name == name
+	if !merge && c.full() {
+		c.countCap(int64(len(text)))
+		return
+	}
 	cut := false
 	if int64(len(text)) > c.room() {
 		keep := cutText(text, int(c.room()))
@@ -257,14 +342,14 @@ func (c *collector) addStream(name, text string) {
 	}
 	if text != "" {
 		c.used += int64(len(text))
-		if n := len(c.items); n > 0 && c.items[n-1].sb != nil && c.items[n-1].out.Name == name {
+		if merge {
 			c.items[n-1].sb.WriteString(text)
 		} else {
 			sb := &strings.Builder{}
 			sb.WriteString(text)
 			c.items = append(c.items, &item{out: Output{Type: OutStream, Name: name}, sb: sb})
 		}
-		c.emit(Output{Type: OutStream, Name: name, Text: text})
+		c.emitStream(name, text)
 	}
 	if cut {
 		c.capReached(1, 0)
@@ -288,6 +373,10 @@ func (c *collector) admit(o Output) {
 	if c.marker != nil {
 		c.droppedN++
 		c.droppedBytes += o.size()
+		return
+	}
+	if c.full() {
+		c.countCap(o.size())
 		return
 	}
 	if sz := o.size(); sz > c.room() {
@@ -334,9 +423,12 @@ func (c *collector) update(o Output) {
 
 func (c *collector) addError(o Output) {
 	c.flushClear()
-	if c.marker == nil && o.size() <= c.room() {
+	if c.marker == nil && o.size() <= c.room() && !c.full() {
 		c.admit(o)
 		return
+	}
+	if c.marker == nil && c.full() {
+		c.countCapped = true
 	}
 	if c.errAfterCap {
 		c.droppedN++
@@ -368,6 +460,10 @@ func (c *collector) addError(o Output) {
 func (c *collector) addInput(prompt string) {
 	c.flushClear()
 	o := Output{Type: OutInput, Text: cutText(prompt, 1024)}
+	if c.marker != nil || c.full() {
+		c.countCap(o.size())
+		return
+	}
 	c.items = append(c.items, &item{out: o})
 	c.emit(o)
 }

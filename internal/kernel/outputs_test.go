@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -129,7 +130,8 @@ func TestCollector(t *testing.T) {
 	if len(outs) != 3 || outs[0].Text != "abcd\n" || outs[1].Name != "stderr" || outs[2].Width != 3 || c.dedup != 1 {
 		t.Fatalf("outputs %+v dedup %d", outs, c.dedup)
 	}
-	if ev := c.drainEvents(); len(ev) != 4 || ev[0].Text != "ab" || ev[1].Text != "cd\n" {
+	// Waiting events are coalesced as the outputs are.
+	if ev := c.drainEvents(); len(ev) != 3 || ev[0].Text != "abcd\n" || ev[1].Text != "e" {
 		t.Errorf("events %+v", ev)
 	}
 	used := c.used
@@ -258,5 +260,83 @@ func TestConnInfoFile(t *testing.T) {
 	back, err := ReadConnectionFile(path)
 	if err != nil || back != ci {
 		t.Errorf("read back %+v %v", back, err)
+	}
+}
+
+// Past MaxOutputs outputs a cell keeps one marker that counts the rest;
+// its error is still kept.
+func TestCollectorOutputCount(t *testing.T) {
+	c := newCollector(1<<20, 1<<20)
+	for i := range 3 * MaxOutputs {
+		name := []string{"stdout", "stderr"}[i%2]
+		if err := c.handle(msg(t, "stream", map[string]string{"name": name, "text": "x"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.handle(msg(t, "error", map[string]any{"ename": "ValueError", "evalue": "late", "traceback": []string{}}))
+	outs := c.outputs()
+	if len(outs) != MaxOutputs+2 {
+		t.Fatalf("%d outputs", len(outs))
+	}
+	want := "[output truncated: the cell's output reached the limit of 1000 outputs; 2000 more bytes in 2000 outputs were dropped]"
+	if m := outs[MaxOutputs]; m.Type != OutTruncated || m.Text != want {
+		t.Errorf("marker %+v, want %q", m, want)
+	}
+	if e := outs[MaxOutputs+1]; e.Type != OutError || e.EValue != "late" {
+		t.Errorf("error after the cap: %+v", e)
+	}
+	if ev := c.drainEvents(); len(ev) != MaxOutputs+2 {
+		t.Errorf("%d events", len(ev))
+	}
+}
+
+// Waiting events: a clear drops what it clears (not the marker), an update
+// what it supersedes.
+func TestCollectorEventCoalescing(t *testing.T) {
+	c := newCollector(1<<20, 1<<20)
+	for i := range 100 {
+		c.handle(msg(t, "clear_output", map[string]bool{"wait": false}))
+		c.handle(msg(t, "stream", map[string]string{"name": "stdout", "text": fmt.Sprintf("%d%%\n", i)}))
+	}
+	c.handle(msg(t, "display_data", map[string]any{"data": map[string]any{"text/plain": "v0"}, "transient": map[string]string{"display_id": "d"}}))
+	for i := range 50 {
+		c.handle(msg(t, "update_display_data", map[string]any{"data": map[string]any{"text/plain": fmt.Sprint("v", i+1)}, "transient": map[string]string{"display_id": "d"}}))
+	}
+	ev := c.drainEvents()
+	if len(ev) != 4 || ev[0].Type != OutClear || ev[1].Text != "99%\n" || ev[2].Text != "v0" || ev[3].Type != OutUpdate || ev[3].Text != "v50" {
+		t.Fatalf("events %v", summarize(ev))
+	}
+	outs := c.outputs()
+	if len(outs) != 3 || outs[1].Text != "99%\n" || outs[2].Text != "v50" {
+		t.Errorf("outputs %v", summarize(outs))
+	}
+}
+
+// An Accumulator rebuilds what the collector keeps from the streamed events.
+func TestAccumulator(t *testing.T) {
+	a := NewAccumulator(0)
+	for range 150000 {
+		a.Add(Output{Type: OutStream, Name: "stdout", Text: "x"})
+	}
+	a.Add(Output{Type: OutDisplay, Text: "v0", DisplayID: "d"})
+	a.Add(Output{Type: OutUpdate, Text: "v1", DisplayID: "d"})
+	a.Add(Output{Type: OutStream, Name: "stderr", Text: "e"})
+	a.Add(Output{Type: OutTruncated, Text: "first"})
+	a.Add(Output{Type: OutTruncated, Text: "final"})
+	outs := a.Outputs()
+	if len(outs) != 4 || outs[0].Text != strings.Repeat("x", 150000) || outs[1].Text != "v1" || outs[1].Type != OutDisplay ||
+		outs[2].Name != "stderr" || outs[3].Text != "final" {
+		t.Fatalf("outputs %v", summarize(outs))
+	}
+	a = NewAccumulator(0)
+	for i := range 3 * MaxOutputs {
+		a.Add(Output{Type: OutDisplay, Text: fmt.Sprint(i)})
+	}
+	if outs := a.Outputs(); len(outs) != MaxOutputs+1 || outs[MaxOutputs].Type != OutTruncated {
+		t.Fatalf("%d outputs, last %+v", len(outs), outs[len(outs)-1])
+	}
+	a.Add(Output{Type: OutClear})
+	if outs := a.Outputs(); len(outs) != 2 || outs[0].Type != OutClear || outs[1].Type != OutTruncated {
+		t.Fatalf("after a clear: %v", summarize(outs))
 	}
 }

@@ -51,7 +51,14 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 		}
 		if err := k.send(ctx, c, m, msgID); err != nil {
 			if errors.Is(err, errDead) {
-				continue // the client saw the "dead" status; a restart revives the kernel
+				// The client saw the "dead" status; a restart revives the
+				// kernel. Its request is answered, so that it does not wait.
+				for _, r := range deadReplies(m) {
+					if f, err := encodeKernel(r); err == nil {
+						c.enqueue(f)
+					}
+				}
+				continue
 			}
 			slog.DebugContext(ctx, "jupyter: relay a client message", "kernel", k.id, "err", err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Errors of the gateway itself.
@@ -32,6 +33,8 @@ func status(err error) (int, string) {
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, errDead):
 		return http.StatusConflict, "kernel_dead"
+	case errors.Is(err, sandbox.ErrKernelDead): // at start: usually what env asked for
+		return http.StatusBadRequest, "kernel_start_failed"
 	case errors.Is(err, computer.ErrCapacity), errors.Is(err, errTooMany):
 		return http.StatusTooManyRequests, "capacity_exceeded"
 	case errors.Is(err, errBadRequest), errors.Is(err, computer.ErrInvalid), errors.Is(err, computer.ErrTooLarge):

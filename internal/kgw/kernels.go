@@ -78,6 +78,7 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 		return nil, errClosed
 	}
 	id := newKernelID()
+	env = withoutBreaking(env)
 	cwd, view, err := s.createComputer(ctx, p, id, env)
 	if err != nil {
 		return nil, err
@@ -103,6 +104,23 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 	s.mu.Unlock()
 	slog.InfoContext(ctx, "jupyter: kernel started", "kernel", id, "computer", view.ID, "key", p.Key.ID, "mounted", cwd != "")
 	return k, nil
+}
+
+// breakingEnv names variables a client sends that would make the kernel
+// exit at start: JPY_PARENT_PID (the client's own pid) makes ipykernel
+// watch a process that is not its parent and shut down at once.
+var breakingEnv = []string{"JPY_PARENT_PID"}
+
+// withoutBreaking returns env without breakingEnv.
+func withoutBreaking(env map[string]string) map[string]string {
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		out[k] = v
+	}
+	for _, k := range breakingEnv {
+		delete(out, k)
+	}
+	return out
 }
 
 // lookup returns a kernel of p's organisation that is still alive: a

@@ -49,6 +49,8 @@ var (
 	ErrIsDir      = agent.ErrIsDir
 	ErrExists     = agent.ErrExists
 	ErrNotEmpty   = agent.ErrNotEmpty
+	ErrLocked     = agent.ErrLocked   // a process in the computer holds a lease on the file
+	ErrChanging   = agent.ErrChanging // a snapshot read of a file open for writing
 	// ErrUnsupported means the host cannot enforce what a computer needs
 	// (a cgroup controller, a namespace, loop devices...).
 	ErrUnsupported = errors.New("this host cannot enforce the computer's limits")

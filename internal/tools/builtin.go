@@ -118,6 +118,10 @@ func fileError(err error, p string, lim Limits) (Result, error) {
 		return failed("Permission denied: %s", p), nil
 	case errors.Is(err, sandbox.ErrNoSpace):
 		return failed("%s", DiskFullSentence), nil
+	case errors.Is(err, sandbox.ErrChanging):
+		return failed("File is being written by a process in the computer; try again once it is complete: %s", p), nil
+	case errors.Is(err, sandbox.ErrLocked):
+		return failed("File is locked by a process in the computer (a lease); try again later: %s", p), nil
 	case errors.Is(err, sandbox.ErrTooLarge):
 		return failed("File is too large: the limit is %d bytes.", lim.MaxFileBytes), nil
 	case errors.Is(err, sandbox.ErrInvalid):
@@ -301,14 +305,19 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 	}
 	req.Reset = a.Reset != nil && *a.Reset
 	cells := make([]PythonCell, len(req.Cells))
+	outs := make([]*kernel.Accumulator, len(req.Cells))
 	for i := range cells {
-		cells[i] = PythonCell{Index: i, Outputs: []kernel.Output{}}
+		cells[i] = PythonCell{Index: i}
+		outs[i] = kernel.NewAccumulator(req.MaxOutput)
 	}
 	res, err := env.Sandbox.Python(ctx, req, func(o sandbox.PythonOutput) {
 		if o.Cell >= 0 && o.Cell < len(cells) {
-			cells[o.Cell].Outputs = append(cells[o.Cell].Outputs, o.Output)
+			outs[o.Cell].Add(o.Output)
 		}
 	})
+	for i := range cells {
+		cells[i].Outputs = outs[i].Outputs()
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, sandbox.ErrNotFound), errors.Is(err, sandbox.ErrNotDir):
@@ -386,8 +395,11 @@ func renderPython(cells []PythonCell, res sandbox.PythonResult, imageNotes bool)
 					b.WriteString(line(strings.Join(tb, "\n")))
 				}
 			case kernel.OutClear, kernel.OutInput, kernel.OutTruncated:
-				if o.Text != "" {
-					b.WriteString("[" + strings.TrimSpace(o.Text) + "]\n")
+				if t := strings.TrimSpace(o.Text); t != "" {
+					if !strings.HasPrefix(t, "[") || !strings.HasSuffix(t, "]") {
+						t = "[" + t + "]" // notes that are not bracketed already
+					}
+					b.WriteString(t + "\n")
 				}
 			}
 		}

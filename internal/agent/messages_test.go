@@ -1,0 +1,32 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// A working directory in the agent's /proc passes a check made by the
+// agent (it sees itself) but not the user's process: it is refused as
+// unusable, not reported as a missing program.
+func TestCwdInTheAgentsProc(t *testing.T) {
+	sb, _ := realComputer(t)
+	ctx := context.Background()
+	want := "working directory /proc/1 cannot be used: it is in /proc of the computer's agent"
+	_, err := sb.Python(ctx, sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}}, Cwd: "/proc/1", Mode: "per_call",
+		Timeout: sandbox.Millis(time.Minute)}, nil)
+	if !errors.Is(err, sandbox.ErrNotFound) || !strings.Contains(err.Error(), want) {
+		t.Errorf("python with cwd /proc/1: %v", err)
+	}
+	_, err = sb.Exec(ctx, sandbox.ExecRequest{Command: "pwd", Cwd: "/proc/1/task"}, sandbox.ExecIO{})
+	if !errors.Is(err, sandbox.ErrNotFound) || !strings.Contains(err.Error(), "working directory /proc/1/task cannot be used") {
+		t.Errorf("exec with cwd /proc/1/task: %v", err)
+	}
+	if out := mustRun(t, sb, "cd /proc/self && pwd"); out != "/proc/self\n" {
+		t.Errorf("a process's own /proc: %q", out)
+	}
+}
