@@ -33,7 +33,10 @@ type JupyterConfig struct {
 	Dir string
 	// Args are more command-line arguments (say, --gateway-url=… to put
 	// the server in front of a Kernel Gateway).
-	Args         []string
+	Args []string
+	// NoToken starts the server without authentication (loopback only),
+	// for clients that send no credentials.
+	NoToken      bool
 	ReadyTimeout time.Duration // default 2 minutes
 	StopTimeout  time.Duration // default 30 s
 }
@@ -153,6 +156,9 @@ func startJupyterOnce(ctx context.Context, cfg JupyterConfig, root string) (*Jup
 	}
 	j := &Jupyter{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Token: newJupyterID(), done: make(chan struct{}), cfg: cfg,
 		log: filepath.Join(cfg.Dir, "jupyter_server.log"), hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
+	if cfg.NoToken {
+		j.Token = ""
+	}
 	logf, err := os.OpenFile(j.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("jupyter_server log: %w", err)

@@ -34,6 +34,36 @@ type Header struct {
 	Version  string `json:"version"`
 }
 
+// parseHeader reads a received header liberally, as jupyter_client does:
+// msg_id and msg_type must be strings, the other fields may be any JSON
+// (a kernel echoes its client's header as parent_header, and
+// jupyter_server's GatewayKernelClient sends date as a number); a field
+// that is not a string is kept as its JSON text.
+func parseHeader(raw []byte) (Header, error) {
+	var w struct {
+		MsgID    string          `json:"msg_id"`
+		MsgType  string          `json:"msg_type"`
+		Session  json.RawMessage `json:"session"`
+		Username json.RawMessage `json:"username"`
+		Date     json.RawMessage `json:"date"`
+		Version  json.RawMessage `json:"version"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Header{}, err
+	}
+	return Header{MsgID: w.MsgID, MsgType: w.MsgType, Session: anyText(w.Session), Username: anyText(w.Username),
+		Date: anyText(w.Date), Version: anyText(w.Version)}, nil
+}
+
+// anyText is a JSON string's value, or any other JSON value's text.
+func anyText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
 // Message is a parsed, signature-checked Jupyter message.
 type Message struct {
 	Identities [][]byte
@@ -120,13 +150,14 @@ func parseMessage(frames [][]byte, v *verifier) (*Message, error) {
 		return nil, signedMalformed("metadata of %d bytes; the limit is %d", len(meta), maxMetadataJSON)
 	}
 	m := &Message{Identities: frames[:d], RawHeader: hdr, RawParent: parent, Buffers: frames[d+6:]}
-	if err := json.Unmarshal(hdr, &m.Header); err != nil {
+	var err error
+	if m.Header, err = parseHeader(hdr); err != nil {
 		return nil, signedMalformed("header: %v", err)
 	}
 	if m.Header.MsgType == "" {
 		return nil, signedMalformed("header without msg_type")
 	}
-	if err := json.Unmarshal(parent, &m.Parent); err != nil {
+	if m.Parent, err = parseHeader(parent); err != nil {
 		return nil, signedMalformed("parent header: %v", err)
 	}
 	if !json.Valid(meta) {

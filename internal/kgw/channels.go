@@ -14,7 +14,9 @@ import (
 )
 
 // channels serves GET /api/kernels/{id}/channels: the WebSocket that
-// carries every channel of the kernel. No subprotocol is needed.
+// carries every channel of the kernel: jupyter_server's legacy JSON and
+// binary frames, or the v1.kernel.websocket.jupyter.org protocol when the
+// client offers it (jupyter_server 1.23 and 2.x do).
 func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	k, err := s.lookup(r.Context(), p, r.PathValue("id"))
 	if err != nil {
@@ -25,12 +27,14 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 	}
 	noDelay(r.Context())
 	limit := s.queueBytes.Load()
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled,
+		Subprotocols: []string{SubprotocolV1}})
 	if err != nil {
 		return nil // Accept has answered
 	}
 	ws.SetReadLimit(maxClientMessage)
 	c := newConn(ws, limit)
+	c.v1 = ws.Subprotocol() == SubprotocolV1
 	if !k.attach(c) {
 		ws.Close(websocket.StatusGoingAway, "the kernel is gone")
 		return nil
@@ -38,17 +42,23 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 	defer k.detach(c)
 	go c.writeLoop()
 	ctx := context.WithoutCancel(r.Context())
+	warned := false
 	for {
 		typ, data, err := ws.Read(ctx)
 		if err != nil {
 			c.kill(websocket.StatusNormalClosure, "")
 			return nil
 		}
-		m, msgID, err := decodeClient(typ, data)
+		cf, err := decodeClient(typ, data, c.v1)
 		if err != nil {
 			slog.DebugContext(ctx, "jupyter: ignored a client message", "kernel", k.id, "err", truncate(err.Error(), 200))
 			continue
 		}
+		if cf.noChannel && !warned {
+			warned = true
+			slog.WarnContext(ctx, "jupyter: a client message names no channel; assuming shell, as jupyter_server does (later ones are not logged)", "kernel", k.id)
+		}
+		m, msgID := cf.msg, cf.msgID
 		if err := k.send(ctx, c, m, msgID); err != nil {
 			if errors.Is(err, errDead) {
 				// The client saw the "dead" status; a restart revives the

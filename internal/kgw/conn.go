@@ -25,6 +25,7 @@ type conn struct {
 	out    chan kernelFrame
 	queued atomic.Int64 // bytes in out
 	limit  int64        // bound of queued
+	v1     bool         // speaks v1.kernel.websocket.jupyter.org
 	once   sync.Once
 	done   chan struct{}
 	// closeCode and closeReason are set by kill before done closes.
@@ -77,7 +78,11 @@ func (c *conn) writeLoop() {
 		case f := <-c.out:
 			c.queued.Add(-int64(len(f.data)))
 			ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-			err := c.ws.Write(ctx, f.typ, f.data)
+			typ, data := f.typ, f.data
+			if c.v1 {
+				typ, data = websocket.MessageBinary, encodeV1(f.msg)
+			}
+			err := c.ws.Write(ctx, typ, data)
 			cancel()
 			if err != nil {
 				c.kill(websocket.StatusGoingAway, "write failed")

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -378,5 +380,70 @@ func TestReadOnlyMount(t *testing.T) {
 	reply, seen = ws2.execute("import os\nprint(os.getcwd(), os.path.exists('/var/tmp'))", false)
 	if got := stdout(seen); reply.status() != "ok" || got != "/workspace False\n" {
 		t.Fatalf("outside the roots: %q", got)
+	}
+}
+
+// TestNbclientThroughJupyterServer: nbclient runs a notebook (print,
+// DataFrame, plot, error, arithmetic) with jupyter_server 1.23's own
+// GatewayKernelManager, unpatched, against Debian's jupyter_server started
+// with --gateway-url: its GatewayKernelClient sends messages without a
+// channel and with a numeric header date, which reach Cubicle through
+// jupyter_server's proxy.
+func TestNbclientThroughJupyterServer(t *testing.T) {
+	e := newRealEnv(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	// GatewayKernelClient's WebSocket carries no credentials, so this
+	// jupyter_server (loopback only) takes none.
+	j, err := bench.StartJupyter(ctx, bench.JupyterConfig{Dir: t.TempDir(), NoToken: true,
+		Args: []string{"--gateway-url=" + e.url, "--GatewayClient.auth_token=" + e.key, "--ServerApp.disable_check_xsrf=True"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("jupyter_server's log ends with:\n%s", j.LogTail(6000))
+		}
+		if err := j.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "testdata/nbclient_run.py", j.URL, "unused")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("nbclient: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var cells [][]map[string]any
+	if err := json.Unmarshal(out, &cells); err != nil || len(cells) != 5 {
+		t.Fatalf("nbclient printed %s (%v)", out, err)
+	}
+	data := func(c []map[string]any, mime string) string {
+		for _, o := range c {
+			if d, ok := o["data"].(map[string]any); ok {
+				if s, ok := d[mime].(string); ok {
+					return s
+				}
+			}
+		}
+		return ""
+	}
+	if len(cells[0]) != 1 || cells[0][0]["text"] != "hello from cubicle\n" {
+		t.Errorf("print: %v", cells[0])
+	}
+	if !strings.Contains(data(cells[1], "text/html"), "<table") {
+		t.Errorf("DataFrame: %v", cells[1])
+	}
+	if !strings.HasPrefix(data(cells[2], "image/png"), "iVBOR") {
+		t.Errorf("plot: %.200v", cells[2])
+	}
+	if len(cells[3]) != 1 || cells[3][0]["ename"] != "ZeroDivisionError" {
+		t.Errorf("error: %v", cells[3])
+	}
+	if data(cells[4], "text/plain") != "42" {
+		t.Errorf("arithmetic: %v", cells[4])
 	}
 }

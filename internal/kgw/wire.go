@@ -54,31 +54,120 @@ type header struct {
 	MsgType string `json:"msg_type"`
 }
 
+// clientFrame is one decoded message from a client.
+type clientFrame struct {
+	msg   sandbox.KernelMessage
+	msgID string
+	// noChannel: the message named no channel and goes to shell, as
+	// jupyter_server sends it (GatewayKernelClient of jupyter_server 1.x
+	// sends such messages).
+	noChannel bool
+}
+
 // decodeClient parses one frame from a client into the message for the
-// kernel and its msg_id.
-func decodeClient(typ websocket.MessageType, data []byte) (sandbox.KernelMessage, string, error) {
-	jsonPart, buffers := data, [][]byte(nil)
-	if typ == websocket.MessageBinary {
+// kernel. v1 is the v1.kernel.websocket.jupyter.org protocol, whose binary
+// frames carry the channel and each part (decodeV1); otherwise a binary
+// frame is jupyter_server's legacy format (splitBinary).
+func decodeClient(typ websocket.MessageType, data []byte, v1 bool) (clientFrame, error) {
+	var cm clientMessage
+	var buffers [][]byte
+	switch {
+	case typ == websocket.MessageBinary && v1:
 		var err error
-		if jsonPart, buffers, err = splitBinary(data); err != nil {
-			return sandbox.KernelMessage{}, "", err
+		if cm, buffers, err = decodeV1(data); err != nil {
+			return clientFrame{}, err
+		}
+	default:
+		jsonPart := data
+		if typ == websocket.MessageBinary {
+			var err error
+			if jsonPart, buffers, err = splitBinary(data); err != nil {
+				return clientFrame{}, err
+			}
+		}
+		if err := json.Unmarshal(jsonPart, &cm); err != nil {
+			return clientFrame{}, fmt.Errorf("%w: %v", errBadMessage, err)
 		}
 	}
-	var cm clientMessage
-	if err := json.Unmarshal(jsonPart, &cm); err != nil {
-		return sandbox.KernelMessage{}, "", fmt.Errorf("%w: %v", errBadMessage, err)
+	f := clientFrame{noChannel: cm.Channel == ""}
+	if f.noChannel {
+		cm.Channel = chShell
 	}
 	switch cm.Channel {
 	case chShell, chControl, chStdin:
 	default:
-		return sandbox.KernelMessage{}, "", fmt.Errorf("%w: channel %.40q is not shell, control or stdin", errBadMessage, cm.Channel)
+		return clientFrame{}, fmt.Errorf("%w: channel %.40q is not shell, control or stdin", errBadMessage, cm.Channel)
 	}
 	var h header
 	if err := json.Unmarshal(cm.Header, &h); err != nil || h.MsgID == "" || h.MsgType == "" || len(h.MsgID) > maxMsgIDLen {
-		return sandbox.KernelMessage{}, "", fmt.Errorf("%w: the header needs msg_id and msg_type", errBadMessage)
+		return clientFrame{}, fmt.Errorf("%w: the header needs msg_id and msg_type", errBadMessage)
 	}
-	return sandbox.KernelMessage{Channel: cm.Channel, Header: cm.Header, ParentHeader: orEmpty(cm.ParentHeader),
-		Metadata: orEmpty(cm.Metadata), Content: orEmpty(cm.Content), Buffers: buffers}, h.MsgID, nil
+	for _, part := range []json.RawMessage{cm.ParentHeader, cm.Metadata, cm.Content} {
+		if len(part) > 0 && !json.Valid(part) {
+			return clientFrame{}, fmt.Errorf("%w: a part is not JSON", errBadMessage)
+		}
+	}
+	f.msg = sandbox.KernelMessage{Channel: cm.Channel, Header: cm.Header, ParentHeader: orEmpty(cm.ParentHeader),
+		Metadata: orEmpty(cm.Metadata), Content: orEmpty(cm.Content), Buffers: buffers}
+	f.msgID = h.MsgID
+	return f, nil
+}
+
+// SubprotocolV1 is jupyter_server 2.x's kernel WebSocket protocol: every
+// message a binary frame of a little-endian uint64 count n, n uint64
+// offsets (channel, header, parent_header, metadata, content, buffers...,
+// end), then those parts.
+const SubprotocolV1 = "v1.kernel.websocket.jupyter.org"
+
+// decodeV1 reads a v1 frame.
+func decodeV1(data []byte) (clientMessage, [][]byte, error) {
+	bad := func(format string, args ...any) (clientMessage, [][]byte, error) {
+		return clientMessage{}, nil, fmt.Errorf("%w: v1 frame: %s", errBadMessage, fmt.Sprintf(format, args...))
+	}
+	if len(data) < 8 {
+		return bad("%d bytes", len(data))
+	}
+	n := binary.LittleEndian.Uint64(data)
+	if n < 6 || n > 6+maxBuffers || uint64(len(data)) < 8*(n+1) {
+		return bad("%d offsets", n)
+	}
+	offsets := make([]int, n)
+	for i := range offsets {
+		o := binary.LittleEndian.Uint64(data[8*(i+1):])
+		if o > uint64(len(data)) || (i == 0 && o < 8*(n+1)) || (i > 0 && int(o) < offsets[i-1]) {
+			return bad("offset %d is out of order or range", i)
+		}
+		offsets[i] = int(o)
+	}
+	part := func(i int) []byte { return data[offsets[i]:offsets[i+1]] }
+	cm := clientMessage{Channel: string(part(0)), Header: part(1), ParentHeader: part(2), Metadata: part(3), Content: part(4)}
+	var buffers [][]byte
+	for i := 5; i+1 < len(offsets); i++ {
+		buffers = append(buffers, part(i))
+	}
+	return cm, buffers, nil
+}
+
+// encodeV1 is m in the v1 protocol's binary frame.
+func encodeV1(m sandbox.KernelMessage) []byte {
+	parts := append([][]byte{[]byte(m.Channel), m.Header, orEmpty(m.ParentHeader), orEmpty(m.Metadata), orEmpty(m.Content)}, m.Buffers...)
+	n := len(parts) + 1
+	size := 8 * (n + 1)
+	for _, p := range parts {
+		size += len(p)
+	}
+	out := make([]byte, 0, size)
+	out = binary.LittleEndian.AppendUint64(out, uint64(n))
+	at := 8 * (n + 1)
+	for _, p := range parts {
+		out = binary.LittleEndian.AppendUint64(out, uint64(at))
+		at += len(p)
+	}
+	out = binary.LittleEndian.AppendUint64(out, uint64(at))
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
 }
 
 func orEmpty(raw json.RawMessage) json.RawMessage {
@@ -125,6 +214,8 @@ type kernelFrame struct {
 	channel  string
 	msgType  string
 	parentID string
+	// msg is the checked message, which a v1 connection encodes itself.
+	msg sandbox.KernelMessage
 }
 
 // encodeKernel encodes a message from the kernel. The kernel's code can
@@ -135,7 +226,7 @@ func encodeKernel(m sandbox.KernelMessage) (kernelFrame, error) {
 	if err := json.Unmarshal(m.Header, &h); err != nil {
 		return kernelFrame{}, fmt.Errorf("%w: header: %v", errBadMessage, err)
 	}
-	f := kernelFrame{typ: websocket.MessageText, channel: m.Channel, msgType: h.MsgType}
+	f := kernelFrame{typ: websocket.MessageText, channel: m.Channel, msgType: h.MsgType, msg: m}
 	var parent header
 	if ph := orEmpty(m.ParentHeader); json.Unmarshal(ph, &parent) == nil {
 		f.parentID = parent.MsgID
