@@ -19,13 +19,13 @@ type Params struct {
 	// Truncation "auto" would drop input that overflows the context; the
 	// gateway never drops input ("disabled" in effect), so an overflow is
 	// the upstream's error.
-	Truncation           *string `json:"truncation"`
-	User                 *string `json:"user"`
-	ServiceTier          *string `json:"service_tier"`
-	PromptCacheKey       *string `json:"prompt_cache_key"`
-	PromptCacheRetention *string `json:"prompt_cache_retention"`
-	SafetyIdentifier     *string `json:"safety_identifier"`
-	Text                 *Text   `json:"text"`
+	Truncation           *string    `json:"truncation"`
+	User                 *string    `json:"user"`
+	ServiceTier          *string    `json:"service_tier"`
+	PromptCacheKey       *string    `json:"prompt_cache_key"`
+	PromptCacheRetention *string    `json:"prompt_cache_retention"`
+	SafetyIdentifier     *string    `json:"safety_identifier"`
+	Text                 *Text      `json:"text"`
 	Reasoning            *Reasoning `json:"reasoning"`
 	// Background runs the response in the foreground: it is complete
 	// (and stored) when the answer arrives, so a client polling its

@@ -103,9 +103,9 @@ func paramsBody() map[string]any {
 	return map[string]any{"model": "m", "input": "Hi", "temperature": 0.2, "top_p": 0.9, "max_output_tokens": 64,
 		"top_logprobs": 2, "truncation": "auto", "user": "u1", "service_tier": "priority", "prompt_cache_key": "k",
 		"prompt_cache_retention": "24h", "safety_identifier": "s", "background": false,
-		"stream_options": map[string]any{"include_obfuscation": false},
+		"stream_options":     map[string]any{"include_obfuscation": false},
 		"context_management": []any{map[string]any{"type": "compaction", "compact_threshold": 1000}},
-		"reasoning": map[string]any{"effort": "high", "summary": "auto"},
+		"reasoning":          map[string]any{"effort": "high", "summary": "auto"},
 		"text": map[string]any{"verbosity": "high", "format": map[string]any{"type": "json_schema", "name": "out",
 			"strict": true, "schema": map[string]any{"type": "object", "properties": map[string]any{}}}}}
 }
