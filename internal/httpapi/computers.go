@@ -71,6 +71,9 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if err := checkExec(req); err != nil {
+		return err
+	}
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		res, err := a.comp.Exec(r.Context(), p, r.PathValue("id"), req, nil)
 		if err != nil {
