@@ -75,7 +75,7 @@ func errorBody(r *http.Request, err error) (int, apiError) {
 		return ge.Status, body
 	}
 	code, name := status(err)
-	msg := err.Error()
+	msg := clientMessage(err) // messages.go
 	if code == http.StatusInternalServerError {
 		// The route pattern, not the path: paths carry file names, which never go to logs.
 		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern, "err", err)

@@ -92,10 +92,7 @@ func (a *API) routes() {
 	m.Handle("POST /v1/admin/keys", a.admin(a.createKey))
 	m.Handle("GET /v1/admin/keys", a.admin(a.listKeys))
 	m.Handle("DELETE /v1/admin/keys/{id}", a.admin(a.revokeKey))
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": apiError{Code: "not_found",
-			Message: "no route for " + r.Method + " " + r.URL.Path}})
-	})
+	m.HandleFunc("/", a.noRoute)
 }
 
 // ServeHTTP logs every request with its duration.
