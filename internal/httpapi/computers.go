@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -187,8 +189,20 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, p governance.Pri
 	return nil
 }
 
+// putFile stores the body; a computer that goes during the upload ends it
+// at once with 409 (the body's read is cut), however slowly the client sends.
 func (a *API) putFile(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	written, err := a.comp.PutFile(r.Context(), p, r.PathValue("id"), r.PathValue("path"), r.Body)
+	ctx, cancel, err := a.comp.Watch(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	rc := http.NewResponseController(w)
+	defer context.AfterFunc(ctx, func() { rc.SetReadDeadline(time.Now()) })()
+	written, err := a.comp.PutFile(ctx, p, r.PathValue("id"), r.PathValue("path"), r.Body)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, computer.ErrGone) {
+		return cause
+	}
 	if err != nil {
 		return err
 	}
