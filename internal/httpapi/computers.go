@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -65,47 +64,6 @@ func (a *API) deleteComputer(w http.ResponseWriter, r *http.Request, p governanc
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	var req computer.ExecRequest
-	if err := decode(r, &req); err != nil {
-		return err
-	}
-	if err := checkExec(req); err != nil {
-		return err
-	}
-	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-		res, err := a.comp.Exec(r.Context(), p, r.PathValue("id"), req, nil)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, res)
-		return nil
-	}
-	if err := req.Validate(); err != nil {
-		return err
-	}
-	if err := a.comp.CheckRunning(r.Context(), p, r.PathValue("id")); err != nil {
-		return err // a plain error status while nothing was sent yet
-	}
-	sse := newSSE(w)
-	defer sse.close()
-	sse.open()
-	res, err := a.comp.Exec(r.Context(), p, r.PathValue("id"), req, func(kind string, data []byte) {
-		sse.send(kind, map[string]string{"data": string(data)})
-	})
-	if err != nil {
-		if !sse.started {
-			return err
-		}
-		_, name := status(err)
-		sse.send("error", map[string]any{"error": apiError{Code: name, Message: err.Error()}})
-		return nil
-	}
-	res.Stdout, res.Stderr = "", "" // already streamed
-	sse.send("exit", res)
 	return nil
 }
 
