@@ -154,7 +154,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnContext: kgw.ConnContext}
+	api.SetBodyTimeout(time.Duration(cfg.Server.BodyTimeoutSeconds) * time.Second)
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnContext: kgw.ConnContext,
+		IdleTimeout: time.Duration(cfg.Server.IdleTimeoutSeconds) * time.Second}
+	ln = httpapi.LimitListener(ln, cfg.Server.MaxConnections)
 	go func() {
 		if err := mgr.Probe(ctx); err != nil {
 			slog.Error("isolation probe failed: the server stays unready", "err", err)

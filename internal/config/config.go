@@ -92,6 +92,14 @@ type Python struct {
 type Server struct {
 	Listen string `toml:"listen"`
 	Data   string `toml:"data"`
+	// MaxConnections bounds the open connections; one more is answered
+	// 503 and closed.
+	MaxConnections int `toml:"max_connections"`
+	// BodyTimeoutSeconds is how long a request body may go without a
+	// byte (408 then); IdleTimeoutSeconds closes an idle keep-alive
+	// connection.
+	BodyTimeoutSeconds int `toml:"body_timeout_seconds"`
+	IdleTimeoutSeconds int `toml:"idle_timeout_seconds"`
 }
 
 // Computers are the deployment's limits for computers. Keys may only shrink
@@ -120,7 +128,8 @@ type Log struct {
 // Default is the embedded default: everything works without a file.
 func Default() Config {
 	return Config{
-		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle"},
+		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle", MaxConnections: 1024,
+			BodyTimeoutSeconds: 30, IdleTimeoutSeconds: 120},
 		Computers: Computers{
 			Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
@@ -244,6 +253,14 @@ func (c Config) Validate() error {
 	}
 	if c.Server.Data == "" || !strings.HasPrefix(c.Server.Data, "/") {
 		return bad("server.data", "must be an absolute path, got %q", c.Server.Data)
+	}
+	switch {
+	case c.Server.MaxConnections < 1:
+		return bad("server.max_connections", "must be at least 1")
+	case c.Server.BodyTimeoutSeconds < 1:
+		return bad("server.body_timeout_seconds", "must be at least 1")
+	case c.Server.IdleTimeoutSeconds < 1:
+		return bad("server.idle_timeout_seconds", "must be at least 1")
 	}
 	k := c.Computers
 	switch {

@@ -155,14 +155,13 @@ func (a *API) putFile(w http.ResponseWriter, r *http.Request, p governance.Princ
 		return err
 	}
 	defer cancel()
-	rc := http.NewResponseController(w)
-	defer context.AfterFunc(ctx, func() { rc.SetReadDeadline(time.Now()) })()
+	defer context.AfterFunc(ctx, func() { cutBody(w, r) })()
 	written, err := a.comp.PutFile(ctx, p, r.PathValue("id"), r.PathValue("path"), r.Body)
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, computer.ErrGone) {
 		return cause
 	}
 	if err != nil {
-		return err
+		return bodyError(r, err)
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"path": written.Path, "bytes": written.Bytes})
 	return nil

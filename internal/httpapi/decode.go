@@ -29,6 +29,8 @@ func decodeFrom(body io.Reader, v any) error {
 	switch {
 	case errors.As(err, &maxErr):
 		return fmt.Errorf("%w: the JSON body is limited to %d bytes", errTooLarge, maxJSONBody)
+	case errors.Is(err, errBodyTimeout):
+		return err
 	case err != nil:
 		return fmt.Errorf("%w: reading the body: %v", errBadRequest, err)
 	case len(bytes.TrimSpace(data)) == 0:

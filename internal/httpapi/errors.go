@@ -47,6 +47,8 @@ func status(err error) (int, string) {
 		return http.StatusTooManyRequests, "capacity_exceeded"
 	case errors.Is(err, computer.ErrTooLarge), errors.Is(err, errTooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, errBodyTimeout): // slowclients.go
+		return http.StatusRequestTimeout, "request_timeout"
 	case errors.Is(err, computer.ErrInvalid), errors.Is(err, governance.ErrInvalid), errors.Is(err, errBadRequest):
 		return http.StatusBadRequest, "invalid_request"
 	case errors.Is(err, computer.ErrUnavailable):

@@ -30,12 +30,14 @@ type API struct {
 	// sockets are the Responses WebSocket connections, hijacked from the
 	// HTTP server (which does not wait for them): CloseSockets ends them.
 	sockets sockets
+	// bodyTimeout is how long a request body may go without a byte (slowclients.go).
+	bodyTimeout time.Duration
 }
 
 // New builds the handler. Readiness starts false; call SetReady once the
 // isolation probe passed.
 func New(gov *governance.Service, comp *computer.Manager, st store.Store) *API {
-	a := &API{gov: gov, comp: comp, st: st, tools: tools.Default(), mux: http.NewServeMux()}
+	a := &API{gov: gov, comp: comp, st: st, tools: tools.Default(), mux: http.NewServeMux(), bodyTimeout: DefaultBodyTimeout}
 	a.sockets.ctx, a.sockets.cancel = context.WithCancel(context.Background())
 	a.routes()
 	return a
@@ -99,6 +101,7 @@ func (a *API) routes() {
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	a.withBodyDeadline(w, r)
 	a.mux.ServeHTTP(rec, r)
 	slog.DebugContext(r.Context(), "http", "method", r.Method, "route", r.Pattern, "status", rec.code,
 		"ms", time.Since(start).Milliseconds())
