@@ -38,8 +38,8 @@ func (a *API) withBodyDeadline(w http.ResponseWriter, r *http.Request) {
 
 type deadlineBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
-	d    time.Duration
+	rc       *http.ResponseController
+	d        time.Duration
 	cut      atomic.Bool
 	timedOut atomic.Bool
 	once     sync.Once
