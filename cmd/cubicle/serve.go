@@ -92,6 +92,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err := os.MkdirAll(cfg.Server.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
+	unlock, err := lockDataDir(cfg.Server.Data)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	st, err := sqlite.Open(ctx, filepath.Join(cfg.Server.Data, "cubicle.db"))
 	if err != nil {
 		return err
