@@ -29,8 +29,9 @@ const serveUsage = `Usage: cubicle serve [flags]
 
 Serves the computers API over HTTP. State (a SQLite database and the
 computers' disks) lives in the data directory. On first start it creates an
-organisation and an admin key: CUBICLE_ADMIN_KEY sets the key, otherwise a
-generated one is printed once. Every config key can be overridden with
+organisation and an admin key once it listens: CUBICLE_ADMIN_KEY sets the
+key, otherwise a generated one is printed once ('cubicle keys create --admin'
+makes another). Every config key can be overridden with
 CUBICLE_<SECTION>_<KEY>, e.g. CUBICLE_COMPUTERS_POOL_SIZE=4.
 
 Example:
@@ -103,13 +104,6 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	defer st.Close()
 	gov := governance.New(st)
-	secret, err := gov.Bootstrap(ctx, os.Getenv("CUBICLE_ADMIN_KEY"))
-	if err != nil {
-		return err
-	}
-	if secret != "" && os.Getenv("CUBICLE_ADMIN_KEY") == "" {
-		fmt.Printf("admin key (shown once, store it now): %s\n", secret)
-	}
 	drv, err := linux.New(linux.Config{StateDir: cfg.Server.Data})
 	if err != nil {
 		return err
@@ -158,6 +152,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	if err := bootstrapAdmin(ctx, gov, cfg.Server.Data); err != nil {
+		ln.Close()
+		return err
 	}
 	api.SetBodyTimeout(time.Duration(cfg.Server.BodyTimeoutSeconds) * time.Second)
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnContext: kgw.ConnContext,
