@@ -36,6 +36,8 @@ func TestDecodeRefusesFoldedAndDuplicateKeys(t *testing.T) {
 		{"/v1/computers/" + id + "/python", `{"cells":[{"code":"1","Code":"2"}]}`, "cells[0].Code", "case-sensitive"},
 		{"/v1/computers/" + id + "/python", `{"cells":["print(1)"]}`, "cells[0]", "cells[0] must be an object"},
 		{"/v1/computers/" + id + "/tools/builtin__computer_exec", `{"arguments":{"command":"true","command":"touch ran"}}`, "arguments.command", "duplicate"},
+		{"/v1/computers/" + id + "/tools/builtin__computer_exec", `{"arguments":{"COMMAND":"touch /workspace/ran","timeout_seconds":null}}`, "arguments.COMMAND", "case-sensitive"},
+		{"/v1/computers/" + id + "/tools/builtin__computer_exec", `{"arguments":"{\"command\":\"true\",\"command\":\"touch ran\"}"}`, "arguments.command", "duplicate"},
 		{"/v1/admin/orgs", `{"name":"a","Name":"b"}`, "Name", "case-sensitive"},
 		{"/v1/responses", `{"model":"m","input":"hi","INPUT":"x"}`, "INPUT", "case-sensitive"},
 		{"/v1/responses", `{"model":"m","input":"hi","input":"again"}`, "input", "duplicate"},

@@ -22,10 +22,14 @@ const maxJSONDepth = 256
 // key of a struct of t that is a field name in another case. Values with a
 // JSON decoder of their own (json.RawMessage, interfaces) are checked for
 // duplicates only. Malformed JSON is left to the decoder's message.
-func checkJSON(data []byte, t reflect.Type) error {
+func checkJSON(data []byte, t reflect.Type) error { return checkJSONAt(data, t, "") }
+
+// checkJSONAt is checkJSON of a value found at path (its errors name
+// path.field).
+func checkJSONAt(data []byte, t reflect.Type, path string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	err := walkJSON(dec, t, "", 0)
+	err := walkJSON(dec, t, path, 0)
 	var se *json.SyntaxError
 	if errors.As(err, &se) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil // the decoder names what is malformed
@@ -153,7 +157,7 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 		if tag == "-" {
 			continue
 		}
-		name, _, _ := strings.Cut(tag, ",")
+		name, opts, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
 			if et := plainType(f.Type); et != nil && et.Kind() == reflect.Struct {
 				for k, v := range structFields(et) {
@@ -169,6 +173,9 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 			name = f.Name
 		}
 		fields[name] = f.Type
+		if strings.Contains(","+opts+",", ",string,") {
+			fields[name] = nil // a number or boolean sent as a JSON string
+		}
 	}
 	fieldCache.Store(t, fields)
 	return fields
