@@ -15,10 +15,13 @@ import (
 const keysUsage = `Usage: cubicle keys create|list|revoke [flags]
 
 Manages API keys in the server's database (works while the server runs).
-The secret of a new key is printed once.
+The secret of a new key is printed once. 'create --admin' makes an admin
+key (every capability and the admin endpoints) in the first organisation
+(or --org): the way back when the admin key is lost.
 
 Examples:
   cubicle keys create --org org_123 --name reports --capabilities '{"tooling":{"system_tools":["computer"]},"computer":{"lifetime_seconds":600},"files":{},"artifacts":{}}'
+  cubicle keys create --admin --data /var/lib/cubicle --json
   cubicle keys list --json
   cubicle keys revoke key_456
 
@@ -80,6 +83,7 @@ func keysCmd(args []string) int {
 	caps := fs.String("capabilities", `{"tooling":{"system_tools":["computer"]},"computer":{},"files":{},"artifacts":{}}`, "capabilities JSON")
 	data := fs.String("data", defaultData, "data directory of the server")
 	asJSON := fs.Bool("json", false, "print JSON")
+	admin := fs.Bool("admin", false, "create an admin key (--org defaults to the first organisation; --capabilities does not apply)")
 	verb, code, ok := subcommand(fs, args, "create", "list", "revoke")
 	if !ok {
 		return code
@@ -93,6 +97,9 @@ func keysCmd(args []string) int {
 	defer done()
 	switch verb {
 	case "create":
+		if *admin {
+			return createAdminKey(ctx, gov, *org, *name, *asJSON)
+		}
 		if *org == "" {
 			fmt.Fprintln(os.Stderr, "cubicle keys create: --org is required (see 'cubicle orgs list')")
 			return 2
@@ -175,5 +182,17 @@ func orgsCmd(args []string) int {
 		}
 		printOut(*asJSON, orgs, text)
 	}
+	return 0
+}
+
+// createAdminKey is 'cubicle keys create --admin'.
+func createAdminKey(ctx context.Context, gov *governance.Service, org, name string, asJSON bool) int {
+	k, secret, err := gov.CreateAdminKey(ctx, org, name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle keys create --admin: %v\n", err)
+		return 1
+	}
+	printOut(asJSON, map[string]any{"key": k, "secret": secret},
+		fmt.Sprintf("created admin key %s in %s\nsecret (shown once): %s\n", k.ID, k.OrgID, secret))
 	return 0
 }

@@ -29,8 +29,9 @@ const serveUsage = `Usage: cubicle serve [flags]
 
 Serves the computers API over HTTP. State (a SQLite database and the
 computers' disks) lives in the data directory. On first start it creates an
-organisation and an admin key: CUBICLE_ADMIN_KEY sets the key, otherwise a
-generated one is printed once. Every config key can be overridden with
+organisation and an admin key once it listens: CUBICLE_ADMIN_KEY sets the
+key, otherwise a generated one is printed once ('cubicle keys create --admin'
+makes another). Every config key can be overridden with
 CUBICLE_<SECTION>_<KEY>, e.g. CUBICLE_COMPUTERS_POOL_SIZE=4.
 
 Example:
@@ -93,19 +94,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err := os.MkdirAll(cfg.Server.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
+	unlock, err := lockDataDir(cfg.Server.Data)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	st, err := sqlite.Open(ctx, filepath.Join(cfg.Server.Data, "cubicle.db"))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	gov := governance.New(st)
-	secret, err := gov.Bootstrap(ctx, os.Getenv("CUBICLE_ADMIN_KEY"))
-	if err != nil {
-		return err
-	}
-	if secret != "" && os.Getenv("CUBICLE_ADMIN_KEY") == "" {
-		fmt.Printf("admin key (shown once, store it now): %s\n", secret)
-	}
 	uidStart, uidCount, _ := cfg.Computers.UIDs() // validated by config.Load
 	drv, err := linux.New(linux.Config{StateDir: cfg.Server.Data, UIDStart: uidStart, UIDCount: uidCount})
 	if errors.Is(err, linux.ErrUIDRange) {
@@ -159,7 +158,14 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnContext: kgw.ConnContext}
+	if err := bootstrapAdmin(ctx, gov, cfg.Server.Data); err != nil {
+		ln.Close()
+		return err
+	}
+	api.SetBodyTimeout(time.Duration(cfg.Server.BodyTimeoutSeconds) * time.Second)
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnContext: kgw.ConnContext,
+		IdleTimeout: time.Duration(cfg.Server.IdleTimeoutSeconds) * time.Second}
+	ln = httpapi.LimitListener(ln, cfg.Server.MaxConnections)
 	go func() {
 		if err := mgr.Probe(ctx); err != nil {
 			slog.Error("isolation probe failed: the server stays unready", "err", err)

@@ -98,6 +98,14 @@ type Server struct {
 	// answers with (artifact URLs in code_interpreter outputs). Empty:
 	// each request's own Host.
 	PublicURL string `toml:"public_url"`
+	// MaxConnections bounds the open connections; one more is answered
+	// 503 and closed.
+	MaxConnections int `toml:"max_connections"`
+	// BodyTimeoutSeconds is how long a request body may go without a
+	// byte (408 then); IdleTimeoutSeconds closes an idle keep-alive
+	// connection.
+	BodyTimeoutSeconds int `toml:"body_timeout_seconds"`
+	IdleTimeoutSeconds int `toml:"idle_timeout_seconds"`
 }
 
 // Computers are the deployment's limits for computers. Keys may only shrink
@@ -146,7 +154,8 @@ type Log struct {
 // Default is the embedded default: everything works without a file.
 func Default() Config {
 	return Config{
-		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle"},
+		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle", MaxConnections: 1024,
+			BodyTimeoutSeconds: 30, IdleTimeoutSeconds: 120},
 		Computers: Computers{
 			Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
@@ -277,6 +286,14 @@ func (c Config) Validate() error {
 		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || strings.TrimSuffix(pu.Path, "/") != "" || pu.RawQuery != "" {
 			return bad("server.public_url", "must be http(s)://host[:port] without a path, got %q", u)
 		}
+	}
+	switch {
+	case c.Server.MaxConnections < 1:
+		return bad("server.max_connections", "must be at least 1")
+	case c.Server.BodyTimeoutSeconds < 1:
+		return bad("server.body_timeout_seconds", "must be at least 1")
+	case c.Server.IdleTimeoutSeconds < 1:
+		return bad("server.idle_timeout_seconds", "must be at least 1")
 	}
 	k := c.Computers
 	switch {

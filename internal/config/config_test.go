@@ -101,6 +101,8 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"env float", "", []string{"CUBICLE_COMPUTERS_CPUS=many"}, []string{"CUBICLE_COMPUTERS_CPUS"}},
 		{"env negative size", "", []string{"CUBICLE_COMPUTERS_DISK=-1G"}, []string{"CUBICLE_COMPUTERS_DISK"}},
 		{"env invalid listen", "", []string{"CUBICLE_SERVER_LISTEN=nowhere"}, []string{"server.listen"}},
+		{"no connections", "", []string{"CUBICLE_SERVER_MAX_CONNECTIONS=0"}, []string{"server.max_connections"}},
+		{"no body timeout", "[server]\nbody_timeout_seconds = 0\n", nil, []string{"server.body_timeout_seconds"}},
 		{"env relative data", "", []string{"CUBICLE_SERVER_DATA=relative/dir"}, []string{"server.data"}},
 		{"env log level", "", []string{"CUBICLE_LOG_LEVEL=verbose"}, []string{"log.level"}},
 		{"env pool over max", "", []string{"CUBICLE_COMPUTERS_POOL_SIZE=40"}, []string{"computers.pool_size"}},

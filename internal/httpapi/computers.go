@@ -1,12 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -63,44 +64,6 @@ func (a *API) deleteComputer(w http.ResponseWriter, r *http.Request, p governanc
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	var req computer.ExecRequest
-	if err := decode(r, &req); err != nil {
-		return err
-	}
-	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-		res, err := a.comp.Exec(r.Context(), p, r.PathValue("id"), req, nil)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, res)
-		return nil
-	}
-	if err := req.Validate(); err != nil {
-		return err
-	}
-	if err := a.comp.CheckRunning(r.Context(), p, r.PathValue("id")); err != nil {
-		return err // a plain error status while nothing was sent yet
-	}
-	sse := newSSE(w)
-	defer sse.close()
-	sse.open()
-	res, err := a.comp.Exec(r.Context(), p, r.PathValue("id"), req, func(kind string, data []byte) {
-		sse.send(kind, map[string]string{"data": string(data)})
-	})
-	if err != nil {
-		if !sse.started {
-			return err
-		}
-		_, name := status(err)
-		sse.send("error", map[string]any{"error": apiError{Code: name, Message: err.Error()}})
-		return nil
-	}
-	res.Stdout, res.Stderr = "", "" // already streamed
-	sse.send("exit", res)
 	return nil
 }
 
@@ -184,10 +147,21 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, p governance.Pri
 	return nil
 }
 
+// putFile stores the body; a computer that goes during the upload ends it
+// at once with 409 (the body's read is cut), however slowly the client sends.
 func (a *API) putFile(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	written, err := a.comp.PutFile(r.Context(), p, r.PathValue("id"), r.PathValue("path"), r.Body)
+	ctx, cancel, err := a.comp.Watch(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
+	}
+	defer cancel()
+	defer context.AfterFunc(ctx, func() { cutBody(w, r) })()
+	written, err := a.comp.PutFile(ctx, p, r.PathValue("id"), r.PathValue("path"), r.Body)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, computer.ErrGone) {
+		return cause
+	}
+	if err != nil {
+		return bodyError(r, err)
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"path": written.Path, "bytes": written.Bytes})
 	return nil

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -13,18 +15,33 @@ var errBadRequest = errors.New("bad request")
 
 const maxJSONBody = 16 << 20
 
-// decode reads a strict JSON body: unknown fields, trailing data and wrong
-// types are errors naming the field.
+// decode reads a strict JSON body: unknown fields, field names in another
+// case, duplicate keys, trailing data and wrong types are errors naming
+// the field.
 func decode(r *http.Request, v any) error {
 	return decodeFrom(http.MaxBytesReader(nil, r.Body, maxJSONBody), v)
 }
 
 // decodeFrom is decode of any reader (a WebSocket frame).
 func decodeFrom(body io.Reader, v any) error {
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	data, err := io.ReadAll(body)
 	var maxErr *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxErr):
+		return fmt.Errorf("%w: the JSON body is limited to %d bytes", errTooLarge, maxJSONBody)
+	case errors.Is(err, errBodyTimeout):
+		return err
+	case err != nil:
+		return fmt.Errorf("%w: reading the body: %v", errBadRequest, err)
+	case len(bytes.TrimSpace(data)) == 0:
+		return fmt.Errorf("%w: empty body; send a JSON object", errBadRequest)
+	}
+	if err := checkJSON(data, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case err == nil:
@@ -32,12 +49,11 @@ func decodeFrom(body io.Reader, v any) error {
 			return fmt.Errorf("%w: trailing data after the JSON object", errBadRequest)
 		}
 		return nil
-	case errors.As(err, &maxErr):
-		return fmt.Errorf("%w: the JSON body is limited to %d bytes", errTooLarge, maxJSONBody)
-	case errors.Is(err, io.EOF):
-		return fmt.Errorf("%w: empty body; send a JSON object", errBadRequest)
 	case errors.As(err, &typeErr):
-		return withParam(typeErr.Field, fmt.Errorf("%w: %s must be %s", errBadRequest, typeErr.Field, typeErr.Type))
+		if typeErr.Field == "" {
+			return fmt.Errorf("%w: the body must be a JSON object", errBadRequest)
+		}
+		return withParam(typeErr.Field, fmt.Errorf("%w: %s must be %s", errBadRequest, typeErr.Field, jsonKind(typeErr.Type)))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return withParam(field, fmt.Errorf("%w: unknown field %q", errBadRequest, field))

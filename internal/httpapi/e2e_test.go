@@ -1122,7 +1122,7 @@ func TestDecodeStrict(t *testing.T) {
 		t.Fatalf("the message does not name the unknown field: %s", r)
 	}
 	param(e.do(e.admin, "POST", "/v1/computers", `{"lifetime_seconds":"long"}`), "lifetime_seconds")
-	param(e.do(e.admin, "POST", "/v1/computers", `{"metadata":{"a":1}}`), "metadata")
+	param(e.do(e.admin, "POST", "/v1/computers", `{"metadata":{"a":1}}`), "metadata.a")
 	param(e.do(e.admin, "POST", "/v1/computers", `{} {}`), "")
 	param(e.do(e.admin, "POST", "/v1/computers", `{"lifetime_seconds":`), "")
 	param(e.do(e.admin, "POST", "/v1/computers", `[]`), "")

@@ -48,6 +48,8 @@ func status(err error) (int, string) {
 		return http.StatusTooManyRequests, "capacity_exceeded"
 	case errors.Is(err, computer.ErrTooLarge), errors.Is(err, errTooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, errBodyTimeout): // slowclients.go
+		return http.StatusRequestTimeout, "request_timeout"
 	case errors.Is(err, computer.ErrInvalid), errors.Is(err, governance.ErrInvalid), errors.Is(err, errBadRequest):
 		return http.StatusBadRequest, "invalid_request"
 	case errors.Is(err, sandbox.ErrLocked):
@@ -78,7 +80,7 @@ func errorBody(r *http.Request, err error) (int, apiError) {
 		return ge.Status, body
 	}
 	code, name := status(err)
-	msg := err.Error()
+	msg := clientMessage(err) // messages.go
 	if code == http.StatusInternalServerError {
 		// The route pattern, not the path: paths carry file names, which never go to logs.
 		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern, "err", err)

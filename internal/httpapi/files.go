@@ -87,7 +87,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request, p governance.Pr
 		}
 		mr, err := r.MultipartReader()
 		if err != nil {
-			return fmt.Errorf("%w: malformed multipart body: %v", errBadRequest, err)
+			return bodyError(r, fmt.Errorf("%w: malformed multipart body: %v", errBadRequest, err))
 		}
 		purpose := ""
 		for {
@@ -96,7 +96,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request, p governance.Pr
 				return withParam("file", fmt.Errorf("%w: the multipart body has no \"file\" field", errBadRequest))
 			}
 			if err != nil {
-				return fmt.Errorf("%w: malformed multipart body: %v", errBadRequest, err)
+				return bodyError(r, fmt.Errorf("%w: malformed multipart body: %v", errBadRequest, err))
 			}
 			switch part.FormName() {
 			case "purpose":
@@ -112,7 +112,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request, p governance.Pr
 				}
 				f, err := svc.Upload(r.Context(), p, name, purpose, part)
 				if err != nil {
-					return fileError(err)
+					return fileError(bodyError(r, err))
 				}
 				writeJSON(w, http.StatusOK, fileView(f))
 				return nil
@@ -130,7 +130,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request, p governance.Pr
 	}
 	f, err := svc.Upload(r.Context(), p, name, q.Get("purpose"), r.Body)
 	if err != nil {
-		return fileError(err)
+		return fileError(bodyError(r, err))
 	}
 	writeJSON(w, http.StatusOK, fileView(f))
 	return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 
@@ -184,6 +185,10 @@ func (s *socket) serve(g *gateway.Gateway, p governance.Principal, f wsFrame) {
 		StreamID any    `json:"stream_id"`
 	}
 	var fields map[string]json.RawMessage
+	if err := checkJSON(f.data, reflect.TypeOf(head)); err != nil { // before the map folds duplicates
+		s.fail(err, "")
+		return
+	}
 	if err := json.Unmarshal(f.data, &fields); err != nil || json.Unmarshal(f.data, &head) != nil {
 		s.fail(fmt.Errorf("%w: a frame must be one JSON object", errBadRequest), "")
 		return

@@ -30,12 +30,14 @@ type API struct {
 	// sockets are the Responses WebSocket connections, hijacked from the
 	// HTTP server (which does not wait for them): CloseSockets ends them.
 	sockets sockets
+	// bodyTimeout is how long a request body may go without a byte (slowclients.go).
+	bodyTimeout time.Duration
 }
 
 // New builds the handler. Readiness starts false; call SetReady once the
 // isolation probe passed.
 func New(gov *governance.Service, comp *computer.Manager, st store.Store) *API {
-	a := &API{gov: gov, comp: comp, st: st, tools: tools.Default(), mux: http.NewServeMux()}
+	a := &API{gov: gov, comp: comp, st: st, tools: tools.Default(), mux: http.NewServeMux(), bodyTimeout: DefaultBodyTimeout}
 	a.sockets.ctx, a.sockets.cancel = context.WithCancel(context.Background())
 	a.routes()
 	return a
@@ -92,16 +94,14 @@ func (a *API) routes() {
 	m.Handle("POST /v1/admin/keys", a.admin(a.createKey))
 	m.Handle("GET /v1/admin/keys", a.admin(a.listKeys))
 	m.Handle("DELETE /v1/admin/keys/{id}", a.admin(a.revokeKey))
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": apiError{Code: "not_found",
-			Message: "no route for " + r.Method + " " + r.URL.Path}})
-	})
+	m.HandleFunc("/", a.noRoute)
 }
 
 // ServeHTTP logs every request with its duration.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	a.withBodyDeadline(w, r)
 	a.mux.ServeHTTP(rec, r)
 	slog.DebugContext(r.Context(), "http", "method", r.Method, "route", r.Pattern, "status", rec.code,
 		"ms", time.Since(start).Milliseconds())

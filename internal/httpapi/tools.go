@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -38,6 +39,38 @@ func (c *toolCall) check() error {
 	}
 	if a[0] != '{' && a[0] != '"' {
 		return withParam("arguments", fmt.Errorf("%w: arguments must be a JSON object or a JSON string holding one", errBadRequest))
+	}
+	return nil
+}
+
+// checkNames refuses, in the arguments of tool t (also when they come as a
+// JSON string), a key given twice or a property name of t's schema in
+// another case, as every other body; the tool itself reports the rest.
+func (c *toolCall) checkNames(t tools.Tool) error {
+	inner := bytes.TrimSpace(c.Arguments)
+	var s string
+	if len(inner) > 0 && inner[0] == '"' && json.Unmarshal(inner, &s) == nil {
+		inner = []byte(s)
+	}
+	if err := checkJSONAt(inner, nil, "arguments"); err != nil {
+		return err
+	}
+	var args map[string]json.RawMessage
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(inner, &args) != nil || json.Unmarshal(t.Schema, &schema) != nil {
+		return nil
+	}
+	for k := range args {
+		if _, ok := schema.Properties[k]; ok {
+			continue
+		}
+		for p := range schema.Properties {
+			if strings.EqualFold(p, k) {
+				return withParam("arguments."+k, fmt.Errorf("%w: unknown field %q (field names are case-sensitive: %q)", errBadRequest, "arguments."+k, "arguments."+p))
+			}
+		}
 	}
 	return nil
 }
@@ -88,9 +121,13 @@ func (a *API) computerTool(w http.ResponseWriter, r *http.Request, p governance.
 		return err
 	}
 	name := r.PathValue("name")
-	if _, ok := a.tools.Lookup(name); !ok {
+	t, ok := a.tools.Lookup(name)
+	if !ok {
 		unknownTool(w, name)
 		return nil
+	}
+	if err := body.checkNames(*t); err != nil {
+		return err
 	}
 	res, err := a.comp.RunTool(r.Context(), p, r.PathValue("id"), a.tools, name, body.Arguments)
 	if err != nil {
@@ -125,6 +162,9 @@ func (a *API) callTool(w http.ResponseWriter, r *http.Request, p governance.Prin
 		return err
 	}
 	if err := body.check(); err != nil {
+		return err
+	}
+	if err := body.checkNames(*t); err != nil {
 		return err
 	}
 	res, err := t.Run(r.Context(), tools.Env{}, body.Arguments)

@@ -83,6 +83,9 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 	if strings.TrimSpace(*a.Command) == "" {
 		return failed("Invalid arguments: command must not be empty."), nil
 	}
+	if msg := CommandSentence(*a.Command); msg != "" {
+		return failed("%s", msg), nil
+	}
 	out, errb := &capture{max: lim.MaxStreamBytes}, &capture{max: lim.MaxStreamBytes}
 	st, err := env.Sandbox.Exec(ctx, sandbox.ExecRequest{Command: *a.Command,
 		Timeout: sandbox.Millis(time.Duration(timeout) * time.Second)}, sandbox.ExecIO{Stdout: out, Stderr: errb})

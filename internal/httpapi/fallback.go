@@ -1,0 +1,35 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+)
+
+// routeMethods are the methods a route may serve (HEAD follows GET).
+var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// noRoute answers a request no route took: 405 with Allow when the path
+// is served for other methods (REST, Kernel Gateway and Responses routes
+// share this mux), else 404. The catch-all "/" route otherwise hides the
+// mux's own 405.
+func (a *API) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range routeMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := a.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	if len(allow) == 0 {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": apiError{Code: "not_found",
+			Message: "no route for " + r.Method + " " + r.URL.Path}})
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": apiError{Code: "method_not_allowed",
+		Message: r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + strings.Join(allow, ", ")}})
+}

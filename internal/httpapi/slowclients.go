@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultBodyTimeout is how long a request body may go without a byte.
+const DefaultBodyTimeout = 30 * time.Second
+
+// errBodyTimeout: the client stopped sending its request body (408).
+var errBodyTimeout = errors.New("request timeout: the client sent no byte of the request body for too long")
+
+// SetBodyTimeout sets how long a request body may go without a byte before
+// the request ends with 408 (0: no limit). Call it at wiring time.
+func (a *API) SetBodyTimeout(d time.Duration) { a.bodyTimeout = d }
+
+// withBodyDeadline gives r's body a read deadline that every byte that
+// arrives extends and the body's end lifts, so a client that stops sending
+// is cut while an upload at any steady rate, and whatever the handler does
+// once the body is read (an SSE stream, a long exec), is not.
+func (a *API) withBodyDeadline(w http.ResponseWriter, r *http.Request) {
+	if a.bodyTimeout <= 0 || r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(a.bodyTimeout)) != nil {
+		return // the connection has no deadlines (a test recorder)
+	}
+	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, d: a.bodyTimeout}
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	d        time.Duration
+	cut      atomic.Bool
+	timedOut atomic.Bool
+	once     sync.Once
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	if b.cut.Load() {
+		return 0, fmt.Errorf("%w: the request was cut", io.ErrUnexpectedEOF)
+	}
+	n, err := b.ReadCloser.Read(p)
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF):
+		b.once.Do(func() { b.rc.SetReadDeadline(time.Time{}) })
+	case errors.As(err, &ne) && ne.Timeout() && !b.cut.Load():
+		b.timedOut.Store(true)
+		return n, fmt.Errorf("%w (%s)", errBodyTimeout, b.d)
+	case n > 0 && !b.cut.Load():
+		b.rc.SetReadDeadline(time.Now().Add(b.d))
+	}
+	return n, err
+}
+
+// bodyError is err, or the 408 when r's body timed out (the server then
+// cancels the request's context too, which callers may report instead).
+func bodyError(r *http.Request, err error) error {
+	if b, ok := r.Body.(*deadlineBody); ok && err != nil && b.timedOut.Load() {
+		return fmt.Errorf("%w (%s)", errBodyTimeout, b.d)
+	}
+	return err
+}
+
+// cutBody ends the reading of r's body now (its computer is gone).
+func cutBody(w http.ResponseWriter, r *http.Request) {
+	if b, ok := r.Body.(*deadlineBody); ok {
+		b.cut.Store(true)
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
+// LimitListener accepts at most max connections at a time (0: no limit);
+// one more is answered at once with 503 and closed, rather than queued
+// behind clients that may never finish.
+func LimitListener(ln net.Listener, max int) net.Listener {
+	if max <= 0 {
+		return ln
+	}
+	return &limitListener{Listener: ln, max: int64(max)}
+}
+
+type limitListener struct {
+	net.Listener
+	max  int64
+	open atomic.Int64
+}
+
+const tooManyConnections = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) <= l.max {
+			return &limitedConn{Conn: c, l: l}, nil
+		}
+		l.open.Add(-1)
+		go refuse(c, l.max)
+	}
+}
+
+// refuse answers a connection over the limit and closes it.
+func refuse(c net.Conn, max int64) {
+	body := fmt.Sprintf(`{"error":{"code":"too_many_connections","message":"the server holds its limit of %d connections (server.max_connections); retry shortly","param":null}}`, max)
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(c, tooManyConnections, len(body), body)
+	c.Close()
+}
+
+type limitedConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return err
+}

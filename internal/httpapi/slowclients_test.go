@@ -1,0 +1,108 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
+)
+
+// serveLimited serves e's API on a real TCP listener with a body timeout
+// and a connection limit, as cubicle serve does.
+func serveLimited(t *testing.T, e *env, bodyTimeout time.Duration, maxConns int) string {
+	t.Helper()
+	e.api.SetBodyTimeout(bodyTimeout)
+	srv := httptest.NewUnstartedServer(e.api)
+	srv.Listener = httpapi.LimitListener(srv.Listener, maxConns)
+	srv.Start()
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	return srv.Listener.Addr().String()
+}
+
+// rawRequest sends a request head and the first bytes of its body on a
+// new connection.
+func rawRequest(t *testing.T, addr, head, body string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, head+body); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func readResponse(t *testing.T, c net.Conn) (*http.Response, string) {
+	t.Helper()
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no HTTP answer: %v", err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+// TestSlowClients: over real TCP, a client that stops sending its body is
+// answered 408 once the body timeout passes; an upload that keeps sending
+// more slowly than the timeout in total, and an SSE exec running longer
+// than it, are not cut; connections beyond the limit are answered 503.
+func TestSlowClients(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := e.create(e.admin, nil).ID
+	addr := serveLimited(t, e, time.Second, 3)
+	auth := "Authorization: Bearer " + e.admin + "\r\n"
+
+	// One byte of a 100-byte body, then nothing.
+	c := rawRequest(t, addr, "POST /v1/computers/"+id+"/exec HTTP/1.1\r\nHost: x\r\n"+auth+"Content-Length: 100\r\n\r\n", "{")
+	res, body := readResponse(t, c)
+	if res.StatusCode != http.StatusRequestTimeout || !strings.Contains(body, "request_timeout") {
+		t.Fatalf("slow body: %d %s", res.StatusCode, body)
+	}
+	c = rawRequest(t, addr, "PUT /v1/computers/"+id+"/files/slow.txt HTTP/1.1\r\nHost: x\r\n"+auth+"Content-Length: 100\r\n\r\n", "x")
+	if res, body := readResponse(t, c); res.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("slow upload: %d %s", res.StatusCode, body)
+	}
+
+	// A steady upload: a byte every 300 ms for 3 s (longer than the timeout).
+	const steady = 10
+	c = rawRequest(t, addr, fmt.Sprintf("PUT /v1/computers/%s/files/steady.txt HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n", id, auth, steady), "")
+	for range steady {
+		time.Sleep(300 * time.Millisecond)
+		if _, err := c.Write([]byte("s")); err != nil {
+			t.Fatalf("steady upload cut: %v", err)
+		}
+	}
+	if res, body := readResponse(t, c); res.StatusCode != http.StatusCreated {
+		t.Fatalf("steady upload: %d %s", res.StatusCode, body)
+	}
+
+	// An SSE exec that runs 3 s, with nothing to read from the client.
+	cmd := `{"command":"sleep 3; echo done"}`
+	c = rawRequest(t, addr, fmt.Sprintf("POST /v1/computers/%s/exec HTTP/1.1\r\nHost: x\r\n%sAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n", id, auth, len(cmd)), cmd)
+	res, body = readResponse(t, c)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `"data":"done\n"`) || !strings.Contains(body, "event: exit") {
+		t.Fatalf("long SSE exec: %d %s", res.StatusCode, body)
+	}
+
+	// The limit: 3 open connections; the 4th is answered 503 at once.
+	for range 3 {
+		rawRequest(t, addr, "POST /v1/computers HTTP/1.1\r\nHost: x\r\n"+auth+"Content-Length: 100\r\n\r\n", "{")
+	}
+	// Accepted in order: the next connection is the 4th.
+	c = rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", "")
+	res, body = readResponse(t, c)
+	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "server.max_connections") {
+		t.Fatalf("over the limit: %d %s", res.StatusCode, body)
+	}
+}
