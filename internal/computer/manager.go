@@ -65,10 +65,12 @@ type live struct {
 	principal governance.Principal
 	memory    int64
 	execLimit int
-	stopping  bool      // under Manager.mu: someone is tearing it down
-	killed    bool      // under Manager.mu: its processes are dead and its stop recorded
-	retryAt   time.Time // under Manager.mu: a failed teardown is retried then
-	reason    string
+	stopping  bool          // under Manager.mu: someone is tearing it down
+	killed    bool          // under Manager.mu: its processes are dead and its stop recorded
+	retryAt   time.Time     // under Manager.mu: a failed teardown is retried then
+	reason    string        // under Manager.mu: why a teardown was started
+	failure   string        // under Manager.mu: why it failed (its agent died), "" otherwise
+	ended     chan struct{} // closed when it leaves Manager.live
 }
 
 // New returns a manager; call Start before use and Close at the end.
@@ -231,9 +233,11 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		m.adm.release(memory, false)
 		return View{}, fmt.Errorf("record computer: %w", err)
 	}
+	l := &live{sb: sb, rec: rec, principal: p, memory: memory, execLimit: execLimit, ended: make(chan struct{})}
 	m.mu.Lock()
-	m.live[rec.ID] = &live{sb: sb, rec: rec, principal: p, memory: memory, execLimit: execLimit}
+	m.live[rec.ID] = l
 	m.mu.Unlock()
+	go m.watch(context.WithoutCancel(ctx), l)
 	m.gov.Record(ctx, p, "computer.created", rec.ID, map[string]any{"memory_mb": memory >> 20, "lifetime_seconds": lifetime})
 	slog.InfoContext(ctx, "computer created", "computer", rec.ID, "key", p.Key.ID, "ms", ready.Sub(created).Milliseconds())
 	return viewOf(rec), nil
@@ -282,8 +286,8 @@ func (m *Manager) Delete(ctx context.Context, p governance.Principal, id string)
 	if err != nil {
 		return err
 	}
-	if rec.Status == store.StatusDestroyed {
-		return fmt.Errorf("%w: %s", ErrGone, id)
+	if store.Stopped(rec.Status) {
+		return goneError(id, rec.Failure)
 	}
 	l := m.lookup(id)
 	if l == nil {
@@ -291,7 +295,7 @@ func (m *Manager) Delete(ctx context.Context, p governance.Principal, id string)
 		return fmt.Errorf("%w: %s is not running on this server; it will be cleaned up", ErrUnavailable, id)
 	}
 	if !m.claim(l) {
-		return fmt.Errorf("%w: %s", ErrGone, id)
+		return m.goneError(l)
 	}
 	m.gov.Record(ctx, p, "computer.destroy_requested", id, nil)
 	if err := m.destroy(context.WithoutCancel(ctx), l, "deleted"); err != nil {
@@ -351,14 +355,15 @@ func (m *Manager) running(ctx context.Context, p governance.Principal, id string
 		gone := l.gone()
 		m.mu.Unlock()
 		if gone {
-			return nil, fmt.Errorf("%w: %s", ErrGone, id)
+			return nil, m.goneError(l)
 		}
 		return l, nil
 	}
-	if _, err := m.Get(ctx, p, id); err != nil {
+	v, err := m.Get(ctx, p, id)
+	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("%w: %s", ErrGone, id)
+	return nil, goneError(id, v.Failure)
 }
 
 // destroy tears a computer down once and records its stop exactly once.
@@ -380,7 +385,10 @@ func (m *Manager) destroy(ctx context.Context, l *live, reason string) error {
 		l.killed = true
 		m.mu.Unlock()
 		m.adm.freeingStarted(l.memory)
-		m.recordStop(ctx, l.rec, m.now(), reason)
+		m.mu.Lock()
+		failure := l.failure
+		m.mu.Unlock()
+		m.recordStop(ctx, l.rec, store.Stop{At: m.now(), Reason: reason, Failure: failure})
 	}
 	ctx = context.WithoutCancel(ctx)
 	m.cleaner.run(func() { m.cleanup(ctx, l, reason) })
@@ -395,7 +403,10 @@ func (m *Manager) cleanup(ctx context.Context, l *live, reason string) {
 		return
 	}
 	m.mu.Lock()
-	delete(m.live, l.rec.ID)
+	if m.live[l.rec.ID] == l {
+		delete(m.live, l.rec.ID)
+		close(l.ended)
+	}
 	m.mu.Unlock()
 	m.adm.release(l.memory, true)
 }
@@ -407,18 +418,19 @@ func (m *Manager) retryLater(l *live, reason string) {
 	l.stopping, l.retryAt, l.reason = false, m.now().Add(time.Second), reason
 }
 
-// recordStop writes the status, usage row and computer.destroyed event,
-// once: a second attempt is a no-op.
-func (m *Manager) recordStop(ctx context.Context, rec store.Computer, gone time.Time, reason string) {
+// recordStop writes the status, usage row and computer.destroyed event of
+// s (its At, Reason and Failure; the rest is derived from rec), once: a
+// second attempt is a no-op.
+func (m *Manager) recordStop(ctx context.Context, rec store.Computer, s store.Stop) {
 	from := rec.CreatedAt
 	if rec.ReadyAt != nil {
 		from = *rec.ReadyAt
 	}
-	seconds := int64(0)
-	if d := gone.Sub(from); d > 0 {
-		seconds = int64((d + time.Second - 1) / time.Second)
+	s.ComputerID, s.Seconds = rec.ID, 0
+	if d := s.At.Sub(from); d > 0 {
+		s.Seconds = int64((d + time.Second - 1) / time.Second)
 	}
-	err := m.st.Computers().Stop(ctx, store.Stop{ComputerID: rec.ID, At: gone, Seconds: seconds, Reason: reason})
+	err := m.st.Computers().Stop(ctx, s)
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		slog.ErrorContext(ctx, "record computer stop", "computer", rec.ID, "err", err)
 	}
@@ -492,7 +504,7 @@ func (m *Manager) recover(ctx context.Context) error {
 		return fmt.Errorf("recovery: %w", err)
 	}
 	for _, rec := range orphans {
-		m.recordStop(ctx, rec, m.goneAt(ctx, rec.Instance), "server_restarted")
+		m.recordStop(ctx, rec, store.Stop{At: m.goneAt(ctx, rec.Instance), Reason: "server_restarted"})
 	}
 	if len(orphans) > 0 {
 		slog.InfoContext(ctx, "recovery: stopped computers of a previous server", "count", len(orphans))

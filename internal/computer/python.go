@@ -169,7 +169,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		if errors.Is(err, context.Canceled) {
 			return PythonResult{}, err
 		}
-		return PythonResult{}, m.callError(id, err)
+		return PythonResult{}, m.callError(ctx, id, err)
 	}
 	for _, c := range res.Cells {
 		if c.Index >= 0 && c.Index < len(cells) {
