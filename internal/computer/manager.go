@@ -50,8 +50,9 @@ type Manager struct {
 	exporter   atomic.Pointer[Exporter]
 	imageSaver atomic.Pointer[ImageSaver]
 
-	mu   sync.Mutex
-	live map[string]*live
+	mu    sync.Mutex
+	live  map[string]*live
+	stops heldStops
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -115,6 +116,10 @@ func (m *Manager) Close(ctx context.Context) {
 	if n, err := m.cleaner.wait(ctx); err != nil {
 		slog.WarnContext(ctx, "shutting down: computer cleanups unfinished; the next start removes what is left", "pending", n, "err", err)
 	}
+	if n := m.retryStops(ctx); n > 0 {
+		slog.ErrorContext(ctx, "shutting down: computer stops not recorded (the disk is full); the next start charges them up to the last heartbeat", "stops", n)
+	}
+	m.gov.CloseAudit(ctx)
 }
 
 // shutdown stops the reaper and the pool and destroys every live computer.
@@ -218,7 +223,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		sb, err = m.driver.Create(ctx, spec)
 		if err != nil {
 			m.adm.release(memory, false)
-			return View{}, fmt.Errorf("start computer: %w", err)
+			return View{}, fmt.Errorf("start computer: %w", store.Full(err))
 		}
 	}
 	ready := m.now()
@@ -430,10 +435,7 @@ func (m *Manager) recordStop(ctx context.Context, rec store.Computer, s store.St
 	if d := s.At.Sub(from); d > 0 {
 		s.Seconds = int64((d + time.Second - 1) / time.Second)
 	}
-	err := m.st.Computers().Stop(ctx, s)
-	if err != nil && !errors.Is(err, store.ErrConflict) {
-		slog.ErrorContext(ctx, "record computer stop", "computer", rec.ID, "err", err)
-	}
+	m.writeStop(ctx, s)
 }
 
 // beatInterval is how often this server records that it is alive.
@@ -451,6 +453,8 @@ func (m *Manager) reap(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		m.retryStops(ctx)
+		m.gov.RetryAudit(ctx)
 		now := m.now()
 		if now.Sub(lastBeat) >= beatInterval {
 			if err := m.st.Instances().Beat(ctx, m.instance, now); err != nil {

@@ -51,6 +51,8 @@ func status(err error) (int, string) {
 		return http.StatusBadRequest, "invalid_request"
 	case errors.Is(err, computer.ErrUnavailable):
 		return http.StatusServiceUnavailable, "computer_unavailable"
+	case errors.Is(err, store.ErrFull):
+		return http.StatusInsufficientStorage, "insufficient_storage"
 	}
 	return http.StatusInternalServerError, "internal_error"
 }

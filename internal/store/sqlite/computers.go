@@ -39,16 +39,20 @@ func orEmpty(b json.RawMessage) string {
 }
 
 func (c computers) Create(ctx context.Context, r store.Computer) error {
-	_, err := c.db.db.ExecContext(ctx, `INSERT INTO computers (`+computerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.OrgID, r.KeyID, r.Status, ms(r.CreatedAt), nullMS(r.ReadyAt), ms(r.ExpiresAt), nullMS(r.DestroyedAt),
-		orEmpty(r.Limits), orEmpty(r.Metadata), r.ResponseID, r.Instance, r.Failure)
-	return err
+	return c.db.write(func() error {
+		_, err := c.db.db.ExecContext(ctx, `INSERT INTO computers (`+computerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.OrgID, r.KeyID, r.Status, ms(r.CreatedAt), nullMS(r.ReadyAt), ms(r.ExpiresAt), nullMS(r.DestroyedAt),
+			orEmpty(r.Limits), orEmpty(r.Metadata), r.ResponseID, r.Instance, r.Failure)
+		return err
+	})
 }
 
 func (c computers) MarkReady(ctx context.Context, id string, at time.Time) error {
-	_, err := c.db.db.ExecContext(ctx, `UPDATE computers SET status = ?, ready_at = ? WHERE id = ? AND status = ?`,
-		store.StatusReady, ms(at), id, store.StatusStarting)
-	return err
+	return c.db.write(func() error {
+		_, err := c.db.db.ExecContext(ctx, `UPDATE computers SET status = ?, ready_at = ? WHERE id = ? AND status = ?`,
+			store.StatusReady, ms(at), id, store.StatusStarting)
+		return err
+	})
 }
 
 func (c computers) Get(ctx context.Context, orgID, id string) (store.Computer, error) {
@@ -92,6 +96,10 @@ func (c computers) query(ctx context.Context, q string, args ...any) ([]store.Co
 // Stop records a computer's end exactly once: status, usage row and
 // computer.destroyed event commit together or not at all.
 func (c computers) Stop(ctx context.Context, s store.Stop) error {
+	return c.db.mustWrite(func() error { return c.stop(ctx, s) })
+}
+
+func (c computers) stop(ctx context.Context, s store.Stop) error {
 	return c.db.tx(ctx, func(tx *sql.Tx) error {
 		var orgID, keyID string
 		err := tx.QueryRowContext(ctx, `SELECT org_id, key_id FROM computers WHERE id = ? AND `+alive,

@@ -18,11 +18,13 @@ func (s responses) Put(ctx context.Context, r store.Response) error {
 	if r.Conversation != nil {
 		conv = string(r.Conversation)
 	}
-	_, err := s.db.db.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation) VALUES (?, ?, ?, ?, ?, ?)
+	return s.db.write(func() error {
+		_, err := s.db.db.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET body = excluded.body, conversation = excluded.conversation
 		WHERE responses.org_id = excluded.org_id`,
-		r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv)
-	return err
+			r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv)
+		return err
+	})
 }
 
 func (s responses) Get(ctx context.Context, orgID, id string) (store.Response, error) {
@@ -40,7 +42,11 @@ func (s responses) Get(ctx context.Context, orgID, id string) (store.Response, e
 }
 
 func (s responses) Delete(ctx context.Context, orgID, id string) error {
-	res, err := s.db.db.ExecContext(ctx, `DELETE FROM responses WHERE id = ? AND org_id = ?`, id, orgID)
+	var res sql.Result
+	err := s.db.mustWrite(func() (err error) {
+		res, err = s.db.db.ExecContext(ctx, `DELETE FROM responses WHERE id = ? AND org_id = ?`, id, orgID)
+		return err
+	})
 	if err != nil {
 		return err
 	}
