@@ -223,7 +223,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		sb, err = m.driver.Create(ctx, spec)
 		if err != nil {
 			m.adm.release(memory, false)
-			return View{}, fmt.Errorf("start computer: %w", store.Full(err))
+			return View{}, fmt.Errorf("start computer: %w",
+				store.FullFor(fmt.Sprintf("no room for another computer's %d MiB disk", spec.DiskBytes>>20), err))
 		}
 	}
 	ready := m.now()

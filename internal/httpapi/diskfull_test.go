@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
 )
 
 // smallDisk mounts a new ext4 filesystem of size bytes (an image on a loop
@@ -216,4 +219,55 @@ func TestFileDeleteWithoutHeadroom(t *testing.T) {
 	if n := blobCount(t, filepath.Join(bdir, "files")); n != 0 {
 		t.Fatalf("%d blobs left after deleting the only file", n)
 	}
+}
+
+// TestDiskNotOvercommitted: computers' disks are reserved on the data
+// directory's filesystem when they are created, so creates beyond what it
+// holds are refused with 507 insufficient_storage, and every admitted
+// computer can fill its own disk to ENOSPC ("No space left on device"),
+// never EIO, its filesystem staying read-write.
+func TestDiskNotOvercommitted(t *testing.T) {
+	const diskMB, fsMB, tries = 32, 192, 16
+	dir := smallDisk(t, fsMB<<20)
+	e := newEnvIn(t, dir, func(c *computer.Config) { c.Disk = diskMB << 20; c.MaxConcurrent = tries })
+	var admitted []view
+	var refused resp
+	for len(admitted) < tries {
+		r := e.do(e.admin, "POST", "/v1/computers", map[string]any{"memory_mb": 64})
+		if r.code != http.StatusCreated {
+			refused = r
+			break
+		}
+		var v view
+		r.json(t, &v)
+		admitted = append(admitted, v)
+	}
+	if len(admitted) == tries || len(admitted) < 2 {
+		t.Fatalf("%d computers with %d MiB disks admitted on a %d MiB filesystem; the next: %s", len(admitted), diskMB, fsMB, refused)
+	}
+	t.Logf("%d computers with %d MiB disks admitted on a %d MiB filesystem", len(admitted), diskMB, fsMB)
+	if msg := refused.wantError(t, http.StatusInsufficientStorage, "insufficient_storage").Error.Message; !strings.Contains(msg, "no room for another computer's 32 MiB disk") {
+		t.Fatalf("create beyond the disk: message %q", msg)
+	}
+	for _, v := range admitted {
+		// The write itself fails for want of space on the computer's own
+		// disk; an overcommitted one fails later, at the flush to the host
+		// ("fsync failed"), with its df still showing free space.
+		res := e.exec(e.admin, v.ID, map[string]any{"command": "dd if=/dev/zero of=/workspace/fill bs=1M conv=fsync; " +
+			"df -k --output=avail /workspace | tail -1; grep ' /workspace ' /proc/mounts"})
+		if !strings.Contains(res.Stderr, "error writing '/workspace/fill': No space left on device") ||
+			strings.Contains(res.Stderr, "fsync failed") || strings.Contains(res.Stderr, "Input/output error") {
+			t.Fatalf("filling %s's disk: stderr %q", v.ID, res.Stderr)
+		}
+		out := strings.Fields(res.Stdout)
+		if avail, err := strconv.Atoi(out[0]); err != nil || avail >= 1024 || len(out) < 5 || !strings.HasPrefix(out[4], "rw,") {
+			t.Fatalf("%s's /workspace after filling it: %q, want under 1 MiB available and read-write", v.ID, res.Stdout)
+		}
+	}
+	if r := e.do(e.admin, "DELETE", "/v1/computers/"+admitted[0].ID, nil); r.code != http.StatusNoContent {
+		t.Fatalf("delete: %s", r)
+	}
+	eventually(t, 10*time.Second, "a create once a computer's disk was freed", func() bool {
+		return e.do(e.admin, "POST", "/v1/computers", map[string]any{"memory_mb": 64}).code == http.StatusCreated
+	})
 }
