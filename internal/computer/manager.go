@@ -389,11 +389,9 @@ func (m *Manager) destroy(ctx context.Context, l *live, reason string) error {
 		}
 		m.mu.Lock()
 		l.killed = true
-		m.mu.Unlock()
-		m.adm.freeingStarted(l.memory)
-		m.mu.Lock()
 		failure := l.failure
 		m.mu.Unlock()
+		m.adm.freeingStarted(l.memory)
 		m.recordStop(ctx, l.rec, store.Stop{At: m.now(), Reason: reason, Failure: failure})
 	}
 	ctx = context.WithoutCancel(ctx)

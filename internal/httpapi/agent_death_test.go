@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -168,4 +169,31 @@ func TestDeleteRacingAgentDeath(t *testing.T) {
 			t.Fatalf("round %d: computer.destroyed %+v", i, evs)
 		}
 	}
+}
+
+// TestDeadPoolComputerNotHandedOut: a warm-pool computer whose agent died
+// while it waited is never handed out; the create gets a working one.
+func TestDeadPoolComputerNotHandedOut(t *testing.T) {
+	e := newEnv(t, func(c *computer.Config) { c.PoolSize = 1 })
+	eventually(t, 30*time.Second, "the pool filled", func() bool { return e.metric("cubicle_pool_depth") == 1 })
+	ents, err := os.ReadDir(filepath.Join(e.dir, "computers"))
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("computers on the host with one pooled: %v %v", ents, err)
+	}
+	pooled := e.hostRecord(ents[0].Name())
+	if err := syscall.Kill(pooled.AgentPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the dead agent reaped", func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pooled.AgentPid))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	v := e.create(e.admin, nil)
+	if v.ID == ents[0].Name() {
+		t.Fatalf("the dead pool computer %s was handed out", v.ID)
+	}
+	if out := e.sh(e.admin, v.ID, "echo ok"); out != "ok\n" {
+		t.Fatalf("the computer created instead: %q", out)
+	}
+	eventually(t, 10*time.Second, "the dead pool computer removed", pooled.gone)
 }
