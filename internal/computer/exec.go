@@ -117,7 +117,7 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 	if err != nil {
 		m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "exec",
 			"duration_ms": elapsed.Milliseconds(), "exit_code": -1, "cancelled": true})
-		return ExecResult{}, m.callError(id, err)
+		return ExecResult{}, m.callError(ctx, id, err)
 	}
 	res := ExecResult{ExitCode: st.ExitCode, Signal: st.Signal, Stdout: string(out.buf), Stderr: string(errb.buf),
 		TimedOut: st.TimedOut, OOMKilled: st.OOMKilled, DurationMS: elapsed.Milliseconds(),
@@ -139,15 +139,30 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 
 // callError is execError, except that a computer deleted or expired while
 // the call ran is "gone" (409), not "unreachable" (503).
-func (m *Manager) callError(id string, err error) error {
-	if isAny(err, sandbox.ErrGone) {
-		m.mu.Lock()
-		l := m.live[id]
-		stopping := l == nil || l.gone()
-		m.mu.Unlock()
-		if stopping {
-			return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)
-		}
+// A computer whose agent died during the call is failed on the spot (409
+// with the reason).
+func (m *Manager) callError(ctx context.Context, id string, err error) error {
+	if !isAny(err, sandbox.ErrGone) {
+		return execError(err)
+	}
+	l := m.lookup(id)
+	if l == nil {
+		return fmt.Errorf("%w: %s ended while the call ran", ErrGone, id)
+	}
+	m.mu.Lock()
+	gone := l.gone()
+	m.mu.Unlock()
+	if !gone {
+		m.awaitDeath(ctx, l)
+	}
+	m.mu.Lock()
+	gone, failure := l.gone(), l.failure
+	m.mu.Unlock()
+	switch {
+	case failure != "":
+		return goneError(id, failure)
+	case gone:
+		return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)
 	}
 	return execError(err)
 }

@@ -36,6 +36,15 @@ func fileError(err error) error {
 	return err
 }
 
+// fileError is fileError for a call on computer id: a computer whose
+// agent died during it is gone (409), as for exec.
+func (m *Manager) fileError(ctx context.Context, id string, err error) error {
+	if isAny(err, sandbox.ErrGone) {
+		return m.callError(ctx, id, err)
+	}
+	return fileError(err)
+}
+
 // limitedReader fails once more than n bytes were read.
 type limitedReader struct {
 	r io.Reader
@@ -63,7 +72,7 @@ func (m *Manager) PutFile(ctx context.Context, p governance.Principal, id, path 
 		if errors.Is(err, ErrTooLarge) {
 			return w, fmt.Errorf("%w: files are limited to %d bytes", ErrTooLarge, m.cfg.MaxFileBytes)
 		}
-		return w, fileError(err)
+		return w, m.fileError(ctx, id, err)
 	}
 	return w, nil
 }
@@ -77,7 +86,7 @@ func (m *Manager) GetFile(ctx context.Context, p governance.Principal, id, path 
 	}
 	fi, err := l.sb.Stat(ctx, path)
 	if err != nil {
-		return fileError(err)
+		return m.fileError(ctx, id, err)
 	}
 	if fi.Type == "dir" {
 		return fmt.Errorf("%w: %s is a directory; list it with ?dir=", ErrInvalid, fi.Path)
@@ -89,7 +98,7 @@ func (m *Manager) GetFile(ctx context.Context, p governance.Principal, id, path 
 		return fmt.Errorf("%w: %s is %d bytes; the limit is %d", ErrTooLarge, fi.Path, fi.Size, m.cfg.MaxFileBytes)
 	}
 	_, err = l.sb.ReadFile(ctx, sandbox.FileRead{Path: path, Limit: m.cfg.MaxFileBytes}, w(fi))
-	return fileError(err)
+	return m.fileError(ctx, id, err)
 }
 
 // DeleteFile removes a file or a directory tree.
@@ -98,7 +107,7 @@ func (m *Manager) DeleteFile(ctx context.Context, p governance.Principal, id, pa
 	if err != nil {
 		return err
 	}
-	return fileError(l.sb.Remove(ctx, path, true))
+	return m.fileError(ctx, id, l.sb.Remove(ctx, path, true))
 }
 
 // ListFiles lists a directory.
@@ -111,5 +120,5 @@ func (m *Manager) ListFiles(ctx context.Context, p governance.Principal, id, dir
 		dir = "."
 	}
 	list, err := l.sb.List(ctx, dir)
-	return list, fileError(err)
+	return list, m.fileError(ctx, id, err)
 }

@@ -104,7 +104,7 @@ func (m *Manager) OpenKernel(ctx context.Context, p governance.Principal, id str
 	}
 	k, err := l.sb.OpenKernel(ctx, sandbox.KernelStart{Env: KernelEnv(env), Cwd: cwd})
 	if err != nil {
-		return nil, fmt.Errorf("start the kernel: %w", m.callError(id, err))
+		return nil, fmt.Errorf("start the kernel: %w", m.callError(ctx, id, err))
 	}
 	m.gov.Record(ctx, p, "computer.kernel_opened", id, nil)
 	return k, nil

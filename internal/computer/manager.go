@@ -50,8 +50,9 @@ type Manager struct {
 	exporter   atomic.Pointer[Exporter]
 	imageSaver atomic.Pointer[ImageSaver]
 
-	mu   sync.Mutex
-	live map[string]*live
+	mu    sync.Mutex
+	live  map[string]*live
+	stops heldStops
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -65,10 +66,12 @@ type live struct {
 	principal governance.Principal
 	memory    int64
 	execLimit int
-	stopping  bool      // under Manager.mu: someone is tearing it down
-	killed    bool      // under Manager.mu: its processes are dead and its stop recorded
-	retryAt   time.Time // under Manager.mu: a failed teardown is retried then
-	reason    string
+	stopping  bool          // under Manager.mu: someone is tearing it down
+	killed    bool          // under Manager.mu: its processes are dead and its stop recorded
+	retryAt   time.Time     // under Manager.mu: a failed teardown is retried then
+	reason    string        // under Manager.mu: why a teardown was started
+	failure   string        // under Manager.mu: why it failed (its agent died), "" otherwise
+	ended     chan struct{} // closed when it leaves Manager.live
 }
 
 // New returns a manager; call Start before use and Close at the end.
@@ -113,6 +116,10 @@ func (m *Manager) Close(ctx context.Context) {
 	if n, err := m.cleaner.wait(ctx); err != nil {
 		slog.WarnContext(ctx, "shutting down: computer cleanups unfinished; the next start removes what is left", "pending", n, "err", err)
 	}
+	if n := m.retryStops(ctx); n > 0 {
+		slog.ErrorContext(ctx, "shutting down: computer stops not recorded (the disk is full); the next start charges them up to the last heartbeat", "stops", n)
+	}
+	m.gov.CloseAudit(ctx)
 }
 
 // shutdown stops the reaper and the pool and destroys every live computer.
@@ -216,7 +223,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		sb, err = m.driver.Create(ctx, spec)
 		if err != nil {
 			m.adm.release(memory, false)
-			return View{}, fmt.Errorf("start computer: %w", err)
+			return View{}, fmt.Errorf("start computer: %w",
+				store.FullFor(fmt.Sprintf("no room for another computer's %d MiB disk", spec.DiskBytes>>20), err))
 		}
 	}
 	ready := m.now()
@@ -231,9 +239,11 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		m.adm.release(memory, false)
 		return View{}, fmt.Errorf("record computer: %w", err)
 	}
+	l := &live{sb: sb, rec: rec, principal: p, memory: memory, execLimit: execLimit, ended: make(chan struct{})}
 	m.mu.Lock()
-	m.live[rec.ID] = &live{sb: sb, rec: rec, principal: p, memory: memory, execLimit: execLimit}
+	m.live[rec.ID] = l
 	m.mu.Unlock()
+	go m.watch(context.WithoutCancel(ctx), l)
 	m.gov.Record(ctx, p, "computer.created", rec.ID, map[string]any{"memory_mb": memory >> 20, "lifetime_seconds": lifetime})
 	slog.InfoContext(ctx, "computer created", "computer", rec.ID, "key", p.Key.ID, "ms", ready.Sub(created).Milliseconds())
 	return viewOf(rec), nil
@@ -282,8 +292,8 @@ func (m *Manager) Delete(ctx context.Context, p governance.Principal, id string)
 	if err != nil {
 		return err
 	}
-	if rec.Status == store.StatusDestroyed {
-		return fmt.Errorf("%w: %s", ErrGone, id)
+	if store.Stopped(rec.Status) {
+		return goneError(id, rec.Failure)
 	}
 	l := m.lookup(id)
 	if l == nil {
@@ -291,7 +301,7 @@ func (m *Manager) Delete(ctx context.Context, p governance.Principal, id string)
 		return fmt.Errorf("%w: %s is not running on this server; it will be cleaned up", ErrUnavailable, id)
 	}
 	if !m.claim(l) {
-		return fmt.Errorf("%w: %s", ErrGone, id)
+		return m.goneError(l)
 	}
 	m.gov.Record(ctx, p, "computer.destroy_requested", id, nil)
 	if err := m.destroy(context.WithoutCancel(ctx), l, "deleted"); err != nil {
@@ -351,14 +361,15 @@ func (m *Manager) running(ctx context.Context, p governance.Principal, id string
 		gone := l.gone()
 		m.mu.Unlock()
 		if gone {
-			return nil, fmt.Errorf("%w: %s", ErrGone, id)
+			return nil, m.goneError(l)
 		}
 		return l, nil
 	}
-	if _, err := m.Get(ctx, p, id); err != nil {
+	v, err := m.Get(ctx, p, id)
+	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("%w: %s", ErrGone, id)
+	return nil, goneError(id, v.Failure)
 }
 
 // destroy tears a computer down once and records its stop exactly once.
@@ -378,9 +389,10 @@ func (m *Manager) destroy(ctx context.Context, l *live, reason string) error {
 		}
 		m.mu.Lock()
 		l.killed = true
+		failure := l.failure
 		m.mu.Unlock()
 		m.adm.freeingStarted(l.memory)
-		m.recordStop(ctx, l.rec, m.now(), reason)
+		m.recordStop(ctx, l.rec, store.Stop{At: m.now(), Reason: reason, Failure: failure})
 	}
 	ctx = context.WithoutCancel(ctx)
 	m.cleaner.run(func() { m.cleanup(ctx, l, reason) })
@@ -395,7 +407,10 @@ func (m *Manager) cleanup(ctx context.Context, l *live, reason string) {
 		return
 	}
 	m.mu.Lock()
-	delete(m.live, l.rec.ID)
+	if m.live[l.rec.ID] == l {
+		delete(m.live, l.rec.ID)
+		close(l.ended)
+	}
 	m.mu.Unlock()
 	m.adm.release(l.memory, true)
 }
@@ -407,21 +422,19 @@ func (m *Manager) retryLater(l *live, reason string) {
 	l.stopping, l.retryAt, l.reason = false, m.now().Add(time.Second), reason
 }
 
-// recordStop writes the status, usage row and computer.destroyed event,
-// once: a second attempt is a no-op.
-func (m *Manager) recordStop(ctx context.Context, rec store.Computer, gone time.Time, reason string) {
+// recordStop writes the status, usage row and computer.destroyed event of
+// s (its At, Reason and Failure; the rest is derived from rec), once: a
+// second attempt is a no-op.
+func (m *Manager) recordStop(ctx context.Context, rec store.Computer, s store.Stop) {
 	from := rec.CreatedAt
 	if rec.ReadyAt != nil {
 		from = *rec.ReadyAt
 	}
-	seconds := int64(0)
-	if d := gone.Sub(from); d > 0 {
-		seconds = int64((d + time.Second - 1) / time.Second)
+	s.ComputerID, s.Seconds = rec.ID, 0
+	if d := s.At.Sub(from); d > 0 {
+		s.Seconds = int64((d + time.Second - 1) / time.Second)
 	}
-	err := m.st.Computers().Stop(ctx, store.Stop{ComputerID: rec.ID, At: gone, Seconds: seconds, Reason: reason})
-	if err != nil && !errors.Is(err, store.ErrConflict) {
-		slog.ErrorContext(ctx, "record computer stop", "computer", rec.ID, "err", err)
-	}
+	m.writeStop(ctx, s)
 }
 
 // beatInterval is how often this server records that it is alive.
@@ -439,6 +452,8 @@ func (m *Manager) reap(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		m.retryStops(ctx)
+		m.gov.RetryAudit(ctx)
 		now := m.now()
 		if now.Sub(lastBeat) >= beatInterval {
 			if err := m.st.Instances().Beat(ctx, m.instance, now); err != nil {
@@ -492,7 +507,7 @@ func (m *Manager) recover(ctx context.Context) error {
 		return fmt.Errorf("recovery: %w", err)
 	}
 	for _, rec := range orphans {
-		m.recordStop(ctx, rec, m.goneAt(ctx, rec.Instance), "server_restarted")
+		m.recordStop(ctx, rec, store.Stop{At: m.goneAt(ctx, rec.Instance), Reason: "server_restarted"})
 	}
 	if len(orphans) > 0 {
 		slog.InfoContext(ctx, "recovery: stopped computers of a previous server", "count", len(orphans))

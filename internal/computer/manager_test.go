@@ -116,6 +116,8 @@ func (s *fakeSB) Destroy(ctx context.Context) error {
 	return nil
 }
 func (s *fakeSB) Keep(ctx context.Context) (string, error) { return "", errors.New("not supported") }
+func (s *fakeSB) Done() <-chan struct{}                    { return nil }
+func (s *fakeSB) ExitReason() string                       { return "" }
 func (s *fakeSB) Python(ctx context.Context, req sandbox.PythonRequest, onOutput func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
 	return sandbox.PythonResult{Status: "ok", FailedCell: -1}, nil
 }

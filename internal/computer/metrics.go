@@ -37,6 +37,7 @@ type Snapshot struct {
 	ByState           map[string]int
 	PoolDepth         int
 	AdmissionsRefused int64
+	AuditDropped      int64    // audit events given up (the disk stayed full)
 	ExecBucketCounts  []uint64 // cumulative, aligned with ExecBuckets, then +Inf
 	ExecSum           float64
 	ExecCount         uint64
@@ -56,7 +57,7 @@ func (m *Manager) Snapshot() Snapshot {
 	m.mu.Unlock()
 	s := Snapshot{ByState: map[string]int{"ready": running, "starting": int(m.starting.Load()), "stopping": stopping},
 		PoolDepth:         m.pool.depth(),
-		AdmissionsRefused: m.adm.refused.Load()}
+		AdmissionsRefused: m.adm.refused.Load(), AuditDropped: m.gov.AuditDropped()}
 	h := &m.metrics
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -41,16 +41,33 @@ func (p *pool) matches(spec sandbox.Spec) bool {
 		spec.CPUs == p.spec.CPUs && spec.DiskBytes == p.spec.DiskBytes
 }
 
+// claim takes a ready computer, or nil. One whose agent died while it
+// waited is destroyed in the background and never handed out.
 func (p *pool) claim() sandbox.Sandbox {
-	select {
-	case sb := <-p.ready:
+	for {
 		select {
-		case p.wake <- struct{}{}:
+		case sb := <-p.ready:
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
+			if !exited(sb) {
+				return sb
+			}
+			go sb.Destroy(context.Background())
 		default:
+			return nil
 		}
-		return sb
+	}
+}
+
+// exited reports whether sb's agent is known to be dead.
+func exited(sb sandbox.Sandbox) bool {
+	select {
+	case <-sb.Done():
+		return true
 	default:
-		return nil
+		return false
 	}
 }
 

@@ -174,7 +174,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		if errors.Is(err, context.Canceled) || errors.Is(err, ErrGone) {
 			return PythonResult{}, err
 		}
-		return PythonResult{}, m.callError(id, err)
+		return PythonResult{}, m.callError(ctx, id, err)
 	}
 	for i := range cells {
 		cells[i].Outputs = outs[i].Outputs()

@@ -77,7 +77,7 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 		if errors.Is(err, context.Canceled) {
 			return tools.Result{}, err
 		}
-		return tools.Result{}, m.callError(id, err)
+		return tools.Result{}, m.callError(ctx, id, err)
 	}
 	return res.Normalize(), nil
 }

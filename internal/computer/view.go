@@ -28,6 +28,8 @@ type View struct {
 	StoppedAt *int64            `json:"stopped_at,omitempty"`
 	Limits    Limits            `json:"limits"`
 	Metadata  map[string]string `json:"metadata"`
+	// Failure says why a failed computer ended (status "failed").
+	Failure string `json:"failure,omitempty"`
 }
 
 func unix(t *time.Time) *int64 {
@@ -41,7 +43,7 @@ func unix(t *time.Time) *int64 {
 func viewOf(c store.Computer) View {
 	v := View{ID: c.ID, Object: "computer", Status: c.Status, CreatedAt: c.CreatedAt.Unix(),
 		ReadyAt: unix(c.ReadyAt), ExpiresAt: c.ExpiresAt.Unix(), StoppedAt: unix(c.DestroyedAt),
-		Metadata: map[string]string{}}
+		Metadata: map[string]string{}, Failure: c.Failure}
 	json.Unmarshal(c.Limits, &v.Limits)
 	json.Unmarshal(c.Metadata, &v.Metadata)
 	if v.Metadata == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path"
 	"strings"
 	"time"
@@ -111,7 +112,7 @@ func (s *Service) Upload(ctx context.Context, p governance.Principal, filename, 
 		return store.File{}, fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, s.maxBytes)
 	}
 	if err != nil {
-		return store.File{}, err
+		return store.File{}, storeErr(ctx, "upload", err)
 	}
 	f.Bytes, f.SHA256 = n, sum
 	if err := s.st.Files().Create(ctx, f); err != nil {
@@ -119,6 +120,16 @@ func (s *Service) Upload(ctx context.Context, p governance.Principal, filename, 
 		return store.File{}, err
 	}
 	return f, nil
+}
+
+// storeErr is a failed blob write: store.ErrFull (logged with its cause,
+// which the client does not see) when the server's disk is full.
+func storeErr(ctx context.Context, what string, err error) error {
+	if full := store.Full(err); errors.Is(full, store.ErrFull) {
+		slog.WarnContext(ctx, what+": the server's disk is full", "err", err)
+		return full
+	}
+	return err
 }
 
 // GetFile returns a file of p's organisation.
@@ -155,7 +166,19 @@ func (s *Service) DeleteFile(ctx context.Context, p governance.Principal, id str
 	if err := needFiles(p); err != nil {
 		return err
 	}
-	if err := s.st.Files().Delete(ctx, p.Org.ID, id, s.now().UTC()); err != nil {
+	err := s.st.Files().Delete(ctx, p.Org.ID, id, s.now().UTC())
+	if errors.Is(err, store.ErrFull) {
+		// Not even the database's headroom was left: free the file's bytes
+		// first (it is p's: Get checks), then mark its record.
+		if _, err := s.st.Files().Get(ctx, p.Org.ID, id); err != nil {
+			return err
+		}
+		if err := s.blobs.Delete(context.WithoutCancel(ctx), fileKey(id)); err != nil {
+			return err
+		}
+		err = s.st.Files().Delete(ctx, p.Org.ID, id, s.now().UTC())
+	}
+	if err != nil {
 		return err
 	}
 	return s.blobs.Delete(context.WithoutCancel(ctx), fileKey(id))
@@ -250,7 +273,7 @@ func (s *Service) keep(ctx context.Context, p governance.Principal, computerID, 
 		return tools.Artifact{}, tools.ErrExportTooLarge
 	}
 	if err != nil {
-		return tools.Artifact{}, err
+		return tools.Artifact{}, storeErr(ctx, "keep an artifact", err)
 	}
 	a.Bytes, a.SHA256 = n, sum
 	if err := s.st.Artifacts().Create(ctx, a); err != nil {

@@ -47,6 +47,8 @@ type Service struct {
 	// process (the CLI) stops working within principalTTL.
 	mu         sync.Mutex
 	principals map[string]cachedPrincipal
+
+	audit auditRetry
 }
 
 type cachedPrincipal struct {
@@ -224,9 +226,8 @@ func (s *Service) Record(ctx context.Context, p Principal, typ, computerID strin
 	if data != nil {
 		raw, _ = json.Marshal(data)
 	}
-	err := s.st.Audit().Record(ctx, store.Event{OrgID: p.Org.ID, KeyID: p.Key.ID, Type: typ,
-		ComputerID: computerID, Data: raw, CreatedAt: s.now()})
-	if err != nil {
-		slog.ErrorContext(ctx, "audit write failed", "type", typ, "err", err)
+	e := store.Event{OrgID: p.Org.ID, KeyID: p.Key.ID, Type: typ, ComputerID: computerID, Data: raw, CreatedAt: s.now()}
+	if err := s.st.Audit().Record(ctx, e); err != nil {
+		s.audit.hold(ctx, e, err)
 	}
 }

@@ -56,6 +56,8 @@ func status(err error) (int, string) {
 		return http.StatusConflict, "file_locked"
 	case errors.Is(err, computer.ErrUnavailable):
 		return http.StatusServiceUnavailable, "computer_unavailable"
+	case errors.Is(err, store.ErrFull):
+		return http.StatusInsufficientStorage, "insufficient_storage"
 	}
 	return http.StatusInternalServerError, "internal_error"
 }

@@ -21,16 +21,23 @@ const filesTestMax = 1 << 20
 func newFilesEnv(t *testing.T, tweak func(*computer.Config)) (*env, string) {
 	t.Helper()
 	e := newEnv(t, tweak)
+	return e, e.withFiles()
+}
+
+// withFiles wires the files service as serve does and returns its blob
+// directory.
+func (e *env) withFiles() string {
+	e.t.Helper()
 	bdir := filepath.Join(e.dir, "blobs")
 	b, err := blob.NewDir(bdir)
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	svc := files.New(e.st, b, filesTestMax)
 	e.mgr.SetExporter(svc.Export)
 	e.mgr.SetImageSaver(svc.SaveImage)
 	e.api.SetFiles(svc)
-	return e, bdir
+	return bdir
 }
 
 type fileObj struct {

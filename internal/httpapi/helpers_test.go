@@ -62,8 +62,13 @@ func testConfig() computer.Config {
 // server is ready (SetReady) unless notReady is given.
 func newEnv(t *testing.T, tweak func(*computer.Config), notReady ...bool) *env {
 	t.Helper()
+	return newEnvIn(t, t.TempDir(), tweak, notReady...)
+}
+
+// newEnvIn is newEnv with its data directory at dir.
+func newEnvIn(t *testing.T, dir string, tweak func(*computer.Config), notReady ...bool) *env {
+	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "cubicle.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,9 @@ func (a *API) metrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "# HELP cubicle_admissions_refused_total Computer creations refused for capacity.")
 	fmt.Fprintln(w, "# TYPE cubicle_admissions_refused_total counter")
 	fmt.Fprintf(w, "cubicle_admissions_refused_total %d\n", s.AdmissionsRefused)
+	fmt.Fprintln(w, "# HELP cubicle_audit_dropped_total Audit events given up because the server's disk stayed full (each is logged).")
+	fmt.Fprintln(w, "# TYPE cubicle_audit_dropped_total counter")
+	fmt.Fprintf(w, "cubicle_audit_dropped_total %d\n", s.AuditDropped)
 	fmt.Fprintln(w, "# HELP cubicle_exec_duration_seconds Latency of processes run through the exec API.")
 	fmt.Fprintln(w, "# TYPE cubicle_exec_duration_seconds histogram")
 	for i, le := range computer.ExecBuckets {

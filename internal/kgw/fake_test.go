@@ -55,6 +55,9 @@ type fakeSB struct {
 func (s *fakeSB) ID() string         { return s.id }
 func (s *fakeSB) Spec() sandbox.Spec { return s.spec }
 
+// Done: the fake's agent never dies by itself.
+func (s *fakeSB) Done() <-chan struct{} { return nil }
+
 func (s *fakeSB) OpenKernel(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -147,7 +147,7 @@ func (s *Server) computerAlive(ctx context.Context, k *kernel) bool {
 	if errors.Is(err, computer.ErrNotFound) {
 		return false
 	}
-	return err != nil || v.Status != store.StatusDestroyed
+	return err != nil || !store.Stopped(v.Status)
 }
 
 // remove takes a kernel out of the registry, ends it and deletes its

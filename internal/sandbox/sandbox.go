@@ -110,6 +110,14 @@ type Sandbox interface {
 	// Keep stops the computer like Destroy but keeps its workspace, mounted
 	// read-write on the host, and returns that path (for debugging).
 	Keep(ctx context.Context) (string, error)
+	// Done is closed once the computer's agent has exited, whether Kill or
+	// Destroy ended it or it died by itself (a crash, a SIGKILL from the
+	// host): nothing runs in the computer any more. A nil channel means
+	// the driver cannot tell.
+	Done() <-chan struct{}
+	// ExitReason says how the agent ended ("killed by signal 9 (SIGKILL)"),
+	// once Done is closed; "" before.
+	ExitReason() string
 }
 
 // NetworkMode says what a computer can reach.

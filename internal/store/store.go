@@ -78,7 +78,13 @@ const (
 	StatusStarting  = "starting"
 	StatusReady     = "ready"
 	StatusDestroyed = "destroyed"
+	// StatusFailed is a computer that ended by itself (its agent died):
+	// stopped like a destroyed one, with Computer.Failure saying why.
+	StatusFailed = "failed"
 )
+
+// Stopped reports whether a computer of that status has ended.
+func Stopped(status string) bool { return status == StatusDestroyed || status == StatusFailed }
 
 // Computer is the durable record of one computer.
 type Computer struct {
@@ -93,7 +99,8 @@ type Computer struct {
 	Limits      json.RawMessage `json:"limits"`
 	Metadata    json.RawMessage `json:"metadata"`
 	ResponseID  string          `json:"response_id,omitempty"`
-	Instance    string          `json:"instance"` // the server process that owns it
+	Instance    string          `json:"instance"`          // the server process that owns it
+	Failure     string          `json:"failure,omitempty"` // why a failed computer ended
 }
 
 // ComputerFilter selects computers of one org.
@@ -110,6 +117,9 @@ type Stop struct {
 	At         time.Time
 	Seconds    int64 // whole seconds from ready to gone, rounded up
 	Reason     string
+	// Failure, when set, records the computer as failed (not destroyed)
+	// and says why.
+	Failure string
 }
 
 // Computers stores computer records.
@@ -118,9 +128,9 @@ type Computers interface {
 	MarkReady(ctx context.Context, id string, at time.Time) error
 	Get(ctx context.Context, orgID, id string) (Computer, error)
 	List(ctx context.Context, f ComputerFilter) ([]Computer, error)
-	// Alive lists computers not yet destroyed, of every org.
+	// Alive lists computers not yet stopped (destroyed or failed), of every org.
 	Alive(ctx context.Context) ([]Computer, error)
-	// Stop marks a computer destroyed and writes its usage row and
+	// Stop marks a computer destroyed (or failed) and writes its usage row and
 	// computer.destroyed event in one transaction. It returns ErrConflict
 	// if the computer was already stopped, so the rows exist exactly once.
 	Stop(ctx context.Context, s Stop) error

@@ -2,11 +2,13 @@ package linux
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -43,6 +45,34 @@ var _ sandbox.Sandbox = (*computer)(nil)
 
 func (c *computer) ID() string         { return c.id }
 func (c *computer) Spec() sandbox.Spec { return c.spec }
+
+// Done is closed when the agent process has been reaped.
+func (c *computer) Done() <-chan struct{} { return c.done }
+
+// ExitReason describes the agent's end from its wait status, once Done is
+// closed.
+func (c *computer) ExitReason() string {
+	select {
+	case <-c.done:
+	default:
+		return ""
+	}
+	var ee *exec.ExitError
+	if !errors.As(c.waitErr, &ee) {
+		if c.waitErr != nil {
+			return c.waitErr.Error()
+		}
+		return "exited with status 0"
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	switch {
+	case ok && ws.Signaled():
+		return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), unix.SignalName(ws.Signal()))
+	case ok:
+		return fmt.Sprintf("exited with status %d", ws.ExitStatus())
+	}
+	return ee.Error()
+}
 
 func (c *computer) Exec(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
 	return c.client.Exec(ctx, req, sio)

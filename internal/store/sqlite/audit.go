@@ -11,10 +11,13 @@ import (
 )
 
 type usage struct{ db *sql.DB }
-type audit struct{ db *sql.DB }
+type audit struct {
+	db *sql.DB
+	s  *DB
+}
 
 func (s *DB) Usage() store.Usage { return usage{s.db} }
-func (s *DB) Audit() store.Audit { return audit{s.db} }
+func (s *DB) Audit() store.Audit { return audit{s.db, s} }
 
 func (u usage) List(ctx context.Context, orgID string, since, until time.Time) ([]store.UsageRow, error) {
 	where, args := timeRange("org_id = ?", []any{orgID}, since, until)
@@ -54,9 +57,11 @@ func (a audit) Record(ctx context.Context, e store.Event) error {
 	if data == "" {
 		data = "{}"
 	}
-	_, err := a.db.ExecContext(ctx, `INSERT INTO audit (org_id, key_id, type, computer_id, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		e.OrgID, e.KeyID, e.Type, e.ComputerID, data, ms(e.CreatedAt))
-	return err
+	return a.s.mustWrite(func() error {
+		_, err := a.db.ExecContext(ctx, `INSERT INTO audit (org_id, key_id, type, computer_id, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			e.OrgID, e.KeyID, e.Type, e.ComputerID, data, ms(e.CreatedAt))
+		return err
+	})
 }
 
 func (a audit) List(ctx context.Context, f store.EventFilter) ([]store.Event, error) {

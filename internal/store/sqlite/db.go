@@ -21,7 +21,8 @@ var migrations embed.FS
 
 // DB is a SQLite-backed store.
 type DB struct {
-	db *sql.DB
+	db   *sql.DB
+	room *headroom
 }
 
 var _ store.Store = (*DB)(nil)
@@ -38,7 +39,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &DB{db: db}
+	s := &DB{db: db, room: newHeadroom(path)}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err

@@ -27,9 +27,11 @@ func scanFile(row interface{ Scan(...any) error }) (store.File, error) {
 }
 
 func (s files) Create(ctx context.Context, f store.File) error {
-	_, err := s.db.db.ExecContext(ctx, `INSERT INTO files (`+fileColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		f.ID, f.OrgID, f.KeyID, f.Filename, f.Purpose, f.Bytes, f.SHA256, ms(f.CreatedAt), nullMS(f.DeletedAt))
-	return err
+	return s.db.write(func() error {
+		_, err := s.db.db.ExecContext(ctx, `INSERT INTO files (`+fileColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			f.ID, f.OrgID, f.KeyID, f.Filename, f.Purpose, f.Bytes, f.SHA256, ms(f.CreatedAt), nullMS(f.DeletedAt))
+		return err
+	})
 }
 
 func (s files) Get(ctx context.Context, orgID, id string) (store.File, error) {
@@ -55,7 +57,11 @@ func (s files) List(ctx context.Context, orgID string) ([]store.File, error) {
 }
 
 func (s files) Delete(ctx context.Context, orgID, id string, at time.Time) error {
-	res, err := s.db.db.ExecContext(ctx, `UPDATE files SET deleted_at = ? WHERE id = ? AND org_id = ? AND deleted_at IS NULL`, ms(at), id, orgID)
+	var res sql.Result
+	err := s.db.mustWrite(func() (err error) {
+		res, err = s.db.db.ExecContext(ctx, `UPDATE files SET deleted_at = ? WHERE id = ? AND org_id = ? AND deleted_at IS NULL`, ms(at), id, orgID)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -81,9 +87,11 @@ func scanArtifact(row interface{ Scan(...any) error }) (store.Artifact, error) {
 }
 
 func (s artifacts) Create(ctx context.Context, a store.Artifact) error {
-	_, err := s.db.db.ExecContext(ctx, `INSERT INTO artifacts (`+artifactColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		a.ID, a.OrgID, a.KeyID, a.ComputerID, a.ResponseID, a.Filename, a.Bytes, a.SHA256, ms(a.CreatedAt))
-	return err
+	return s.db.write(func() error {
+		_, err := s.db.db.ExecContext(ctx, `INSERT INTO artifacts (`+artifactColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.OrgID, a.KeyID, a.ComputerID, a.ResponseID, a.Filename, a.Bytes, a.SHA256, ms(a.CreatedAt))
+		return err
+	})
 }
 
 func (s artifacts) Get(ctx context.Context, orgID, id string) (store.Artifact, error) {

@@ -8,15 +8,20 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
-type instances struct{ db *sql.DB }
+type instances struct {
+	db *sql.DB
+	s  *DB
+}
 
 // Instances returns the instance heartbeats.
-func (s *DB) Instances() store.Instances { return instances{s.db} }
+func (s *DB) Instances() store.Instances { return instances{s.db, s} }
 
 func (i instances) Beat(ctx context.Context, id string, at time.Time) error {
-	_, err := i.db.ExecContext(ctx, `INSERT INTO instances (id, started_at, last_seen) VALUES (?, ?, ?)
+	return i.s.write(func() error {
+		_, err := i.db.ExecContext(ctx, `INSERT INTO instances (id, started_at, last_seen) VALUES (?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`, id, ms(at), ms(at))
-	return err
+		return err
+	})
 }
 
 func (i instances) LastSeen(ctx context.Context, id string) (time.Time, error) {

@@ -8,16 +8,24 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
-type orgs struct{ db *sql.DB }
-type keys struct{ db *sql.DB }
+type orgs struct {
+	db *sql.DB
+	s  *DB
+}
+type keys struct {
+	db *sql.DB
+	s  *DB
+}
 
-func (s *DB) Orgs() store.Orgs { return orgs{s.db} }
-func (s *DB) Keys() store.Keys { return keys{s.db} }
+func (s *DB) Orgs() store.Orgs { return orgs{s.db, s} }
+func (s *DB) Keys() store.Keys { return keys{s.db, s} }
 
 func (o orgs) Create(ctx context.Context, org store.Org) error {
-	_, err := o.db.ExecContext(ctx, `INSERT INTO orgs (id, name, allow_computer, created_at) VALUES (?, ?, ?, ?)`,
-		org.ID, org.Name, boolInt(org.AllowComputer), ms(org.CreatedAt))
-	return err
+	return o.s.write(func() error {
+		_, err := o.db.ExecContext(ctx, `INSERT INTO orgs (id, name, allow_computer, created_at) VALUES (?, ?, ?, ?)`,
+			org.ID, org.Name, boolInt(org.AllowComputer), ms(org.CreatedAt))
+		return err
+	})
 }
 
 func (o orgs) Get(ctx context.Context, id string) (store.Org, error) {
@@ -74,9 +82,11 @@ func (k keys) Create(ctx context.Context, key store.Key) error {
 	if caps == "" {
 		caps = "{}"
 	}
-	_, err := k.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		key.ID, key.OrgID, key.Name, key.Hash, key.Prefix, boolInt(key.Admin), caps, ms(key.CreatedAt), nullMS(key.RevokedAt))
-	return err
+	return k.s.write(func() error {
+		_, err := k.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			key.ID, key.OrgID, key.Name, key.Hash, key.Prefix, boolInt(key.Admin), caps, ms(key.CreatedAt), nullMS(key.RevokedAt))
+		return err
+	})
 }
 
 func (k keys) Get(ctx context.Context, id string) (store.Key, error) {
@@ -111,7 +121,11 @@ func (k keys) List(ctx context.Context, orgID string) ([]store.Key, error) {
 }
 
 func (k keys) Revoke(ctx context.Context, id string, at time.Time) error {
-	res, err := k.db.ExecContext(ctx, `UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, ms(at), id)
+	var res sql.Result
+	err := k.s.mustWrite(func() (err error) {
+		res, err = k.db.ExecContext(ctx, `UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, ms(at), id)
+		return err
+	})
 	if err != nil {
 		return err
 	}

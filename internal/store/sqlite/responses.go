@@ -19,28 +19,30 @@ func (s responses) Put(ctx context.Context, r store.Response) error {
 	if r.Conversation != nil {
 		conv = string(r.Conversation)
 	}
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation) VALUES (?, ?, ?, ?, ?, ?)
+	return s.db.write(func() error {
+		return s.db.tx(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET body = excluded.body, conversation = excluded.conversation
 		WHERE responses.org_id = excluded.org_id`,
-			r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil // the id belongs to another organisation
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM response_items WHERE response_id = ?`, r.ID); err != nil {
-			return err
-		}
-		for id, item := range r.Items {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO response_items (org_id, item_id, response_id, item) VALUES (?, ?, ?, ?)
-				ON CONFLICT (org_id, item_id) DO UPDATE SET response_id = excluded.response_id, item = excluded.item`,
-				r.OrgID, id, r.ID, string(item)); err != nil {
+				r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv)
+			if err != nil {
 				return err
 			}
-		}
-		return nil
+			if n, _ := res.RowsAffected(); n == 0 {
+				return nil // the id belongs to another organisation
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM response_items WHERE response_id = ?`, r.ID); err != nil {
+				return err
+			}
+			for id, item := range r.Items {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO response_items (org_id, item_id, response_id, item) VALUES (?, ?, ?, ?)
+				ON CONFLICT (org_id, item_id) DO UPDATE SET response_id = excluded.response_id, item = excluded.item`,
+					r.OrgID, id, r.ID, string(item)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	})
 }
 
@@ -65,15 +67,25 @@ func (s responses) Get(ctx context.Context, orgID, id string) (store.Response, e
 }
 
 func (s responses) Delete(ctx context.Context, orgID, id string) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM responses WHERE id = ? AND org_id = ?`, id, orgID)
-		if err != nil {
+	var n int64
+	err := s.db.mustWrite(func() error {
+		return s.db.tx(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, `DELETE FROM responses WHERE id = ? AND org_id = ?`, id, orgID)
+			if err != nil {
+				return err
+			}
+			if n, _ = res.RowsAffected(); n == 0 {
+				return nil
+			}
+			_, err = tx.ExecContext(ctx, `DELETE FROM response_items WHERE response_id = ?`, id)
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("response %s: %w", id, store.ErrNotFound)
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM response_items WHERE response_id = ?`, id)
-		return err
+		})
 	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("response %s: %w", id, store.ErrNotFound)
+	}
+	return nil
 }

@@ -41,6 +41,20 @@ func copySparse(dst, src *os.File, size int64) error {
 	return nil
 }
 
+// reserve allocates every block of f's first size bytes on the host, the
+// holes as unwritten extents (read as zeros, no data written).
+func reserve(f *os.File, size int64) error {
+	for {
+		err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+		if !errors.Is(err, unix.EINTR) {
+			if err != nil {
+				return fmt.Errorf("reserve %d MiB of host disk for the image: %w", size>>20, err)
+			}
+			return nil
+		}
+	}
+}
+
 // copyRange copies n bytes at off from sfd to dfd at the same offset,
 // in the kernel when it can.
 func copyRange(dfd, sfd int, off, n int64) error {

@@ -23,17 +23,21 @@ const (
 
 	// templateVersion is part of template file names; bump it when the mkfs
 	// options change so old caches are ignored rather than reused.
-	templateVersion = "v1"
+	templateVersion = "v2"
 )
 
-// mkfsArgs are the mkfs.ext4 options for every template. No journal and
-// lazy init keep the template tiny and sparse; nodiscard because punching
-// holes in a brand-new sparse file is wasted work; root_owner because mke2fs
-// would otherwise give the root directory to whoever ran it.
+// mkfsArgs are the mkfs.ext4 options for every template. No journal keeps
+// the template tiny and sparse. The inode tables are zeroed now
+// (lazy_itable_init=0), by discarding, which on a file punches holes, so
+// the template stays sparse and no group is left for the kernel's lazy
+// init: that zeroes inode tables through the loop device, which punches
+// holes in the image and would hand part of a disk's reserved space back
+// to the host (see Create). root_owner because mke2fs would otherwise give
+// the root directory to whoever ran it.
 var mkfsArgs = []string{
 	"-q", "-F",
 	"-O", "^has_journal",
-	"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0",
+	"-E", "lazy_itable_init=0,lazy_journal_init=1,discard,root_owner=0:0",
 	"-m", "0",
 	"-b", "4096",
 }
@@ -52,8 +56,11 @@ func NewTemplates(dir string) *Templates { return &Templates{dir: dir} }
 
 // Create makes path a new ext4 image of sizeBytes rounded up to a MiB
 // (at least 16 MiB). path must not exist yet. The image is a sparse copy of
-// the cached template for that size, so it costs well under a MiB of host
-// disk until something writes to it.
+// the cached template for that size whose every block is then reserved on
+// the host (fallocate): a disk whose image were sparse could be admitted
+// beyond the host's free space, and would then fail with I/O errors
+// inside while its df showed free space. With no room for the whole image,
+// Create fails with ENOSPC and leaves nothing.
 func (t *Templates) Create(ctx context.Context, path string, sizeBytes int64) error {
 	if sizeBytes < minSize {
 		return fmt.Errorf("create disk image %s: size %d bytes is below the 16 MiB minimum", path, sizeBytes)
@@ -77,6 +84,9 @@ func (t *Templates) Create(ctx context.Context, path string, sizeBytes int64) er
 		return fmt.Errorf("create disk image: %w", err)
 	}
 	err = copySparse(dst, src, size)
+	if err == nil {
+		err = reserve(dst, size)
+	}
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}
