@@ -13,11 +13,35 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
-// apiError is the OpenAI-style error body.
+// apiError is the OpenAI-style error body: type (OpenAI's class of the
+// status, which SDKs read as err.type), code, message and param.
 type apiError struct {
+	Type    string  `json:"type"`
 	Code    string  `json:"code"`
 	Message string  `json:"message"`
 	Param   *string `json:"param"`
+}
+
+// newAPIError is the body of an error answered with status.
+func newAPIError(status int, code, message string) apiError {
+	return apiError{Type: errorType(status), Code: code, Message: message}
+}
+
+// errorType is OpenAI's error type for an HTTP status.
+func errorType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status == http.StatusServiceUnavailable:
+		return "service_unavailable_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
 }
 
 // paramError names the request field that is wrong.
@@ -75,7 +99,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 func errorBody(r *http.Request, err error) (int, apiError) {
 	var ge *gateway.Error
 	if errors.As(err, &ge) {
-		body := apiError{Code: ge.Code, Message: ge.Message}
+		body := newAPIError(ge.Status, ge.Code, ge.Message)
 		if ge.Param != "" {
 			body.Param = &ge.Param
 		}
@@ -88,7 +112,7 @@ func errorBody(r *http.Request, err error) (int, apiError) {
 		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern, "err", err)
 		msg = "internal error; see the server log"
 	}
-	body := apiError{Code: name, Message: msg}
+	body := newAPIError(code, name, msg)
 	var pe *paramError
 	var fe *computer.FieldError
 	switch {
@@ -107,3 +131,5 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
 }
+
+func ptr[T any](v T) *T { return &v }

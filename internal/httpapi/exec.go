@@ -75,8 +75,8 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 	res, err := a.comp.Exec(r.Context(), p, id, req, out.write)
 	out.flush()
 	if err != nil {
-		_, name := status(err)
-		sse.send("error", map[string]any{"error": apiError{Code: name, Message: err.Error()}})
+		code, name := status(err)
+		sse.send("error", map[string]any{"error": newAPIError(code, name, err.Error())})
 		return nil
 	}
 	res.Stdout, res.Stderr = "", "" // already streamed

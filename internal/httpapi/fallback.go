@@ -25,11 +25,11 @@ func (a *API) noRoute(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allow) == 0 {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": apiError{Code: "not_found",
-			Message: "no route for " + r.Method + " " + r.URL.Path}})
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": newAPIError(http.StatusNotFound, "not_found",
+			"no route for "+r.Method+" "+r.URL.Path)})
 		return
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": apiError{Code: "method_not_allowed",
-		Message: r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + strings.Join(allow, ", ")}})
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": newAPIError(http.StatusMethodNotAllowed, "method_not_allowed",
+		r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(allow, ", "))})
 }

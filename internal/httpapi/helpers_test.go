@@ -130,8 +130,14 @@ type apiErr struct {
 	} `json:"error"`
 }
 
-// wantError checks the status and the OpenAI-style error shape: code and
-// message present, and the key "param" present (null or a string).
+// openAIErrorTypes are OpenAI's error types by status (the rest:
+// invalid_request_error).
+var openAIErrorTypes = map[int]string{401: "authentication_error", 403: "permission_error", 429: "rate_limit_error",
+	500: "server_error", 502: "server_error", 503: "service_unavailable_error", 507: "server_error"}
+
+// wantError checks the status and the OpenAI-style error shape: type (as
+// OpenAI's for the status), code and message present, and the key "param"
+// present (null or a string).
 func (r resp) wantError(t *testing.T, code int, errCode string) apiErr {
 	t.Helper()
 	if r.code != code {
@@ -141,10 +147,17 @@ func (r resp) wantError(t *testing.T, code int, errCode string) apiErr {
 	if err := json.Unmarshal(r.body, &raw); err != nil {
 		t.Fatalf("error body is not JSON: %s", r)
 	}
-	for _, k := range []string{"code", "message", "param"} {
+	for _, k := range []string{"type", "code", "message", "param"} {
 		if _, ok := raw["error"][k]; !ok {
 			t.Fatalf("error body lacks error.%s: %s", k, r)
 		}
+	}
+	wantType, ok := openAIErrorTypes[code]
+	if !ok {
+		wantType = "invalid_request_error"
+	}
+	if got := string(raw["error"]["type"]); got != `"`+wantType+`"` {
+		t.Fatalf("error.type %s, want %q: %s", got, wantType, r)
 	}
 	var e apiErr
 	r.json(t, &e)

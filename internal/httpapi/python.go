@@ -43,8 +43,8 @@ func (a *API) python(w http.ResponseWriter, r *http.Request, p governance.Princi
 		if !sse.started || errors.Is(err, context.Canceled) {
 			return err
 		}
-		_, name := status(err)
-		sse.send("error", map[string]any{"error": apiError{Code: name, Message: err.Error()}})
+		code, name := status(err)
+		sse.send("error", map[string]any{"error": newAPIError(code, name, err.Error())})
 		return nil
 	}
 	for i := range res.Cells { // already streamed

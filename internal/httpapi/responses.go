@@ -20,8 +20,8 @@ func (a *API) SetGateway(g *gateway.Gateway) { a.gateway.Store(g) }
 func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	g := a.gateway.Load()
 	if g == nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": apiError{Code: "gateway_not_configured",
-			Message: "The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[gateway.upstreams]])."}})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": newAPIError(http.StatusServiceUnavailable, "gateway_not_configured",
+			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[gateway.upstreams]]).")})
 		return nil
 	}
 	var req gateway.Request

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -90,6 +91,13 @@ func TestOpenAIClientEveryResponseField(t *testing.T) {
 		next.Truncation != "auto" || next.ServiceTier != "flex" || next.Reasoning.Effort != "low" ||
 		next.Text.Verbosity != "low" || next.OutputText() != "Hello" {
 		t.Fatalf("follow-up: %s", next.RawJSON())
+	}
+	// Errors carry OpenAI's type, which SDKs read.
+	_, err = client.Responses.New(t.Context(), responses.ResponseNewParams{Model: "m", Temperature: openai.Float(5),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Hi")}})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Type != "invalid_request_error" || apiErr.Param != "temperature" {
+		t.Fatalf("error: %v", err)
 	}
 	// The stored copy answers the same fields.
 	got, err := client.Responses.Get(t.Context(), next.ID, responses.ResponseGetParams{})

@@ -43,8 +43,8 @@ type wsFrame struct {
 func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	g := a.gateway.Load()
 	if g == nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": apiError{Code: "gateway_not_configured",
-			Message: "The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url)."}})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": newAPIError(http.StatusServiceUnavailable, "gateway_not_configured",
+			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[gateway.upstreams]]).")})
 		return nil
 	}
 	if r.Header.Get("Upgrade") == "" {
@@ -162,12 +162,7 @@ func (s *socket) send(v any) error {
 // fail answers a frame that started no response with an error event.
 func (s *socket) fail(err error, streamID string) {
 	code, body := errorBody(s.r, err)
-	typ := "invalid_request_error"
-	if code >= 500 {
-		typ = "server_error"
-	}
-	ev := map[string]any{"type": "error", "status": code, "sequence_number": 0,
-		"error": map[string]any{"type": typ, "code": body.Code, "message": body.Message, "param": body.Param}}
+	ev := map[string]any{"type": "error", "status": code, "sequence_number": 0, "error": body}
 	if streamID != "" {
 		ev["stream_id"] = streamID
 	}

@@ -106,9 +106,9 @@ func answer(res tools.Result) toolAnswer {
 
 // unknownTool is the 404 of a tool name that does not exist.
 func unknownTool(w http.ResponseWriter, name string) {
-	param := "name"
-	writeJSON(w, http.StatusNotFound, map[string]any{"error": apiError{Code: "not_found",
-		Message: "Unknown tool: " + name, Param: &param}})
+	body := newAPIError(http.StatusNotFound, "not_found", "Unknown tool: "+name)
+	body.Param = ptr("name")
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": body})
 }
 
 // computerTool runs a tool on a computer the caller holds.
@@ -151,10 +151,9 @@ func (a *API) callTool(w http.ResponseWriter, r *http.Request, p governance.Prin
 		if !a.comp.ToolsEnabled(p) {
 			reason, msg = "computer_not_configured", notConfiguredSentence
 		}
-		param := "name"
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{
-			"error":       apiError{Code: reason, Message: msg, Param: &param},
-			"reason_code": reason})
+		body := newAPIError(http.StatusUnprocessableEntity, reason, msg)
+		body.Param = ptr("name")
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": body, "reason_code": reason})
 		return nil
 	}
 	var body toolCall
