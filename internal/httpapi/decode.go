@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 var errBadRequest = errors.New("bad request")
@@ -53,7 +55,7 @@ func decodeFrom(body io.Reader, v any) error {
 		if typeErr.Field == "" {
 			return fmt.Errorf("%w: the body must be a JSON object", errBadRequest)
 		}
-		return withParam(typeErr.Field, fmt.Errorf("%w: %s must be %s", errBadRequest, typeErr.Field, jsonKind(typeErr.Type)))
+		return withParam(typeErr.Field, fmt.Errorf("%w: %s must be %s", errBadRequest, typeErr.Field, tools.JSONKind(typeErr.Type)))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return withParam(field, fmt.Errorf("%w: unknown field %q", errBadRequest, field))

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // maxJSONDepth bounds the nesting of a client's JSON body (tool schemas
@@ -187,7 +189,7 @@ func checkKind(tok json.Token, t reflect.Type, path string) error {
 	if t == nil || tok == nil {
 		return nil
 	}
-	want := jsonKind(t)
+	want := tools.JSONKind(t)
 	var got string
 	switch v := tok.(type) {
 	case json.Delim:
@@ -209,30 +211,4 @@ func checkKind(tok json.Token, t reflect.Type, path string) error {
 		return fmt.Errorf("%w: the body must be a JSON object", errBadRequest)
 	}
 	return withParam(path, fmt.Errorf("%w: %s must be %s", errBadRequest, path, want))
-}
-
-// jsonKind names the JSON type a Go type decodes from, with an article;
-// "" when any is accepted.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return "a string" // base64
-		}
-		return "an array"
-	case reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	}
-	return ""
 }

@@ -44,7 +44,7 @@ func decodeArgs(raw json.RawMessage, v any, required ...string) string {
 			return "Invalid arguments: expected a JSON object."
 		}
 	case errors.As(err, &typeErr):
-		return fmt.Sprintf("Invalid arguments: %s must be %s.", typeErr.Field, jsonType(typeErr.Type))
+		return fmt.Sprintf("Invalid arguments: %s must be %s.", typeErr.Field, JSONKind(typeErr.Type))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return fmt.Sprintf("Invalid arguments: unknown field %s.", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	default:
@@ -58,8 +58,10 @@ func decodeArgs(raw json.RawMessage, v any, required ...string) string {
 	return ""
 }
 
-// jsonType names a Go type as JSON schema does, with an article.
-func jsonType(t reflect.Type) string {
+// JSONKind names the JSON type a Go type decodes from, as JSON schema
+// does, with an article ("a string", "an object"); "" when any JSON is
+// accepted. The API's decoder words its type errors with it too.
+func JSONKind(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -73,10 +75,17 @@ func jsonType(t reflect.Type) string {
 		return "an integer"
 	case reflect.Float32, reflect.Float64:
 		return "a number"
-	case reflect.Slice, reflect.Array:
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a string" // base64
+		}
 		return "an array"
+	case reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
 	}
-	return "an object"
+	return ""
 }
 
 // ResolvePath turns a tool's path into the absolute path inside the
