@@ -73,6 +73,27 @@ func (e *realEnv) computerOf(t *testing.T, kernelID string) computer.View {
 	return computer.View{}
 }
 
+// startJupyter starts Debian's jupyter_server with cfg (in a temporary
+// directory) and stops it at the test's end, showing its log if the test
+// failed.
+func startJupyter(t *testing.T, ctx context.Context, cfg bench.JupyterConfig) *bench.Jupyter {
+	t.Helper()
+	cfg.Dir = t.TempDir()
+	j, err := bench.StartJupyter(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("jupyter_server's log ends with:\n%s", j.LogTail(6000))
+		}
+		if err := j.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return j
+}
+
 // TestJupyterServerThroughCubicle: Debian's jupyter_server, started with
 // --gateway-url and the key as its gateway token, runs a kernel in a
 // computer: start, execute over its own WebSocket, interrupt, restart, shut
@@ -81,19 +102,7 @@ func TestJupyterServerThroughCubicle(t *testing.T) {
 	e := newRealEnv(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	j, err := bench.StartJupyter(ctx, bench.JupyterConfig{Dir: t.TempDir(),
-		Args: []string{"--gateway-url=" + e.url, "--GatewayClient.auth_token=" + e.key}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			t.Logf("jupyter_server's log ends with:\n%s", j.LogTail(6000))
-		}
-		if err := j.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
+	j := startJupyter(t, ctx, bench.JupyterConfig{Args: []string{"--gateway-url=" + e.url, "--GatewayClient.auth_token=" + e.key}})
 	jauth := "token " + j.Token
 	if r := doReq(t, j.URL, jauth, "GET", "/api/kernelspecs", nil); r.code != 200 || !strings.Contains(string(r.body), "Python 3 (Cubicle)") {
 		t.Fatalf("jupyter_server's kernelspecs: %s", r)
@@ -395,19 +404,8 @@ func TestNbclientThroughJupyterServer(t *testing.T) {
 	defer cancel()
 	// GatewayKernelClient's WebSocket carries no credentials, so this
 	// jupyter_server (loopback only) takes none.
-	j, err := bench.StartJupyter(ctx, bench.JupyterConfig{Dir: t.TempDir(), NoToken: true,
+	j := startJupyter(t, ctx, bench.JupyterConfig{NoToken: true,
 		Args: []string{"--gateway-url=" + e.url, "--GatewayClient.auth_token=" + e.key, "--ServerApp.disable_check_xsrf=True"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			t.Logf("jupyter_server's log ends with:\n%s", j.LogTail(6000))
-		}
-		if err := j.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
 	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "testdata/nbclient_run.py", j.URL, "unused")
 	out, err := cmd.Output()
 	if err != nil {

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
 // TestWorkdir: a working directory under an allowed root is mounted at
@@ -79,21 +79,10 @@ func TestWorkdirSwapRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newRealEnv(t, Config{MountRoots: config.MountRoots{{Path: root}}})
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			unix.Renameat2(unix.AT_FDCWD, root+"/proj", unix.AT_FDCWD, root+"/swap", unix.RENAME_EXCHANGE)
-		}
-	}()
-	defer func() { close(stop); wg.Wait() }()
+	defer testbin.Repeat(t, func() error {
+		unix.Renameat2(unix.AT_FDCWD, root+"/proj", unix.AT_FDCWD, root+"/swap", unix.RENAME_EXCHANGE)
+		return nil
+	})()
 	seen := map[string]int{}
 	for i := 0; i < 6; i++ {
 		k := startKernel(t, e.url, e.key, map[string]string{"KERNEL_WORKING_DIR": root + "/proj"})

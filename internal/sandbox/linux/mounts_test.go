@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
 // mountRoot makes a tenant-writable root holding proj/marker ("inside")
@@ -62,25 +62,10 @@ func TestMountSwapRace(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "swap")); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(root, "proj"), unix.AT_FDCWD,
-				filepath.Join(root, "swap"), unix.RENAME_EXCHANGE); err != nil {
-				t.Errorf("swap: %v", err)
-				return
-			}
-		}
-	}()
-	defer func() { close(stop); wg.Wait() }()
+	defer testbin.Repeat(t, func() error {
+		return unix.Renameat2(unix.AT_FDCWD, filepath.Join(root, "proj"), unix.AT_FDCWD,
+			filepath.Join(root, "swap"), unix.RENAME_EXCHANGE)
+	})()
 	mounted, refused := 0, 0
 	for i := 0; i < 40; i++ {
 		sb, err := createWithMount(t, d, sandbox.Mount{Root: root, Source: filepath.Join(root, "proj")})
