@@ -125,10 +125,10 @@ func TestNoLeaksOver200Cycles(t *testing.T) {
 	}
 }
 
-// TestGCAfterKilledOwner kills a `cubicle run` with SIGKILL while its
-// computer runs, and checks that GC removes everything it left behind.
-func TestGCAfterKilledOwner(t *testing.T) {
-	state := t.TempDir()
+// killedRun starts a `cubicle run` on state and SIGKILLs it once its
+// computer runs, leaving the computer to GC.
+func killedRun(t *testing.T, state string) (pid int) {
+	t.Helper()
 	cmd := exec.Command(agentBin, "run", "--data", state, "--disk", "32M", "--", "sh", "-c", "echo started; sleep 1000")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -143,6 +143,14 @@ func TestGCAfterKilledOwner(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
+	return cmd.Process.Pid
+}
+
+// TestGCAfterKilledOwner kills a `cubicle run` with SIGKILL while its
+// computer runs, and checks that GC removes everything it left behind.
+func TestGCAfterKilledOwner(t *testing.T) {
+	state := t.TempDir()
+	owner := killedRun(t, state)
 
 	d, err := linux.New(linux.Config{StateDir: state, AgentPath: agentBin})
 	if err != nil {
@@ -168,7 +176,7 @@ func TestGCAfterKilledOwner(t *testing.T) {
 		t.Errorf("left behind after gc: %+v", after)
 	}
 	for _, pid := range agentPids(t) {
-		if ppid(pid) == cmd.Process.Pid {
+		if ppid(pid) == owner {
 			t.Errorf("agent %d of the killed run still alive", pid)
 		}
 	}

@@ -1,7 +1,6 @@
 package linux_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -144,19 +143,7 @@ func TestHostUIDRangeChecked(t *testing.T) {
 // (its leftovers, owned by that uid, are not yet collected); after GC it is.
 func TestHostUIDHeldUntilGC(t *testing.T) {
 	state := t.TempDir()
-	cmd := exec.Command(agentBin, "run", "--data", state, "--disk", "32M", "--", "sh", "-c", "echo started; sleep 1000")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
-		t.Fatalf("computer did not start: %q %v", line, err)
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	killedRun(t, state)
 	recs, _ := filepath.Glob(filepath.Join(state, "computers", "*", "computer.json"))
 	if len(recs) != 1 {
 		t.Fatalf("records of the killed run: %v", recs)
