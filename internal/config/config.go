@@ -23,6 +23,7 @@ type Config struct {
 	Log       Log       `toml:"log"`
 	Gateway   Gateway   `toml:"gateway"`
 	Jupyter   Jupyter   `toml:"jupyter"`
+	Template  Template  `toml:"template"`
 }
 
 // Gateway configures POST /v1/responses and its upstream model servers:
@@ -125,7 +126,7 @@ type Log struct {
 
 // Default is the embedded default: everything works without a file.
 func Default() Config {
-	return Config{
+	c := Config{
 		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle"},
 		Computers: Computers{
 			Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
@@ -138,6 +139,8 @@ func Default() Config {
 		Gateway: Gateway{TimeoutSeconds: 300, IdleTimeoutSeconds: 120, MaxRounds: 8},
 		Jupyter: Jupyter{Enabled: true, CullIdleSeconds: 1800},
 	}
+	c.Template = DefaultTemplate()
+	return c
 }
 
 // DefaultPrelude imports the scientific stack, with matplotlib inline.
@@ -313,6 +316,9 @@ func (c Config) Validate() error {
 		return bad("gateway.max_rounds", "must be at least 1")
 	}
 	if err := c.Jupyter.validate(); err != nil {
+		return err
+	}
+	if err := c.Template.validate(); err != nil {
 		return err
 	}
 	switch c.Log.Level {
