@@ -143,7 +143,9 @@ type layerStep struct {
 	progress func(Progress)
 }
 
-func (l layerStep) String() string { return fmt.Sprintf("layer %d/%d (%s)", l.n, l.of, short(l.diffID)) }
+func (l layerStep) String() string {
+	return fmt.Sprintf("layer %d/%d (%s)", l.n, l.of, short(l.diffID))
+}
 
 func (l layerStep) report(state string, bytes, files int64) {
 	l.progress(Progress{Step: "layer", Layer: l.n, Layers: l.of, Digest: l.diffID, State: state, Bytes: bytes, Files: files})
