@@ -116,7 +116,7 @@ func (u *unpacker) entry(hdr *tar.Header, r io.Reader) error {
 	case tar.TypeDir:
 		u.seen[name] = true
 		return u.t.mkdir(name, m)
-	case tar.TypeReg, tar.TypeGNUSparse:
+	case tar.TypeReg, tar.TypeCont, tar.TypeGNUSparse:
 		u.seen[name] = false
 		return u.t.file(name, m, r)
 	case tar.TypeSymlink:
