@@ -15,7 +15,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/template"
 )
 
-const templateUsage = `Usage: cubicle template import|pull|list|inspect|rm [flags]
+const templateUsage = `Usage: cubicle template import|pull|build|list|inspect|rm [flags]
 
 Manages templates: read-only root filesystems imported from OCI images,
 content-addressed and deduplicated in <data>/templates (docs/templates.md).
@@ -24,6 +24,7 @@ Computers do not start from templates yet.
 Examples:
   cubicle template import ./python.tar --name python
   cubicle template pull registry.example.com/team/python:3.12 --name python
+  cubicle template build debian.json --name debian
   cubicle template list
   cubicle template inspect python --json
   cubicle template rm python
@@ -55,6 +56,20 @@ Registries on localhost or 127.0.0.1 are reached over plain HTTP.
 
 Example:
   cubicle template pull 127.0.0.1:5000/tools/python:3.12 --name python
+
+Flags:
+`, templateImport},
+	"build": {`Usage: cubicle template build SPEC --name NAME [flags]
+
+Builds a Debian template with mmdebstrap from an apt mirror and stores it
+(one layer). SPEC is a JSON file: {"suite": "bookworm", "variant":
+"minbase", "packages": ["python3-minimal"], "mirror":
+"http://deb.debian.org/debian"} (all optional, these are the defaults but
+packages). The root's tar is cached by the spec's digest in
+<data>/templates/cache, so the same spec builds once unless --refresh.
+
+Example:
+  echo '{"packages": ["python3-minimal"]}' > debian.json && cubicle template build debian.json --name debian
 
 Flags:
 `, templateImport},
@@ -95,6 +110,7 @@ type templateFlags struct {
 	asJSON  *bool
 	name    *string
 	replace *bool
+	refresh *bool
 }
 
 func templateCmd(args []string) int {
@@ -107,7 +123,7 @@ func templateCmd(args []string) int {
 	}
 	verb, ok := templateVerbs[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "cubicle template: unknown verb %q (want import, pull, list, inspect or rm)\n", args[0])
+		fmt.Fprintf(os.Stderr, "cubicle template: unknown verb %q (want import, pull, build, list, inspect or rm)\n", args[0])
 		return 2
 	}
 	fs := newFlags("template "+args[0], verb.usage)
@@ -116,9 +132,12 @@ func templateCmd(args []string) int {
 		config: fs.String("config", "", "TOML configuration file (template.max_bytes, template.max_files)"),
 		asJSON: fs.Bool("json", false, "print the result as JSON"),
 	}
-	if args[0] == "import" || args[0] == "pull" {
+	if args[0] == "import" || args[0] == "pull" || args[0] == "build" {
 		v.name = fs.String("name", "", "name of the new template (required)")
 		v.replace = fs.Bool("replace", false, "replace a template of the same name")
+	}
+	if args[0] == "build" {
+		v.refresh = fs.Bool("refresh", false, "run mmdebstrap again even if the spec's build is cached")
 	}
 	pos, code, ok := parseInterspersed(fs, args[1:])
 	if !ok {
@@ -171,7 +190,7 @@ func oneArg(v *templateFlags, pos []string, what string) bool {
 }
 
 func templateImport(ctx context.Context, st *template.Store, v *templateFlags, pos []string) int {
-	what := map[string]string{"import": "ARCHIVE", "pull": "REF"}[v.verb]
+	what := map[string]string{"import": "ARCHIVE", "pull": "REF", "build": "SPEC"}[v.verb]
 	if !oneArg(v, pos, what) {
 		return 2
 	}
@@ -182,10 +201,13 @@ func templateImport(ctx context.Context, st *template.Store, v *templateFlags, p
 	opts := template.Options{Name: *v.name, Replace: *v.replace, Progress: printTemplateProgress}
 	var t template.Template
 	var err error
-	if v.verb == "pull" {
+	switch v.verb {
+	case "pull":
 		fmt.Fprintf(os.Stderr, "pulling %s\n", pos[0])
 		t, err = st.Pull(ctx, pos[0], opts)
-	} else {
+	case "build":
+		t, err = st.Build(ctx, pos[0], *v.refresh, opts)
+	default:
 		t, err = st.Import(ctx, pos[0], opts)
 	}
 	if err != nil {
@@ -202,6 +224,14 @@ func templateImport(ctx context.Context, st *template.Store, v *templateFlags, p
 }
 
 func printTemplateProgress(p template.Progress) {
+	switch {
+	case p.Step == "build" && p.State == "present":
+		fmt.Fprintf(os.Stderr, "build %s: cached (--refresh builds again)\n", shortID(p.Digest))
+		return
+	case p.Step == "build":
+		fmt.Fprintf(os.Stderr, "mmdebstrap: %s\n", p.Message)
+		return
+	}
 	if p.Step == "root" {
 		state := map[string]string{"done": "flattened", "present": "already stored"}[p.State]
 		fmt.Fprintf(os.Stderr, "root %s: %s (%s in %d entries)\n", shortID(p.Digest), state, humanBytes(p.Bytes), p.Files)

@@ -99,7 +99,7 @@ func TestTemplateCLI(t *testing.T) {
 			t.Errorf("%q: code %d, stderr %q; want %d and %q", c.args, r.code, r.stderr, c.code, c.want)
 		}
 	}
-	for _, verb := range []string{"import", "pull", "list", "inspect", "rm"} {
+	for _, verb := range []string{"import", "pull", "build", "list", "inspect", "rm"} {
 		if r := cli(t, "template", verb, "--help"); r.code != 0 || !strings.Contains(r.stdout, "Usage: cubicle template "+verb) || !strings.Contains(r.stdout, "Example:\n  ") {
 			t.Errorf("%s --help: %+v", verb, r)
 		}

@@ -2,7 +2,9 @@
 // filesystems, content-addressed and deduplicated, with the defaults of the
 // image they came from (env, working directory, user, Python). Templates are
 // imported from OCI images (an OCI image layout, as a directory or a tar, a
-// `docker save` archive, or a registry) through go-containerregistry.
+// `docker save` archive, or a registry) through go-containerregistry, or
+// built from Debian packages by mmdebstrap (a spec file; the tar it makes
+// is cached in cache/ by the spec's digest).
 //
 // The store lives in <data>/templates (mode 0700, root only):
 //
@@ -16,6 +18,7 @@
 //	                         OCI chain id of its layers)
 //	roots/<hex>/root.json    its layers, size and entry count
 //	meta/<name>.json         a template: name, id, root, source, defaults
+//	cache/build-<hex>.tar    mmdebstrap's output for a spec (not collected by GC)
 //	tmp/                     work in progress, renamed into place when complete
 //
 // Decision (dedup vs cold start): a computer binds ONE directory, so every
@@ -40,11 +43,13 @@
 //
 // Files: template.go (types, errors, names), store.go (paths, metadata,
 // list, remove), image.go (import of one image: limits, layers, root),
-// source.go (archives, layouts, registries), gc.go; the Linux parts are
+// source.go (archives, layouts, registries), build.go (specs, mmdebstrap),
+// gc.go; the Linux parts are
 // tree_linux.go (safe creation under a root), unpack_linux.go (a layer's
 // tar), flatten_linux.go (a root from layers), lock_linux.go (flock),
 // python_linux.go (finding Python in a root); other.go refuses elsewhere.
 //
 // It may import the standard library, golang.org/x/sys/unix and
-// github.com/google/go-containerregistry; nothing of Cubicle's.
+// github.com/google/go-containerregistry; nothing of Cubicle's. It runs
+// one program: mmdebstrap (build).
 package template

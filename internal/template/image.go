@@ -117,7 +117,7 @@ func checkedConfig(img v1.Image, src Source) (*v1.ConfigFile, string, error) {
 		return nil, "", errf(ErrCorrupt, "reading the image's config: %v", err)
 	}
 	id := fmt.Sprintf("sha256:%x", sha256.Sum256(raw))
-	if src.Kind != kindDocker {
+	if src.Kind != kindDocker && src.Kind != kindBuild {
 		m, err := img.Manifest()
 		if err != nil {
 			return nil, "", errf(ErrCorrupt, "reading the image's manifest: %v", err)

@@ -8,9 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// defaultPath is the PATH of an image whose config sets none.
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 // findPython returns the first executable python3 on the image's PATH,
 // as a path inside root ("" if none). Paths are resolved inside root
 // (RESOLVE_IN_ROOT): the image's symbolic links never reach the host.

@@ -27,6 +27,7 @@ const (
 	kindLayout   = "oci-layout"
 	kindDocker   = "docker-archive"
 	kindRegistry = "registry"
+	kindBuild    = "build"
 )
 
 // platform is the only platform a template can be for: this host's.

@@ -33,7 +33,7 @@ type Template struct {
 
 // Source says where a template came from.
 type Source struct {
-	// Kind is "oci-layout", "docker-archive" or "registry".
+	// Kind is "oci-layout", "docker-archive", "registry" or "build".
 	Kind string `json:"kind"`
 	// Ref is the archive's absolute path or the registry reference.
 	Ref string `json:"ref"`
@@ -76,7 +76,8 @@ type Options struct {
 
 // Progress is one step of an import.
 type Progress struct {
-	// Step is "layer" (Layer of Layers, Digest) or "root" (Digest is the chain id).
+	// Step is "build" (mmdebstrap running, or State "present": cached),
+	// "layer" (Layer of Layers, Digest) or "root" (Digest is the chain id).
 	Step   string `json:"step"`
 	Layer  int    `json:"layer,omitempty"`
 	Layers int    `json:"layers,omitempty"`
@@ -86,6 +87,8 @@ type Progress struct {
 	State string `json:"state"`
 	Bytes int64  `json:"bytes"`
 	Files int64  `json:"files"`
+	// Message is a line of mmdebstrap's output (Step "build").
+	Message string `json:"message,omitempty"`
 }
 
 // Error kinds, for errors.Is; the error's text says what happened and what to do.
@@ -110,6 +113,9 @@ func (e *Error) Unwrap() error { return e.Kind }
 func errf(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
+
+// defaultPath is the PATH of an image whose config sets none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
