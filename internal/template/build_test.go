@@ -2,6 +2,7 @@ package template_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,5 +58,33 @@ func TestBuildDebian(t *testing.T) {
 	}
 	if _, err := s.Remove(ctx, "debian-py"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadSpec: defaults are filled in; bad values and unknown keys are
+// refused with a message naming them.
+func TestReadSpec(t *testing.T) {
+	write := func(body string) string {
+		p := filepath.Join(t.TempDir(), "spec.json")
+		os.WriteFile(p, []byte(body), 0o600)
+		return p
+	}
+	sp, err := template.ReadSpec(write(`{"packages": ["python3-minimal", "libstdc++6"]}`))
+	if err != nil || sp.Suite != "bookworm" || sp.Variant != "minbase" || sp.Mirror != "http://deb.debian.org/debian" || len(sp.Packages) != 2 {
+		t.Fatalf("%+v %v", sp, err)
+	}
+	for body, want := range map[string]string{
+		`{"suite": "Bookworm"}`:      `suite "Bookworm"`,
+		`{"variant": "fat"}`:         `variant "fat"`,
+		`{"packages": ["a b"]}`:      `"a b" is not a Debian package name`,
+		`{"packages": ["--hook=x"]}`: "is not a Debian package name",
+		`{"mirror": "ftp://x"}`:      `mirror "ftp://x"`,
+		`{"run": ["curl evil"]}`:     `unknown field "run"`,
+		`not json`:                   "invalid character",
+	} {
+		_, err := template.ReadSpec(write(body))
+		if !errors.Is(err, template.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
 	}
 }
