@@ -17,9 +17,8 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Spec is a template built from Debian packages with mmdebstrap (a JSON
@@ -99,24 +98,51 @@ func (s *Store) Build(ctx context.Context, specPath string, refresh bool, opts O
 }
 
 // singleLayerImage is an image of one layer tar, for this host's platform.
+// It is made with go-containerregistry's partial package rather than
+// mutate, which would gzip the whole layer to compute a manifest that an
+// import of a build does not use.
 func singleLayerImage(tarPath string) (v1.Image, error) {
-	l, err := tarball.LayerFromFile(tarPath)
+	f, err := os.Open(tarPath)
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, l)
+	defer f.Close()
+	diffID, _, err := v1.SHA256(f)
 	if err != nil {
 		return nil, err
 	}
-	cf, err := img.ConfigFile()
+	cf := v1.ConfigFile{OS: platform.OS, Architecture: runtime.GOARCH,
+		RootFS: v1.RootFS{Type: "layers", DiffIDs: []v1.Hash{diffID}},
+		Config: v1.Config{Env: []string{"PATH=" + defaultPath}}}
+	raw, err := json.Marshal(cf)
 	if err != nil {
 		return nil, err
 	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = platform.OS, runtime.GOARCH
-	cf.Config.Env = []string{"PATH=" + defaultPath}
-	return mutate.ConfigFile(img, cf)
+	return partial.UncompressedToImage(&tarImage{path: tarPath, diffID: diffID, config: raw})
 }
+
+// tarImage is the core of a one-layer image whose layer is a tar file.
+type tarImage struct {
+	path   string
+	diffID v1.Hash
+	config []byte
+}
+
+func (t *tarImage) RawConfigFile() ([]byte, error)      { return t.config, nil }
+func (t *tarImage) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
+func (t *tarImage) LayerByDiffID(h v1.Hash) (partial.UncompressedLayer, error) {
+	if h != t.diffID {
+		return nil, fmt.Errorf("no layer %s", h)
+	}
+	return tarLayer{t}, nil
+}
+
+// tarLayer is tarImage's layer.
+type tarLayer struct{ t *tarImage }
+
+func (l tarLayer) DiffID() (v1.Hash, error)             { return l.t.diffID, nil }
+func (l tarLayer) Uncompressed() (io.ReadCloser, error) { return os.Open(l.t.path) }
+func (l tarLayer) MediaType() (types.MediaType, error)  { return types.OCIUncompressedLayer, nil }
 
 func specDigest(sp Spec) string {
 	b, _ := json.Marshal(sp)
