@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   python3 python3-ipykernel python3-numpy python3-pandas python3-matplotlib
   e2fsprogs util-linux procps iproute2 psmisc gcc libc6-dev
-  python3-jupyter-server python3-nbclient python3-nbformat
+  python3-jupyter-server python3-nbclient python3-nbformat mmdebstrap
 )
 
 missing=()

@@ -23,6 +23,7 @@ func commands() []command {
 		{"python", "run Python cells or a REPL in a computer's kernel", pythonCmd},
 		{"keys", "create, list and revoke API keys", keysCmd},
 		{"orgs", "create and list organisations", orgsCmd},
+		{"template", "import, pull, build, list and remove templates (root filesystems)", templateCmd},
 		{"gc", "remove what crashed computers left behind", gcCmd},
 		{"bench", "measure the sandbox (vs bwrap, runc) and the HTTP API", benchCmd},
 	}

@@ -23,6 +23,7 @@ type Config struct {
 	Log       Log       `toml:"log"`
 	Gateway   Gateway   `toml:"gateway"`
 	Jupyter   Jupyter   `toml:"jupyter"`
+	Template  Template  `toml:"template"`
 }
 
 // Gateway configures POST /v1/responses and its upstream model servers:
@@ -153,7 +154,7 @@ type Log struct {
 
 // Default is the embedded default: everything works without a file.
 func Default() Config {
-	return Config{
+	c := Config{
 		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle", MaxConnections: 1024,
 			BodyTimeoutSeconds: 30, IdleTimeoutSeconds: 120},
 		Computers: Computers{
@@ -168,6 +169,8 @@ func Default() Config {
 		Gateway: Gateway{TimeoutSeconds: 300, IdleTimeoutSeconds: 120, MaxRounds: 8},
 		Jupyter: Jupyter{Enabled: true, CullIdleSeconds: 1800},
 	}
+	c.Template = DefaultTemplate()
+	return c
 }
 
 // DefaultPrelude imports the scientific stack, with matplotlib inline.
@@ -356,6 +359,9 @@ func (c Config) Validate() error {
 		return bad("gateway.max_rounds", "must be at least 1")
 	}
 	if err := c.Jupyter.validate(); err != nil {
+		return err
+	}
+	if err := c.Template.validate(); err != nil {
 		return err
 	}
 	switch c.Log.Level {

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// testLayout writes an OCI layout of one layer: a setuid usr/bin/python3
+// and a device node.
+func testLayout(t *testing.T) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "usr/bin/python3", Typeflag: tar.TypeReg, Mode: 0o4755, Size: 2})
+	tw.Write([]byte("py"))
+	tw.WriteHeader(&tar.Header{Name: "dev/null", Typeflag: tar.TypeChar, Mode: 0o666, Devmajor: 1, Devminor: 3})
+	tw.Close()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	if err == nil {
+		err = p.AppendImage(img)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestTemplateCLI: import (progress on stderr, --json result on stdout),
+// list, inspect, rm, and the errors of each verb.
+func TestTemplateCLI(t *testing.T) {
+	data, archive := t.TempDir(), testLayout(t)
+	r := cli(t, "template", "import", archive, "--name", "py", "--data", data, "--json")
+	if r.code != 0 || !strings.Contains(r.stderr, "layer 1/1 ") || !strings.Contains(r.stderr, "unpacked") {
+		t.Fatalf("import: %+v", r)
+	}
+	var got struct {
+		Name, ID, Python string
+		RootDir          string `json:"root_dir"`
+		Skipped          struct{ Devices int }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Name != "py" || got.Python != "/usr/bin/python3" || got.Skipped.Devices != 1 {
+		t.Fatalf("import --json: %v %+v\n%s", err, got, r.stdout)
+	}
+	if fi, err := os.Stat(filepath.Join(got.RootDir, "usr/bin/python3")); err != nil || fi.Mode()&os.ModeSetuid != 0 || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("python3 in the root: %v %v", fi.Mode(), err)
+	}
+	r = cli(t, "template", "import", archive, "--name", "py", "--data", data)
+	if r.code != 1 || !strings.Contains(r.stderr, `template "py" exists`) {
+		t.Fatalf("import again: %+v", r)
+	}
+	r = cli(t, "template", "list", "--data", data)
+	if r.code != 0 || !strings.Contains(r.stdout, "py ") || !strings.Contains(r.stdout, "/usr/bin/python3") {
+		t.Fatalf("list: %+v", r)
+	}
+	r = cli(t, "template", "inspect", "py", "--data", data)
+	if r.code != 0 || !strings.Contains(r.stdout, "root:        "+got.RootDir) || !strings.Contains(r.stdout, "1 device nodes") {
+		t.Fatalf("inspect: %+v", r)
+	}
+	r = cli(t, "template", "rm", "--json", "py", "--data", data)
+	if r.code != 0 || !strings.Contains(r.stdout, `"layers": 1`) {
+		t.Fatalf("rm: %+v", r)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"import", archive}, 2, "--name is required"},
+		{[]string{"import", "--name", "x"}, 2, "give exactly one ARCHIVE"},
+		{[]string{"import", archive, "--name", "Bad/Name"}, 1, `template name "Bad/Name"`},
+		{[]string{"import", filepath.Join(data, "nope.tar"), "--name", "x"}, 1, "no such file"},
+		{[]string{"pull", "not a ref", "--name", "x"}, 1, "is not an image reference"},
+		{[]string{"inspect", "py"}, 1, `no template "py"`},
+		{[]string{"rm", "py"}, 1, `no template "py"`},
+		{[]string{"frob"}, 2, "unknown verb"},
+	} {
+		r := cli(t, append(append([]string{"template"}, c.args...), "--data", data)...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%q: code %d, stderr %q; want %d and %q", c.args, r.code, r.stderr, c.code, c.want)
+		}
+	}
+	for _, verb := range []string{"import", "pull", "build", "list", "inspect", "rm"} {
+		if r := cli(t, "template", verb, "--help"); r.code != 0 || !strings.Contains(r.stdout, "Usage: cubicle template "+verb) || !strings.Contains(r.stdout, "Example:\n  ") {
+			t.Errorf("%s --help: %+v", verb, r)
+		}
+	}
+}

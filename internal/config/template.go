@@ -1,0 +1,30 @@
+package config
+
+import "fmt"
+
+// Template configures the template store (<server.data>/templates): the
+// bounds on what one import or pull may unpack (docs/templates.md).
+type Template struct {
+	// MaxBytes bounds the uncompressed size of one image's layers (the tar
+	// streams, summed) (default 8G).
+	MaxBytes Size `toml:"max_bytes"`
+	// MaxFiles bounds the entries (files, directories, links) one image's
+	// layers may create, summed (default 500000).
+	MaxFiles int64 `toml:"max_files"`
+}
+
+// DefaultTemplate is the template section's default.
+func DefaultTemplate() Template { return Template{MaxBytes: 8 << 30, MaxFiles: 500000} }
+
+func (t Template) validate() error {
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("config: template.%s: %s", key, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case t.MaxBytes < 1<<20:
+		return bad("max_bytes", "must be at least 1M")
+	case t.MaxFiles < 1:
+		return bad("max_files", "must be at least 1")
+	}
+	return nil
+}
