@@ -244,8 +244,9 @@ func (t cpuTimes) busySince(a cpuTimes) float64 {
 const userHZ = 100
 
 // procTicks are CPU times in ticks of the processes taking part in the
-// load: this process (the client), the server, and the server's children
-// (the computers' agents, with the processes they reaped).
+// load: this process (the client), the server, and the server's
+// descendants (the computers' inits and agents, with the processes they
+// reaped).
 type procTicks struct{ client, server, computers uint64 }
 
 // readProcTicks reads procTicks; serverPID 0 (a server elsewhere) leaves
@@ -261,14 +262,30 @@ func readProcTicks(serverPID int) procTicks {
 	if c, _, ok := readStat(serverPID); ok {
 		t.server = c.own
 	}
+	// Every descendant of the server (a computer's init, its agent, the
+	// processes it runs), with what each reaped: those are gone from /proc,
+	// so nothing is counted twice.
+	type proc struct {
+		ppid  int
+		ticks uint64
+	}
+	procs := map[int]proc{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if c, ppid, ok := readStat(pid); ok && ppid == serverPID {
-			t.computers += c.own + c.children
+		if c, ppid, ok := readStat(pid); ok {
+			procs[pid] = proc{ppid, c.own + c.children}
+		}
+	}
+	for _, p := range procs {
+		for a, hops := p.ppid, 0; a > 1 && hops < 64; a, hops = procs[a].ppid, hops+1 {
+			if a == serverPID {
+				t.computers += p.ticks
+				break
+			}
 		}
 	}
 	return t
