@@ -4,7 +4,8 @@
 // computer tools) in one computer per response.
 //
 // What lives here: the request types of the supported Responses subset and
-// their strict validation, the upstream clients (upstream*.go: streamed
+// their strict validation (OpenAI's create parameters and how each upstream
+// API names them: params.go; item_reference inputs: references.go), the upstream clients (upstream*.go: streamed
 // SSE parsing, routing), the tool loop, the streaming of an upstream answer
 // into output items (turn.go, codestream.go for code deltas), where a
 // response's time went (timing.go, the Server-Timing header), the
