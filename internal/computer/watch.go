@@ -8,7 +8,8 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 )
 
-// watchEvery is how often Watch looks whether its computer is still alive.
+// watchEvery is how often Watch looks whether its computer is being torn
+// down (its agent's end, Sandbox.Done, is seen at once).
 const watchEvery = 50 * time.Millisecond
 
 // Watch returns a context of ctx that is also cancelled, with a
@@ -21,12 +22,16 @@ func (m *Manager) Watch(ctx context.Context, p governance.Principal, id string) 
 		return nil, nil, err
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
+	agentDone := l.sb.Done() // nil: the driver cannot tell; the ticker sees it
 	go func() {
 		t := time.NewTicker(watchEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-wctx.Done():
+				return
+			case <-agentDone:
+				cancel(fmt.Errorf("%w: %s was deleted or stopped while the call ran", ErrGone, id))
 				return
 			case <-t.C:
 				m.mu.Lock()
