@@ -158,24 +158,34 @@ func (f *TextFormat) validate() error {
 // for max_output_tokens, response_format for text.format,
 // reasoning_effort for reasoning.effort.
 type chatParams struct {
-	Temperature      *float64        `json:"temperature,omitempty"`
-	TopP             *float64        `json:"top_p,omitempty"`
-	MaxTokens        *int64          `json:"max_tokens,omitempty"`
-	ResponseFormat   json.RawMessage `json:"response_format,omitempty"`
-	ReasoningEffort  *string         `json:"reasoning_effort,omitempty"`
-	Verbosity        *string         `json:"verbosity,omitempty"`
-	User             *string         `json:"user,omitempty"`
-	ServiceTier      *string         `json:"service_tier,omitempty"`
-	PromptCacheKey   *string         `json:"prompt_cache_key,omitempty"`
-	SafetyIdentifier *string         `json:"safety_identifier,omitempty"`
+	sharedParams
+	MaxTokens       *int64          `json:"max_tokens,omitempty"`
+	ResponseFormat  json.RawMessage `json:"response_format,omitempty"`
+	ReasoningEffort *string         `json:"reasoning_effort,omitempty"`
+	Verbosity       *string         `json:"verbosity,omitempty"`
+}
+
+// sharedParams are the parameters both upstream APIs name as the
+// Responses API does.
+type sharedParams struct {
+	Temperature      *float64 `json:"temperature,omitempty"`
+	TopP             *float64 `json:"top_p,omitempty"`
+	User             *string  `json:"user,omitempty"`
+	ServiceTier      *string  `json:"service_tier,omitempty"`
+	PromptCacheKey   *string  `json:"prompt_cache_key,omitempty"`
+	SafetyIdentifier *string  `json:"safety_identifier,omitempty"`
+}
+
+func (p *Params) shared() sharedParams {
+	return sharedParams{Temperature: p.Temperature, TopP: p.TopP, User: p.User, ServiceTier: p.ServiceTier,
+		PromptCacheKey: p.PromptCacheKey, SafetyIdentifier: p.SafetyIdentifier}
 }
 
 func (p *Params) chat() chatParams {
 	if p == nil {
 		return chatParams{}
 	}
-	c := chatParams{Temperature: p.Temperature, TopP: p.TopP, MaxTokens: p.MaxOutputTokens, User: p.User,
-		ServiceTier: p.ServiceTier, PromptCacheKey: p.PromptCacheKey, SafetyIdentifier: p.SafetyIdentifier}
+	c := chatParams{sharedParams: p.shared(), MaxTokens: p.MaxOutputTokens}
 	if p.Reasoning != nil {
 		c.ReasoningEffort = p.Reasoning.Effort
 	}
@@ -202,26 +212,20 @@ func (p *Params) chat() chatParams {
 // responsesParams are the parameters a Responses upstream takes as they
 // are.
 type responsesParams struct {
-	Temperature      *float64   `json:"temperature,omitempty"`
-	TopP             *float64   `json:"top_p,omitempty"`
-	MaxOutputTokens  *int64     `json:"max_output_tokens,omitempty"`
-	TopLogprobs      *int       `json:"top_logprobs,omitempty"`
-	Truncation       *string    `json:"truncation,omitempty"`
-	User             *string    `json:"user,omitempty"`
-	ServiceTier      *string    `json:"service_tier,omitempty"`
-	PromptCacheKey   *string    `json:"prompt_cache_key,omitempty"`
-	SafetyIdentifier *string    `json:"safety_identifier,omitempty"`
-	Text             *Text      `json:"text,omitempty"`
-	Reasoning        *Reasoning `json:"reasoning,omitempty"`
+	sharedParams
+	MaxOutputTokens *int64     `json:"max_output_tokens,omitempty"`
+	TopLogprobs     *int       `json:"top_logprobs,omitempty"`
+	Truncation      *string    `json:"truncation,omitempty"`
+	Text            *Text      `json:"text,omitempty"`
+	Reasoning       *Reasoning `json:"reasoning,omitempty"`
 }
 
 func (p *Params) responses() responsesParams {
 	if p == nil {
 		return responsesParams{}
 	}
-	return responsesParams{Temperature: p.Temperature, TopP: p.TopP, MaxOutputTokens: p.MaxOutputTokens,
-		TopLogprobs: p.TopLogprobs, Truncation: p.Truncation, User: p.User, ServiceTier: p.ServiceTier,
-		PromptCacheKey: p.PromptCacheKey, SafetyIdentifier: p.SafetyIdentifier, Text: p.Text, Reasoning: p.Reasoning}
+	return responsesParams{sharedParams: p.shared(), MaxOutputTokens: p.MaxOutputTokens, TopLogprobs: p.TopLogprobs,
+		Truncation: p.Truncation, Text: p.Text, Reasoning: p.Reasoning}
 }
 
 // echo fills the response's copy of the parameters: the request's values,
