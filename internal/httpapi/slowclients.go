@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,7 +34,9 @@ func (a *API) withBodyDeadline(w http.ResponseWriter, r *http.Request) {
 	if rc.SetReadDeadline(time.Now().Add(a.bodyTimeout)) != nil {
 		return // the connection has no deadlines (a test recorder)
 	}
-	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, d: a.bodyTimeout}
+	b := &deadlineBody{ReadCloser: r.Body, rc: rc, d: a.bodyTimeout}
+	b.deadline.Store(time.Now().Add(a.bodyTimeout).UnixNano())
+	r.Body = b
 }
 
 type deadlineBody struct {
@@ -42,6 +45,8 @@ type deadlineBody struct {
 	d        time.Duration
 	cut      atomic.Bool
 	timedOut atomic.Bool
+	// deadline is when the body times out, in Unix nanoseconds (0: lifted).
+	deadline atomic.Int64
 	once     sync.Once
 }
 
@@ -53,23 +58,37 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, io.EOF):
-		b.once.Do(func() { b.rc.SetReadDeadline(time.Time{}) })
+		b.once.Do(func() { b.deadline.Store(0); b.rc.SetReadDeadline(time.Time{}) })
 	case errors.As(err, &ne) && ne.Timeout() && !b.cut.Load():
 		b.timedOut.Store(true)
 		return n, fmt.Errorf("%w (%s)", errBodyTimeout, b.d)
 	case n > 0 && !b.cut.Load():
-		b.rc.SetReadDeadline(time.Now().Add(b.d))
+		next := time.Now().Add(b.d)
+		b.deadline.Store(next.UnixNano())
+		b.rc.SetReadDeadline(next)
 	}
 	return n, err
 }
 
-// bodyError is err, or the 408 when r's body timed out (the server then
-// cancels the request's context too, which callers may report instead).
+// bodyError is err, or the 408 when r's body timed out. The server cancels
+// the request's context inside the read that times out, before that read
+// returns, so a caller may see the cancellation first: a cancellation past
+// the body's deadline is the timeout too.
 func bodyError(r *http.Request, err error) error {
-	if b, ok := r.Body.(*deadlineBody); ok && err != nil && b.timedOut.Load() {
+	b, ok := r.Body.(*deadlineBody)
+	if !ok || err == nil {
+		return err
+	}
+	if b.timedOut.Load() || (errors.Is(err, context.Canceled) && b.pastDeadline(time.Now())) {
 		return fmt.Errorf("%w (%s)", errBodyTimeout, b.d)
 	}
 	return err
+}
+
+// pastDeadline reports whether the body had timed out by now.
+func (b *deadlineBody) pastDeadline(now time.Time) bool {
+	d := b.deadline.Load()
+	return d != 0 && !b.cut.Load() && now.UnixNano() >= d
 }
 
 // cutBody ends the reading of r's body now (its computer is gone).
