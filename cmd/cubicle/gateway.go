@@ -7,24 +7,24 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/config"
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 // gatewayConfig turns the [gateway] section into the gateway's
 // configuration, reading the upstream keys from their environment
 // variables. A bad upstream list is a startup error naming the key
-// (gateway.upstreams[i].<key>).
-func gatewayConfig(gc config.Gateway) (gateway.Config, error) {
-	out := gateway.Config{Model: gc.Model, Timeout: time.Duration(gc.TimeoutSeconds) * time.Second,
+// (responses.upstreams[i].<key>).
+func gatewayConfig(gc config.Gateway) (responses.Config, error) {
+	out := responses.Config{Model: gc.Model, Timeout: time.Duration(gc.TimeoutSeconds) * time.Second,
 		IdleTimeout: time.Duration(gc.IdleTimeoutSeconds) * time.Second, MaxRounds: gc.MaxRounds,
 		UpstreamURL: gc.UpstreamURL, UpstreamKey: keyFromEnv(gc.UpstreamKeyEnv)}
 	for _, u := range gc.Upstreams {
-		out.Upstreams = append(out.Upstreams, gateway.UpstreamConfig{Name: u.Name, BaseURL: u.BaseURL,
+		out.Upstreams = append(out.Upstreams, responses.UpstreamConfig{Name: u.Name, BaseURL: u.BaseURL,
 			Key: keyFromEnv(u.KeyEnv), API: u.API, Models: u.Models, Default: u.Default,
 			NoStream: u.Stream != nil && !*u.Stream})
 	}
-	if err := gateway.ValidateUpstreams(out.Upstreams); err != nil {
-		return out, fmt.Errorf("config: gateway.%w", err)
+	if err := responses.ValidateUpstreams(out.Upstreams); err != nil {
+		return out, fmt.Errorf("config: responses.%w", err)
 	}
 	return out, nil
 }

@@ -17,10 +17,10 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
-	"github.com/cubicle-sandbox/cubicle/internal/kgw"
+	"github.com/cubicle-sandbox/cubicle/internal/jupyter"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
@@ -136,9 +136,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	mgr.SetImageSaver(fsvc.SaveImage)
 	api := httpapi.New(gov, mgr, st)
 	api.SetFiles(fsvc)
-	var gw *gateway.Gateway
+	var gw *responses.Gateway
 	if cfg.Gateway.Enabled() {
-		gw, err = gateway.New(gwc, mgr)
+		gw, err = responses.New(gwc, mgr)
 		if err != nil {
 			return err
 		}
@@ -148,7 +148,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		slog.Info("gateway enabled", "upstreams", len(cfg.Gateway.Upstreams), "upstream_url", cfg.Gateway.UpstreamURL)
 	}
 	if jc := cfg.Jupyter; jc.Enabled {
-		kg := kgw.New(kgw.Config{CullIdle: time.Duration(jc.CullIdleSeconds) * time.Second, MemoryMB: int64(jc.Memory) >> 20,
+		kg := jupyter.New(jupyter.Config{CullIdle: time.Duration(jc.CullIdleSeconds) * time.Second, MemoryMB: int64(jc.Memory) >> 20,
 			LifetimeSeconds: jc.LifetimeSeconds, MountRoots: jc.MountRoots}, mgr, gov)
 		defer kg.Close(context.Background())
 		kg.Routes(api.Handle)
@@ -163,7 +163,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	api.SetBodyTimeout(time.Duration(cfg.Server.BodyTimeoutSeconds) * time.Second)
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnContext: kgw.ConnContext,
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnContext: jupyter.ConnContext,
 		IdleTimeout: time.Duration(cfg.Server.IdleTimeoutSeconds) * time.Second}
 	ln = httpapi.LimitListener(ln, cfg.Server.MaxConnections)
 	go func() {

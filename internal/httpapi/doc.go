@@ -4,7 +4,7 @@
 // gateway's POST, SSE and WebSocket transports (responses*.go). It
 // translates service errors to HTTP statuses in one place (errors.go) and
 // holds no business logic. It imports internal/computer, internal/files,
-// internal/gateway, internal/governance, internal/sandbox (its error kinds and
+// internal/responses, internal/governance, internal/sandbox (its error kinds and
 // file types), internal/store, internal/tools and
 // github.com/coder/websocket.
 package httpapi

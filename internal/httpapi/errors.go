@@ -7,8 +7,8 @@ import (
 	"net/http"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
@@ -97,7 +97,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 // errorBody is err's HTTP status and client-visible body; an internal
 // error is logged and its message replaced.
 func errorBody(r *http.Request, err error) (int, apiError) {
-	var ge *gateway.Error
+	var ge *responses.Error
 	if errors.As(err, &ge) {
 		body := newAPIError(ge.Status, ge.Code, ge.Message)
 		if ge.Param != "" {

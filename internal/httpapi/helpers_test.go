@@ -19,9 +19,9 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
@@ -44,9 +44,9 @@ type env struct {
 	api   *httpapi.API
 	mgr   *computer.Manager
 	st    *sqlite.DB
-	dir   string           // data directory (SQLite file, driver state)
-	admin string           // admin secret
-	gw    *gateway.Gateway // the last gateway wired (withGatewayConfig, …)
+	dir   string             // data directory (SQLite file, driver state)
+	admin string             // admin secret
+	gw    *responses.Gateway // the last gateway wired (withGatewayConfig, …)
 }
 
 // testConfig is a small deployment: cheap computers, no warm pool.

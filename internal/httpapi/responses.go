@@ -8,23 +8,23 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 // SetGateway enables POST /v1/responses, once at wiring time; without a
 // gateway the route answers 503 gateway_not_configured.
-func (a *API) SetGateway(g *gateway.Gateway) { a.gateway.Store(g) }
+func (a *API) SetGateway(g *responses.Gateway) { a.gateway.Store(g) }
 
 // createResponse is POST /v1/responses (non-streaming).
 func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	g := a.gateway.Load()
 	if g == nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": newAPIError(http.StatusServiceUnavailable, "gateway_not_configured",
-			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[gateway.upstreams]]).")})
+			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[responses.upstreams]]).")})
 		return nil
 	}
-	var req gateway.Request
+	var req responses.Request
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -54,13 +54,13 @@ func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governanc
 
 // streamResponse sends the response's events as SSE; an error after the
 // stream started ends it with response.failed (sent by the gateway).
-func streamResponse(w http.ResponseWriter, r *http.Request, run *gateway.Run) error {
+func streamResponse(w http.ResponseWriter, r *http.Request, run *responses.Run) error {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc.Flush()
-	_, err := run.Do(r.Context(), func(ev gateway.Event) error {
+	_, err := run.Do(r.Context(), func(ev responses.Event) error {
 		data, err := json.Marshal(ev)
 		if err != nil {
 			return err
@@ -70,7 +70,7 @@ func streamResponse(w http.ResponseWriter, r *http.Request, run *gateway.Run) er
 		}
 		return rc.Flush()
 	})
-	var ge *gateway.Error
+	var ge *responses.Error
 	if err != nil && !errors.As(err, &ge) && !errors.Is(err, context.Canceled) {
 		if code, _ := status(err); code == http.StatusInternalServerError {
 			slog.ErrorContext(r.Context(), "streamed response failed", "route", r.Pattern, "err", err)

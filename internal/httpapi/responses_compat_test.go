@@ -13,7 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
+	respgw "github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 // Drop-in compatibility of the Responses gateway with what OpenAI's
@@ -22,7 +22,7 @@ import (
 
 // responseFields are the fields of OpenAI's Response object the gateway
 // returns (openai-go's responses.Response, less the ones named in
-// docs/gateway.md as not returned).
+// docs/respgw.md as not returned).
 var responseFields = []string{"id", "object", "created_at", "completed_at", "status", "background", "error",
 	"incomplete_details", "instructions", "metadata", "model", "output", "parallel_tool_calls", "temperature",
 	"tool_choice", "tools", "top_p", "max_output_tokens", "max_tool_calls", "previous_response_id", "reasoning",
@@ -39,7 +39,7 @@ func echoScript(t *testing.T, api string) *scripted {
 func newEchoEnv(t *testing.T, api string) (*env, *scripted, string) {
 	e := newEnv(t, nil)
 	up := echoScript(t, api)
-	e.withGatewayConfig(gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "u", BaseURL: up.srv.URL + "/v1",
+	e.withGatewayConfig(respgw.Config{Upstreams: []respgw.UpstreamConfig{{Name: "u", BaseURL: up.srv.URL + "/v1",
 		API: api, Default: true}}})
 	_, key := e.newKey("", computerCaps)
 	return e, up, key
@@ -49,7 +49,7 @@ func newEchoEnv(t *testing.T, api string) (*env, *scripted, string) {
 // field, with the request's values after a previous_response_id
 // follow-up, and OpenAI's defaults when the request set none.
 func TestOpenAIClientEveryResponseField(t *testing.T) {
-	e, _, key := newEchoEnv(t, gateway.APIChat)
+	e, _, key := newEchoEnv(t, respgw.APIChat)
 	client := e.sdk(key)
 	first, err := client.Responses.New(t.Context(), responses.ResponseNewParams{Model: "m",
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Hi")}})
@@ -123,7 +123,7 @@ func paramsBody() map[string]any {
 // response_format, reasoning_effort).
 func TestResponsesParamsReachUpstream(t *testing.T) {
 	t.Run("chat", func(t *testing.T) {
-		e, up, key := newEchoEnv(t, gateway.APIChat)
+		e, up, key := newEchoEnv(t, respgw.APIChat)
 		if r := e.do(key, "POST", "/v1/responses", paramsBody()); r.code != 200 {
 			t.Fatalf("create: %s", r)
 		}
@@ -146,7 +146,7 @@ func TestResponsesParamsReachUpstream(t *testing.T) {
 		}
 	})
 	t.Run("responses", func(t *testing.T) {
-		e, up, key := newEchoEnv(t, gateway.APIResponses)
+		e, up, key := newEchoEnv(t, respgw.APIResponses)
 		if r := e.do(key, "POST", "/v1/responses", paramsBody()); r.code != 200 {
 			t.Fatalf("create: %s", r)
 		}
@@ -168,7 +168,7 @@ func TestResponsesParamsReachUpstream(t *testing.T) {
 // TestResponsesParamsRefused: values OpenAI refuses, fields OpenAI does
 // not have, and state the gateway does not keep are 400s naming the field.
 func TestResponsesParamsRefused(t *testing.T) {
-	e, up, key := newEchoEnv(t, gateway.APIChat)
+	e, up, key := newEchoEnv(t, respgw.APIChat)
 	for field, value := range map[string]any{
 		"temperature":       3,
 		"top_p":             -1,
@@ -196,7 +196,7 @@ func TestResponsesParamsRefused(t *testing.T) {
 // items of the organisation's stored responses (the AI SDK's multi-turn
 // form with store on); unknown ids and other organisations' are 400s.
 func TestResponsesItemReference(t *testing.T) {
-	e, up, key := newEchoEnv(t, gateway.APIChat)
+	e, up, key := newEchoEnv(t, respgw.APIChat)
 	var first responseObj
 	e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "Hi"}).json(t, &first)
 	if len(first.Output) != 1 || first.Output[0].Type != "message" {
@@ -245,7 +245,7 @@ func TestAISDKMultiTurn(t *testing.T) {
 		}
 		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "Hello"})
 	})
-	e.withGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "m"})
+	e.withGatewayConfig(respgw.Config{UpstreamURL: up.srv.URL + "/v1", Model: "m"})
 	_, key := e.newKey("", computerCaps)
 	if _, err := os.Stat("testdata/aisdk/node_modules/ai"); err != nil {
 		t.Fatalf("the AI SDK is not installed (make test installs it: bash scripts/testdeps.sh): %v", err)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 // roles renders an upstream request's messages compactly:
@@ -34,7 +34,7 @@ func roles(req map[string]any) string {
 // earlier artifacts into the new computer, and refuses what it cannot
 // continue before any upstream call.
 func TestResponsesPreviousResponse(t *testing.T) {
-	for _, api := range []string{gateway.APIChat, gateway.APIResponses} {
+	for _, api := range []string{responses.APIChat, responses.APIResponses} {
 		t.Run(api, func(t *testing.T) { testPreviousResponse(t, api) })
 	}
 }
@@ -59,7 +59,7 @@ func testPreviousResponse(t *testing.T, api string) {
 		}
 		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "third"})
 	})
-	e.withFilesGatewayConfig(gateway.Config{Model: "test-model", Upstreams: []gateway.UpstreamConfig{
+	e.withFilesGatewayConfig(responses.Config{Model: "test-model", Upstreams: []responses.UpstreamConfig{
 		{Name: "up", BaseURL: up.srv.URL + "/v1", API: api, Default: true}}})
 	_, key := e.newKey("", computerCaps)
 	create := func(body map[string]any) responseObj {
@@ -101,7 +101,7 @@ func testPreviousResponse(t *testing.T, api string) {
 	}
 	msgs := after["messages"].([]any)
 	note := msgs[len(msgs)-1].(map[string]any)
-	if note["role"] != "system" || !strings.HasPrefix(note["content"].(string), gateway.ArtifactsNotePrefix+"/workspace/artifacts/art_") {
+	if note["role"] != "system" || !strings.HasPrefix(note["content"].(string), responses.ArtifactsNotePrefix+"/workspace/artifacts/art_") {
 		t.Fatalf("artifacts note: %v", note)
 	}
 
@@ -368,7 +368,7 @@ func TestResponsesInputFileData(t *testing.T) {
 		t.Fatalf("file_data: %s", r)
 	}
 	l := e.do(key, "GET", "/v1/files", nil)
-	if !strings.Contains(string(l.body), `"filename":"data.csv"`) || !strings.Contains(string(l.body), `"purpose":"`+gateway.UploadPurpose+`"`) {
+	if !strings.Contains(string(l.body), `"filename":"data.csv"`) || !strings.Contains(string(l.body), `"purpose":"`+responses.UploadPurpose+`"`) {
 		t.Fatalf("stored file: %s", l)
 	}
 	_, noFiles := e.newKey("", `{"tooling":{"system_tools":["computer"]},"computer":{}}`)
@@ -388,7 +388,7 @@ func TestResponsesInputFileData(t *testing.T) {
 func TestResponsesKernelStateAndRecovery(t *testing.T) {
 	e := newEnv(t, nil)
 	_, key := e.newKey("", computerCaps)
-	for _, api := range []string{gateway.APIChat, gateway.APIResponses} {
+	for _, api := range []string{responses.APIChat, responses.APIResponses} {
 		up := newScriptedAPI(t, api, func(n int, req map[string]any) (int, any) {
 			switch len(toolMessages(req)) {
 			case 0:
@@ -398,9 +398,9 @@ func TestResponsesKernelStateAndRecovery(t *testing.T) {
 			}
 			return 200, chatAnswer(map[string]any{"role": "assistant", "content": "recovered: " + lastToolMessage(req)})
 		})
-		e.withGatewayConfig(gateway.Config{Model: "m", Upstreams: []gateway.UpstreamConfig{
+		e.withGatewayConfig(responses.Config{Model: "m", Upstreams: []responses.UpstreamConfig{
 			{Name: "up", BaseURL: up.srv.URL + "/v1", API: api, Default: true}}})
-		stream := api == gateway.APIResponses
+		stream := api == responses.APIResponses
 		r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "6*7?", "tools": ciTool, "stream": stream})
 		var out responseObj
 		if stream {
@@ -448,7 +448,7 @@ func TestResponsesMaxToolCallsOneAnswer(t *testing.T) {
 	if done := sseOfType(evs, "response.output_item.done"); len(done) != 3 || done[1]["item"].(map[string]any)["status"] != "incomplete" {
 		t.Fatalf("output_item.done events: %v", done)
 	}
-	if got := toolMessages(up.requests[1]); len(got) != 2 || got[0] != "1" || got[1] != gateway.NotRunOutput ||
+	if got := toolMessages(up.requests[1]); len(got) != 2 || got[0] != "1" || got[1] != responses.NotRunOutput ||
 		up.requests[1]["tool_choice"] != "none" {
 		t.Fatalf("second upstream call: tool outputs %q, tool_choice %v", got, up.requests[1]["tool_choice"])
 	}

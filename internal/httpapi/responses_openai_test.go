@@ -12,7 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
+	respgw "github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 // The real OpenAI Go client (github.com/openai/openai-go/v3) against the
@@ -300,7 +300,7 @@ func TestOpenAIClientSendBack(t *testing.T) {
 	if got := roles(req); got != "user:What is 6*7?|assistant>code_interpreter|tool|assistant:The answer is 42|user:Thanks. And again?" {
 		t.Fatalf("replayed: %s", got)
 	}
-	if tm := toolMessages(req); !strings.HasPrefix(tm[0], "42\n"+gateway.ImageSentNote) {
+	if tm := toolMessages(req); !strings.HasPrefix(tm[0], "42\n"+respgw.ImageSentNote) {
 		t.Fatalf("replayed output: %q", tm)
 	}
 }

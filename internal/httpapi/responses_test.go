@@ -11,12 +11,12 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 // newScripted is a scripted Chat Completions upstream (see scripted).
 func newScripted(t *testing.T, step func(call int, req map[string]any) (int, any)) *scripted {
-	return newScriptedAPI(t, gateway.APIChat, step)
+	return newScriptedAPI(t, responses.APIChat, step)
 }
 
 func (s *scripted) count() int {
@@ -64,7 +64,7 @@ func sixTimesSevenStep(n int, req map[string]any) (int, any) {
 }
 
 func (e *env) withGateway(up *scripted) {
-	e.withGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"})
+	e.withGatewayConfig(responses.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"})
 }
 
 type respItem struct {
@@ -375,11 +375,11 @@ func TestResponsesStreamingUpstreamError(t *testing.T) {
 // withFilesGateway wires the files service (as serve does) and a gateway
 // copying input files.
 func (e *env) withFilesGateway(up *scripted) {
-	e.withFilesGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"})
+	e.withFilesGatewayConfig(responses.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"})
 }
 
 // withFilesGatewayConfig is withFilesGateway with any gateway config.
-func (e *env) withFilesGatewayConfig(cfg gateway.Config) {
+func (e *env) withFilesGatewayConfig(cfg responses.Config) {
 	b, err := blob.NewDir(filepath.Join(e.dir, "blobs"))
 	if err != nil {
 		e.t.Fatal(err)
@@ -388,7 +388,7 @@ func (e *env) withFilesGatewayConfig(cfg gateway.Config) {
 	e.mgr.SetExporter(svc.Export)
 	e.mgr.SetImageSaver(svc.SaveImage)
 	e.api.SetFiles(svc)
-	g, err := gateway.New(cfg, e.mgr)
+	g, err := responses.New(cfg, e.mgr)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -544,7 +544,7 @@ func TestResponsesInputFile(t *testing.T) {
 	path := "/workspace/inputs/" + fileID + "/data.csv"
 	msgs := up.requests[1]["messages"].([]any)
 	last := msgs[len(msgs)-1].(map[string]any)
-	if last["role"] != "system" || last["content"] != gateway.InputsNotePrefix+path {
+	if last["role"] != "system" || last["content"] != responses.InputsNotePrefix+path {
 		t.Fatalf("system note: %v", last)
 	}
 	first := up.requests[0]["messages"].([]any)
@@ -675,7 +675,7 @@ func TestResponsesImageArtifacts(t *testing.T) {
 	t.Run("public URL", func(t *testing.T) {
 		e := newEnv(t, nil)
 		up := plotScript(t)
-		e.withFilesGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model", PublicURL: "https://cubicle.example.com"})
+		e.withFilesGatewayConfig(responses.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model", PublicURL: "https://cubicle.example.com"})
 		_, key := e.newKey("", computerCaps)
 		r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "plot", "tools": ciTool,
 			"include": []any{"code_interpreter_call.outputs"}})
@@ -819,7 +819,7 @@ func TestResponsesMaxRounds(t *testing.T) {
 	up := newScripted(t, func(n int, req map[string]any) (int, any) {
 		return 200, toolCallAnswer("code_interpreter", `{"code":"print(1)"}`)
 	})
-	e.withGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "m", MaxRounds: 2})
+	e.withGatewayConfig(responses.Config{UpstreamURL: up.srv.URL + "/v1", Model: "m", MaxRounds: 2})
 	_, key := e.newKey("", computerCaps)
 	r := e.do(key, "POST", "/v1/responses", map[string]any{"input": "loop", "tools": ciTool})
 	var out struct {

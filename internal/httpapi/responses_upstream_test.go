@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 // sseOfType returns the SSE events of type typ.
@@ -175,9 +175,9 @@ func TestResponsesResponsesUpstream(t *testing.T) {
 	e := newEnv(t, nil)
 	_, key := e.newKey("", computerCaps)
 	for _, stream := range []bool{true, false} {
-		up := newScriptedAPI(t, gateway.APIResponses, sixTimesSevenStep)
-		e.withGatewayConfig(gateway.Config{Model: "m", Upstreams: []gateway.UpstreamConfig{{Name: "r",
-			BaseURL: up.srv.URL + "/v1", API: gateway.APIResponses, Default: true, NoStream: !stream}}})
+		up := newScriptedAPI(t, responses.APIResponses, sixTimesSevenStep)
+		e.withGatewayConfig(responses.Config{Model: "m", Upstreams: []responses.UpstreamConfig{{Name: "r",
+			BaseURL: up.srv.URL + "/v1", API: responses.APIResponses, Default: true, NoStream: !stream}}})
 		r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "6*7?", "tools": ciTool, "stream": true})
 		evs := sseEvents(t, r.body)
 		out := finalResponse(t, evs)
@@ -220,12 +220,12 @@ func TestResponsesRouting(t *testing.T) {
 		}
 	}
 	a := newScripted(t, answer("from a"))
-	b := newScriptedAPI(t, gateway.APIResponses, answer("from b"))
-	ups := []gateway.UpstreamConfig{
+	b := newScriptedAPI(t, responses.APIResponses, answer("from b"))
+	ups := []responses.UpstreamConfig{
 		{Name: "a", BaseURL: a.srv.URL + "/v1", Models: []string{"alpha", "beta*"}, NoStream: true},
-		{Name: "b", BaseURL: b.srv.URL + "/v1", API: gateway.APIResponses, Models: []string{"beta-exact"}, Default: true},
+		{Name: "b", BaseURL: b.srv.URL + "/v1", API: responses.APIResponses, Models: []string{"beta-exact"}, Default: true},
 	}
-	e.withGatewayConfig(gateway.Config{Upstreams: ups})
+	e.withGatewayConfig(responses.Config{Upstreams: ups})
 	for model, want := range map[string]string{"alpha": "from a", "beta-2": "from a", "beta-exact": "from b", "other": "from b"} {
 		r := e.do(key, "POST", "/v1/responses", map[string]any{"model": model, "input": "hi"})
 		var out responseObj
@@ -239,7 +239,7 @@ func TestResponsesRouting(t *testing.T) {
 		t.Fatalf("calls a %d, b %d; a's request %v", a.count(), b.count(), a.rawRequest(0))
 	}
 	ups[1].Default = false
-	e.withGatewayConfig(gateway.Config{Upstreams: ups})
+	e.withGatewayConfig(responses.Config{Upstreams: ups})
 	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "other", "input": "hi"})
 	if er := r.wantError(t, 400, ""); er.Error.Param == nil || *er.Error.Param != "model" {
 		t.Fatalf("unknown model: %s", r)
@@ -249,21 +249,21 @@ func TestResponsesRouting(t *testing.T) {
 	}
 	// A bad list is refused, naming the key.
 	for _, c := range []struct {
-		up   gateway.UpstreamConfig
+		up   responses.UpstreamConfig
 		want string
 	}{
-		{gateway.UpstreamConfig{Name: "c", BaseURL: "http://x/v1", API: "completions", Default: true}, "upstreams[0].api"},
-		{gateway.UpstreamConfig{Name: "c", BaseURL: "x/v1", Default: true}, "upstreams[0].base_url"},
-		{gateway.UpstreamConfig{Name: "c", BaseURL: "http://x/v1"}, "upstreams[0].models"},
-		{gateway.UpstreamConfig{Name: "c", BaseURL: "http://x/v1", Models: []string{"[a"}}, "upstreams[0].models"},
+		{responses.UpstreamConfig{Name: "c", BaseURL: "http://x/v1", API: "completions", Default: true}, "upstreams[0].api"},
+		{responses.UpstreamConfig{Name: "c", BaseURL: "x/v1", Default: true}, "upstreams[0].base_url"},
+		{responses.UpstreamConfig{Name: "c", BaseURL: "http://x/v1"}, "upstreams[0].models"},
+		{responses.UpstreamConfig{Name: "c", BaseURL: "http://x/v1", Models: []string{"[a"}}, "upstreams[0].models"},
 	} {
-		if _, err := gateway.New(gateway.Config{Upstreams: []gateway.UpstreamConfig{c.up}}, e.mgr); err == nil ||
+		if _, err := responses.New(responses.Config{Upstreams: []responses.UpstreamConfig{c.up}}, e.mgr); err == nil ||
 			!strings.Contains(err.Error(), c.want) {
 			t.Fatalf("%+v: %v, want %s", c.up, err, c.want)
 		}
 	}
-	dup := []gateway.UpstreamConfig{ups[0], ups[0]}
-	if _, err := gateway.New(gateway.Config{Upstreams: dup}, e.mgr); err == nil || !strings.Contains(err.Error(), "upstreams[1].name") {
+	dup := []responses.UpstreamConfig{ups[0], ups[0]}
+	if _, err := responses.New(responses.Config{Upstreams: dup}, e.mgr); err == nil || !strings.Contains(err.Error(), "upstreams[1].name") {
 		t.Fatalf("duplicate name: %v", err)
 	}
 }
@@ -329,7 +329,7 @@ func TestResponsesUpstreamStall(t *testing.T) {
 			}
 		}
 	})
-	e.withGatewayConfig(gateway.Config{UpstreamURL: up.srv.URL + "/v1", Model: "m", IdleTimeout: 300 * time.Millisecond})
+	e.withGatewayConfig(responses.Config{UpstreamURL: up.srv.URL + "/v1", Model: "m", IdleTimeout: 300 * time.Millisecond})
 	r := e.do(key, "POST", "/v1/responses", map[string]any{"input": "hi", "stream": true})
 	evs := sseEvents(t, r.body)
 	out := finalResponse(t, evs)

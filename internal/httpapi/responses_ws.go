@@ -15,8 +15,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 // WebSocket mode of /v1/responses (GET with an upgrade, as openai-go's
@@ -44,7 +44,7 @@ func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governan
 	g := a.gateway.Load()
 	if g == nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": newAPIError(http.StatusServiceUnavailable, "gateway_not_configured",
-			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[gateway.upstreams]]).")})
+			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[responses.upstreams]]).")})
 		return nil
 	}
 	if r.Header.Get("Upgrade") == "" {
@@ -170,7 +170,7 @@ func (s *socket) fail(err error, streamID string) {
 }
 
 // serve runs one frame: a response.create to completion, or an error event.
-func (s *socket) serve(g *gateway.Gateway, p governance.Principal, f wsFrame) {
+func (s *socket) serve(g *responses.Gateway, p governance.Principal, f wsFrame) {
 	if f.typ != websocket.MessageText {
 		s.fail(fmt.Errorf("%w: send JSON events as text frames", errBadRequest), "")
 		return
@@ -200,7 +200,7 @@ func (s *socket) serve(g *gateway.Gateway, p governance.Principal, f wsFrame) {
 	delete(fields, "type")
 	delete(fields, "stream_id")
 	body, _ := json.Marshal(fields)
-	var req gateway.Request
+	var req responses.Request
 	if err := decodeFrom(bytes.NewReader(body), &req); err != nil {
 		s.fail(err, streamID)
 		return
@@ -214,13 +214,13 @@ func (s *socket) serve(g *gateway.Gateway, p governance.Principal, f wsFrame) {
 	// After the response's last event; the next response does not wait
 	// for the delete.
 	defer run.Close(s.ctx)
-	_, err = run.Do(s.ctx, func(ev gateway.Event) error {
+	_, err = run.Do(s.ctx, func(ev responses.Event) error {
 		if streamID != "" {
 			ev.Fields["stream_id"] = streamID
 		}
 		return s.send(ev)
 	})
-	var ge *gateway.Error
+	var ge *responses.Error
 	if err != nil && !errors.As(err, &ge) && !errors.Is(err, context.Canceled) {
 		if code, _ := status(err); code == http.StatusInternalServerError {
 			slog.ErrorContext(s.ctx, "response over WebSocket failed", "err", err)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
@@ -24,7 +24,7 @@ type API struct {
 	tools *tools.Registry
 	files atomic.Pointer[files.Service] // nil: files and artifacts are not configured
 	// gateway serves /v1/responses; nil: no upstream is configured.
-	gateway atomic.Pointer[gateway.Gateway]
+	gateway atomic.Pointer[responses.Gateway]
 	ready   atomic.Bool
 	mux     *http.ServeMux
 	// sockets are the Responses WebSocket connections, hijacked from the
@@ -44,7 +44,7 @@ func New(gov *governance.Service, comp *computer.Manager, st store.Store) *API {
 }
 
 // Handle adds a route served on the same listener by another transport
-// (the Jupyter Kernel Gateway API, internal/kgw), which does its own
+// (the Jupyter Kernel Gateway API, internal/jupyter), which does its own
 // authentication. Call it at wiring time, before serving.
 func (a *API) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
 

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cubicle-sandbox/cubicle/internal/gateway"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 // scripted is an OpenAI-compatible upstream answering from a script, in
-// either API (gateway.APIChat: /v1/chat/completions, gateway.APIResponses:
+// either API (responses.APIChat: /v1/chat/completions, responses.APIResponses:
 // /v1/responses), streamed (SSE, text word by word, tool arguments in
 // 4-byte fragments) when the request says stream: true, whole otherwise.
 //
@@ -36,7 +36,7 @@ type scripted struct {
 func newScriptedAPI(t *testing.T, api string, step func(call int, req map[string]any) (int, any)) *scripted {
 	s := &scripted{}
 	path := "/v1/chat/completions"
-	if api == gateway.APIResponses {
+	if api == responses.APIResponses {
 		path = "/v1/responses"
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +48,7 @@ func newScriptedAPI(t *testing.T, api string, step func(call int, req map[string
 		var raw map[string]any
 		json.Unmarshal(b, &raw)
 		req := raw
-		if api == gateway.APIResponses {
+		if api == responses.APIResponses {
 			req = chatFromResponses(raw)
 		}
 		s.mu.Lock()
@@ -65,7 +65,7 @@ func newScriptedAPI(t *testing.T, api string, step func(call int, req map[string
 		answer, _ := body.(map[string]any)
 		stream := raw["stream"] == true
 		if code != 200 || !stream {
-			if code == 200 && api == gateway.APIResponses {
+			if code == 200 && api == responses.APIResponses {
 				body = responsesFromChat(answer)
 			}
 			w.Header().Set("Content-Type", "application/json")
@@ -74,7 +74,7 @@ func newScriptedAPI(t *testing.T, api string, step func(call int, req map[string
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		if api == gateway.APIResponses {
+		if api == responses.APIResponses {
 			writeResponsesSSE(w, answer)
 		} else {
 			writeChatSSE(w, answer)
@@ -237,8 +237,8 @@ func chatFromResponses(raw map[string]any) map[string]any {
 }
 
 // withGatewayConfig wires a gateway with cfg (the test's model default).
-func (e *env) withGatewayConfig(cfg gateway.Config) {
-	g, err := gateway.New(cfg, e.mgr)
+func (e *env) withGatewayConfig(cfg responses.Config) {
+	g, err := responses.New(cfg, e.mgr)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func (e *env) withGatewayConfig(cfg gateway.Config) {
 
 // setGateway serves g; at cleanup (before the server's) it waits for the
 // computers its responses delete after answering.
-func (e *env) setGateway(g *gateway.Gateway) {
+func (e *env) setGateway(g *responses.Gateway) {
 	e.gw = g
 	e.api.SetGateway(g)
 	e.t.Cleanup(func() {

@@ -1,0 +1,94 @@
+package jupyter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/coder/websocket"
+
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+)
+
+// channels serves GET /api/kernels/{id}/channels: the WebSocket that
+// carries every channel of the kernel: jupyter_server's legacy JSON and
+// binary frames, or the v1.kernel.websocket.jupyter.org protocol when the
+// client offers it (jupyter_server 1.23 and 2.x do).
+func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	k, err := s.lookup(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if n := k.connections(); n >= maxConns {
+		return fmt.Errorf("%w: the kernel already has %d connections", errTooMany, n)
+	}
+	noDelay(r.Context())
+	limit := s.queueBytes.Load()
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled,
+		Subprotocols: []string{SubprotocolV1}})
+	if err != nil {
+		return nil // Accept has answered
+	}
+	ws.SetReadLimit(maxClientMessage)
+	c := newConn(ws, limit)
+	c.v1 = ws.Subprotocol() == SubprotocolV1
+	if !k.attach(c) {
+		ws.Close(websocket.StatusGoingAway, "the kernel is gone")
+		return nil
+	}
+	defer k.detach(c)
+	go c.writeLoop()
+	ctx := context.WithoutCancel(r.Context())
+	warned := false
+	for {
+		typ, data, err := ws.Read(ctx)
+		if err != nil {
+			c.kill(websocket.StatusNormalClosure, "")
+			return nil
+		}
+		cf, err := decodeClient(typ, data, c.v1)
+		if err != nil {
+			slog.DebugContext(ctx, "jupyter: ignored a client message", "kernel", k.id, "err", truncate(err.Error(), 200))
+			continue
+		}
+		if cf.noChannel && !warned {
+			warned = true
+			slog.WarnContext(ctx, "jupyter: a client message names no channel; assuming shell, as jupyter_server does (later ones are not logged)", "kernel", k.id)
+		}
+		m, msgID := cf.msg, cf.msgID
+		if err := k.send(ctx, c, m, msgID); err != nil {
+			if errors.Is(err, errDead) {
+				// The client saw the "dead" status; a restart revives the
+				// kernel. Its request is answered, so that it does not wait.
+				for _, r := range deadReplies(m) {
+					if f, err := encodeKernel(r); err == nil {
+						c.enqueue(f)
+					}
+				}
+				continue
+			}
+			slog.DebugContext(ctx, "jupyter: relay a client message", "kernel", k.id, "err", err)
+		}
+	}
+}
+
+type connKey struct{}
+
+// ConnContext keeps each connection in its requests' context (set it as
+// http.Server.ConnContext), so that the channels WebSocket can set
+// TCP_NODELAY on it: with Nagle's algorithm a reply waits ~40 ms for the
+// client's delayed ACK, which is most of jupyter_server's round trip.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// noDelay sets TCP_NODELAY on the request's connection (Go already does
+// for the TCP connections it accepts; this states it where it matters).
+func noDelay(ctx context.Context) {
+	if tc, ok := ctx.Value(connKey{}).(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+}

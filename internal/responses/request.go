@@ -1,0 +1,301 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
+)
+
+// Request is the supported subset of a Responses API request. Decode it
+// strictly (unknown fields are errors), then call Validate.
+type Request struct {
+	Model        string            `json:"model"`
+	Input        json.RawMessage   `json:"input"`
+	Instructions *string           `json:"instructions"`
+	Tools        []json.RawMessage `json:"tools"`
+	ToolChoice   json.RawMessage   `json:"tool_choice"`
+	MaxToolCalls *int              `json:"max_tool_calls"`
+	// ParallelToolCalls is echoed and passed to the upstream; gateway
+	// tools always run one after another in model order.
+	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
+	Stream            *bool             `json:"stream"`
+	Store             *bool             `json:"store"`
+	Metadata          map[string]string `json:"metadata"`
+	Include           []string          `json:"include"`
+	// PreviousResponseID continues a stored response of the same
+	// organisation: its conversation is replayed before Input.
+	PreviousResponseID *string `json:"previous_response_id"`
+	Params
+	// Conversation and Prompt name objects stored at OpenAI (a
+	// conversation, a prompt template) that the gateway does not have.
+	Conversation json.RawMessage `json:"conversation"`
+	Prompt       json.RawMessage `json:"prompt"`
+	// Newer options accepted without effect (objects, unchecked inside).
+	Moderation         json.RawMessage `json:"moderation"`
+	AccessPrograms     json.RawMessage `json:"access_programs"`
+	Image              json.RawMessage `json:"image"`
+	PromptCacheOptions json.RawMessage `json:"prompt_cache_options"`
+	// Origin is scheme://host of the HTTP request (set by the transport),
+	// for absolute URLs when no public URL is configured.
+	Origin string `json:"-"`
+}
+
+// IncludeOutputs is the include value that returns code_interpreter_call outputs.
+const IncludeOutputs = "code_interpreter_call.outputs"
+
+// plan is a validated request, ready for the upstream.
+type plan struct {
+	model           string
+	messages        []chatMessage
+	tools           []chatTool
+	toolChoice      json.RawMessage
+	codeInterpreter bool            // the gateway's code_interpreter is offered
+	clientFuncs     map[string]bool // client function names
+	gatewayTools    map[string]bool // gateway function tools (builtin__computer_*, python)
+	fileIDs         []string        // input_file ids of the input, in order, deduplicated
+	images          []imageRef      // input_image parts by file_id, resolved in Begin
+	uploads         []upload        // input_file parts by file_data, stored in Begin
+	// inputStart is where the conversation starts in messages (after the
+	// instructions): what a stored response keeps to be continued.
+	inputStart int
+	previousID string // previous_response_id
+	// previous is the continued response's conversation (loaded in Begin).
+	previous       *conversation
+	parallel       *bool
+	maxToolCalls   int // 0: unlimited
+	includeOutputs bool
+	metadata       map[string]string
+	stream         bool
+	params         *Params
+}
+
+// strict decodes raw into v, refusing unknown fields; the error names
+// param + "." + the field.
+func strict(raw json.RawMessage, v any, param string) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		msg := err.Error()
+		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			f = strings.Trim(f, `"`)
+			return invalid(param+"."+f, "unknown or unsupported field %s.%s", param, f)
+		}
+		var te *json.UnmarshalTypeError
+		if ok := asType(err, &te); ok && te.Field != "" {
+			return invalid(param+"."+te.Field, "%s.%s must be %s", param, te.Field, te.Type)
+		}
+		return invalid(param, "%s is malformed: %v", param, err)
+	}
+	return nil
+}
+
+func asType(err error, te **json.UnmarshalTypeError) bool {
+	t, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*te = t
+	}
+	return ok
+}
+
+// validate checks r and builds the upstream plan. computers reports
+// whether the caller may use computer tools; it is checked before any
+// upstream call.
+func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
+	p := &plan{model: r.Model, clientFuncs: map[string]bool{}, gatewayTools: map[string]bool{}, parallel: r.ParallelToolCalls, metadata: r.Metadata, stream: r.Stream != nil && *r.Stream, params: &r.Params}
+	if p.model == "" {
+		p.model = defaultModel
+	}
+	if p.model == "" {
+		return nil, invalid("model", "model is required (this deployment has no default model)")
+	}
+	if err := r.Params.validate(); err != nil {
+		return nil, err
+	}
+	if err := r.unsupported(); err != nil {
+		return nil, err
+	}
+	if len(r.Metadata) > 16 {
+		return nil, invalid("metadata", "metadata holds at most 16 keys")
+	}
+	for k, v := range r.Metadata {
+		if len(k) > 64 || len(v) > 512 {
+			return nil, invalid("metadata", "metadata keys are at most 64 characters and values 512")
+		}
+	}
+	for i, inc := range r.Include {
+		if inc != IncludeOutputs {
+			return nil, invalid(fmt.Sprintf("include[%d]", i), "unsupported include %q; only %q is supported", inc, IncludeOutputs)
+		}
+		p.includeOutputs = true
+	}
+	if r.MaxToolCalls != nil {
+		if *r.MaxToolCalls < 1 {
+			return nil, invalid("max_tool_calls", "max_tool_calls must be at least 1")
+		}
+		p.maxToolCalls = *r.MaxToolCalls
+	}
+	if err := p.parseTools(r.Tools); err != nil {
+		return nil, err
+	}
+	if (p.codeInterpreter || len(p.gatewayTools) > 0) && !computers {
+		return nil, &Error{Status: 400, Code: "computer_not_configured", Message: NotConfiguredSentence, Param: "tools"}
+	}
+	if err := p.parseToolChoice(r.ToolChoice); err != nil {
+		return nil, err
+	}
+	if r.Instructions != nil && *r.Instructions != "" {
+		p.messages = append(p.messages, chatMessage{Role: "system", Content: ptr(*r.Instructions)})
+	}
+	in, err := parseInput(r.Input)
+	if err != nil {
+		return nil, err
+	}
+	p.inputStart = len(p.messages)
+	for _, ref := range in.images {
+		ref.msg += p.inputStart
+		p.images = append(p.images, ref)
+	}
+	p.messages = append(p.messages, in.messages...)
+	p.fileIDs = in.fileIDs
+	p.uploads = in.uploads
+	if r.PreviousResponseID != nil {
+		if *r.PreviousResponseID == "" {
+			return nil, invalid("previous_response_id", "previous_response_id must not be empty")
+		}
+		p.previousID = *r.PreviousResponseID
+	}
+	return p, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (p *plan) parseTools(raw []json.RawMessage) error {
+	for i, t := range raw {
+		param := fmt.Sprintf("tools[%d]", i)
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(t, &head); err != nil {
+			return invalid(param, "%s must be an object with a type", param)
+		}
+		switch head.Type {
+		case "code_interpreter":
+			var ci struct {
+				Type      string          `json:"type"`
+				Container json.RawMessage `json:"container"`
+			}
+			if err := strict(t, &ci, param); err != nil {
+				return err
+			}
+			var c struct {
+				Type string `json:"type"`
+			}
+			if len(ci.Container) == 0 || strict(ci.Container, &c, param+".container") != nil || c.Type != "auto" {
+				return invalid(param+".container", `only {"type":"auto"} is supported as the code_interpreter container`)
+			}
+			if p.codeInterpreter {
+				return invalid(param, "code_interpreter is declared twice")
+			}
+			p.codeInterpreter = true
+			ciTool := tools.CodeInterpreterTool()
+			def := ciTool.Definition()
+			p.tools = append(p.tools, chatTool{Type: "function", Function: chatFunction{Name: def.Function.Name,
+				Description: def.Function.Description, Parameters: def.Function.Parameters, Strict: ptr(true)}})
+		case "tool":
+			var gt struct {
+				Type string `json:"type"`
+				Name string `json:"name"`
+			}
+			if err := strict(t, &gt, param); err != nil {
+				return err
+			}
+			matched := gatewayToolset.Match(gt.Name)
+			if len(matched) == 0 {
+				return invalid(param+".name", "unknown gateway tool %q; supported: %s, the toolset builtin__computer_*",
+					gt.Name, strings.Join(gatewayToolset.Names(), ", "))
+			}
+			for _, tl := range matched {
+				if p.gatewayTools[tl.Name] {
+					continue // named twice (e.g. exactly and by the toolset): offered once
+				}
+				p.gatewayTools[tl.Name] = true
+				def := tl.Definition()
+				p.tools = append(p.tools, chatTool{Type: "function", Function: chatFunction{Name: def.Function.Name,
+					Description: def.Function.Description, Parameters: def.Function.Parameters, Strict: ptr(true)}})
+			}
+		case "function":
+			var f struct {
+				Type        string          `json:"type"`
+				Name        string          `json:"name"`
+				Description *string         `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+				Strict      *bool           `json:"strict"`
+			}
+			if err := strict(t, &f, param); err != nil {
+				return err
+			}
+			if f.Name == "" {
+				return invalid(param+".name", "a function tool needs a name")
+			}
+			if p.clientFuncs[f.Name] {
+				return invalid(param+".name", "function %q is declared twice", f.Name)
+			}
+			p.clientFuncs[f.Name] = true
+			ft := chatFunction{Name: f.Name, Parameters: f.Parameters, Strict: f.Strict}
+			if f.Description != nil {
+				ft.Description = *f.Description
+			}
+			p.tools = append(p.tools, chatTool{Type: "function", Function: ft})
+		default:
+			return invalid(param+".type", "unsupported tool type %q; supported: code_interpreter, tool, function", head.Type)
+		}
+	}
+	if p.codeInterpreter && p.clientFuncs[tools.CodeInterpreterName] {
+		return invalid("tools", "the function name %q collides with the gateway's code_interpreter tool", tools.CodeInterpreterName)
+	}
+	for name := range p.gatewayTools {
+		if p.clientFuncs[name] {
+			return invalid("tools", "the function name %q collides with the gateway tool of that name", name)
+		}
+	}
+	return nil
+}
+
+// gatewayToolset holds the gateway's function tools a request may name
+// with {"type":"tool","name":…}: the computer tools and python (not
+// code_interpreter, which has its own tool type).
+var gatewayToolset = tools.NewRegistry(tools.ExecTool(), tools.WriteFileTool(), tools.ReadFileTool(), tools.PythonTool())
+
+func (p *plan) parseToolChoice(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "auto", "none", "required":
+			p.toolChoice = raw
+			return nil
+		}
+		return invalid("tool_choice", "tool_choice must be auto, none, required or a function")
+	}
+	var c struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if err := strict(raw, &c, "tool_choice"); err != nil {
+		return err
+	}
+	switch {
+	case c.Type == "code_interpreter" && p.codeInterpreter:
+		c.Name = tools.CodeInterpreterName
+	case c.Type == "function" && (p.clientFuncs[c.Name] || p.gatewayTools[c.Name]):
+	default:
+		return invalid("tool_choice", "tool_choice must name a declared tool")
+	}
+	p.toolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
+	return nil
+}
