@@ -1,0 +1,104 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+func computerPath(id string) string { return "/v1/computers/" + url.PathEscape(id) }
+
+// Create makes a computer (POST /v1/computers).
+func (c *Client) Create(ctx context.Context, req CreateRequest) (Computer, error) {
+	var v Computer
+	_, err := c.Do(ctx, http.MethodPost, "/v1/computers", req, http.StatusCreated, &v)
+	if err == nil && v.ID == "" {
+		err = fmt.Errorf("POST /v1/computers: the answer names no computer")
+	}
+	return v, err
+}
+
+// Get reads a computer.
+func (c *Client) Get(ctx context.Context, id string) (Computer, error) {
+	var v Computer
+	_, err := c.Do(ctx, http.MethodGet, computerPath(id), nil, http.StatusOK, &v)
+	return v, err
+}
+
+// List lists the key's computers: the alive ones, or all with all.
+func (c *Client) List(ctx context.Context, all bool) ([]Computer, error) {
+	path := "/v1/computers"
+	if all {
+		path += "?status=all"
+	}
+	var l struct {
+		Data []Computer `json:"data"`
+	}
+	_, err := c.Do(ctx, http.MethodGet, path, nil, http.StatusOK, &l)
+	return l.Data, err
+}
+
+// Delete deletes a computer (204).
+func (c *Client) Delete(ctx context.Context, id string) error {
+	_, err := c.Do(ctx, http.MethodDelete, computerPath(id), nil, http.StatusNoContent, nil)
+	return err
+}
+
+// Exec runs a process and returns its end and output (unary JSON).
+func (c *Client) Exec(ctx context.Context, id string, req ExecRequest) (ExecResult, error) {
+	var res ExecResult
+	_, err := c.Do(ctx, http.MethodPost, computerPath(id)+"/exec", req, http.StatusOK, &res)
+	return res, err
+}
+
+// ExecStream runs a process with its output streamed: onOutput sees each
+// stdout and stderr event as it arrives; the result is the exit event.
+func (c *Client) ExecStream(ctx context.Context, id string, req ExecRequest, onOutput func(ExecOutput)) (ExecResult, error) {
+	path := computerPath(id) + "/exec"
+	var exit *ExecResult
+	err := c.Stream(ctx, path, req, func(ev Event) error {
+		switch ev.Name {
+		case "stdout", "stderr":
+			var d struct {
+				Data *string `json:"data"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil || d.Data == nil {
+				return fmt.Errorf("bad %s event %.100q: %v", ev.Name, ev.Data, err)
+			}
+			onOutput(ExecOutput{Stream: ev.Name, Data: *d.Data})
+		case "exit":
+			exit = new(ExecResult)
+			if err := json.Unmarshal(ev.Data, exit); err != nil {
+				return fmt.Errorf("bad exit event: %w", err)
+			}
+			return Stop
+		case "error":
+			return eventError(http.MethodPost, path, ev.Data)
+		}
+		return nil
+	})
+	if err == nil && exit == nil {
+		err = fmt.Errorf("POST %s: the event stream ended without an exit event", path)
+	}
+	if err != nil {
+		return ExecResult{}, err
+	}
+	return *exit, nil
+}
+
+// Metrics reads GET /metrics (Prometheus text).
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	const path = "/metrics"
+	res, err := c.send(ctx, http.MethodGet, path, nil, "text/plain")
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	b, err := c.readAnswer(http.MethodGet, path, res)
+	if err == nil && res.StatusCode != http.StatusOK {
+		err = decodeError(http.MethodGet, path, res.StatusCode, b)
+	}
+	return b, err
+}
