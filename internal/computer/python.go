@@ -133,26 +133,19 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 	}
 	var saveErr error
 	timeout := governance.Clamp(req.Timeout, l.execLimit)
-	cells := make([]CellView, len(req.Cells))
-	outs := make([]*kernel.Accumulator, len(req.Cells))
-	for i, c := range req.Cells {
-		cells[i] = CellView{Index: i, Title: c.Title}
-		outs[i] = kernel.NewAccumulator(m.cfg.MaxOutputBytes)
-	}
+	ans := NewPythonAnswer(req.Cells, m.cfg.MaxOutputBytes)
+	artifacts := make([][]tools.Artifact, len(req.Cells))
 	start := time.Now()
 	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: req.Cells, Timeout: sandbox.Millis(time.Duration(timeout) * time.Second),
 		Cwd: req.Cwd, Reset: req.Reset, Mode: req.Mode, Prelude: m.cfg.Prelude, MaxOutput: m.cfg.MaxOutputBytes},
 		func(o sandbox.PythonOutput) {
-			if o.Cell >= 0 && o.Cell < len(cells) {
-				outs[o.Cell].Add(o.Output)
-				if save != nil && len(o.Output.PNG) > 0 && saveErr == nil {
-					name := fmt.Sprintf("cell%d-image%d.png", o.Cell+1, len(cells[o.Cell].Artifacts)+1)
-					a, err := save(context.WithoutCancel(ctx), p, id, name, o.Output.PNG)
-					if err != nil {
-						saveErr = err
-					} else {
-						cells[o.Cell].Artifacts = append(cells[o.Cell].Artifacts, a)
-					}
+			if ans.Add(o) && save != nil && len(o.Output.PNG) > 0 && saveErr == nil {
+				name := fmt.Sprintf("cell%d-image%d.png", o.Cell+1, len(artifacts[o.Cell])+1)
+				a, err := save(context.WithoutCancel(ctx), p, id, name, o.Output.PNG)
+				if err != nil {
+					saveErr = err
+				} else {
+					artifacts[o.Cell] = append(artifacts[o.Cell], a)
 				}
 			}
 			if stream != nil {
@@ -176,23 +169,12 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		}
 		return PythonResult{}, m.callError(ctx, id, err)
 	}
-	for i := range cells {
-		cells[i].Outputs = outs[i].Outputs()
-	}
-	for _, c := range res.Cells {
-		if c.Index >= 0 && c.Index < len(cells) {
-			cells[c.Index].Status, cells[c.Index].ExecutionCount = c.Status, c.ExecutionCount
-			cells[c.Index].InputRequested, cells[c.Index].Truncated = c.InputRequested, c.Truncated
-		}
-	}
 	if saveErr != nil {
 		return PythonResult{}, fmt.Errorf("keep images as artifacts: %w", saveErr)
 	}
-	out := PythonResult{Status: res.Status, Cells: cells, Cancelled: res.Cancelled, TimedOut: res.TimedOut,
-		Message: res.Message, KernelRestarted: res.KernelRestarted, DurationMS: elapsed.Milliseconds()}
-	if res.FailedCell >= 0 {
-		fc := res.FailedCell
-		out.FailedCell = &fc
+	out := ans.Result(res, elapsed)
+	for i := range out.Cells {
+		out.Cells[i].Artifacts = artifacts[i]
 	}
 	return out, nil
 }
