@@ -25,7 +25,6 @@ func commands() []command {
 		{"orgs", "create and list organisations", orgsCmd},
 		{"template", "import, pull, build, list and remove templates (root filesystems)", templateCmd},
 		{"gc", "remove what crashed computers left behind", gcCmd},
-		{"bench", "measure the sandbox (vs bwrap, runc) and the HTTP API", benchCmd},
 	}
 }
 

@@ -1,35 +1,25 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"image"
-	_ "image/png" // DecodeConfig of saved images
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cubicle-sandbox/cubicle/internal/client"
+	"github.com/cubicle-sandbox/cubicle/internal/cliflag"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
-	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
-	"github.com/cubicle-sandbox/cubicle/internal/termimage"
 )
 
 const pythonUsage = `Usage: cubicle python [flags] [-c CODE | FILE]
@@ -85,20 +75,42 @@ type pythonOpts struct {
 	saveDir string
 }
 
-func pythonCmd(args []string) int {
+// pythonArgs is the parsed command line.
+type pythonArgs struct {
+	opts      pythonOpts
+	set       map[string]bool // flags given
+	code      string          // -c
+	rest      []string        // FILE
+	computer  string          // --computer
+	serverURL string
+	spec      sandbox.Spec // of a local computer
+	prelude   string
+	keep      bool
+	data      string
+}
+
+// pythonUsageError reports a bad command line in one line: exit status 2.
+func pythonUsageError(format string, a ...any) int {
+	fmt.Fprintf(os.Stderr, "cubicle python: "+format+" (see 'cubicle python --help')\n", a...)
+	return 2
+}
+
+// parsePythonArgs reads the flags; it returns an exit code when the
+// command must stop.
+func parsePythonArgs(args []string) (*pythonArgs, int, bool) {
 	fs := newFlags("python", pythonUsage)
 	code := fs.String("c", "", "run `CODE` as one cell")
 	computerID := fs.String("computer", "", "use this computer of a server instead of a fresh local one")
 	serverURL := fs.String("url", envOr("CUBICLE_URL", defaultCubicleURL), "server URL for --computer (env CUBICLE_URL)")
-	timeout := &durationFlag{30 * time.Second}
+	timeout := &cliflag.Duration{D: 30 * time.Second}
 	fs.Var(timeout, "timeout", "time limit of each call (all cells of -c/FILE, or one REPL input), 1s to 10m")
 	jsonOut := fs.Bool("json", false, "print the result as JSON instead of the outputs")
 	saveDir := fs.String("save-dir", ".", "directory for images the terminal cannot show")
 	reset := fs.Bool("reset", false, "restart the computer's kernel before the first cell (state is lost)")
 	noPrelude := fs.Bool("no-prelude", false, "local computer: skip the prelude (numpy as np, pandas as pd, matplotlib.pyplot as plt)")
-	memory := &sizeFlag{sandbox.DefaultMemory}
-	disk := &sizeFlag{sandbox.DefaultDisk}
-	var env listFlag
+	memory := &cliflag.Size{Bytes: sandbox.DefaultMemory}
+	disk := &cliflag.Size{Bytes: sandbox.DefaultDisk}
+	var env cliflag.List
 	fs.Var(memory, "memory", "local computer: memory limit")
 	fs.Var(disk, "disk", "local computer: disk size for /workspace")
 	fs.Var(&env, "env", "local computer: environment variable NAME=value (repeatable)")
@@ -106,90 +118,63 @@ func pythonCmd(args []string) int {
 	keep := fs.Bool("keep", false, "local computer: keep the workspace and print its path instead of deleting it")
 	data := fs.String("data", defaultData, "local computer: state directory for computers' disks and records")
 	if code, ok := parse(fs, args); !ok {
-		return code
+		return nil, code, false
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(os.Stderr, "cubicle python: "+format+" (see 'cubicle python --help')\n", a...)
-		return 2
-	}
-	rest := fs.Args()
+	a := &pythonArgs{set: map[string]bool{}, code: *code, rest: fs.Args(), computer: *computerID, serverURL: *serverURL,
+		spec: sandbox.DefaultSpec(), prelude: config.DefaultPrelude, keep: *keep, data: *data,
+		opts: pythonOpts{timeout: int((timeout.D + time.Second - 1) / time.Second), json: *jsonOut, reset: *reset, saveDir: *saveDir}}
+	fs.Visit(func(f *flag.Flag) { a.set[f.Name] = true })
 	switch {
-	case len(rest) > 1:
-		return usageErr("give at most one FILE, got %d arguments", len(rest))
-	case len(rest) == 1 && set["c"]:
-		return usageErr("give -c CODE or FILE, not both")
-	case timeout.d < time.Second || timeout.d > maxPythonSeconds*time.Second:
-		return usageErr("--timeout must be between 1s and %ds, got %s", maxPythonSeconds, timeout.d)
-	case *computerID == "" && set["url"]:
-		return usageErr("--url needs --computer")
+	case len(a.rest) > 1:
+		return nil, pythonUsageError("give at most one FILE, got %d arguments", len(a.rest)), false
+	case len(a.rest) == 1 && a.set["c"]:
+		return nil, pythonUsageError("give -c CODE or FILE, not both"), false
+	case timeout.D < time.Second || timeout.D > maxPythonSeconds*time.Second:
+		return nil, pythonUsageError("--timeout must be between 1s and %ds, got %s", maxPythonSeconds, timeout.D), false
+	case a.computer == "" && a.set["url"]:
+		return nil, pythonUsageError("--url needs --computer"), false
 	}
-	if *computerID != "" {
+	if a.computer != "" {
 		for _, name := range []string{"memory", "disk", "env", "cpus", "keep", "data", "no-prelude"} {
-			if set[name] {
-				return usageErr("--%s applies to a local computer, not to --computer", name)
+			if a.set[name] {
+				return nil, pythonUsageError("--%s applies to a local computer, not to --computer", name), false
 			}
 		}
+		return a, 0, true
 	}
-	opts := pythonOpts{timeout: int((timeout.d + time.Second - 1) / time.Second), json: *jsonOut, reset: *reset, saveDir: *saveDir}
+	a.spec.MemoryBytes, a.spec.DiskBytes, a.spec.CPUs, a.spec.Env = memory.Bytes, disk.Bytes, *cpus, env
+	if err := a.spec.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle python: %s\n", flagError(err))
+		return nil, 2, false
+	}
+	if *noPrelude {
+		a.prelude = ""
+	}
+	return a, 0, true
+}
 
+func pythonCmd(args []string) int {
+	a, code, ok := parsePythonArgs(args)
+	if !ok {
+		return code
+	}
 	// Check the target before reading any input.
 	var remote *remotePython
-	spec := sandbox.DefaultSpec()
-	prelude := config.DefaultPrelude
-	if *computerID != "" {
+	if a.computer != "" {
 		key := os.Getenv("CUBICLE_KEY")
 		if key == "" {
 			fmt.Fprintln(os.Stderr, "cubicle python: --computer needs an API key in the environment variable CUBICLE_KEY (it is never taken from a flag, which other users can see in ps)")
 			return 2
 		}
-		u, err := url.Parse(*serverURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageErr("--url %q is not an http:// or https:// URL", *serverURL)
+		c, err := client.New(client.Config{URL: a.serverURL, Key: key})
+		if err != nil {
+			return pythonUsageError("--url %v", err)
 		}
-		remote = &remotePython{base: strings.TrimRight(u.String(), "/"), id: *computerID, key: key, hc: &http.Client{}}
-	} else {
-		spec.MemoryBytes, spec.DiskBytes, spec.CPUs, spec.Env = memory.bytes, disk.bytes, *cpus, env
-		if err := spec.Validate(); err != nil {
-			fmt.Fprintf(os.Stderr, "cubicle python: %s\n", flagError(err))
-			return 2
-		}
-		if *noPrelude {
-			prelude = ""
-		}
+		remote = &remotePython{c: c, id: a.computer}
 	}
-
-	// What to run: -c, FILE, piped stdin, or a REPL.
-	var cells []sandbox.PythonCell
-	repl := false
-	switch {
-	case set["c"]:
-		cells = []sandbox.PythonCell{{Code: *code}}
-	case len(rest) == 1:
-		var src []byte
-		var err error
-		if rest[0] == "-" {
-			src, err = io.ReadAll(os.Stdin)
-		} else {
-			src, err = os.ReadFile(rest[0])
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "cubicle python: %v\n", err)
-			return 2
-		}
-		if cells = splitCells(string(src)); len(cells) == 0 {
-			return usageErr("%s has no code", rest[0])
-		}
-	case isTerminal(os.Stdin):
-		repl = true
-	default:
-		src, err := io.ReadAll(os.Stdin)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "cubicle python: read stdin: %v\n", err)
-			return 2
-		}
-		cells = []sandbox.PythonCell{{Code: string(src)}}
+	cells, repl, code, ok := pythonInput(a)
+	if !ok {
+		return code
 	}
 
 	// Signals are caught for the whole command, so that the local computer
@@ -201,23 +186,51 @@ func pythonCmd(args []string) int {
 	defer signal.Stop(sigc)
 
 	// Where to run it.
-	var b pyBackend
-	if *computerID != "" {
-		b = remote
-	} else {
-		lb, status := newLocalPython(sigc, spec, *data, prelude)
+	var b pyBackend = remote
+	if remote == nil {
+		lb, status := newLocalPython(sigc, a.spec, a.data, a.prelude)
 		if lb == nil {
 			return status
 		}
-		defer finish("python", lb.sb, *keep)
+		defer finish("python", lb.sb, a.keep)
 		b = lb
 	}
-
-	out := newRenderer(os.Stdout, os.Stderr, opts)
+	out := newRenderer(os.Stdout, os.Stderr, a.opts)
 	if repl {
-		return runREPL(b, opts, out, sigc)
+		return runREPL(b, a.opts, out, sigc)
 	}
-	return runCells(b, cells, opts, out, sigc)
+	return runCells(b, cells, a.opts, out, sigc)
+}
+
+// pythonInput is what to run: -c, FILE, piped stdin, or a REPL (repl).
+func pythonInput(a *pythonArgs) (cells []sandbox.PythonCell, repl bool, code int, ok bool) {
+	var src []byte
+	var err error
+	switch {
+	case a.set["c"]:
+		return []sandbox.PythonCell{{Code: a.code}}, false, 0, true
+	case len(a.rest) == 1:
+		if a.rest[0] == "-" {
+			src, err = io.ReadAll(os.Stdin)
+		} else {
+			src, err = os.ReadFile(a.rest[0])
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle python: %v\n", err)
+			return nil, false, 2, false
+		}
+		if cells = splitCells(string(src)); len(cells) == 0 {
+			return nil, false, pythonUsageError("%s has no code", a.rest[0]), false
+		}
+		return cells, false, 0, true
+	case isTerminal(os.Stdin):
+		return nil, true, 0, true
+	}
+	if src, err = io.ReadAll(os.Stdin); err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle python: read stdin: %v\n", err)
+		return nil, false, 2, false
+	}
+	return []sandbox.PythonCell{{Code: string(src)}}, false, 0, true
 }
 
 // untilSignal is a context cancelled by the first signal on sigc (see
@@ -378,503 +391,4 @@ func envOr(name, def string) string {
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
-}
-
-// pyBackend is where cells run: a local computer or a server's.
-type pyBackend interface {
-	// run makes one call; onOutput sees each output as it happens.
-	run(ctx context.Context, req computer.PythonRequest, onOutput func(sandbox.PythonOutput)) (computer.PythonResult, error)
-	// control interrupts or restarts the session kernel.
-	control(ctx context.Context, action string) error
-	// warm starts the session kernel ahead of the first input (best effort).
-	warm(ctx context.Context)
-	// describe names the computer for the REPL's banner.
-	describe() string
-	// interruptedNote completes "interrupted" (what happened to the computer).
-	interruptedNote() string
-}
-
-// collectOutputs assembles the cells of a result from the streamed outputs,
-// as the service does for its JSON answer.
-type collectOutputs struct {
-	mu    sync.Mutex
-	cells [][]kernel.Output
-}
-
-func (c *collectOutputs) add(o sandbox.PythonOutput) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if o.Cell >= 0 && o.Cell < len(c.cells) {
-		c.cells[o.Cell] = append(c.cells[o.Cell], o.Output)
-	}
-}
-
-func (c *collectOutputs) get(i int) []kernel.Output {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if i < 0 || i >= len(c.cells) || c.cells[i] == nil {
-		return []kernel.Output{}
-	}
-	return c.cells[i]
-}
-
-// localPython is a fresh computer of this host, destroyed by the caller.
-type localPython struct {
-	sb        sandbox.Sandbox
-	prelude   string
-	maxOutput int64
-}
-
-func newLocalPython(sigc <-chan os.Signal, spec sandbox.Spec, data, prelude string) (*localPython, int) {
-	ctx, stop := untilSignal(sigc)
-	defer stop()
-	drv, err := linux.New(linux.Config{StateDir: data})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "cubicle python: %v\n", err)
-		return nil, 125
-	}
-	drv.GC(ctx) // computers of killed earlier runs
-	sb, err := drv.Create(ctx, spec)
-	if err != nil {
-		if sig := caughtSignal(ctx); sig != nil {
-			fmt.Fprintln(os.Stderr, "cubicle python: interrupted")
-			return nil, signalStatus(sig)
-		}
-		fmt.Fprintf(os.Stderr, "cubicle python: %v\n", err)
-		return nil, 125
-	}
-	return &localPython{sb: sb, prelude: prelude, maxOutput: int64(config.Default().Computers.MaxOutputBytes)}, 0
-}
-
-func (l *localPython) run(ctx context.Context, req computer.PythonRequest, onOutput func(sandbox.PythonOutput)) (computer.PythonResult, error) {
-	col := &collectOutputs{cells: make([][]kernel.Output, len(req.Cells))}
-	start := time.Now()
-	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: req.Cells, Timeout: sandbox.Millis(time.Duration(req.Timeout) * time.Second),
-		Reset: req.Reset, Mode: "session", Prelude: l.prelude, MaxOutput: l.maxOutput},
-		func(o sandbox.PythonOutput) {
-			col.add(o)
-			onOutput(o)
-		})
-	if err != nil {
-		return computer.PythonResult{}, err
-	}
-	out := computer.PythonResult{Status: res.Status, Cells: make([]computer.CellView, len(req.Cells)), Cancelled: res.Cancelled,
-		TimedOut: res.TimedOut, Message: res.Message, KernelRestarted: res.KernelRestarted, DurationMS: time.Since(start).Milliseconds()}
-	for i, c := range req.Cells {
-		out.Cells[i] = computer.CellView{Index: i, Title: c.Title, Outputs: col.get(i)}
-	}
-	for _, c := range res.Cells {
-		if c.Index >= 0 && c.Index < len(out.Cells) {
-			v := &out.Cells[c.Index]
-			v.Status, v.ExecutionCount, v.InputRequested, v.Truncated = c.Status, c.ExecutionCount, c.InputRequested, c.Truncated
-		}
-	}
-	if res.FailedCell >= 0 {
-		fc := res.FailedCell
-		out.FailedCell = &fc
-	}
-	return out, nil
-}
-
-func (l *localPython) control(ctx context.Context, action string) error {
-	return l.sb.PythonControl(ctx, action)
-}
-
-func (l *localPython) warm(ctx context.Context) {
-	l.sb.Python(ctx, sandbox.PythonRequest{Mode: "session", Prelude: l.prelude, Timeout: sandbox.Millis(time.Minute)}, nil)
-}
-
-func (l *localPython) describe() string { return "a fresh local computer, " + l.sb.ID() }
-
-func (l *localPython) interruptedNote() string { return "; the computer was destroyed" }
-
-// remotePython is a computer of a 'cubicle serve' server, over HTTP.
-type remotePython struct {
-	base, id, key string
-	hc            *http.Client
-}
-
-// maxEvent bounds one server-sent event (an output with a large PNG).
-const maxEvent = 256 << 20
-
-// serverError is the API's error body.
-type serverError struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func (r *remotePython) post(ctx context.Context, path string, body []byte, accept string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/v1/computers/"+url.PathEscape(r.id)+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+r.key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", accept)
-	res, err := r.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("server %s: %w", r.base, unwrapURLError(err))
-	}
-	return res, nil
-}
-
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// statusError explains a non-success answer of the server.
-func statusError(res *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	var e serverError
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		return fmt.Errorf("server: %s (%s, HTTP %d)", e.Error.Message, e.Error.Code, res.StatusCode)
-	}
-	return fmt.Errorf("server: HTTP %s: %s", res.Status, strings.TrimSpace(string(b)))
-}
-
-func (r *remotePython) run(ctx context.Context, req computer.PythonRequest, onOutput func(sandbox.PythonOutput)) (computer.PythonResult, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return computer.PythonResult{}, err
-	}
-	res, err := r.post(ctx, "/python", body, "text/event-stream")
-	if err != nil {
-		return computer.PythonResult{}, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return computer.PythonResult{}, statusError(res)
-	}
-	col := &collectOutputs{cells: make([][]kernel.Output, len(req.Cells))}
-	finish := func(out computer.PythonResult) computer.PythonResult {
-		for i := range out.Cells {
-			if out.Cells[i].Outputs == nil {
-				out.Cells[i].Outputs = col.get(out.Cells[i].Index)
-			}
-		}
-		return out
-	}
-	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		var out computer.PythonResult // a server that answered with plain JSON
-		if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
-			return out, fmt.Errorf("server: bad answer: %w", err)
-		}
-		for _, c := range out.Cells {
-			for _, o := range c.Outputs {
-				onOutput(sandbox.PythonOutput{Cell: c.Index, Output: o})
-			}
-		}
-		return out, nil
-	}
-	var result *computer.PythonResult
-	err = readSSE(res.Body, func(event string, data []byte) error {
-		switch event {
-		case "output":
-			var o sandbox.PythonOutput
-			if err := json.Unmarshal(data, &o); err != nil {
-				return fmt.Errorf("server: bad output event: %w", err)
-			}
-			col.add(o)
-			onOutput(o)
-		case "result":
-			var out computer.PythonResult
-			if err := json.Unmarshal(data, &out); err != nil {
-				return fmt.Errorf("server: bad result event: %w", err)
-			}
-			out = finish(out)
-			result = &out
-			return io.EOF
-		case "error":
-			var e serverError
-			if json.Unmarshal(data, &e) != nil || e.Error.Message == "" {
-				return fmt.Errorf("server: error event %s", data)
-			}
-			return fmt.Errorf("server: %s (%s)", e.Error.Message, e.Error.Code)
-		}
-		return nil
-	})
-	if result != nil {
-		return *result, nil
-	}
-	if ctx.Err() != nil {
-		return computer.PythonResult{}, ctx.Err()
-	}
-	if err == nil || errors.Is(err, io.ErrUnexpectedEOF) {
-		err = errors.New("server: the answer ended without a result")
-	}
-	return computer.PythonResult{}, err
-}
-
-// readSSE calls fn for each event of a text/event-stream until fn returns
-// an error (io.EOF: done) or the stream ends.
-func readSSE(r io.Reader, fn func(event string, data []byte) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	event := ""
-	var data []byte
-	for {
-		line, err := readLine(br, maxEvent-len(data))
-		if err != nil {
-			if err == io.EOF {
-				return io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		switch {
-		case len(line) == 0:
-			if event != "" || data != nil {
-				if err := fn(cmpOr(event, "message"), data); err != nil {
-					if err == io.EOF {
-						return nil
-					}
-					return err
-				}
-			}
-			event, data = "", nil
-		case line[0] == ':': // comment, keep-alive
-		default:
-			field, value, _ := bytes.Cut(line, []byte(":"))
-			value = bytes.TrimPrefix(value, []byte(" "))
-			switch string(field) {
-			case "event":
-				event = string(value)
-			case "data":
-				if data != nil {
-					data = append(data, '\n')
-				} else {
-					data = []byte{}
-				}
-				data = append(data, value...)
-			}
-		}
-	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// readLine reads one line without its end (\n or \r\n), at most limit bytes.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > limit {
-			return nil, errors.New("server: an event is larger than this client accepts")
-		}
-		switch {
-		case err == nil:
-			line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-			return line, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == io.EOF && len(line) > 0:
-			return nil, io.ErrUnexpectedEOF
-		default:
-			return nil, err
-		}
-	}
-}
-
-func (r *remotePython) control(ctx context.Context, action string) error {
-	res, err := r.post(ctx, "/python/"+action, nil, "application/json")
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusNoContent && res.StatusCode != http.StatusOK {
-		return statusError(res)
-	}
-	return nil
-}
-
-func (r *remotePython) warm(context.Context) {} // the server's pool warms kernels
-
-func (r *remotePython) describe() string { return "computer " + r.id + " at " + r.base }
-
-func (r *remotePython) interruptedNote() string { return "" }
-
-// renderer prints outputs for a terminal (or a pipe) as they arrive.
-type renderer struct {
-	mu        sync.Mutex
-	stdout    io.Writer
-	stderr    io.Writer
-	json      bool
-	proto     termimage.Protocol
-	saveDir   string
-	next      int  // next image number to try
-	midLine   bool // stdout does not end with a newline
-	midLineEr bool // stderr does not end with a newline
-	promptErr bool // the REPL prompts on stderr: stdout is not a terminal
-	silent    bool // print no more outputs
-}
-
-// silence drops the outputs still to come.
-func (r *renderer) silence() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.silent = true
-}
-
-func newRenderer(stdout, stderr *os.File, opts pythonOpts) *renderer {
-	tty := isTerminal(stdout)
-	return &renderer{stdout: stdout, stderr: stderr, json: opts.json, saveDir: opts.saveDir, next: 1,
-		proto: termimage.Detect(os.Getenv, tty), promptErr: !tty}
-}
-
-func (r *renderer) write(toErr bool, s string) {
-	if s == "" {
-		return
-	}
-	if toErr {
-		io.WriteString(r.stderr, s)
-		r.midLineEr = !strings.HasSuffix(s, "\n")
-		return
-	}
-	io.WriteString(r.stdout, s)
-	r.midLine = !strings.HasSuffix(s, "\n")
-}
-
-// block writes s on lines of its own.
-func (r *renderer) block(toErr bool, s string) {
-	if toErr && r.midLineEr || !toErr && r.midLine {
-		r.write(toErr, "\n")
-	}
-	if !strings.HasSuffix(s, "\n") {
-		s += "\n"
-	}
-	r.write(toErr, s)
-}
-
-// endLine ends a last line of output that had no newline.
-func (r *renderer) endLine() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.midLine {
-		r.write(false, "\n")
-	}
-	if r.midLineEr {
-		r.write(true, "\n")
-	}
-}
-
-// output prints one streamed output.
-func (r *renderer) output(po sandbox.PythonOutput) {
-	if r.json {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.silent {
-		return
-	}
-	o := po.Output
-	switch o.Type {
-	case kernel.OutStream:
-		r.write(o.Name == "stderr", o.Text)
-	case kernel.OutDisplay, kernel.OutResult, kernel.OutUpdate:
-		switch {
-		case o.PNG != nil:
-			r.image(o)
-		case o.Text != "":
-			r.block(false, o.Text)
-		case o.JSON != nil:
-			r.block(false, string(o.JSON))
-		}
-	case kernel.OutError:
-		// IPython's traceback ends with "ename: evalue"; say it if not.
-		tb := strings.TrimRight(strings.Join(o.Traceback, "\n"), "\n")
-		head := o.EName
-		if o.EValue != "" {
-			head += ": " + o.EValue
-		}
-		if !strings.Contains(tb, head) {
-			tb = strings.TrimLeft(tb+"\n"+head, "\n")
-		}
-		r.block(true, tb)
-	case kernel.OutInput:
-		r.block(true, fmt.Sprintf("[input(%q) is not available here: it got end of file]", o.Text))
-	case kernel.OutTruncated:
-		r.block(true, o.Text)
-	case kernel.OutClear: // a terminal cannot take back what it printed
-	}
-}
-
-// image shows a PNG inline or saves it with a note.
-func (r *renderer) image(o kernel.Output) {
-	if r.proto != termimage.None {
-		if r.midLine {
-			r.write(false, "\n")
-		}
-		if termimage.Write(r.stdout, r.proto, o.PNG) == nil {
-			r.midLine = false
-			return
-		}
-	}
-	path, err := r.save(o.PNG)
-	if err != nil {
-		r.block(true, fmt.Sprintf("[image (%dx%d) not saved: %v]", o.Width, o.Height, err))
-		return
-	}
-	w, h := o.Width, o.Height
-	if w == 0 || h == 0 {
-		if cfg, _, err := image.DecodeConfig(bytes.NewReader(o.PNG)); err == nil {
-			w, h = cfg.Width, cfg.Height
-		}
-	}
-	r.block(false, fmt.Sprintf("[image saved to %s (%dx%d)]", path, w, h))
-}
-
-// save writes png to the first free cubicle-out-<n>.png of the save
-// directory; it never overwrites a file.
-func (r *renderer) save(png []byte) (string, error) {
-	dir := r.saveDir
-	if dir == "" {
-		dir = "."
-	}
-	for ; ; r.next++ {
-		name := fmt.Sprintf("cubicle-out-%d.png", r.next)
-		path := filepath.Join(dir, name)
-		if dir == "." {
-			path = "./" + name
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		r.next++
-		_, err = f.Write(png)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(path)
-			return "", err
-		}
-		return path, nil
-	}
-}
-
-// printJSON prints a result as one line of JSON.
-func (r *renderer) printJSON(res computer.PythonResult) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	enc := json.NewEncoder(r.stdout)
-	enc.SetEscapeHTML(false)
-	enc.Encode(res)
 }

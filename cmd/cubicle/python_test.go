@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
@@ -613,7 +614,7 @@ func TestPythonREPLNeedMore(t *testing.T) {
 func TestPythonRenderer(t *testing.T) {
 	var out, errb bytes.Buffer
 	r := &renderer{stdout: &out, stderr: &errb, saveDir: t.TempDir(), next: 1}
-	emit := func(o kernel.Output) { r.output(sandbox.PythonOutput{Output: o}) }
+	emit := r.output
 	emit(kernel.Output{Type: kernel.OutStream, Name: "stdout", Text: "partial"})
 	emit(kernel.Output{Type: kernel.OutResult, Text: "10", MIME: "text/plain"})
 	emit(kernel.Output{Type: kernel.OutError, EName: "ZeroDivisionError", EValue: "division by zero", Traceback: []string{
@@ -658,9 +659,10 @@ func tinyPNG(t *testing.T) []byte {
 	return b.Bytes()
 }
 
-// TestPythonRemoteProtocol checks the HTTP client against a fake server:
-// the key, the SSE stream, outputs assembled for --json, errors, and the
-// interrupt endpoint.
+// TestPythonRemoteProtocol checks the remote backend against a fake
+// server: the key, the streamed outputs handed to the renderer and
+// assembled for --json in the service's shape, errors, and interrupt (the
+// protocol itself is internal/client's, tested there).
 func TestPythonRemoteProtocol(t *testing.T) {
 	var interrupted int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -676,41 +678,45 @@ func TestPythonRemoteProtocol(t *testing.T) {
 		case "/v1/computers/cmp_1/python":
 			var req computer.PythonRequest
 			json.NewDecoder(r.Body).Decode(&req)
-			if r.Header.Get("Accept") != "text/event-stream" || len(req.Cells) != 2 || req.Timeout != 7 {
+			if r.Header.Get("Accept") != "text/event-stream" || len(req.Cells) != 2 || req.Timeout != 7 || req.Cells[1].Title != "two" {
 				w.WriteHeader(400)
 				return
 			}
 			w.Header().Set("Content-Type", "text/event-stream")
-			big := strings.Repeat("z", 200_000) // longer than the reader's buffer
-			fmt.Fprintf(w, ": keep-alive\n\nevent: output\ndata: {\"cell\":0,\"output\":{\"type\":\"stream\",\"name\":\"stdout\",\"text\":\"a\\n\"}}\n\n")
-			fmt.Fprintf(w, "event: output\r\ndata: {\"cell\":1,\"output\":{\"type\":\"stream\",\"name\":\"stdout\",\"text\":\"%s\"}}\r\n\r\n", big)
-			fmt.Fprintf(w, "event: result\ndata: {\"status\":\"ok\",\"cells\":[{\"index\":0,\"status\":\"ok\",\"outputs\":null},{\"index\":1,\"status\":\"ok\",\"outputs\":null}],\"cancelled\":false,\"timed_out\":false,\"duration_ms\":3}\n\n")
+			fmt.Fprintf(w, "event: output\ndata: {\"cell\":0,\"output\":{\"type\":\"stream\",\"name\":\"stdout\",\"text\":\"a\\n\"}}\n\n")
+			fmt.Fprintf(w, "event: output\ndata: {\"cell\":1,\"output\":{\"type\":\"error\",\"ename\":\"E\",\"traceback\":[\"t\"]}}\n\n")
+			fmt.Fprintf(w, "event: result\ndata: {\"status\":\"error\",\"cells\":[{\"index\":0,\"status\":\"ok\",\"outputs\":null},{\"index\":1,\"title\":\"two\",\"status\":\"error\",\"outputs\":null}],\"failed_cell\":1,\"cancelled\":false,\"timed_out\":false,\"duration_ms\":3}\n\n")
 		default:
 			w.WriteHeader(404)
 			io.WriteString(w, `{"error":{"code":"not_found","message":"no such computer","param":null}}`)
 		}
 	}))
 	defer srv.Close()
-	b := &remotePython{base: srv.URL, id: "cmp_1", key: "cub_k", hc: srv.Client()}
-	var streamed []sandbox.PythonOutput
-	res, err := b.run(context.Background(), computer.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}, {Code: "2"}}, Timeout: 7},
-		func(o sandbox.PythonOutput) { streamed = append(streamed, o) })
-	if err != nil || res.Status != "ok" || len(streamed) != 2 {
-		t.Fatalf("run: %v, %+v, %d outputs streamed", err, res.Status, len(streamed))
+	c, err := client.New(client.Config{URL: srv.URL, Key: "cub_k"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(res.Cells[0].Outputs) != 1 || res.Cells[0].Outputs[0].Text != "a\n" || len(res.Cells[1].Outputs[0].Text) != 200_000 {
-		t.Errorf("assembled outputs: %d %d", len(res.Cells[0].Outputs), len(res.Cells[1].Outputs))
+	b := &remotePython{c: c, id: "cmp_1"}
+	var streamed []kernel.Output
+	res, err := b.run(context.Background(), computer.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}, {Code: "2", Title: "two"}}, Timeout: 7},
+		func(o kernel.Output) { streamed = append(streamed, o) })
+	if err != nil || res.Status != "error" || len(streamed) != 2 || res.FailedCell == nil || *res.FailedCell != 1 {
+		t.Fatalf("run: %v, %+v, %d outputs streamed", err, res, len(streamed))
 	}
-	if err := b.control(context.Background(), "interrupt"); err != nil || interrupted != 1 {
+	if len(res.Cells[0].Outputs) != 1 || res.Cells[0].Outputs[0].Text != "a\n" || res.Cells[1].Title != "two" ||
+		res.Cells[1].Outputs[0].Type != kernel.OutError || res.Cells[1].Outputs[0].Traceback[0] != "t" {
+		t.Errorf("assembled outputs: %+v", res.Cells)
+	}
+	if err := b.interrupt(context.Background()); err != nil || interrupted != 1 {
 		t.Errorf("interrupt: %v (%d)", err, interrupted)
 	}
 	b.id = "cmp_2"
-	if _, err := b.run(context.Background(), computer.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}}}, func(sandbox.PythonOutput) {}); err == nil ||
+	if _, err := b.run(context.Background(), computer.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}}}, func(kernel.Output) {}); err == nil ||
 		!strings.Contains(err.Error(), "no such computer") || !strings.Contains(err.Error(), "404") {
 		t.Errorf("unknown computer: %v", err)
 	}
-	b.key = "cub_wrong"
-	if err := b.control(context.Background(), "interrupt"); err == nil || !strings.Contains(err.Error(), "bad key") {
+	c, _ = client.New(client.Config{URL: srv.URL, Key: "cub_wrong"})
+	if err := (&remotePython{c: c, id: "cmp_1"}).interrupt(context.Background()); err == nil || !strings.Contains(err.Error(), "bad key") {
 		t.Errorf("bad key: %v", err)
 	}
 }

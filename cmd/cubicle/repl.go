@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,7 +129,7 @@ func (r *repl) execute(ctx context.Context, code string) (exit int, quit bool) {
 				go func() {
 					c, cancel := context.WithTimeout(ctx, 10*time.Second)
 					defer cancel()
-					if err := r.b.control(c, "interrupt"); err != nil && ctx.Err() == nil {
+					if err := r.b.interrupt(c); err != nil && ctx.Err() == nil {
 						r.out.note(true, fmt.Sprintf("[interrupt failed: %v; press Ctrl-C again to cancel the cell]", err))
 					}
 				}()
@@ -167,11 +168,11 @@ func (r *repl) report(end callEnd, cancelled bool) (int, bool) {
 	r.ranBefore = true
 	switch {
 	case res.TimedOut:
-		r.out.note(true, cmpOr(res.Message, fmt.Sprintf("Command timed out after %d seconds", r.opts.timeout)))
+		r.out.note(true, cmp.Or(res.Message, fmt.Sprintf("Command timed out after %d seconds", r.opts.timeout)))
 	case res.Cancelled:
 		r.out.note(true, "[cell cancelled]")
 	case res.Status != "ok" && !hasError(res):
-		r.out.note(true, cmpOr(res.Message, "the cell failed"))
+		r.out.note(true, cmp.Or(res.Message, "the cell failed"))
 	}
 	return 0, false
 }
@@ -205,32 +206,6 @@ func readLines(r io.Reader) <-chan string {
 		}
 	}()
 	return ch
-}
-
-// prompt ends any unfinished output line and shows a prompt (on stderr
-// when stdout is not the terminal, like Python's).
-func (r *renderer) prompt(p string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.midLine {
-		io.WriteString(r.stdout, "\n")
-	}
-	if r.midLineEr {
-		io.WriteString(r.stderr, "\n")
-	}
-	w := r.stdout
-	if r.promptErr {
-		w = r.stderr
-	}
-	io.WriteString(w, p)
-	r.midLine, r.midLineEr = false, false // the user's Enter ends the line
-}
-
-// note prints a line of the CLI's own (not of the cell) on a line of its own.
-func (r *renderer) note(toErr bool, s string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.block(toErr, s)
 }
 
 // pyScan is what a scan of Python source found at its end.

@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/cubicle-sandbox/cubicle/internal/cliflag"
+	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 )
@@ -26,10 +28,10 @@ Flags:
 
 func runCmd(args []string) int {
 	fs := newFlags("run", runUsage)
-	memory := &sizeFlag{sandbox.DefaultMemory}
-	disk := &sizeFlag{sandbox.DefaultDisk}
-	timeout := &durationFlag{sandbox.DefaultTimeout}
-	var env listFlag
+	memory := &cliflag.Size{Bytes: sandbox.DefaultMemory}
+	disk := &cliflag.Size{Bytes: sandbox.DefaultDisk}
+	timeout := &cliflag.Duration{D: sandbox.DefaultTimeout}
+	var env cliflag.List
 	fs.Var(memory, "memory", "memory limit")
 	fs.Var(disk, "disk", "disk size for /workspace")
 	fs.Var(timeout, "timeout", "wall-time limit (0: none)")
@@ -47,7 +49,7 @@ func runCmd(args []string) int {
 		return 2
 	}
 	spec := sandbox.DefaultSpec()
-	spec.MemoryBytes, spec.DiskBytes, spec.Timeout = memory.bytes, disk.bytes, timeout.d
+	spec.MemoryBytes, spec.DiskBytes, spec.Timeout = memory.Bytes, disk.Bytes, timeout.D
 	spec.Pids, spec.CPUs, spec.Env = *pids, *cpus, env
 	if err := spec.Validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "cubicle run: %s\n", flagError(err))
@@ -109,7 +111,7 @@ func exitCode(spec sandbox.Spec, st sandbox.ExitStatus, err error) int {
 		fmt.Fprintf(os.Stderr, "cubicle: timed out after %d seconds; the command and its descendants were killed\n", int(spec.Timeout.Seconds()))
 		return 124
 	case st.OOMKilled:
-		fmt.Fprintf(os.Stderr, "cubicle: out of memory: the computer's memory limit (%s) was reached and the process was killed\n", formatSize(spec.MemoryBytes))
+		fmt.Fprintf(os.Stderr, "cubicle: out of memory: the computer's memory limit (%s) was reached and the process was killed\n", config.Size(spec.MemoryBytes))
 		return 137
 	case st.Signal > 0:
 		return 128 + st.Signal

@@ -8,9 +8,10 @@ import (
 	"os"
 
 	"github.com/cubicle-sandbox/cubicle/internal/bench"
+	"github.com/cubicle-sandbox/cubicle/internal/cliflag"
 )
 
-const benchGatewayUsage = `Usage: cubicle bench gateway [flags]
+const benchGatewayUsage = `Usage: cubicle-bench gateway [flags]
 
 Measures the Responses gateway (POST /v1/responses) of a 'cubicle serve' it
 starts, whose only upstream is a zero-latency scripted Chat Completions
@@ -31,13 +32,13 @@ afterwards, also on Ctrl-C. Exits 0 when every response succeeded, 1 when
 one failed, 130 when interrupted.
 
 Example:
-  cubicle bench gateway --n 50 --concurrency 20 --batches 3 --json
+  cubicle-bench gateway --n 50 --concurrency 20 --batches 3 --json
 
 Flags:
 `
 
 func benchGateway(args []string) int {
-	fs := newFlags("bench gateway", benchGatewayUsage)
+	fs := cliflag.NewFlags("cubicle-bench", "gateway", benchGatewayUsage)
 	n := fs.Int("n", bench.DefaultGatewayN, "sequential responses with one tool round")
 	warmup := fs.Int("warmup", 3, "untimed sequential responses before")
 	concurrency := fs.Int("concurrency", bench.DefaultGatewayConcurrency, "streamed responses at once")
@@ -45,15 +46,16 @@ func benchGateway(args []string) int {
 	pool := fs.Int("pool", bench.DefaultGatewayConcurrency, "warm pool size of the server (kernels ran the default prelude)")
 	data := fs.String("data", os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	timeout := &durationFlag{bench.DefaultTimeout}
+	timeout := &cliflag.Duration{D: bench.DefaultTimeout}
 	fs.Var(timeout, "timeout", "bound on one response (pool refills: 3m)")
-	if code, ok := parse(fs, args); !ok {
+	cubicle := cubicleFlag(fs)
+	if code, ok := cliflag.Parse(fs, args); !ok {
 		return code
 	}
 	fail := benchUsageError("gateway")
 	cfg := bench.GatewayConfig{N: *n, Warmup: *warmup, Concurrency: *concurrency, Batches: *batches,
-		PoolSize: *pool, Timeout: timeout.d, Log: os.Stderr}
-	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), timeout.d); bad {
+		PoolSize: *pool, Timeout: timeout.D, Log: os.Stderr}
+	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), timeout.D, cubicle); bad {
 		return code
 	}
 	switch {
@@ -62,7 +64,7 @@ func benchGateway(args []string) int {
 	}
 	ctx, stop := benchContext()
 	defer stop()
-	rep, err := runBenchGateway(ctx, cfg, *data)
+	rep, err := runBenchGateway(ctx, cfg, place{*data, *cubicle})
 	return benchOutcome{
 		name: "gateway", made: "computer, server, upstream and directory", err: err,
 		interrupted:   errors.Is(err, context.Canceled) && ctx.Err() != nil,
@@ -73,14 +75,14 @@ func benchGateway(args []string) int {
 }
 
 // runBenchGateway starts the scripted upstream and a server using it in a
-// temporary directory inside parent, runs the bench, and removes
+// temporary directory inside p.data, runs the bench, and removes
 // everything it made.
-func runBenchGateway(ctx context.Context, cfg bench.GatewayConfig, parent string) (rep *bench.GatewayReport, err error) {
-	root, err := os.MkdirTemp(parent, "cubicle-bench-gateway-")
+func runBenchGateway(ctx context.Context, cfg bench.GatewayConfig, p place) (rep *bench.GatewayReport, err error) {
+	root, err := os.MkdirTemp(p.data, "cubicle-bench-gateway-")
 	if err != nil {
 		return nil, err
 	}
-	s := &benchScratch{root: root}
+	s := &benchScratch{root: root, cubicle: p.cubicle}
 	defer func() { closeInto(s, rep) }()
 	up, err := bench.StartGatewayUpstream()
 	if err != nil {
