@@ -3,6 +3,7 @@
 export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin/cubicle
+BENCH_BIN := bin/cubicle-bench
 
 .PHONY: all setup testdeps build run test lint bench clean
 
@@ -16,9 +17,11 @@ testdeps:
 	@bash scripts/testdeps.sh
 
 # The agent uses syscall.AllThreadsSyscall, which Go refuses in cgo binaries:
-# cubicle is always built without cgo (a static binary).
+# cubicle is always built without cgo (a static binary). cubicle-bench, the
+# benchmarks (the server carries none), runs the cubicle next to it.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/cubicle
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BENCH_BIN) ./cmd/cubicle-bench
 
 # The embedded default: SQLite and computers' disks under DATA. On first
 # start an admin key is printed once (or set CUBICLE_ADMIN_KEY).

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Measures cubicle's computer start and exec latency against bubblewrap and
-# runc ('cubicle bench sandbox'), then the computers API over HTTP next to
-# the same operations on the driver ('cubicle bench api'), then Python in
-# computers next to jupyter_server ('cubicle bench python'), then the
-# Responses gateway with a zero-latency upstream ('cubicle bench gateway'),
+# runc ('cubicle-bench sandbox'), then the computers API over HTTP next to
+# the same operations on the driver ('cubicle-bench api'), then Python in
+# computers next to jupyter_server ('cubicle-bench python'), then the
+# Responses gateway with a zero-latency upstream ('cubicle-bench gateway'),
 # and prints the tables (docs/benchmarks.md shows them).
 #
 #   scripts/bench.sh                    # all: 100 sandbox runs, 200 API runs, load 50 × 100,
@@ -20,8 +20,9 @@
 # Needs root (computers need namespaces, cgroups and loop devices). Installs
 # bubblewrap and runc (sandbox) and python3-jupyter-server (python) with
 # apt-get when they are missing (running apt-get update only then), builds
-# ./bin/cubicle, and removes its temporary state directory afterwards (also
-# what a killed run left in it). Safe to run again.
+# ./bin/cubicle and ./bin/cubicle-bench, and removes its temporary state
+# directory afterwards (also what a killed run left in it). Safe to run
+# again.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -68,6 +69,7 @@ fi
 
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/cubicle ./cmd/cubicle
+CGO_ENABLED=0 go build -o bin/cubicle-bench ./cmd/cubicle-bench
 
 data="$(mktemp -d /tmp/cubicle-bench-data.XXXXXX)"
 cleanup() {
@@ -88,7 +90,7 @@ trap cleanup EXIT
 status=0
 run() { # run BENCH ARGS...: one bench; stop everything when it was interrupted
 	local rc=0
-	./bin/cubicle bench "$@" || rc=$?
+	./bin/cubicle-bench "$@" || rc=$? # it runs the ./bin/cubicle next to it
 	if ((rc == 130)); then
 		exit 130
 	fi

@@ -13,7 +13,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
-// Row IDs of 'cubicle bench api', stable for JSON consumers. The in-process
+// Row IDs of 'cubicle-bench api', stable for JSON consumers. The in-process
 // sandbox rows keep their ids from Run (RowColdStart, RowExecTrue...).
 const (
 	RowAPICreate    = "api_create_warm_pool"
@@ -31,7 +31,7 @@ var APITargets = []Goal{
 	{RowAPIExecTrue, "exec /bin/true through HTTP (POST …/exec)", 4 * time.Millisecond},
 }
 
-// Defaults of 'cubicle bench api'.
+// Defaults of 'cubicle-bench api'.
 const (
 	DefaultAPIN           = 200
 	DefaultAPIConcurrency = 50
@@ -39,7 +39,7 @@ const (
 	DefaultAPIPoolSize    = 4
 )
 
-// APIConfig says what 'cubicle bench api' measures.
+// APIConfig says what 'cubicle-bench api' measures.
 type APIConfig struct {
 	// URL and Key name the server. Both are empty when the caller starts
 	// one itself (Validate accepts that; RunAPI needs them set).
@@ -209,8 +209,11 @@ func RunAPI(ctx context.Context, cfg APIConfig) (*APIReport, error) {
 	}
 	note := rep.note(cfg.Log)
 
-	c := newAPIClient(cfg.URL, cfg.Key, cfg.Concurrency+4, cfg.Timeout)
-	defer c.close()
+	c, err := newAPIClient(cfg.URL, cfg.Key, cfg.Concurrency+4, cfg.Timeout)
+	if err != nil {
+		return rep, err
+	}
+	defer c.Close()
 	tr := &tracker{ids: map[string]bool{}}
 	defer func() {
 		if err := tr.deleteAll(c); err != nil {

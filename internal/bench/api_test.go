@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 )
 
 func TestAPIConfigValidate(t *testing.T) {
@@ -50,26 +51,6 @@ func TestAPIConfigValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error naming %s", tc.name, err, tc.want)
 		}
-	}
-}
-
-func TestReadSSE(t *testing.T) {
-	stream := "event: stdout\ndata: {\"data\":\"x\\n\"}\n\n: a comment\n\nevent: exit\r\ndata: {\"exit_code\":0}\r\n\r\nevent: never\ndata: 1\n\n"
-	var got []string
-	err := readSSE(strings.NewReader(stream), func(event string, data []byte) error {
-		got = append(got, event+"="+string(data))
-		if event == "exit" {
-			return io.EOF
-		}
-		return nil
-	})
-	want := []string{`stdout={"data":"x\n"}`, `exit={"exit_code":0}`}
-	if err != nil || !slices.Equal(got, want) {
-		t.Errorf("got %q, %v; want %q", got, err, want)
-	}
-	err = readSSE(strings.NewReader("event: stdout\ndata: {}"), func(string, []byte) error { return nil })
-	if !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("a cut stream: %v, want ErrUnexpectedEOF", err)
 	}
 }
 
@@ -160,7 +141,7 @@ func TestAggregation(t *testing.T) {
 	var notes []string
 	lt := newLoadTally(func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
 	lt.ok(RowLoadCreate, time.Millisecond)
-	lt.fail(RowLoadCreate, &httpError{Method: "POST", Path: "/v1/computers", Status: 429, Code: "capacity_exceeded"})
+	lt.fail(RowLoadCreate, &client.Error{Method: "POST", Path: "/v1/computers", Status: 429, Code: "capacity_exceeded"})
 	lt.skip(3)
 	for range 3 {
 		lt.ok(RowLoadExecTrue, 2*time.Millisecond)

@@ -12,9 +12,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 )
 
-// Row IDs of 'cubicle bench gateway', stable for JSON consumers.
+// Row IDs of 'cubicle-bench gateway', stable for JSON consumers.
 const (
 	RowGwClient        = "gateway_round_client"
 	RowGwServer        = "gateway_round_server"
@@ -28,14 +30,14 @@ const (
 	gatewayOverheadMax = 5 * time.Millisecond
 )
 
-// Defaults of 'cubicle bench gateway'.
+// Defaults of 'cubicle-bench gateway'.
 const (
 	DefaultGatewayN           = 50
 	DefaultGatewayConcurrency = 20
 	DefaultGatewayBatches     = 3
 )
 
-// GatewayConfig says what 'cubicle bench gateway' measures.
+// GatewayConfig says what 'cubicle-bench gateway' measures.
 type GatewayConfig struct {
 	// URL and Key reach a Cubicle server whose gateway's only upstream is
 	// Upstream; Info describes it in the report.
@@ -148,8 +150,11 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) (*GatewayReport, error) 
 	rep := &GatewayReport{Date: time.Now().UTC(), Host: hostInfo(), Server: cfg.Info, N: cfg.N, Warmup: cfg.Warmup,
 		Concurrency: cfg.Concurrency, Batches: cfg.Batches}
 	rep.Server.URL, rep.Server.PoolSize = cfg.URL, cfg.PoolSize
-	c := newAPIClient(cfg.URL, cfg.Key, cfg.Concurrency+2, cfg.Timeout)
-	defer c.close()
+	c, err := newAPIClient(cfg.URL, cfg.Key, cfg.Concurrency+2, cfg.Timeout)
+	if err != nil {
+		return rep, err
+	}
+	defer c.Close()
 	if err := c.check(ctx); err != nil {
 		return rep, fmt.Errorf("the server does not answer GET /v1/computers with this key: %w", err)
 	}
@@ -248,38 +253,28 @@ func gatewayRound(ctx context.Context, c *apiClient, up *GatewayUpstream) ([]tim
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	up.take()
-	req, err := c.newRequest(ctx, http.MethodPost, "/v1/responses", gatewayRequest(false))
-	if err != nil {
-		return nil, err
-	}
+	body := gatewayRequest(false)
+	var answer json.RawMessage
 	start := time.Now()
-	resp, err := c.hc.Do(req)
+	hdr, err := c.Do(ctx, http.MethodPost, "/v1/responses", body, http.StatusOK, &answer)
+	total := time.Since(start)
 	if err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	resp.Body.Close()
-	client := time.Since(start)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, statusError(http.MethodPost, "/v1/responses", resp.StatusCode, body)
-	}
-	if err := checkGatewayResponse(body); err != nil {
+	if err := checkGatewayResponse(answer); err != nil {
 		return nil, err
 	}
 	upstream, calls := up.take()
 	if calls != 2 {
 		return nil, fmt.Errorf("the upstream got %d calls, want 2", calls)
 	}
-	t, err := parseServerTiming(resp.Header.Get("Server-Timing"))
+	t, err := parseServerTiming(hdr.Get("Server-Timing"))
 	if err != nil {
 		return nil, err
 	}
-	total, tools, create := t["total"], t["tools"], t["create"]
-	withComputer := total - upstream - tools
-	return []time.Duration{client, total, upstream, tools, create, withComputer, withComputer - create}, nil
+	server, tools, create := t["total"], t["tools"], t["create"]
+	withComputer := server - upstream - tools
+	return []time.Duration{total, server, upstream, tools, create, withComputer, withComputer - create}, nil
 }
 
 // checkGatewayResponse checks the answer: completed, a code_interpreter
@@ -358,8 +353,10 @@ func gatewayStream(ctx context.Context, c *apiClient) (first, total time.Duratio
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	completed, deltas := false, 0
-	err = c.postSSE(ctx, "/v1/responses", gatewayRequest(true), func(start time.Time, event string, data []byte) error {
-		switch event {
+	body := gatewayRequest(true)
+	start := time.Now()
+	err = c.Stream(ctx, "/v1/responses", body, func(ev client.Event) error {
+		switch event, data := ev.Name, ev.Data; event {
 		case "response.output_text.delta":
 			if deltas == 0 {
 				first = time.Since(start)
@@ -371,7 +368,7 @@ func gatewayStream(ctx context.Context, c *apiClient) (first, total time.Duratio
 			if err := checkGatewayStreamEnd(data); err != nil {
 				return err
 			}
-			return io.EOF
+			return client.Stop
 		case "response.failed", "response.incomplete", "error":
 			return fmt.Errorf("%s: %.300s", event, data)
 		}

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// GatewayUpstream is the zero-latency model server of 'cubicle bench
+// GatewayUpstream is the zero-latency model server of 'cubicle-bench
 // gateway': an OpenAI-compatible Chat Completions endpoint in this process
 // that answers a conversation without a tool output with one
 // code_interpreter call and a conversation with one with a short text,

@@ -11,10 +11,10 @@ import (
 // small, and a runaway server must not exhaust its memory.
 const maxAnswer = 4 << 20
 
-// newJSONRequest builds a request to url, with auth as its Authorization
-// header ("" for none) and body, when there is one, as its JSON body. Both
-// the Cubicle client and the jupyter_server client use it, so they send
-// the same requests but for the credentials.
+// newJSONRequest builds a request of the jupyter_server client to url,
+// with auth as its Authorization header ("" for none) and body, when there
+// is one, as its JSON body (Cubicle's API has its own client,
+// internal/client).
 func newJSONRequest(ctx context.Context, method, url, auth string, body []byte) (*http.Request, error) {
 	var r io.Reader
 	if body != nil {
@@ -35,7 +35,7 @@ func newJSONRequest(ctx context.Context, method, url, auth string, body []byte) 
 
 // fetch sends req and reads the whole answer (at most maxAnswer). status
 // is 0 when the request failed; with a status and an error, reading the
-// answer failed. The callers word these errors each in their own way.
+// answer failed.
 func fetch(hc *http.Client, req *http.Request) (status int, body []byte, err error) {
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// JupyterConfig says how to start the jupyter_server that 'cubicle bench
+// JupyterConfig says how to start the jupyter_server that 'cubicle-bench
 // python' compares with.
 type JupyterConfig struct {
 	// Python runs jupyter_server (python -m jupyter_server); default

@@ -13,7 +13,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
-// Row IDs of 'cubicle bench python', stable for JSON consumers.
+// Row IDs of 'cubicle-bench python', stable for JSON consumers.
 const (
 	RowPyOnePlusOne         = "python_1plus1"
 	RowPyOnePlusOneSSE      = "python_1plus1_sse"
@@ -49,7 +49,7 @@ var PythonTargets = []Goal{
 	{RowKGWOnePlusOne, "1+1 over the Kernel Gateway API's WebSocket", 10 * time.Millisecond},
 }
 
-// Defaults of 'cubicle bench python'.
+// Defaults of 'cubicle-bench python'.
 const (
 	DefaultPythonN        = 100
 	DefaultPythonFirstN   = 30
@@ -69,7 +69,7 @@ type PythonServer struct {
 	Info     ServerInfo // described in the report
 }
 
-// PythonConfig says what 'cubicle bench python' measures.
+// PythonConfig says what 'cubicle-bench python' measures.
 type PythonConfig struct {
 	// Warm is a server with a warm pool of at least 2 and the default
 	// prelude: the 1+1 round trips and the warm first cells go to it.
@@ -214,8 +214,11 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	defer func() { rep.Notes = append(notes, rep.Notes...) }()
 	cleanupFailed := func() { rep.Failed, rep.CleanupFailed = true, true }
 
-	warm := newAPIClient(cfg.Warm.URL, cfg.Warm.Key, 4, cfg.Timeout)
-	defer warm.close()
+	warm, err := newAPIClient(cfg.Warm.URL, cfg.Warm.Key, 4, cfg.Timeout)
+	if err != nil {
+		return rep, err
+	}
+	defer warm.Close()
 	warmTr := &tracker{ids: map[string]bool{}}
 	defer func() {
 		if err := warmTr.deleteAll(warm); err != nil {
@@ -274,8 +277,11 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	if cfg.FirstN > 0 {
 		fc = append(fc, pyFirstWarm(warm, warmTr, pool, cfg))
 		if cfg.Cold.URL != "" {
-			cold := newAPIClient(cfg.Cold.URL, cfg.Cold.Key, 4, cfg.Timeout)
-			defer cold.close()
+			cold, err := newAPIClient(cfg.Cold.URL, cfg.Cold.Key, 4, cfg.Timeout)
+			if err != nil {
+				return rep, err
+			}
+			defer cold.Close()
 			coldTr := &tracker{ids: map[string]bool{}}
 			defer func() {
 				if err := coldTr.deleteAll(cold); err != nil {
@@ -447,7 +453,7 @@ func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) 
 		id string
 		n  int // samples so far
 	)
-	body := pythonBody(onePlusOne, 0)
+	req := pythonRequest(onePlusOne, 0)
 	ok := isResult(onePlusOneResult)
 	return &path{
 		name: "cubicle python 1+1", required: true,
@@ -467,9 +473,9 @@ func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) 
 			// paths ran may find colder caches than the second.
 			var d, ds time.Duration
 			var err error
-			unary := func() error { d, err = c.python(ctx, id, body, ok, cfg.Timeout); return err }
+			unary := func() error { d, err = c.python(ctx, id, req, ok, cfg.Timeout); return err }
 			sse := func() error {
-				if ds, err = c.pythonSSE(ctx, id, body, ok, cfg.Timeout); err != nil {
+				if ds, err = c.pythonSSE(ctx, id, req, ok, cfg.Timeout); err != nil {
 					return fmt.Errorf("SSE: %w", err)
 				}
 				return nil
@@ -554,14 +560,14 @@ func kernelChannelsPath(j *Jupyter, cfg PythonConfig, name string, required bool
 // both; the computer is deleted afterwards (untimed), after settle.
 func firstCellSample(ctx context.Context, c *apiClient, tr *tracker, cfg PythonConfig, settle func(context.Context) error,
 	rowAll, rowCreate, rowCell string) (map[string]time.Duration, error) {
-	body := pythonBody(firstCell, pythonFirstCellTimeout)
+	req := pythonRequest(firstCell, pythonFirstCellTimeout)
 	start := time.Now()
 	id, dc, err := c.create(ctx)
 	if err != nil {
 		return nil, err
 	}
 	tr.add(id)
-	dp, perr := c.python(ctx, id, body, firstCellOK, cfg.FirstTimeout)
+	dp, perr := c.python(ctx, id, req, firstCellOK, cfg.FirstTimeout)
 	all := time.Since(start)
 	var serr error
 	if settle != nil {

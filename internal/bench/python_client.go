@@ -2,15 +2,15 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 )
 
-// The cells 'cubicle bench python' runs.
+// The cells 'cubicle-bench python' runs.
 const (
 	// onePlusOne is the round-trip cell; its result is onePlusOneResult.
 	onePlusOne       = "1+1"
@@ -25,66 +25,25 @@ func firstCellOK(text string) bool {
 	return strings.Contains(text, "count") && strings.Contains(text, "49.5")
 }
 
-// pythonBody is the JSON body of POST /v1/computers/{id}/python with one
-// cell. timeout 0 leaves the server's default.
-func pythonBody(code string, timeout int) []byte {
-	v := map[string]any{"cells": []map[string]string{{"code": code}}}
-	if timeout > 0 {
-		v["timeout"] = timeout
-	}
-	b, _ := json.Marshal(v)
-	return b
+// pythonRequest is a python call of one cell. timeout 0 leaves the
+// server's default.
+func pythonRequest(code string, timeout int) client.PythonRequest {
+	return client.PythonRequest{Cells: []client.Cell{{Code: code}}, Timeout: timeout}
 }
 
-// pyOutput is the part of an output the bench reads.
-type pyOutput struct {
-	Type   string `json:"type"`
-	Name   string `json:"name"`
-	Text   string `json:"text"`
-	MIME   string `json:"mime"`
-	EName  string `json:"ename"`
-	EValue string `json:"evalue"`
-}
-
-// pyCell is one cell of a python answer.
-type pyCell struct {
-	Index          int        `json:"index"`
-	Status         string     `json:"status"`
-	ExecutionCount int        `json:"execution_count"`
-	Outputs        []pyOutput `json:"outputs"`
-}
-
-// pythonAnswer is the answer of POST …/python (and the SSE result event).
-type pythonAnswer struct {
-	Status     string   `json:"status"`
-	Cells      []pyCell `json:"cells"`
-	FailedCell *int     `json:"failed_cell"`
-	Cancelled  bool     `json:"cancelled"`
-	TimedOut   bool     `json:"timed_out"`
-	Message    string   `json:"message"`
-}
-
-// result returns the text of the first cell's execute_result.
-func (a pythonAnswer) result() (string, bool) {
-	if len(a.Cells) == 0 {
-		return "", false
-	}
-	return resultText(a.Cells[0].Outputs)
-}
-
-func resultText(outs []pyOutput) (string, bool) {
+// resultText returns the text of the first execute_result of outs.
+func resultText(outs []client.Output) (string, bool) {
 	for _, o := range outs {
-		if o.Type == "execute_result" {
+		if o.Type == client.OutResult {
 			return o.Text, true
 		}
 	}
 	return "", false
 }
 
-// check says whether a one-cell answer succeeded. outs are the cell's
-// outputs (from the answer, or the streamed output events); ok judges the
+// checkPython says whether a one-cell answer succeeded; ok judges its
 // execute_result's text.
-func (a pythonAnswer) check(outs []pyOutput, ok func(string) bool) error {
+func checkPython(a client.PythonResult, ok func(string) bool) error {
 	switch {
 	case a.TimedOut:
 		return errors.New("python: timed out")
@@ -92,9 +51,11 @@ func (a pythonAnswer) check(outs []pyOutput, ok func(string) bool) error {
 		return errors.New("python: cancelled")
 	case len(a.Cells) != 1:
 		return fmt.Errorf("python: %d cells in the answer, want 1", len(a.Cells))
-	case a.Status != "ok" || a.Cells[0].Status != "ok":
+	}
+	outs := a.Cells[0].Outputs
+	if a.Status != "ok" || a.Cells[0].Status != "ok" {
 		for _, o := range outs {
-			if o.Type == "error" {
+			if o.Type == client.OutError {
 				return fmt.Errorf("python: status %q, cell %q: %s: %s", a.Status, a.Cells[0].Status, o.EName, o.EValue)
 			}
 		}
@@ -114,62 +75,28 @@ func (a pythonAnswer) check(outs []pyOutput, ok func(string) bool) error {
 func isResult(s string) func(string) bool { return func(t string) bool { return t == s } }
 
 // python runs one cell (unary JSON) and returns the time from sending the
-// request until the answer was read, decoded and checked.
-func (c *apiClient) python(ctx context.Context, id string, body []byte, ok func(string) bool, timeout time.Duration) (time.Duration, error) {
+// request until the answer was read and decoded; then it checks it.
+func (c *apiClient) python(ctx context.Context, id string, req client.PythonRequest, ok func(string) bool, timeout time.Duration) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var a pythonAnswer
-	d, err := c.postJSON(ctx, "/v1/computers/"+id+"/python", body, &a)
+	start := time.Now()
+	a, err := c.Python(ctx, id, req)
 	if err != nil {
 		return 0, err
 	}
-	var outs []pyOutput
-	if len(a.Cells) > 0 {
-		outs = a.Cells[0].Outputs
-	}
-	return d, a.check(outs, ok)
+	return time.Since(start), checkPython(a, ok)
 }
 
-// pythonSSE runs one cell with Accept: text/event-stream and returns the
-// time until the closing result event was read and decoded. The outputs
-// arrive before it as output events {cell, output}.
-func (c *apiClient) pythonSSE(ctx context.Context, id string, body []byte, ok func(string) bool, timeout time.Duration) (time.Duration, error) {
+// pythonSSE runs one cell with its outputs streamed and returns the time
+// until the closing result event was read and decoded (the client puts
+// the outputs, which came before it, in the answer's cell).
+func (c *apiClient) pythonSSE(ctx context.Context, id string, req client.PythonRequest, ok func(string) bool, timeout time.Duration) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	path := "/v1/computers/" + id + "/python"
-	var (
-		d    time.Duration
-		outs []pyOutput
-		res  *pythonAnswer
-	)
-	err := c.postSSE(ctx, path, body, func(start time.Time, event string, data []byte) error {
-		switch event {
-		case "output":
-			var o struct {
-				Cell   int      `json:"cell"`
-				Output pyOutput `json:"output"`
-			}
-			if err := json.Unmarshal(data, &o); err != nil {
-				return fmt.Errorf("output event: %w", err)
-			}
-			outs = append(outs, o.Output)
-		case "result":
-			res = new(pythonAnswer)
-			if err := json.Unmarshal(data, res); err != nil {
-				return fmt.Errorf("result event: %w", err)
-			}
-			d = time.Since(start)
-			return io.EOF
-		case "error":
-			return fmt.Errorf("error event: %s", data)
-		}
-		return nil
-	})
-	switch {
-	case err != nil:
+	start := time.Now()
+	a, err := c.PythonStream(ctx, id, req, nil)
+	if err != nil {
 		return 0, err
-	case res == nil:
-		return 0, fmt.Errorf("POST %s (SSE): the stream ended without a result event", path)
 	}
-	return d, res.check(outs, ok)
+	return time.Since(start), checkPython(a, ok)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 )
 
 func TestPythonBody(t *testing.T) {
@@ -18,6 +20,10 @@ func TestPythonBody(t *testing.T) {
 			Title *string `json:"title"`
 		} `json:"cells"`
 		Timeout *int `json:"timeout"`
+	}
+	pythonBody := func(code string, timeout int) []byte {
+		b, _ := json.Marshal(pythonRequest(code, timeout))
+		return b
 	}
 	if err := json.Unmarshal(pythonBody("1+1", 0), &v); err != nil || len(v.Cells) != 1 || v.Cells[0].Code != "1+1" ||
 		v.Cells[0].Title != nil || v.Timeout != nil {
@@ -33,8 +39,8 @@ const describeText = "                a\ncount  100.000000\nmean    49.500000\ns
 	"25%     24.750000\n50%     49.500000\n75%     74.250000\nmax     99.000000"
 
 func TestPythonAnswerCheck(t *testing.T) {
-	parse := func(s string) pythonAnswer {
-		var a pythonAnswer
+	parse := func(s string) client.PythonResult {
+		var a client.PythonResult
 		if err := json.Unmarshal([]byte(s), &a); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
@@ -60,12 +66,7 @@ func TestPythonAnswerCheck(t *testing.T) {
 		{"no cells", `{"status":"ok","cells":[]}`, isResult("2"), "0 cells"},
 	}
 	for _, tc := range cases {
-		a := parse(tc.answer)
-		var outs []pyOutput
-		if len(a.Cells) > 0 {
-			outs = a.Cells[0].Outputs
-		}
-		err := a.check(outs, tc.judge)
+		err := checkPython(parse(tc.answer), tc.judge)
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)

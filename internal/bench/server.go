@@ -20,7 +20,7 @@ import (
 // ServerConfig says how to start the 'cubicle serve' that the API bench
 // measures when no --url is given.
 type ServerConfig struct {
-	Binary string // the cubicle binary (os.Executable())
+	Binary string // the cubicle binary (cubicle-bench --cubicle)
 	Data   string // its --data directory; must exist
 	// LogFile receives the server's output; default Data + ".log".
 	LogFile string

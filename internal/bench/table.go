@@ -57,7 +57,7 @@ func writeRows(b *strings.Builder, width int, rows []Row) {
 // writeHeader prints a table's first line: which bench, when, and the
 // host it ran on (its load skews every row).
 func writeHeader(b *strings.Builder, bench string, date time.Time, h Host) {
-	fmt.Fprintf(b, "cubicle bench %s  %s  kernel %s, %d CPUs, cgroup %s, load %s\n",
+	fmt.Fprintf(b, "cubicle-bench %s  %s  kernel %s, %d CPUs, cgroup %s, load %s\n",
 		bench, date.Format("2006-01-02 15:04 MST"), h.Kernel, h.CPUs, h.Cgroup, h.LoadAvg)
 }
 
