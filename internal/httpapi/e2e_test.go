@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 )
 
@@ -48,7 +48,7 @@ func TestComputerLifecycle(t *testing.T) {
 	if a.ExpiresAt != *a.ReadyAt+600 {
 		t.Fatalf("expires_at %d, want ready_at %d + 600", a.ExpiresAt, *a.ReadyAt)
 	}
-	want := computer.Limits{MemoryMB: 256, CPUs: 1, Pids: 128, DiskMB: 32, LifetimeSeconds: 600, ExecTimeoutSeconds: 30}
+	want := client.Limits{MemoryMB: 256, CPUs: 1, Pids: 128, DiskMB: 32, LifetimeSeconds: 600, ExecTimeoutSeconds: 30}
 	if a.Limits != want {
 		t.Fatalf("limits %+v, want %+v", a.Limits, want)
 	}
@@ -226,32 +226,26 @@ type sseEvent struct {
 	at   time.Time
 }
 
-// readSSE reads events until the stream ends; onEvent may stop early.
+// readSSE reads events with the API client's reader until the stream
+// ends; onEvent may stop early. A broken stream fails the test.
 func readSSE(t *testing.T, body io.Reader, onEvent func(sseEvent) bool) []sseEvent {
 	t.Helper()
 	var out []sseEvent
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
-	var cur sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if cur.name != "" || cur.data != "" {
-				cur.at = time.Now()
-				out = append(out, cur)
-				if onEvent != nil && !onEvent(cur) {
-					return out
-				}
-			}
-			cur = sseEvent{}
-		case strings.HasPrefix(line, "event: "):
-			cur.name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			cur.data += strings.TrimPrefix(line, "data: ")
+	r := client.NewEventReader(body, 0, 0)
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("event stream after %d events: %v", len(out), err)
+		}
+		cur := sseEvent{name: ev.Name, data: string(ev.Data), at: time.Now()}
+		out = append(out, cur)
+		if onEvent != nil && !onEvent(cur) {
+			return out
 		}
 	}
-	return out
 }
 
 // TestExecSSE: with Accept: text/event-stream, stdout and stderr arrive as

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
@@ -236,27 +237,34 @@ func (e *env) rawDo(key, method, path string, body io.Reader) (resp, error) {
 	return resp{code: res.StatusCode, body: b, hdr: res.Header}, err
 }
 
-// view is the computer object.
-type view struct {
-	ID        string            `json:"id"`
-	Object    string            `json:"object"`
-	Status    string            `json:"status"`
-	CreatedAt int64             `json:"created_at"`
-	ReadyAt   *int64            `json:"ready_at"`
-	ExpiresAt int64             `json:"expires_at"`
-	Limits    computer.Limits   `json:"limits"`
-	Metadata  map[string]string `json:"metadata"`
+// apiClient is a client of the server (internal/client) with key ("": none).
+func (e *env) apiClient(key string) *client.Client {
+	e.t.Helper()
+	c, err := client.New(client.Config{URL: e.url, Key: key})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
 }
 
-// create makes a computer and fails unless the answer is 201.
+// callCtx bounds a helper's call like do's.
+func callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 90*time.Second)
+}
+
+// view is the computer object, as the API's client decodes it.
+type view = client.Computer
+
+// create makes a computer (body: nil, or a value sent as JSON) and fails
+// unless the answer is 201.
 func (e *env) create(key string, body any) view {
 	e.t.Helper()
-	r := e.do(key, "POST", "/v1/computers", body)
-	if r.code != http.StatusCreated {
-		e.t.Fatalf("create computer: %s", r)
-	}
+	ctx, cancel := callCtx()
+	defer cancel()
 	var v view
-	r.json(e.t, &v)
+	if _, err := e.apiClient(key).Do(ctx, "POST", "/v1/computers", body, http.StatusCreated, &v); err != nil {
+		e.t.Fatalf("create computer: %v", err)
+	}
 	if !strings.HasPrefix(v.ID, "cmp_") {
 		e.t.Fatalf("computer id %q lacks cmp_", v.ID)
 	}
@@ -266,37 +274,28 @@ func (e *env) create(key string, body any) view {
 // get reads a computer and fails unless the answer is 200.
 func (e *env) get(key, id string) view {
 	e.t.Helper()
-	r := e.do(key, "GET", "/v1/computers/"+id, nil)
-	if r.code != http.StatusOK {
-		e.t.Fatalf("get computer %s: %s", id, r)
+	ctx, cancel := callCtx()
+	defer cancel()
+	v, err := e.apiClient(key).Get(ctx, id)
+	if err != nil {
+		e.t.Fatalf("get computer %s: %v", id, err)
 	}
-	var v view
-	r.json(e.t, &v)
 	return v
 }
 
 // execResult is the unary exec answer.
-type execResult struct {
-	ExitCode        int    `json:"exit_code"`
-	Signal          int    `json:"signal"`
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	TimedOut        bool   `json:"timed_out"`
-	OOMKilled       bool   `json:"oom_killed"`
-	DurationMS      int64  `json:"duration_ms"`
-	StdoutTruncated bool   `json:"stdout_truncated"`
-	StderrTruncated bool   `json:"stderr_truncated"`
-}
+type execResult = client.ExecResult
 
-// exec runs a unary exec and fails unless it answers 200.
+// exec runs a unary exec (body: a value sent as JSON) and fails unless it
+// answers 200.
 func (e *env) exec(key, id string, body any) execResult {
 	e.t.Helper()
-	r := e.do(key, "POST", "/v1/computers/"+id+"/exec", body)
-	if r.code != http.StatusOK {
-		e.t.Fatalf("exec %v: %s", body, r)
-	}
+	ctx, cancel := callCtx()
+	defer cancel()
 	var res execResult
-	r.json(e.t, &res)
+	if _, err := e.apiClient(key).Do(ctx, "POST", "/v1/computers/"+id+"/exec", body, http.StatusOK, &res); err != nil {
+		e.t.Fatalf("exec %v: %v", body, err)
+	}
 	return res
 }
 

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 )
@@ -48,38 +48,28 @@ func TestResponsesDisconnectMidExecution(t *testing.T) {
 	e.withGateway(up)
 	_, key := e.newKey("", computerCaps)
 
-	// SSE: read up to "interpreting", then hang up.
-	ctx, cancel := context.WithCancel(t.Context())
-	body, _ := json.Marshal(map[string]any{"model": "m", "input": "sleep", "tools": ciTool, "stream": true})
-	req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/responses", strings.NewReader(string(body)))
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// SSE: read up to "interpreting", then hang up (Stream returns and
+	// closes the connection).
 	var respID string
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var ev struct {
-			Type     string `json:"type"`
+	body := map[string]any{"model": "m", "input": "sleep", "tools": ciTool, "stream": true}
+	err := e.apiClient(key).Stream(t.Context(), "/v1/responses", body, func(ev client.Event) error {
+		var d struct {
 			Response struct {
 				ID string `json:"id"`
 			} `json:"response"`
 		}
-		json.Unmarshal([]byte(data), &ev)
-		if ev.Type == "response.created" {
-			respID = ev.Response.ID
+		json.Unmarshal(ev.Data, &d)
+		switch ev.Name {
+		case "response.created":
+			respID = d.Response.ID
+		case "response.code_interpreter_call.interpreting":
+			return client.Stop
 		}
-		if ev.Type == "response.code_interpreter_call.interpreting" {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	cancel()
-	resp.Body.Close()
 	if respID == "" {
 		t.Fatal("no response.created before interpreting")
 	}

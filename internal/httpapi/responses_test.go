@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
@@ -571,30 +573,29 @@ func TestResponsesComputerToolsNotConfigured(t *testing.T) {
 	}
 }
 
-// sseEvents parses an SSE body into its events, checking names and
-// contiguous sequence numbers.
+// sseEvents parses an SSE body into its events with the API client's
+// reader, checking names and contiguous sequence numbers.
 func sseEvents(t *testing.T, body []byte) []map[string]any {
 	t.Helper()
 	var evs []map[string]any
-	for _, block := range strings.Split(strings.TrimSpace(string(body)), "\n\n") {
-		var name, data string
-		for _, line := range strings.Split(block, "\n") {
-			if v, ok := strings.CutPrefix(line, "event: "); ok {
-				name = v
-			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
-				data = v
-			}
+	r := client.NewEventReader(bytes.NewReader(body), 0, 0)
+	for {
+		sev, err := r.Next()
+		if err == io.EOF {
+			return evs
+		}
+		if err != nil {
+			t.Fatalf("event stream after %d events: %v", len(evs), err)
 		}
 		var ev map[string]any
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			t.Fatalf("event data %q: %v", data, err)
+		if err := json.Unmarshal(sev.Data, &ev); err != nil {
+			t.Fatalf("event data %q: %v", sev.Data, err)
 		}
-		if ev["type"] != name || ev["sequence_number"] != float64(len(evs)) {
-			t.Fatalf("event %d: %s %s", len(evs), name, data)
+		if ev["type"] != sev.Name || ev["sequence_number"] != float64(len(evs)) {
+			t.Fatalf("event %d: %s %s", len(evs), sev.Name, sev.Data)
 		}
 		evs = append(evs, ev)
 	}
-	return evs
 }
 
 func TestResponsesComputerToolsStreaming(t *testing.T) {
