@@ -1,5 +1,7 @@
-// Command cubicle is Cubicle's single binary: it wires the layers under
-// internal/ into subcommands and holds no logic of its own.
+// Command cubicle is Cubicle's binary (the server, its CLI and the
+// computers' agent): it wires the layers under internal/ into subcommands
+// and holds no logic of its own. The benchmarks are a command of their
+// own, cmd/cubicle-bench, so this binary carries none of their code.
 package main
 
 import (

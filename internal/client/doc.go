@@ -17,5 +17,6 @@
 // answer, or an error event inside a stream, is an *Error carrying the
 // status, the API's type, code, message and param.
 //
-// It may import the standard library only.
+// It may import the standard library only (its tests run it against the
+// real server: internal/httpapi on an httptest listener).
 package client

@@ -4,5 +4,7 @@
 // audit rows, background cleanup of killed computers, and recovery after a
 // crash. Transports (internal/httpapi, the
 // CLI) call it; it calls internal/sandbox, internal/store and
-// internal/governance.
+// internal/governance. A python call's answer is assembled in one place,
+// PythonAnswer (pythonresult.go), which 'cubicle python' on a local
+// computer uses too, so both answer alike.
 package computer
