@@ -213,7 +213,7 @@ func RunAPI(ctx context.Context, cfg APIConfig) (*APIReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	defer c.Close()
+	defer c.close()
 	tr := &tracker{ids: map[string]bool{}}
 	defer func() {
 		if err := tr.deleteAll(c); err != nil {

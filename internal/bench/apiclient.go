@@ -19,7 +19,7 @@ import (
 // call by timeout and times it from sending the request until the answer
 // was decoded: what a client waits for before it can use the answer.
 type apiClient struct {
-	*client.Client
+	api     *client.Client
 	timeout time.Duration
 }
 
@@ -34,8 +34,10 @@ func newAPIClient(base, key string, conns int, timeout time.Duration) (*apiClien
 	if err != nil {
 		return nil, err
 	}
-	return &apiClient{Client: c, timeout: timeout}, nil
+	return &apiClient{api: c, timeout: timeout}, nil
 }
+
+func (c *apiClient) close() { c.api.Close() }
 
 // isCapacity says whether err is a 429 (capacity_exceeded).
 func isCapacity(err error) bool {
@@ -54,7 +56,7 @@ func isGone(err error) bool {
 func (c *apiClient) check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	_, err := c.List(ctx, false)
+	_, err := c.api.List(ctx, false)
 	return err
 }
 
@@ -64,7 +66,7 @@ func (c *apiClient) create(ctx context.Context) (string, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	start := time.Now()
-	v, err := c.Create(ctx, client.CreateRequest{})
+	v, err := c.api.Create(ctx, client.CreateRequest{})
 	if err != nil {
 		return "", 0, err
 	}
@@ -76,7 +78,7 @@ func (c *apiClient) delete(ctx context.Context, id string) (time.Duration, error
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	start := time.Now()
-	err := c.Delete(ctx, id)
+	err := c.api.Delete(ctx, id)
 	return time.Since(start), err
 }
 
@@ -86,7 +88,7 @@ func (c *apiClient) exec(ctx context.Context, id string, argv []string, wantOut 
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := c.Exec(ctx, id, client.ExecRequest{Argv: argv})
+	res, err := c.api.Exec(ctx, id, client.ExecRequest{Argv: argv})
 	if err != nil {
 		return 0, err
 	}
@@ -126,7 +128,7 @@ func (c *apiClient) execSSE(ctx context.Context, id string, argv []string, wantO
 		out   strings.Builder
 	)
 	start := time.Now()
-	res, err := c.ExecStream(ctx, id, client.ExecRequest{Argv: argv}, func(o client.ExecOutput) {
+	res, err := c.api.ExecStream(ctx, id, client.ExecRequest{Argv: argv}, func(o client.ExecOutput) {
 		if o.Stream == "stdout" {
 			if first == 0 {
 				first = time.Since(start)
@@ -150,7 +152,7 @@ func (c *apiClient) execSSE(ctx context.Context, id string, argv []string, wantO
 func (c *apiClient) poolDepth(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	b, err := c.Metrics(ctx)
+	b, err := c.api.Metrics(ctx)
 	if err != nil {
 		return 0, err
 	}

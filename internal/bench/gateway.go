@@ -154,7 +154,7 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) (*GatewayReport, error) 
 	if err != nil {
 		return rep, err
 	}
-	defer c.Close()
+	defer c.close()
 	if err := c.check(ctx); err != nil {
 		return rep, fmt.Errorf("the server does not answer GET /v1/computers with this key: %w", err)
 	}
@@ -256,7 +256,7 @@ func gatewayRound(ctx context.Context, c *apiClient, up *GatewayUpstream) ([]tim
 	body := gatewayRequest(false)
 	var answer json.RawMessage
 	start := time.Now()
-	hdr, err := c.Do(ctx, http.MethodPost, "/v1/responses", body, http.StatusOK, &answer)
+	hdr, err := c.api.Do(ctx, http.MethodPost, "/v1/responses", body, http.StatusOK, &answer)
 	total := time.Since(start)
 	if err != nil {
 		return nil, err
@@ -355,7 +355,7 @@ func gatewayStream(ctx context.Context, c *apiClient) (first, total time.Duratio
 	completed, deltas := false, 0
 	body := gatewayRequest(true)
 	start := time.Now()
-	err = c.Stream(ctx, "/v1/responses", body, func(ev client.Event) error {
+	err = c.api.Stream(ctx, "/v1/responses", body, func(ev client.Event) error {
 		switch event, data := ev.Name, ev.Data; event {
 		case "response.output_text.delta":
 			if deltas == 0 {

@@ -218,7 +218,7 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	defer warm.Close()
+	defer warm.close()
 	warmTr := &tracker{ids: map[string]bool{}}
 	defer func() {
 		if err := warmTr.deleteAll(warm); err != nil {
@@ -281,7 +281,7 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 			if err != nil {
 				return rep, err
 			}
-			defer cold.Close()
+			defer cold.close()
 			coldTr := &tracker{ids: map[string]bool{}}
 			defer func() {
 				if err := coldTr.deleteAll(cold); err != nil {

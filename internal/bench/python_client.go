@@ -80,7 +80,7 @@ func (c *apiClient) python(ctx context.Context, id string, req client.PythonRequ
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	a, err := c.Python(ctx, id, req)
+	a, err := c.api.Python(ctx, id, req)
 	if err != nil {
 		return 0, err
 	}
@@ -94,7 +94,7 @@ func (c *apiClient) pythonSSE(ctx context.Context, id string, req client.PythonR
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	a, err := c.PythonStream(ctx, id, req, nil)
+	a, err := c.api.PythonStream(ctx, id, req, nil)
 	if err != nil {
 		return 0, err
 	}
