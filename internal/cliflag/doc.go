@@ -5,6 +5,6 @@
 // (30s, or whole seconds) and repeatable NAME=value lists. It holds no
 // command of its own.
 //
-// It may import internal/config (sizes are parsed and printed as the
-// configuration does) and the standard library.
+// It may import internal/config and the standard library (sizes are
+// parsed and printed as the configuration does).
 package cliflag
