@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 )
 
 // lockedBuffer collects a process's output while it runs.
@@ -146,16 +149,23 @@ func (s *server) do(method, path string, body string) httpResult {
 	return httpResult{res.StatusCode, b}
 }
 
+// decode calls the server with the API's client (internal/client) and
+// decodes the answer into v (nil: discard it); a status other than want
+// fails the test.
 func (s *server) decode(method, path, body string, want int, v any) {
 	s.t.Helper()
-	r := s.do(method, path, body)
-	if r.code != want {
-		s.t.Fatalf("%s %s: %d %s, want %d", method, path, r.code, r.body, want)
+	c, err := client.New(client.Config{URL: s.url, Key: s.key})
+	if err != nil {
+		s.t.Fatal(err)
 	}
-	if v != nil {
-		if err := json.Unmarshal(r.body, v); err != nil {
-			s.t.Fatalf("%s %s: %v: %s", method, path, err, r.body)
-		}
+	var b any // nil: no body
+	if body != "" {
+		b = []byte(body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := c.Do(ctx, method, path, b, want, v); err != nil {
+		s.t.Fatalf("%v\nserver log:\n%s", err, s.stderr)
 	}
 }
 
