@@ -200,7 +200,18 @@ func (c *Client) Stream(ctx context.Context, path string, body any, fn func(Even
 	if err != nil {
 		return err
 	}
-	defer res.Body.Close()
+	stopped := false
+	defer func() {
+		if stopped {
+			// Closing a stream whose end was not read tears its
+			// connection down, and waits for the transport's reader to
+			// let go of it: the caller, who has what it wanted, does not
+			// wait for that.
+			go res.Body.Close()
+			return
+		}
+		res.Body.Close()
+	}()
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 		return decodeError(method, path, res.StatusCode, b)
@@ -220,6 +231,7 @@ func (c *Client) Stream(ctx context.Context, path string, body any, fn func(Even
 		case errors.As(err, &ce):
 			return err
 		case errors.Is(err, Stop):
+			stopped = true
 			return nil
 		case err == io.EOF:
 			return nil
