@@ -15,25 +15,16 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-// codeInterpreter runs one call in the response's computer (created at the
-// first call) and returns what the model sees. streamed is its item when
-// the code was streamed while the answer arrived (nil: it is added now,
-// its code in one delta).
+// codeInterpreter runs one call in the response's computer and returns
+// what the model sees. streamed is its item, added (and the computer
+// made) while the answer arrived: turnOutput opens every code_interpreter
+// call of an answer whose calls the loop runs.
 func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall, streamed *openCode) (string, error) {
 	r.toolCalls++
 	// Malformed arguments: the tool answers the model with its own error.
-	item := CodeInterpreterCall{Type: "code_interpreter_call", ID: newID("ci_"), Status: "completed",
-		Code: codeOf(tc.Function.Arguments)}
-	if err := r.ensureComputer(ctx); err != nil {
-		return "", err
-	}
-	item.ContainerID = r.computerID
-	idx := len(r.resp.Output)
-	if streamed != nil { // added, and its code sent, while the answer streamed
-		idx, item.ID = streamed.idx, streamed.item.ID
-	} else {
-		r.addCode(idx, item)
-	}
+	idx := streamed.idx
+	item := CodeInterpreterCall{Type: "code_interpreter_call", ID: streamed.item.ID, Status: "completed",
+		ContainerID: r.computerID, Code: codeOf(tc.Function.Arguments)}
 	at := map[string]any{"item_id": item.ID, "output_index": idx}
 	r.emit("response.code_interpreter_call.interpreting", maps.Clone(at))
 	res, err := r.runTool(ctx, tools.CodeInterpreterName, tc.Function.Arguments)
@@ -55,26 +46,6 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall, streamed *op
 	r.emit("response.code_interpreter_call.completed", at)
 	r.emit("response.output_item.done", map[string]any{"output_index": idx, "item": item})
 	return res.Output, nil
-}
-
-// addCode adds the code_interpreter_call item of a call whose code was
-// not streamed, in progress, with its code in one delta.
-func (r *Run) addCode(idx int, item CodeInterpreterCall) {
-	added := item
-	added.Status, added.Code = "in_progress", ""
-	at := func(k string, v any) map[string]any {
-		m := map[string]any{"item_id": item.ID, "output_index": idx}
-		if k != "" {
-			m[k] = v
-		}
-		return m
-	}
-	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": added})
-	r.emit("response.code_interpreter_call.in_progress", at("", nil))
-	r.emit("response.code_interpreter_call_code.delta", at("delta", item.Code))
-	r.emit("response.code_interpreter_call_code.done", at("code", item.Code))
-	added.Code = item.Code
-	r.resp.Output = append(r.resp.Output, added) // until it ran
 }
 
 // codeOf is the code of code_interpreter's arguments ("": malformed).

@@ -117,24 +117,30 @@ func TestFailedStream(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		upstreamtest.SSE(w, "", map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": "partial "}}}})
 		upstreamtest.SSE(w, "", map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"tool_calls": []any{
-			map[string]any{"index": 0, "id": "c1", "function": map[string]any{"name": tools.CodeInterpreterName, "arguments": `{"code":"pri`}}}}}}})
+			map[string]any{"index": 0, "id": "c1", "function": map[string]any{"name": tools.CodeInterpreterName, "arguments": `{"code":"pri`}},
+			map[string]any{"index": 1, "id": "f1", "function": map[string]any{"name": "lookup", "arguments": `{"q":`}}}}}}})
 	}
 	h := newHarness(t, APIChat, func(int, map[string]any) (int, any) { return 200, broken }, nil)
-	_, events, err := h.stream(context.Background(), `{"input":"go","stream":true,`+toolsBody+`}`)
+	_, events, err := h.stream(context.Background(), `{"input":"go","stream":true,"tools":[{"type":"code_interpreter","container":{"type":"auto"}},
+		{"type":"function","name":"lookup"}]}`)
 	upstreamMessage(t, err)
 	got := squash(types(events))
 	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
 		"response.output_text.delta", "response.output_item.added", "response.code_interpreter_call.in_progress",
-		"response.code_interpreter_call_code.delta", "response.output_text.done", "response.content_part.done",
-		"response.output_item.done", "response.failed"}
+		"response.code_interpreter_call_code.delta", "response.output_item.added", "response.function_call_arguments.delta",
+		"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.failed"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("events\n%q\nwant\n%q", got, want)
 	}
+	// Each of the three open items got its output_item.done.
+	if n := strings.Count(strings.Join(types(events), ","), "response.output_item.done"); n != 3 {
+		t.Fatalf("%d output_item.done events", n)
+	}
 	failed := asJSON(t, events[len(events)-1])["response"].(map[string]any)
 	out := failed["output"].([]any)
-	msg, code := out[0].(map[string]any), out[1].(map[string]any)
+	msg, code, fc := out[0].(map[string]any), out[1].(map[string]any), out[2].(map[string]any)
 	if failed["status"] != "failed" || msg["status"] != "incomplete" || msg["content"].([]any)[0].(map[string]any)["text"] != "partial " ||
-		code["status"] != "incomplete" || code["code"] != "pri" {
+		code["status"] != "incomplete" || code["code"] != "pri" || fc["status"] != "incomplete" || fc["arguments"] != `{"q":` {
 		t.Fatalf("failed response %v", failed)
 	}
 	if e := failed["error"].(map[string]any); e["code"] != "upstream_error" {

@@ -143,7 +143,7 @@ const NotRunOutput = "This call was not run: the response reached its max_tool_c
 // code_interpreter_call item already shown while its code streamed ends
 // incomplete. It returns what the model sees.
 func (r *Run) skipCall(streamed *openCode) string {
-	if streamed != nil {
+	if streamed != nil { // a code_interpreter call
 		item := r.resp.Output[streamed.idx].(CodeInterpreterCall)
 		item.Status = "incomplete"
 		r.resp.Output[streamed.idx] = item

@@ -248,10 +248,3 @@ func (t *turnOutput) abandon() {
 		}
 	}
 }
-
-// addMessage adds a whole assistant message (as if streamed in one piece).
-func (r *Run) addMessage(text string) {
-	t := newTurnOutput(context.Background(), r, false)
-	t.text(text)
-	t.finish(&turn{text: text})
-}
