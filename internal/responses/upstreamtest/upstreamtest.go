@@ -1,8 +1,3 @@
-// Package upstreamtest is a scripted OpenAI-compatible model server for
-// tests of the Responses gateway: one script answers in either upstream API
-// (Chat Completions or Responses), whole or streamed as SSE. Only test code
-// imports it; it imports the standard library only (not internal/responses,
-// whose in-package tests use it).
 package upstreamtest
 
 import (
