@@ -21,8 +21,8 @@ import (
 // call of an answer whose calls the loop runs.
 func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall, streamed *openCode) (string, error) {
 	r.toolCalls++
-	// Malformed arguments: the tool answers the model with its own error.
 	idx := streamed.idx
+	// Malformed arguments show no code; the tool tells the model.
 	item := CodeInterpreterCall{Type: "code_interpreter_call", ID: streamed.item.ID, Status: "completed",
 		ContainerID: r.computerID, Code: codeOf(tc.Function.Arguments)}
 	at := map[string]any{"item_id": item.ID, "output_index": idx}
