@@ -38,6 +38,5 @@
 //
 // It may import internal/tools, internal/computer, internal/files,
 // internal/governance, internal/sandbox, internal/store and the standard
-// library (its upstreamtest subpackage: the standard library only); HTTP
-// routing and error rendering stay in internal/httpapi.
+// library; HTTP routing and error rendering stay in internal/httpapi.
 package responses
