@@ -150,7 +150,7 @@ func TestExecFormat(t *testing.T) {
 	t.Run("passes the command and timeout", func(t *testing.T) {
 		f := &fake{exec: printing("", "", sandbox.ExitStatus{})}
 		run(t, f, Env{Limits: Limits{ExecTimeoutSeconds: 20}}, ExecName, `{"command":"echo hi","timeout_seconds":3}`)
-		if f.lastExec.Command != "echo hi" || f.lastExec.Timeout != sandbox.Millis(3e9) {
+		if f.lastExec.Command != "echo hi" || f.lastExec.Timeout != 3e9 {
 			t.Fatalf("exec request %+v", f.lastExec)
 		}
 	})
@@ -276,7 +276,7 @@ func TestPythonRendering(t *testing.T) {
 	png := []byte("\x89PNG fake")
 	f := &fake{python: func(req sandbox.PythonRequest, on func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
 		if len(req.Cells) != 2 || req.Cells[0].Code != "print(1)" || req.Cwd != "/workspace/sub" || !req.Reset ||
-			req.Timeout != sandbox.Millis(10e9) {
+			req.Timeout != 10e9 {
 			return sandbox.PythonResult{}, fmt.Errorf("unexpected request %+v", req)
 		}
 		on(sandbox.PythonOutput{Cell: 0, Output: kernel.Output{Type: kernel.OutStream, Name: "stdout", Text: "1\n"}})
