@@ -23,10 +23,10 @@ const (
 // PythonRequest is the body of POST /v1/computers/{id}/python.
 type PythonRequest struct {
 	Cells   []PythonCell `json:"cells"`
-	Timeout int                  `json:"timeout,omitempty"` // seconds, 1..600, default 30
-	Cwd     string               `json:"cwd,omitempty"`
-	Reset   bool                 `json:"reset,omitempty"`
-	Mode    string               `json:"mode,omitempty"` // session (default) or per_call
+	Timeout int          `json:"timeout,omitempty"` // seconds, 1..600, default 30
+	Cwd     string       `json:"cwd,omitempty"`
+	Reset   bool         `json:"reset,omitempty"`
+	Mode    string       `json:"mode,omitempty"` // session (default) or per_call
 	// SaveImages keeps every image the cells produce as an artifact (the
 	// key needs the artifacts capability); their ids are in the cells'
 	// artifacts.
@@ -239,7 +239,7 @@ func (m *Manager) PythonControl(ctx context.Context, p governance.Principal, id,
 
 // warmKernel starts a pool computer's session kernel with the prelude, so
 // the first cell of its user does not pay the kernel's start.
-func (m *Manager) warmKernel(ctx context.Context, sb sandbox.Sandbox) error {
+func (m *Manager) warmKernel(ctx context.Context, sb sandbox.Python) error {
 	res, err := sb.Python(ctx, sandbox.PythonRequest{Prelude: m.cfg.Prelude, Mode: "session",
 		Timeout: time.Minute}, nil)
 	if err == nil && res.Status != "ok" {
