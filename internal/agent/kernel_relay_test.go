@@ -251,7 +251,7 @@ func TestKernelRelayClient(t *testing.T) {
 	}
 	fa.sendJSON(protocol.KindKernelControlReply, id, protocol.KernelControlReply{Seq: kc.Seq + 7})
 	fa.sendJSON(protocol.KindKernelControlReply, id, protocol.KernelControlReply{Seq: kc.Seq, Error: &protocol.WireError{Code: "kernel_dead", Message: "no luck"}})
-	if err := clientWait(t, ctl, "Restart"); !errors.Is(err, protocol.ErrKernelDead) || err.Error() != "no luck" {
+	if err := clientWait(t, ctl, "Restart"); !errors.Is(err, sandbox.ErrKernelDead) || err.Error() != "no luck" {
 		t.Errorf("Restart: %v", err)
 	}
 	ctl = clientAsync(func() error { return r.Interrupt(context.Background()) })
@@ -367,7 +367,7 @@ func TestKernelRelayClientOpen(t *testing.T) {
 		})
 		f := fa.expect(protocol.KindKernelOpen)
 		fa.sendJSON(protocol.KindError, f.ID, protocol.WireError{Code: "busy", Message: "busy: a kernel relay is already open"})
-		if err := clientWait(t, done, "OpenKernel"); !errors.Is(err, protocol.ErrBusy) {
+		if err := clientWait(t, done, "OpenKernel"); !errors.Is(err, sandbox.ErrKernelBusy) {
 			t.Errorf("OpenKernel: %v", err)
 		}
 	})

@@ -154,10 +154,10 @@ func TestPythonClientAgentGone(t *testing.T) {
 func TestPythonClientRefusesOversizedRequests(t *testing.T) {
 	c, _ := newFakeAgent(t)
 	_, err := c.Python(context.Background(), sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: strings.Repeat("x", protocol.MaxPayload)}}}, nil)
-	if !errors.Is(err, protocol.ErrInvalid) {
+	if !errors.Is(err, sandbox.ErrInvalid) {
 		t.Fatalf("got %v", err)
 	}
-	if err := c.PythonControl(context.Background(), "reboot"); !errors.Is(err, protocol.ErrInvalid) {
+	if err := c.PythonControl(context.Background(), "reboot"); !errors.Is(err, sandbox.ErrInvalid) {
 		t.Fatalf("PythonControl: %v", err)
 	}
 }

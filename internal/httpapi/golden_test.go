@@ -29,7 +29,7 @@ func goldenSandbox(ctx context.Context, spec sandbox.Spec) (*sandboxtest.Sandbox
 		ExecFunc: func(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
 			sio.Stdout.Write([]byte("hello\n"))
 			sio.Stderr.Write([]byte("warn é\n"))
-			return sandbox.ExitStatus{ExitCode: 3, Duration: 12}, nil
+			return sandbox.ExitStatus{ExitCode: 3, Duration: 12 * time.Millisecond}, nil
 		},
 		StatFunc: func(ctx context.Context, path string) (sandbox.FileInfo, error) {
 			return sandbox.FileInfo{Name: "notes.txt", Path: "/workspace/notes.txt", Type: "file", Size: 5, Mode: 0o644, ModTime: goldenModTime}, nil
