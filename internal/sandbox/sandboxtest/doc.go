@@ -3,6 +3,11 @@
 // service and transport layers are tested without real computers. A method
 // the test did not script fails with ErrNotScripted (never a nil-interface
 // panic); lifecycle methods have working defaults (Kill and Destroy end the
-// computer, closing Done). Only test code imports this package; it imports
-// internal/sandbox and the standard library.
+// computer, closing Done). Workspace is an in-memory /workspace a test
+// attaches to a computer's file calls. Start is the other side: a real
+// computer on a real driver, destroyed when the test ends (the driver's and
+// the agent's tests).
+//
+// Only test code imports this package; it imports internal/sandbox and the
+// standard library, and builds for every GOOS.
 package sandboxtest
