@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"io"
 	"sync"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Client is the host side of the control channel. It multiplexes any number

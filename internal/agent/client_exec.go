@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"io"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Exec runs a process and waits for it. Cancelling ctx kills the process and

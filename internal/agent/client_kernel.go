@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // maxHostBacklog bounds the frames of one relay that the host has received

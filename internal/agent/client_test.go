@@ -6,12 +6,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // fakeAgent is the agent's end of a control channel, driven by a test: it

@@ -3,13 +3,14 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"os"
 	"path"
 	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 const maxListEntries = 10000

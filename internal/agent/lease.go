@@ -3,11 +3,12 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // File leases. A process in the computer may hold a lease on its own file

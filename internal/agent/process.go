@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"os"
 	"path"
 	"strconv"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // SandboxUID and SandboxGID are the identity of all code in a computer.

@@ -3,10 +3,10 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 )
 

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // Server is the agent's side of the control channel. It runs inside the

@@ -3,11 +3,12 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 func TestRel(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"log/slog"
 	"os"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // AgentArg is the hidden subcommand that runs the agent.

@@ -2,13 +2,13 @@ package linux
 
 import (
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"os"
 	"path"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 

@@ -3,7 +3,6 @@ package linux
 import (
 	"errors"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // runtimePaths are bound read-only from the host: the programs and

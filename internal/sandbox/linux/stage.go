@@ -3,7 +3,6 @@ package linux
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"io"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // serverStage is the agent's server process as PID 1 sees it.
