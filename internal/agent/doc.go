@@ -24,6 +24,6 @@
 // internal/sandbox's types and error kinds and back (client_convert.go), so
 // its callers (internal/sandbox/linux) never see a wire type.
 //
-// This package imports the standard library, golang.org/x/sys,
+// It may import the standard library, golang.org/x/sys,
 // internal/agent/protocol, internal/sandbox and internal/kernel.
 package agent

@@ -5,7 +5,7 @@
 // translates service errors to HTTP statuses in one place (errors.go) and
 // holds no business logic. Bodies that carry values of the layers below have
 // their own types, converted in one place (models.go) and pinned byte for
-// byte by testdata/golden (TestGoldenJSON). It imports internal/computer,
+// byte by testdata/golden (TestGoldenJSON). It may import internal/computer,
 // internal/files, internal/responses, internal/governance, internal/sandbox
 // (its error kinds and file types), internal/kernel (outputs),
 // internal/store, internal/tools and github.com/coder/websocket.

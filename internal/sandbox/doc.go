@@ -13,6 +13,7 @@
 // shapes of them (internal/httpapi/models.go).
 //
 // Implementations live in subpackages (internal/sandbox/linux); the one fake
-// for tests is internal/sandbox/sandboxtest. It builds for every GOOS and
-// imports only internal/kernel (for kernel.Output) and the standard library.
+// for tests is internal/sandbox/sandboxtest. It builds for every GOOS. It
+// may import only internal/kernel (for kernel.Output) and the standard
+// library.
 package sandbox

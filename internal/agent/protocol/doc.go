@@ -8,5 +8,5 @@
 // (internal/agent) speaks them, the host-side client (internal/agent's
 // Client) converts them to and from internal/sandbox's domain types in one
 // place, and no JSON tag here reaches Cubicle's public API. It builds for
-// every GOOS and imports only the standard library.
+// every GOOS. It may import only the standard library.
 package protocol

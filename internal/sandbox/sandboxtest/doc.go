@@ -8,6 +8,6 @@
 // computer on a real driver, destroyed when the test ends (the driver's and
 // the agent's tests).
 //
-// Only test code imports this package; it imports internal/sandbox and the
-// standard library, and builds for every GOOS.
+// Only test code imports this package; it builds for every GOOS. It may
+// import internal/sandbox and the standard library.
 package sandboxtest
