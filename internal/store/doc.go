@@ -1,5 +1,5 @@
 // Package store defines what Cubicle persists — organisations, keys,
 // computers, usage rows and audit events — as interfaces that a SQLite
-// (internal/store/sqlite) or Postgres implementation satisfies. It imports
-// only the standard library.
+// (internal/store/sqlite) or Postgres implementation satisfies. It may
+// import only the standard library.
 package store
