@@ -219,7 +219,7 @@ func (s *Service) OpenArtifact(ctx context.Context, p governance.Principal, id s
 // tools.ErrExportTooLarge), as it was when the read started: a file that
 // changed while it was read is read once more, then refused with
 // sandbox.ErrChanging. Sandbox errors are returned as they are.
-func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, computerID, filePath string) (tools.Artifact, error) {
+func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, filePath string) (tools.Artifact, error) {
 	if err := needArtifacts(p); err != nil {
 		return tools.Artifact{}, err
 	}
@@ -235,7 +235,7 @@ func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox
 }
 
 // snapshot reads a file whole for an export, at most tools.MaxExportBytes.
-func snapshot(ctx context.Context, sb sandbox.Sandbox, filePath string) (*bytes.Buffer, error) {
+func snapshot(ctx context.Context, sb sandbox.Files, filePath string) (*bytes.Buffer, error) {
 	for try := 0; ; try++ {
 		var buf bytes.Buffer
 		end, err := sb.ReadFile(ctx, sandbox.FileRead{Path: filePath, Limit: tools.MaxExportBytes, Snapshot: true}, &buf)

@@ -37,7 +37,7 @@ func (a *API) python(w http.ResponseWriter, r *http.Request, p governance.Princi
 	}
 	sse.open()
 	res, err := a.comp.Python(r.Context(), p, r.PathValue("id"), req, func(o sandbox.PythonOutput) {
-		sse.send("output", o)
+		sse.send("output", outputEvent(o))
 	})
 	if err != nil {
 		if !sse.started || errors.Is(err, context.Canceled) {

@@ -88,7 +88,7 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 	}
 	out, errb := &capture{max: lim.MaxStreamBytes}, &capture{max: lim.MaxStreamBytes}
 	st, err := env.Sandbox.Exec(ctx, sandbox.ExecRequest{Command: *a.Command,
-		Timeout: sandbox.Millis(time.Duration(timeout) * time.Second)}, sandbox.ExecIO{Stdout: out, Stderr: errb})
+		Timeout: time.Duration(timeout) * time.Second}, sandbox.ExecIO{Stdout: out, Stderr: errb})
 	if err != nil {
 		switch {
 		case errors.Is(err, sandbox.ErrProcLimit):
@@ -298,7 +298,7 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 		timeout = *a.Timeout
 	}
 	timeout = min(timeout, lim.ExecTimeoutSeconds)
-	req.Timeout = sandbox.Millis(time.Duration(timeout) * time.Second)
+	req.Timeout = time.Duration(timeout) * time.Second
 	if a.Cwd != nil {
 		cwd, msg := ResolvePath(*a.Cwd)
 		if msg != "" {

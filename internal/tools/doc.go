@@ -1,6 +1,7 @@
 // Package tools is the LLM-facing tool registry: each tool has a name, a
 // description, a strict JSON schema (OpenAI function format) and an
-// executor that runs on one computer (a sandbox.Sandbox) and returns the
+// executor that runs on one computer (a Computer: the processes, files and
+// Python parts of a sandbox.Sandbox, nothing of its lifecycle) and returns the
 // fixed-format text the model sees plus structured extras (images, and
 // later artifacts).
 //

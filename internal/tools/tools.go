@@ -67,9 +67,17 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// Computer is what the tools use of a computer: processes, files and
+// Python.
+type Computer interface {
+	sandbox.Processes
+	sandbox.Files
+	sandbox.Python
+}
+
 // Env is what a tool runs with.
 type Env struct {
-	Sandbox sandbox.Sandbox
+	Sandbox Computer
 	Limits  Limits
 	// Artifacts: the key may keep files (the artifacts capability).
 	Artifacts bool
