@@ -167,7 +167,7 @@ func (f *fakeFiles) OpenFile(_ context.Context, _ governance.Principal, id strin
 	return store.File{ID: id, Bytes: int64(len(data))}, io.NopCloser(bytes.NewReader(data)), nil
 }
 
-func (f *fakeFiles) CopyInputs(_ context.Context, _ governance.Principal, _ sandbox.Sandbox, req files.InputsRequest) (files.InputsReport, error) {
+func (f *fakeFiles) CopyInputs(_ context.Context, _ governance.Principal, _ sandbox.Files, req files.InputsRequest) (files.InputsReport, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.copies = append(f.copies, req)

@@ -38,7 +38,7 @@ type Files interface {
 	Upload(ctx context.Context, p governance.Principal, filename, purpose string, r io.Reader) (store.File, error)
 	MaxBytes() int64
 	OpenFile(ctx context.Context, p governance.Principal, id string) (store.File, io.ReadCloser, error)
-	CopyInputs(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, req files.InputsRequest) (files.InputsReport, error)
+	CopyInputs(ctx context.Context, p governance.Principal, sb sandbox.Files, req files.InputsRequest) (files.InputsReport, error)
 	SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error)
 	ListArtifacts(ctx context.Context, p governance.Principal, computerID, responseID string) ([]store.Artifact, error)
 }
