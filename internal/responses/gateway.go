@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -405,7 +405,7 @@ func (r *Run) keep(ctx context.Context) {
 			Items: outputItems(r.resp.Output)})
 	}
 	if err != nil {
-		slog.ErrorContext(ctx, "gateway: storing the response failed", "response", r.resp.ID, "err", err)
+		log.From(ctx).ErrorContext(ctx, "gateway: storing the response failed", "response", r.resp.ID, "err", err)
 	}
 }
 
@@ -790,7 +790,7 @@ func (r *Run) imagesAsArtifacts(ctx context.Context, itemID string, outs []tools
 		n++
 		a, err := r.g.files.SaveImage(ctx, r.p, r.computerID, fmt.Sprintf("%s-%d.png", itemID, n), png)
 		if err != nil {
-			slog.WarnContext(ctx, "gateway: keeping an image as an artifact failed; sending a data URL",
+			log.From(ctx).WarnContext(ctx, "gateway: keeping an image as an artifact failed; sending a data URL",
 				"response", r.resp.ID, "err", err)
 			continue
 		}
