@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs/errhttp"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
@@ -47,7 +48,7 @@ func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governan
 		return withParam("Upgrade", fmt.Errorf("%w: GET /v1/responses is the WebSocket mode; send an Upgrade: websocket request (or POST a response)", errBadRequest))
 	}
 	if !a.sockets.add() {
-		return fmt.Errorf("%w: the server is shutting down", computer.ErrUnavailable)
+		return fmt.Errorf("%w: %s", computer.ErrUnavailable, errhttp.ShuttingDownSentence)
 	}
 	defer a.sockets.wg.Done()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
@@ -61,7 +62,7 @@ func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governan
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	defer context.AfterFunc(a.sockets.ctx, func() {
-		c.Close(websocket.StatusGoingAway, "the server is shutting down")
+		c.Close(websocket.StatusGoingAway, errhttp.ShuttingDownSentence)
 		cancel()
 	})()
 	frames := make(chan wsFrame, wsQueue)

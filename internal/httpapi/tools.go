@@ -110,7 +110,7 @@ func answer(res tools.Result) toolAnswer {
 
 // unknownTool is the 404 of a tool name that does not exist.
 func unknownTool(name string) error {
-	return withParam("name", errdefs.New(errdefs.NotFound, "", "Unknown tool: "+name))
+	return withParam("name", errdefs.New(errdefs.NotFound, "", tools.UnknownTool(name)))
 }
 
 // computerTool runs a tool on a computer the caller holds.

@@ -15,10 +15,13 @@ var (
 	errNoKernel   = errdefs.New(errdefs.NotFound, "", "no such kernel")
 	errNoSpec     = errdefs.New(errdefs.NotFound, "", "no such kernel spec")
 	errBadRequest = errdefs.New(errdefs.InvalidArgument, "", "bad request")
-	errClosed     = errdefs.New(errdefs.Unavailable, "", "the server is shutting down")
+	errClosed     = errdefs.New(errdefs.Unavailable, "", errhttp.ShuttingDownSentence)
 	errDead       = errdefs.New(errdefs.Conflict, "kernel_dead", "the kernel is dead; restart it")
 	errTooMany    = errdefs.New(errdefs.ResourceExhausted, "", "too many connections")
 )
+
+// reasonComputerGone is why a kernel whose computer is gone is removed.
+const reasonComputerGone = "the kernel's computer is gone"
 
 // classify reads the errors of the layers below as the Kernel Gateway API
 // does: a kernel whose computer is gone is a missing kernel, and a kernel

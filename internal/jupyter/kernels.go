@@ -97,7 +97,7 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		s.discard(context.WithoutCancel(ctx), k, "the server is shutting down")
+		s.discard(context.WithoutCancel(ctx), k, errClosed.Error())
 		return nil, errClosed
 	}
 	s.kernels[id] = k
@@ -145,7 +145,7 @@ func (s *Server) lookup(ctx context.Context, p governance.Principal, id string) 
 		return nil, fmt.Errorf("%w: %.64q", errNoKernel, id)
 	}
 	if !s.computerAlive(ctx, k) {
-		s.remove(context.WithoutCancel(ctx), k, "the kernel's computer is gone")
+		s.remove(context.WithoutCancel(ctx), k, reasonComputerGone)
 		return nil, fmt.Errorf("%w: %.64q (its computer is gone)", errNoKernel, id)
 	}
 	return k, nil
@@ -191,7 +191,7 @@ func (s *Server) relayEnded(k *kernel, err error) {
 		return
 	}
 	if !s.computerAlive(ctx, k) {
-		s.remove(ctx, k, "the kernel's computer is gone")
+		s.remove(ctx, k, reasonComputerGone)
 		return
 	}
 	log.From(ctx).WarnContext(ctx, "jupyter: kernel relay ended", "err", err)

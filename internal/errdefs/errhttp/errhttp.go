@@ -10,8 +10,13 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 )
 
-// InternalSentence replaces the message of an internal error.
-const InternalSentence = "internal error; see the server log"
+// Sentences every transport says the same way.
+const (
+	// InternalSentence replaces the message of an internal error.
+	InternalSentence = "internal error; see the server log"
+	// ShuttingDownSentence refuses work, and ends connections, at shutdown.
+	ShuttingDownSentence = "the server is shutting down"
+)
 
 // entry is a kind's status and default code.
 type entry struct {
