@@ -4,5 +4,6 @@
 // artifacts capability. Both belong to an organisation (the key that made
 // them is recorded); another organisation's id is simply not found. It
 // imports internal/store, internal/blob, internal/governance,
-// internal/sandbox and internal/tools (the Artifact an export returns).
+// internal/sandbox, internal/tools (the Artifact an export returns),
+// internal/errdefs and internal/log.
 package files

@@ -14,6 +14,8 @@
 // behind previous_response_id (conversation.go), and the deletes of the
 // responses' computers after their answers (cleanup.go). It may import
 // internal/tools, internal/computer, internal/files, internal/governance,
-// internal/sandbox, internal/store and the standard library; HTTP routing
-// and error rendering stay in internal/httpapi.
+// internal/sandbox, internal/store, internal/errdefs (its Error carries a
+// kind, not a status), internal/log (the request's logger, from ctx) and
+// the standard library; HTTP routing and error rendering stay in
+// internal/httpapi and internal/errdefs/errhttp.
 package responses
