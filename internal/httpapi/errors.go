@@ -10,14 +10,6 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 )
 
-// apiError is the OpenAI-style error body (errhttp.Body).
-type apiError = errhttp.Body
-
-// newAPIError is the body of an error answered with status in ctx's request.
-func newAPIError(ctx context.Context, status int, code, message string) apiError {
-	return errhttp.NewBody(ctx, status, code, message)
-}
-
 // paramError names the request field that is wrong.
 type paramError struct {
 	param string
@@ -40,24 +32,21 @@ var (
 		"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[responses.upstreams]]).")
 )
 
-// status is err's HTTP status and code (the one table, errhttp).
-func status(err error) (int, string) { return errhttp.Of(err) }
-
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	errhttp.WriteOpenAI(w, r, err, clientMessage(err)) // messages.go
 }
 
 // errorBody is err's HTTP status and client-visible body; an internal
 // error is logged and its message replaced.
-func errorBody(r *http.Request, err error) (int, apiError) {
+func errorBody(r *http.Request, err error) (int, errhttp.Body) {
 	return errhttp.OpenAI(r.Context(), err, clientMessage(err))
 }
 
 // streamError is the error object of an SSE error event after the stream
 // started: err's own message, whatever its kind.
-func streamError(ctx context.Context, err error) apiError {
-	code, name := status(err)
-	return newAPIError(ctx, code, name, err.Error())
+func streamError(ctx context.Context, err error) errhttp.Body {
+	code, name := errhttp.Of(err)
+	return errhttp.NewBody(ctx, code, name, err.Error())
 }
 
 // streamFailed logs the error that ended a streamed response when it is
