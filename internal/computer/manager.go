@@ -245,7 +245,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	m.mu.Unlock()
 	go m.watch(context.WithoutCancel(ctx), l)
 	m.gov.Record(ctx, p, "computer.created", rec.ID, map[string]any{"memory_mb": memory >> 20, "lifetime_seconds": lifetime})
-	log.From(ctx).InfoContext(ctx, "computer created", "computer", rec.ID, "key", p.Key.ID, "ms", ready.Sub(created).Milliseconds())
+	log.From(ctx).InfoContext(ctx, "computer created", "computer", rec.ID, "ms", ready.Sub(created).Milliseconds())
 	return viewOf(rec), nil
 }
 
