@@ -51,12 +51,12 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 		}
 		cf, err := decodeClient(typ, data, c.v1)
 		if err != nil {
-			log.From(ctx).DebugContext(ctx, "jupyter: ignored a client message", "kernel", k.id, "err", truncate(err.Error(), 200))
+			log.From(ctx).DebugContext(ctx, "jupyter: ignored a client message", "err", truncate(err.Error(), 200))
 			continue
 		}
 		if cf.noChannel && !warned {
 			warned = true
-			log.From(ctx).WarnContext(ctx, "jupyter: a client message names no channel; assuming shell, as jupyter_server does (later ones are not logged)", "kernel", k.id)
+			log.From(ctx).WarnContext(ctx, "jupyter: a client message names no channel; assuming shell, as jupyter_server does (later ones are not logged)")
 		}
 		m, msgID := cf.msg, cf.msgID
 		if err := k.send(ctx, c, m, msgID); err != nil {
@@ -70,7 +70,7 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 				}
 				continue
 			}
-			log.From(ctx).DebugContext(ctx, "jupyter: relay a client message", "kernel", k.id, "err", err)
+			log.From(ctx).DebugContext(ctx, "jupyter: relay a client message", "err", err)
 		}
 	}
 }
