@@ -2,10 +2,10 @@ package computer
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -90,7 +90,7 @@ func (p *pool) fill(ctx context.Context) {
 				}
 			}
 			if err != nil {
-				slog.ErrorContext(ctx, "warm pool: cannot create a computer", "err", err, "retry_in", backoff)
+				log.From(ctx).ErrorContext(ctx, "warm pool: cannot create a computer", "err", err, "retry_in", backoff)
 				select {
 				case <-p.stop:
 					return

@@ -6,14 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -25,7 +26,7 @@ const DefaultMaxBytes = 64 << 20
 // Errors. A refused capability is governance.ErrForbidden, an unknown or
 // foreign id store.ErrNotFound.
 var (
-	ErrTooLarge        = errors.New("file too large")
+	ErrTooLarge        = errdefs.New(errdefs.TooLarge, "", "file too large")
 	ErrInvalidFilename = fmt.Errorf("%w: filename is not valid", governance.ErrInvalid)
 )
 
@@ -126,7 +127,7 @@ func (s *Service) Upload(ctx context.Context, p governance.Principal, filename, 
 // which the client does not see) when the server's disk is full.
 func storeErr(ctx context.Context, what string, err error) error {
 	if full := store.Full(err); errors.Is(full, store.ErrFull) {
-		slog.WarnContext(ctx, what+": the server's disk is full", "err", err)
+		log.From(ctx).WarnContext(ctx, what+": the server's disk is full", "err", err)
 		return full
 	}
 	return err

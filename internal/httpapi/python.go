@@ -43,8 +43,7 @@ func (a *API) python(w http.ResponseWriter, r *http.Request, p governance.Princi
 		if !sse.started || errors.Is(err, context.Canceled) {
 			return err
 		}
-		code, name := status(err)
-		sse.send("error", map[string]any{"error": newAPIError(code, name, err.Error())})
+		sse.send("error", map[string]any{"error": streamError(r.Context(), err)})
 		return nil
 	}
 	for i := range res.Cells { // already streamed

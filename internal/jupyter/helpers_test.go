@@ -103,6 +103,7 @@ func (e *fakeEnv) newKey(allowComputer bool, caps governance.Capabilities) strin
 type httpResp struct {
 	code int
 	body []byte
+	hdr  http.Header
 }
 
 func (r httpResp) String() string { return fmt.Sprintf("%d %s", r.code, bytes.TrimSpace(r.body)) }
@@ -125,7 +126,7 @@ func doReq(t *testing.T, base, auth, method, path string, body any) httpResp {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return httpResp{res.StatusCode, b}
+	return httpResp{res.StatusCode, b, res.Header}
 }
 
 func (e *fakeEnv) do(method, path string, body any) httpResp {

@@ -5,12 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"maps"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
@@ -193,7 +193,7 @@ func (r *Run) imagesAsArtifacts(ctx context.Context, itemID string, outs []tools
 		n++
 		a, err := r.g.files.SaveImage(ctx, r.p, r.computerID, fmt.Sprintf("%s-%d.png", itemID, n), png)
 		if err != nil {
-			slog.WarnContext(ctx, "gateway: keeping an image as an artifact failed; sending a data URL",
+			log.From(ctx).WarnContext(ctx, "gateway: keeping an image as an artifact failed; sending a data URL",
 				"response", r.resp.ID, "err", err)
 			continue
 		}

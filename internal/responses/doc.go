@@ -37,6 +37,8 @@
 // computers use too).
 //
 // It may import internal/tools, internal/computer, internal/files,
-// internal/governance, internal/sandbox, internal/store and the standard
-// library; HTTP routing and error rendering stay in internal/httpapi.
+// internal/governance, internal/sandbox, internal/store, internal/errdefs
+// (its Error carries a kind, not a status), internal/log (the request's
+// logger, from ctx) and the standard library; HTTP routing and error
+// rendering stay in internal/httpapi and internal/errdefs/errhttp.
 package responses

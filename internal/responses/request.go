@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
@@ -141,7 +142,7 @@ func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
 		return nil, err
 	}
 	if (p.codeInterpreter || len(p.gatewayTools) > 0) && !computers {
-		return nil, &Error{Status: 400, Code: "computer_not_configured", Message: NotConfiguredSentence, Param: "tools"}
+		return nil, &Error{Kind: errdefs.InvalidArgument, Code: "computer_not_configured", Message: NotConfiguredSentence, Param: "tools"}
 	}
 	if err := p.parseToolChoice(r.ToolChoice); err != nil {
 		return nil, err

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
@@ -162,7 +162,7 @@ func (r *Run) keep(ctx context.Context) {
 			Items: outputItems(r.resp.Output)})
 	}
 	if err != nil {
-		slog.ErrorContext(ctx, "gateway: storing the response failed", "response", r.resp.ID, "err", err)
+		log.From(ctx).ErrorContext(ctx, "gateway: storing the response failed", "response", r.resp.ID, "err", err)
 	}
 }
 

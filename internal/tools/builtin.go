@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
@@ -34,7 +35,7 @@ const (
 const MaxExportBytes = 25 << 20
 
 // ErrExportTooLarge: the exported file is larger than MaxExportBytes.
-var ErrExportTooLarge = errors.New("file is too large to export")
+var ErrExportTooLarge = errdefs.New(errdefs.TooLarge, "", "file is too large to export")
 
 // ExecTool runs a shell command.
 func ExecTool() Tool {

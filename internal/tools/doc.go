@@ -11,7 +11,8 @@
 // infrastructure failures (the computer is gone or unreachable) are Go
 // errors.
 //
-// This package may import only internal/sandbox, internal/kernel and the
-// standard library: it knows nothing of keys, HTTP, storage or audit; the
+// This package may import only internal/sandbox, internal/kernel,
+// internal/errdefs (the kind of ErrExportTooLarge) and the standard
+// library: it knows nothing of keys, HTTP, storage or audit; the
 // computer service (internal/computer) wraps it with those.
 package tools

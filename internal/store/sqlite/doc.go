@@ -2,5 +2,5 @@
 // (pure Go), in WAL mode, with embedded, numbered migrations, keeping a
 // preallocated headroom file for the writes a full disk must not stop
 // (headroom.go). A full disk is store.ErrFull. It may import
-// internal/store, the standard library and the driver.
+// internal/store, internal/log, the standard library and the driver.
 package sqlite
