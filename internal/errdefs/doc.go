@@ -16,5 +16,5 @@
 // constants wins (an unauthenticated call is 401 before anything else).
 // Any error type may classify itself by implementing Classified.
 //
-// It imports only the standard library and builds on every platform.
+// It may import only the standard library and builds on every platform.
 package errdefs

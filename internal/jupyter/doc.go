@@ -13,7 +13,7 @@
 // (errors.go reads a few of them the Kernel Gateway's way). Each route
 // gets the request's id and logger (internal/log; auth.go adds the key,
 // kernel lookups the kernel and its computer), and a kernel's pump logs
-// with a logger of its own. It imports internal/computer,
+// with a logger of its own. It may import internal/computer,
 // internal/governance, internal/sandbox, internal/config, internal/store
 // (status names), internal/errdefs, internal/errdefs/errhttp and
 // internal/log, never the reverse.

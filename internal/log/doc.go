@@ -11,5 +11,5 @@
 // (including the access log line written after the handler returns), so
 // Attach changes it in place rather than deriving a new context.
 //
-// It imports only the standard library.
+// It may import only the standard library.
 package log

@@ -7,5 +7,5 @@
 // "reason", "request_id"}). An internal error (500) is logged with the
 // request's logger and its message replaced by InternalSentence.
 //
-// It imports internal/errdefs and internal/log.
+// It may import internal/errdefs and internal/log.
 package errhttp
