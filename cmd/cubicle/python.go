@@ -203,12 +203,12 @@ func pythonCmd(args []string) int {
 }
 
 // pythonInput is what to run: -c, FILE, piped stdin, or a REPL (repl).
-func pythonInput(a *pythonArgs) (cells []sandbox.PythonCell, repl bool, code int, ok bool) {
+func pythonInput(a *pythonArgs) (cells []computer.PythonCell, repl bool, code int, ok bool) {
 	var src []byte
 	var err error
 	switch {
 	case a.set["c"]:
-		return []sandbox.PythonCell{{Code: a.code}}, false, 0, true
+		return []computer.PythonCell{{Code: a.code}}, false, 0, true
 	case len(a.rest) == 1:
 		if a.rest[0] == "-" {
 			src, err = io.ReadAll(os.Stdin)
@@ -230,7 +230,7 @@ func pythonInput(a *pythonArgs) (cells []sandbox.PythonCell, repl bool, code int
 		fmt.Fprintf(os.Stderr, "cubicle python: read stdin: %v\n", err)
 		return nil, false, 2, false
 	}
-	return []sandbox.PythonCell{{Code: string(src)}}, false, 0, true
+	return []computer.PythonCell{{Code: string(src)}}, false, 0, true
 }
 
 // untilSignal is a context cancelled by the first signal on sigc (see
@@ -269,7 +269,7 @@ func signalStatus(s os.Signal) int {
 }
 
 // runCells runs one call and maps its end to the exit status.
-func runCells(b pyBackend, cells []sandbox.PythonCell, opts pythonOpts, out *renderer, sigc <-chan os.Signal) int {
+func runCells(b pyBackend, cells []computer.PythonCell, opts pythonOpts, out *renderer, sigc <-chan os.Signal) int {
 	ctx, stop := untilSignal(sigc)
 	go func() {
 		<-ctx.Done()
@@ -356,14 +356,14 @@ func cellName(res computer.PythonResult, i int) string {
 // splitCells cuts a file at '# %%' lines (the percent format of Jupytext,
 // VS Code and Spyder). Code before the first marker is a cell of its own;
 // sections with no code, and '# %% [markdown]' ones, are skipped.
-func splitCells(src string) []sandbox.PythonCell {
-	var cells []sandbox.PythonCell
+func splitCells(src string) []computer.PythonCell {
+	var cells []computer.PythonCell
 	var cur []string
 	title, skip := "", false
 	flush := func() {
 		code := strings.Join(cur, "\n")
 		if !skip && strings.TrimSpace(code) != "" {
-			cells = append(cells, sandbox.PythonCell{Code: strings.TrimRight(code, "\n \t") + "\n", Title: title})
+			cells = append(cells, computer.PythonCell{Code: strings.TrimRight(code, "\n \t") + "\n", Title: title})
 		}
 		cur = nil
 	}

@@ -60,7 +60,7 @@ func newLocalPython(sigc <-chan os.Signal, spec sandbox.Spec, data, prelude stri
 func (l *localPython) run(ctx context.Context, req computer.PythonRequest, onOutput func(kernel.Output)) (computer.PythonResult, error) {
 	ans := computer.NewPythonAnswer(req.Cells, l.maxOutput)
 	start := time.Now()
-	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: req.Cells, Timeout: sandbox.Millis(time.Duration(req.Timeout) * time.Second),
+	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: computer.SandboxCells(req.Cells), Timeout: time.Duration(req.Timeout) * time.Second,
 		Reset: req.Reset, Mode: "session", Prelude: l.prelude, MaxOutput: l.maxOutput},
 		func(o sandbox.PythonOutput) {
 			ans.Add(o)
@@ -77,7 +77,7 @@ func (l *localPython) interrupt(ctx context.Context) error {
 }
 
 func (l *localPython) warm(ctx context.Context) {
-	l.sb.Python(ctx, sandbox.PythonRequest{Mode: "session", Prelude: l.prelude, Timeout: sandbox.Millis(time.Minute)}, nil)
+	l.sb.Python(ctx, sandbox.PythonRequest{Mode: "session", Prelude: l.prelude, Timeout: time.Minute}, nil)
 }
 
 func (l *localPython) describe() string { return "a fresh local computer, " + l.sb.ID() }

@@ -21,7 +21,6 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/client"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // pyRun says how to start 'cubicle python' in a test.
@@ -558,7 +557,7 @@ func TestPythonBadUsage(t *testing.T) {
 func TestPythonSplitCells(t *testing.T) {
 	src := "import os\n\n# %% first one\na = 1\n\n\n# %%\n\n# %% [markdown]\n# prose\n# %%   third  \r\nb = 2\r\n"
 	got := splitCells(src)
-	want := []sandbox.PythonCell{{Code: "import os\n"}, {Code: "a = 1\n", Title: "first one"}, {Code: "b = 2\n", Title: "third"}}
+	want := []computer.PythonCell{{Code: "import os\n"}, {Code: "a = 1\n", Title: "first one"}, {Code: "b = 2\n", Title: "third"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("splitCells = %q, want %q", got, want)
 	}
@@ -698,7 +697,7 @@ func TestPythonRemoteProtocol(t *testing.T) {
 	}
 	b := &remotePython{c: c, id: "cmp_1"}
 	var streamed []kernel.Output
-	res, err := b.run(context.Background(), computer.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}, {Code: "2", Title: "two"}}, Timeout: 7},
+	res, err := b.run(context.Background(), computer.PythonRequest{Cells: []computer.PythonCell{{Code: "1"}, {Code: "2", Title: "two"}}, Timeout: 7},
 		func(o kernel.Output) { streamed = append(streamed, o) })
 	if err != nil || res.Status != "error" || len(streamed) != 2 || res.FailedCell == nil || *res.FailedCell != 1 {
 		t.Fatalf("run: %v, %+v, %d outputs streamed", err, res, len(streamed))
@@ -711,7 +710,7 @@ func TestPythonRemoteProtocol(t *testing.T) {
 		t.Errorf("interrupt: %v (%d)", err, interrupted)
 	}
 	b.id = "cmp_2"
-	if _, err := b.run(context.Background(), computer.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}}}, func(kernel.Output) {}); err == nil ||
+	if _, err := b.run(context.Background(), computer.PythonRequest{Cells: []computer.PythonCell{{Code: "1"}}}, func(kernel.Output) {}); err == nil ||
 		!strings.Contains(err.Error(), "no such computer") || !strings.Contains(err.Error(), "404") {
 		t.Errorf("unknown computer: %v", err)
 	}

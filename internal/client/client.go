@@ -67,6 +67,7 @@ type Error struct {
 	Code         string // the API's error code (not_found, computer_gone, …)
 	Message      string
 	Param        string // the request field it is about, if any
+	RequestID    string // the server's id of the request (its logs name it), if it said
 }
 
 func (e *Error) Error() string {
@@ -79,28 +80,37 @@ func (e *Error) Error() string {
 	if e.Code != "" {
 		s += e.Code + ": "
 	}
-	return s + e.Message
+	s += e.Message
+	if e.RequestID != "" {
+		s += " (request " + e.RequestID + ")"
+	}
+	return s
 }
 
 // errorBody is the API's error body, also the data of an error event.
 type errorBody struct {
 	Error *struct {
-		Type    string  `json:"type"`
-		Code    string  `json:"code"`
-		Message string  `json:"message"`
-		Param   *string `json:"param"`
+		Type      string  `json:"type"`
+		Code      string  `json:"code"`
+		Message   string  `json:"message"`
+		Param     *string `json:"param"`
+		RequestID string  `json:"request_id"`
 	} `json:"error"`
 }
 
-// decodeError makes the *Error of an error answer or event; a body that
-// is not the API's error shape becomes its message, shortened.
-func decodeError(method, path string, status int, body []byte) *Error {
-	e := &Error{Method: method, Path: path, Status: status}
+// decodeError makes the *Error of an error answer or event (requestID:
+// the answer's X-Request-Id); a body that is not the API's error shape
+// becomes its message, shortened.
+func decodeError(method, path string, status int, requestID string, body []byte) *Error {
+	e := &Error{Method: method, Path: path, Status: status, RequestID: requestID}
 	var eb errorBody
 	if json.Unmarshal(body, &eb) == nil && eb.Error != nil && (eb.Error.Code != "" || eb.Error.Message != "") {
 		e.Type, e.Code, e.Message = eb.Error.Type, eb.Error.Code, eb.Error.Message
 		if eb.Error.Param != nil {
 			e.Param = *eb.Error.Param
+		}
+		if eb.Error.RequestID != "" {
+			e.RequestID = eb.Error.RequestID
 		}
 		return e
 	}
@@ -177,7 +187,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, want int
 		return nil, err
 	}
 	if res.StatusCode != want {
-		return nil, decodeError(method, path, res.StatusCode, b)
+		return nil, decodeError(method, path, res.StatusCode, requestID(res), b)
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
@@ -214,7 +224,7 @@ func (c *Client) Stream(ctx context.Context, path string, body any, fn func(Even
 	}()
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-		return decodeError(method, path, res.StatusCode, b)
+		return decodeError(method, path, res.StatusCode, requestID(res), b)
 	}
 	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		return fmt.Errorf("%s %s: the answer is %q, not an event stream", method, path, ct)
@@ -245,5 +255,14 @@ func (c *Client) Stream(ctx context.Context, path string, body any, fn func(Even
 
 // eventError is the *Error of an error event.
 func eventError(method, path string, data []byte) error {
-	return decodeError(method, path, 0, data)
+	return decodeError(method, path, 0, "", data)
+}
+
+// requestID is the server's id of the request an answer is for.
+func requestID(res *http.Response) string {
+	id := res.Header.Get("X-Request-Id")
+	if len(id) > 64 { // a hostile server's; the API's are short
+		return ""
+	}
+	return strings.ToValidUTF8(id, "?")
 }

@@ -96,14 +96,14 @@ func TestStreamErrors(t *testing.T) {
 
 // TestErrorAnswer: an error answer is an *Error with every field.
 func TestErrorAnswer(t *testing.T) {
-	c := fake(t, 400, "application/json", `{"error":{"type":"invalid_request_error","code":"invalid_request","message":"bad timeout","param":"timeout"}}`)
+	c := fake(t, 400, "application/json", `{"error":{"type":"invalid_request_error","code":"invalid_request","message":"bad timeout","param":"timeout","request_id":"req_1"}}`)
 	_, err := c.Exec(context.Background(), "cmp_1", client.ExecRequest{Command: "true"})
 	var ce *client.Error
 	if !errors.As(err, &ce) || *ce != (client.Error{Method: "POST", Path: "/v1/computers/cmp_1/exec", Status: 400,
-		Type: "invalid_request_error", Code: "invalid_request", Message: "bad timeout", Param: "timeout"}) {
+		Type: "invalid_request_error", Code: "invalid_request", Message: "bad timeout", Param: "timeout", RequestID: "req_1"}) {
 		t.Fatalf("%#v", err)
 	}
-	if got := fmt.Sprint(err); got != "POST /v1/computers/cmp_1/exec: HTTP 400 invalid_request: bad timeout" {
+	if got := fmt.Sprint(err); got != "POST /v1/computers/cmp_1/exec: HTTP 400 invalid_request: bad timeout (request req_1)" {
 		t.Fatalf("message %q", got)
 	}
 	if _, err := client.New(client.Config{URL: "ftp://x"}); err == nil {

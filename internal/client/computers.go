@@ -98,7 +98,7 @@ func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
 	defer res.Body.Close()
 	b, err := c.readAnswer(http.MethodGet, path, res)
 	if err == nil && res.StatusCode != http.StatusOK {
-		err = decodeError(http.MethodGet, path, res.StatusCode, b)
+		err = decodeError(http.MethodGet, path, res.StatusCode, requestID(res), b)
 	}
 	return b, err
 }

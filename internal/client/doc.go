@@ -15,7 +15,7 @@
 // middle of an event is ErrTruncated, and a stream that ends without its
 // closing event (exit, result) is an error, never a half result. An error
 // answer, or an error event inside a stream, is an *Error carrying the
-// status, the API's type, code, message and param.
+// status, the API's type, code, message and param, and the request's id.
 //
 // It may import the standard library only (its tests run it against the
 // real server: internal/httpapi on an httptest listener).

@@ -107,7 +107,7 @@ func TestRealServer(t *testing.T) {
 		t.Fatalf("exec after delete: %#v", err)
 	}
 	_, err = c.Get(ctx, "cmp_nosuch")
-	if !errors.As(err, &ce) || ce.Status != http.StatusNotFound || ce.Code != "not_found" {
+	if !errors.As(err, &ce) || ce.Status != http.StatusNotFound || ce.Code != "not_found" || ce.RequestID == "" {
 		t.Fatalf("get unknown: %#v", err)
 	}
 	bad, _ := client.New(client.Config{URL: url, Key: "cub_wrong"})

@@ -4,7 +4,9 @@
 // audit rows, background cleanup of killed computers, and recovery after a
 // crash. Transports (internal/httpapi, the
 // CLI) call it; it calls internal/sandbox, internal/store and
-// internal/governance. A python call's answer is assembled in one place,
-// PythonAnswer (pythonresult.go), which 'cubicle python' on a local
-// computer uses too, so both answer alike.
+// internal/governance. Its error kinds (errors.go) are errdefs-classified
+// sentinels, and sandbox errors are mapped to them (files.go, exec.go); it
+// logs with the caller's logger (internal/log). A python call's answer is
+// assembled in one place, PythonAnswer (pythonresult.go), which 'cubicle
+// python' on a local computer uses too, so both answer alike.
 package computer

@@ -19,7 +19,7 @@ type PythonAnswer struct {
 }
 
 // NewPythonAnswer starts the answer of a call of cells.
-func NewPythonAnswer(cells []sandbox.PythonCell, maxOutput int64) *PythonAnswer {
+func NewPythonAnswer(cells []PythonCell, maxOutput int64) *PythonAnswer {
 	a := &PythonAnswer{cells: make([]CellView, len(cells)), outs: make([]*kernel.Accumulator, len(cells))}
 	for i, c := range cells {
 		a.cells[i] = CellView{Index: i, Title: c.Title}

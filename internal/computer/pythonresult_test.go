@@ -12,7 +12,7 @@ import (
 // merged, as the API answers), out-of-range cells are refused, and the
 // cells' ends and the call's come from the sandbox's result.
 func TestPythonAnswer(t *testing.T) {
-	a := NewPythonAnswer([]sandbox.PythonCell{{Code: "a", Title: "one"}, {Code: "b"}}, 1<<20)
+	a := NewPythonAnswer([]PythonCell{{Code: "a", Title: "one"}, {Code: "b"}}, 1<<20)
 	for _, o := range []sandbox.PythonOutput{
 		{Cell: 0, Output: kernel.Output{Type: kernel.OutStream, Name: "stdout", Text: "x"}},
 		{Cell: 0, Output: kernel.Output{Type: kernel.OutStream, Name: "stdout", Text: "y"}},
@@ -36,7 +36,7 @@ func TestPythonAnswer(t *testing.T) {
 	if len(c[0].Outputs) != 1 || c[0].Outputs[0].Text != "xy" || len(c[1].Outputs) != 1 || c[1].Outputs[0].EName != "E" {
 		t.Fatalf("outputs %+v", c)
 	}
-	if r := NewPythonAnswer([]sandbox.PythonCell{{}}, 1024).Result(sandbox.PythonResult{FailedCell: -1}, 0); r.FailedCell != nil || r.Cells[0].Outputs == nil {
+	if r := NewPythonAnswer([]PythonCell{{}}, 1024).Result(sandbox.PythonResult{FailedCell: -1}, 0); r.FailedCell != nil || r.Cells[0].Outputs == nil {
 		t.Fatalf("no failed cell, no outputs: %+v", r)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // Exporter keeps a computer's file (path resolved inside it) as an
 // artifact of p: the artifact store behind builtin__computer_read_file's
 // export.
-type Exporter func(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, computerID, path string) (tools.Artifact, error)
+type Exporter func(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, path string) (tools.Artifact, error)
 
 // SetExporter wires export to an artifact store, once at wiring time;
 // without one, export answers that it is not available.

@@ -23,6 +23,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
@@ -69,6 +70,16 @@ func newEnv(t *testing.T, tweak func(*computer.Config), notReady ...bool) *env {
 // newEnvIn is newEnv with its data directory at dir.
 func newEnvIn(t *testing.T, dir string, tweak func(*computer.Config), notReady ...bool) *env {
 	t.Helper()
+	drv, err := linux.New(linux.Config{StateDir: dir, AgentPath: agentBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvOn(t, dir, drv, tweak, notReady...)
+}
+
+// newEnvOn is newEnvIn on the driver drv (a fake, for tests of shapes).
+func newEnvOn(t *testing.T, dir string, drv sandbox.Driver, tweak func(*computer.Config), notReady ...bool) *env {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "cubicle.db"))
 	if err != nil {
@@ -76,10 +87,6 @@ func newEnvIn(t *testing.T, dir string, tweak func(*computer.Config), notReady .
 	}
 	gov := governance.New(st)
 	if _, err := gov.Bootstrap(ctx, adminSecret); err != nil {
-		t.Fatal(err)
-	}
-	drv, err := linux.New(linux.Config{StateDir: dir, AgentPath: agentBin})
-	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig()

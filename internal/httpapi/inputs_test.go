@@ -41,9 +41,9 @@ func newLiveEnv(t *testing.T) *liveEnv {
 	svc := files.New(e.st, b, filesTestMax)
 	l := &liveEnv{env: e, svc: svc, blobs: b}
 	var mu sync.Mutex
-	e.mgr.SetExporter(func(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, id, path string) (tools.Artifact, error) {
+	e.mgr.SetExporter(func(ctx context.Context, p governance.Principal, sb sandbox.Files, id, path string) (tools.Artifact, error) {
 		mu.Lock()
-		l.sb = sb
+		l.sb, _ = sb.(sandbox.Sandbox) // the manager exports from the whole computer
 		mu.Unlock()
 		return svc.Export(ctx, p, sb, id, path)
 	})

@@ -1,11 +1,8 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -20,9 +17,7 @@ func (a *API) SetGateway(g *responses.Gateway) { a.gateway.Store(g) }
 func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	g := a.gateway.Load()
 	if g == nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": newAPIError(http.StatusServiceUnavailable, "gateway_not_configured",
-			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[responses.upstreams]]).")})
-		return nil
+		return errNoGateway
 	}
 	var req responses.Request
 	if err := decode(r, &req); err != nil {
@@ -70,12 +65,7 @@ func streamResponse(w http.ResponseWriter, r *http.Request, run *responses.Run) 
 		}
 		return rc.Flush()
 	})
-	var ge *responses.Error
-	if err != nil && !errors.As(err, &ge) && !errors.Is(err, context.Canceled) {
-		if code, _ := status(err); code == http.StatusInternalServerError {
-			slog.ErrorContext(r.Context(), "streamed response failed", "route", r.Pattern, "err", err)
-		}
-	}
+	streamFailed(r.Context(), err, "streamed response failed")
 	return nil
 }
 

@@ -15,9 +15,6 @@ import (
 // DefaultBodyTimeout is how long a request body may go without a byte.
 const DefaultBodyTimeout = 30 * time.Second
 
-// errBodyTimeout: the client stopped sending its request body (408).
-var errBodyTimeout = errors.New("request timeout: the client sent no byte of the request body for too long")
-
 // SetBodyTimeout sets how long a request body may go without a byte before
 // the request ends with 408 (0: no limit). Call it at wiring time.
 func (a *API) SetBodyTimeout(d time.Duration) { a.bodyTimeout = d }
