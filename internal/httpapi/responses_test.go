@@ -296,27 +296,15 @@ func TestResponsesStreaming(t *testing.T) {
 	if r.code != 200 || !strings.HasPrefix(r.hdr.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("stream: %s", r)
 	}
-	var types []string
-	var last map[string]any
-	for _, block := range strings.Split(strings.TrimSpace(string(r.body)), "\n\n") {
-		var name, data string
-		for _, line := range strings.Split(block, "\n") {
-			if v, ok := strings.CutPrefix(line, "event: "); ok {
-				name = v
-			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
-				data = v
-			}
-		}
-		var ev map[string]any
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			t.Fatalf("event data %q: %v", data, err)
-		}
-		if ev["type"] != name || ev["sequence_number"] != float64(len(types)) {
-			t.Fatalf("event %d: %s %s", len(types), name, data)
-		}
-		types = append(types, name)
-		last = ev
+	evs := sseEvents(t, r.body)
+	if len(evs) == 0 {
+		t.Fatalf("no events: %s", r)
 	}
+	var types []string
+	for _, ev := range evs {
+		types = append(types, ev["type"].(string))
+	}
+	last := evs[len(evs)-1]
 	want := []string{"response.created", "response.in_progress",
 		"response.output_item.added", "response.code_interpreter_call.in_progress",
 		// The upstream streams the arguments {"code":"print(6*7)"} in 4-byte
