@@ -82,10 +82,12 @@ func bodyError(r *http.Request, err error) error {
 	return err
 }
 
-// pastDeadline reports whether the body had timed out by now.
+// pastDeadline reports whether the body had timed out by now. A cut body
+// counts too: the handler cuts the body when its context ends, and here
+// the timeout ended it (a computer that went is reported before this).
 func (b *deadlineBody) pastDeadline(now time.Time) bool {
 	d := b.deadline.Load()
-	return d != 0 && !b.cut.Load() && now.UnixNano() >= d
+	return d != 0 && now.UnixNano() >= d
 }
 
 // cutBody ends the reading of r's body now (its computer is gone).

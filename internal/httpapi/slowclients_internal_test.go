@@ -25,6 +25,11 @@ func TestBodyErrorCancelPastDeadline(t *testing.T) {
 	if err := bodyError(r, canceled); !errors.Is(err, errBodyTimeout) {
 		t.Fatalf("canceled past the deadline: %v, want the body timeout", err)
 	}
+	b.cut.Store(true) // what the handler's context.AfterFunc does on that cancellation
+	if err := bodyError(r, canceled); !errors.Is(err, errBodyTimeout) {
+		t.Fatalf("canceled past the deadline, body cut: %v, want the body timeout", err)
+	}
+	b.cut.Store(false)
 	b.deadline.Store(time.Now().Add(time.Hour).UnixNano())
 	if err := bodyError(r, canceled); !errors.Is(err, context.Canceled) || errors.Is(err, errBodyTimeout) {
 		t.Fatalf("canceled before the deadline: %v, want the cancellation", err)
