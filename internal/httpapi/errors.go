@@ -29,7 +29,7 @@ var (
 	// errBodyTimeout: the client stopped sending its request body (slowclients.go).
 	errBodyTimeout = errdefs.New(errdefs.Timeout, "", "request timeout: the client sent no byte of the request body for too long")
 	errNoGateway   = errdefs.New(errdefs.Unavailable, "gateway_not_configured",
-		"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[responses.upstreams]]).")
+		"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[gateway.upstreams]]).")
 )
 
 func writeError(w http.ResponseWriter, r *http.Request, err error) {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
@@ -54,6 +55,16 @@ func TestErrorTable(t *testing.T) {
 			if status != c.status || body.Code != c.code || body.Type == "" {
 				t.Errorf("%v: %d %s, want %d %s", err, status, body.Code, c.status, c.code)
 			}
+		}
+	}
+}
+
+// TestNoGatewayNamesItsConfig: the 503 of an unconfigured gateway names the
+// configuration keys that turn it on, as internal/config spells them.
+func TestNoGatewayNamesItsConfig(t *testing.T) {
+	for _, key := range []string{"[gateway] upstream_url", "[[gateway.upstreams]]"} {
+		if !strings.Contains(errNoGateway.Error(), key) {
+			t.Errorf("%q does not name %s", errNoGateway, key)
 		}
 	}
 }
