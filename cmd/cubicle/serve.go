@@ -85,6 +85,11 @@ func setupLogging(c config.Log) {
 	slog.SetDefault(slog.New(h))
 }
 
+// serve builds every component from cfg in dependency order (the store,
+// the files service, the computer manager, the gateway, the Jupyter API,
+// the REST API), each given all it needs at construction, then listens.
+// What must follow listening (the admin key, readiness after the probe)
+// happens after.
 func serve(ctx context.Context, cfg config.Config) error {
 	gwc, err := gatewayConfig(cfg.Gateway)
 	if err != nil {
@@ -113,47 +118,34 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	c := cfg.Computers
-	mgr := computer.New(computer.Config{Memory: int64(c.Memory), Pids: c.Pids, CPUs: c.CPUs, Disk: int64(c.Disk),
-		LifetimeSeconds: c.LifetimeSeconds, ExecTimeoutSeconds: c.ExecTimeoutSeconds, MaxConcurrent: c.MaxConcurrent,
-		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
-		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude}, drv, st, gov)
+	fsvc, err := filesService(cfg, st)
+	if err != nil {
+		return err
+	}
+	mgr := computer.New(managerConfig(cfg, fsvc), drv, st, gov)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}
 	defer closeManager(mgr)
-	blobDir := cfg.Files.Dir
-	if blobDir == "" {
-		blobDir = filepath.Join(cfg.Server.Data, "blobs")
+	if !cfg.Computers.Enabled {
+		slog.Warn("computers are disabled (computers.enabled = false): no new computer, no computer tools, no Jupyter API")
 	}
-	blobs, err := blob.NewDir(blobDir)
-	if err != nil {
-		return err
-	}
-	fsvc := files.New(st, blobs, int64(cfg.Files.MaxBytes))
-	fsvc.SetInputLimits(cfg.Files.InputMaxFiles, int64(cfg.Files.InputMaxBytes))
-	mgr.SetExporter(fsvc.Export)
-	mgr.SetImageSaver(fsvc.SaveImage)
-	api := httpapi.New(gov, mgr, st)
-	api.SetFiles(fsvc)
-	var gw *responses.Gateway
+	opts := httpapi.Options{Governance: gov, Computers: mgr, Store: st, Files: fsvc, BodyTimeout: cfg.Server.BodyTimeout()}
 	if cfg.Gateway.Enabled() {
-		gw, err = responses.New(gwc, mgr)
+		opts.Gateway, err = responses.New(gwc, responses.Deps{Computers: mgr, Files: fsvc, Store: st.Responses()})
 		if err != nil {
 			return err
 		}
-		gw.SetFiles(fsvc)
-		gw.SetStore(st.Responses())
-		api.SetGateway(gw)
 		slog.Info("gateway enabled", "upstreams", len(cfg.Gateway.Upstreams), "upstream_url", cfg.Gateway.UpstreamURL)
 	}
-	if jc := cfg.Jupyter; jc.Enabled {
-		kg := jupyter.New(jupyter.Config{CullIdle: time.Duration(jc.CullIdleSeconds) * time.Second, MemoryMB: int64(jc.Memory) >> 20,
-			LifetimeSeconds: jc.LifetimeSeconds, MountRoots: jc.MountRoots}, mgr, gov)
+	if jc := cfg.Jupyter; jc.Enabled && cfg.Computers.Enabled {
+		kg := jupyter.New(jupyter.Config{CullIdle: jc.CullIdle(), MemoryMB: int64(jc.Memory) >> 20,
+			Lifetime: jc.Lifetime(), MountRoots: jc.MountRoots}, mgr, gov)
 		defer kg.Close(context.Background())
-		kg.Routes(api.Handle)
+		opts.Mounts = append(opts.Mounts, kg)
 		slog.Info("jupyter kernel gateway API enabled", "path", "/api/kernels", "mount_roots", len(jc.MountRoots))
 	}
+	api := httpapi.New(opts)
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -162,9 +154,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 		ln.Close()
 		return err
 	}
-	api.SetBodyTimeout(time.Duration(cfg.Server.BodyTimeoutSeconds) * time.Second)
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnContext: jupyter.ConnContext,
-		IdleTimeout: time.Duration(cfg.Server.IdleTimeoutSeconds) * time.Second}
+		IdleTimeout: cfg.Server.IdleTimeout()}
 	ln = httpapi.LimitListener(ln, cfg.Server.MaxConnections)
 	go func() {
 		if err := mgr.Probe(ctx); err != nil {
@@ -194,12 +185,38 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	// Responses delete their computers after answering: wait for those
 	// deletes before the manager closes (it destroys what is left).
-	if gw != nil {
-		if err := gw.Close(shutdownCtx); err != nil {
+	if opts.Gateway != nil {
+		if err := opts.Gateway.Close(shutdownCtx); err != nil {
 			slog.Warn("shutting down", "err", err)
 		}
 	}
 	return nil
+}
+
+// filesService is the files and artifacts service over the blob directory
+// (files.dir, else <data>/blobs).
+func filesService(cfg config.Config, st *sqlite.DB) (*files.Service, error) {
+	dir := cfg.Files.Dir
+	if dir == "" {
+		dir = filepath.Join(cfg.Server.Data, "blobs")
+	}
+	blobs, err := blob.NewDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	fsvc := files.New(st, blobs, int64(cfg.Files.MaxBytes))
+	fsvc.SetInputLimits(cfg.Files.InputMaxFiles, int64(cfg.Files.InputMaxBytes))
+	return fsvc, nil
+}
+
+// managerConfig is the [computers] and [python] sections as the computer
+// manager's configuration, exporting to fsvc.
+func managerConfig(cfg config.Config, fsvc *files.Service) computer.Config {
+	c := cfg.Computers
+	return computer.Config{Disabled: !c.Enabled, Memory: int64(c.Memory), Pids: c.Pids, CPUs: c.CPUs, Disk: int64(c.Disk),
+		Lifetime: c.Lifetime(), ExecTimeout: c.ExecTimeout(), MaxConcurrent: c.MaxConcurrent,
+		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
+		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude, Artifacts: fsvc}
 }
 
 // managerCloseTimeout bounds how long shutdown waits for computers'

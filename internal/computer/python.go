@@ -45,25 +45,19 @@ type CellView struct {
 	Artifacts      []tools.Artifact `json:"artifacts,omitempty"` // images kept with save_images
 }
 
-// ImageSaver keeps an image a kernel produced as an artifact of p.
-type ImageSaver func(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error)
-
-// SetImageSaver wires save_images to an artifact store, once at wiring time.
-func (m *Manager) SetImageSaver(fn ImageSaver) { m.imageSaver.Store(&fn) }
-
-// imageSaverFor returns the saver when p asked for it and may use it.
-func (m *Manager) imageSaverFor(p governance.Principal, want bool) (ImageSaver, error) {
+// imageSaverFor returns the artifact store when p asked for save_images
+// and may use it.
+func (m *Manager) imageSaverFor(p governance.Principal, want bool) (Artifacts, error) {
 	if !want {
 		return nil, nil
 	}
-	fn := m.imageSaver.Load()
-	if fn == nil || *fn == nil {
+	if m.cfg.Artifacts == nil {
 		return nil, fieldError("save_images", "images cannot be kept as artifacts on this deployment")
 	}
 	if !p.Caps.HasArtifacts() {
 		return nil, &FieldError{Field: "save_images", Err: fmt.Errorf("%w: save_images needs the artifacts capability", ErrForbidden)}
 	}
-	return *fn, nil
+	return m.cfg.Artifacts, nil
 }
 
 // PythonResult is the answer of a python call.
@@ -147,7 +141,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 				outs[o.Cell].Add(o.Output)
 				if save != nil && len(o.Output.PNG) > 0 && saveErr == nil {
 					name := fmt.Sprintf("cell%d-image%d.png", o.Cell+1, len(cells[o.Cell].Artifacts)+1)
-					a, err := save(context.WithoutCancel(ctx), p, id, name, o.Output.PNG)
+					a, err := save.SaveImage(context.WithoutCancel(ctx), p, id, name, o.Output.PNG)
 					if err != nil {
 						saveErr = err
 					} else {
@@ -160,7 +154,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 			}
 		})
 	elapsed := time.Since(start)
-	m.metrics.observe(elapsed)
+	m.metrics.python.observe(elapsed)
 	if serr := m.stoppedDuring(id, l); serr != nil {
 		err = serr // the call's own answer (a kernel killed by SIGKILL) would not say why
 	}

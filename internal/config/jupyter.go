@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Jupyter configures the Jupyter Kernel Gateway–compatible API (/api/kernels,
@@ -25,6 +26,12 @@ type Jupyter struct {
 	// computer at the same path. Empty (the default): nothing is mounted.
 	MountRoots MountRoots `toml:"mount_roots"`
 }
+
+// CullIdle is cull_idle_seconds (0: never cull).
+func (j Jupyter) CullIdle() time.Duration { return seconds(j.CullIdleSeconds) }
+
+// Lifetime is lifetime_seconds (0: computers.lifetime_seconds).
+func (j Jupyter) Lifetime() time.Duration { return seconds(j.LifetimeSeconds) }
 
 // MountRoot is one host directory under which working directories may be
 // mounted.

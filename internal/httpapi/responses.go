@@ -12,13 +12,9 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
-// SetGateway enables POST /v1/responses, once at wiring time; without a
-// gateway the route answers 503 gateway_not_configured.
-func (a *API) SetGateway(g *responses.Gateway) { a.gateway.Store(g) }
-
 // createResponse is POST /v1/responses (non-streaming).
 func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	g := a.gateway.Load()
+	g := a.gateway
 	if g == nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": newAPIError(http.StatusServiceUnavailable, "gateway_not_configured",
 			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[responses.upstreams]]).")})

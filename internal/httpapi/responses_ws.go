@@ -41,7 +41,7 @@ type wsFrame struct {
 
 // responsesSocket is GET /v1/responses: the WebSocket transport.
 func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	g := a.gateway.Load()
+	g := a.gateway
 	if g == nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": newAPIError(http.StatusServiceUnavailable, "gateway_not_configured",
 			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[responses.upstreams]]).")})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
@@ -236,13 +237,13 @@ func chatFromResponses(raw map[string]any) map[string]any {
 	return map[string]any{"model": raw["model"], "messages": msgs, "tools": tools}
 }
 
-// withGatewayConfig wires a gateway with cfg (the test's model default).
+// withGatewayConfig wires a gateway with cfg (the test's model default),
+// with the env's files service when it has one (the withFiles option).
 func (e *env) withGatewayConfig(cfg responses.Config) {
-	g, err := responses.New(cfg, e.mgr)
+	g, err := responses.New(cfg, responses.Deps{Computers: e.mgr, Files: e.files, Store: e.st.Responses()})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	g.SetStore(e.st.Responses())
 	e.setGateway(g)
 }
 
@@ -250,7 +251,7 @@ func (e *env) withGatewayConfig(cfg responses.Config) {
 // computers its responses delete after answering.
 func (e *env) setGateway(g *responses.Gateway) {
 	e.gw = g
-	e.api.SetGateway(g)
+	e.rewire(func(o *httpapi.Options) { o.Gateway = g })
 	e.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
