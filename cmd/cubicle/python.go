@@ -73,7 +73,6 @@ Flags:
 
 const (
 	defaultCubicleURL = "http://127.0.0.1:8080"
-	maxPythonSeconds  = 600
 	cellSkipped       = "skipped"
 )
 
@@ -120,8 +119,8 @@ func pythonCmd(args []string) int {
 		return usageErr("give at most one FILE, got %d arguments", len(rest))
 	case len(rest) == 1 && set["c"]:
 		return usageErr("give -c CODE or FILE, not both")
-	case timeout.d < time.Second || timeout.d > maxPythonSeconds*time.Second:
-		return usageErr("--timeout must be between 1s and %ds, got %s", maxPythonSeconds, timeout.d)
+	case timeout.d < time.Second || timeout.d > sandbox.MaxPythonTimeout:
+		return usageErr("--timeout must be between 1s and %ds, got %s", int(sandbox.MaxPythonTimeout/time.Second), timeout.d)
 	case *computerID == "" && set["url"]:
 		return usageErr("--url needs --computer")
 	}

@@ -129,9 +129,9 @@ func validatePython(req *PythonRequest) error {
 	}
 	switch {
 	case req.Timeout <= 0:
-		req.Timeout = Millis(defaultCallTimeout)
-	case req.Timeout.D() > maxCallTimeout:
-		req.Timeout = Millis(maxCallTimeout)
+		req.Timeout = Millis(DefaultPythonTimeout)
+	case req.Timeout.D() > MaxPythonTimeout:
+		req.Timeout = Millis(MaxPythonTimeout)
 	}
 	switch {
 	case req.MaxOutput <= 0:

@@ -39,12 +39,17 @@ const (
 // kernel package's defaults; a PythonOutput must also fit in one control
 // frame (MaxPayload), which the image bound leaves room for.
 const (
-	kernelMaxFrame     = 16 << 20
-	kernelMaxImage     = 700 << 10
-	defaultMaxOutput   = 1 << 20  // per cell, when the request does not say
-	maxOutputLimit     = 16 << 20 // the most a request may ask for
-	defaultCallTimeout = 30 * time.Second
-	maxCallTimeout     = 600 * time.Second
+	kernelMaxFrame   = 16 << 20
+	kernelMaxImage   = 700 << 10
+	defaultMaxOutput = 1 << 20  // per cell, when the request does not say
+	maxOutputLimit   = 16 << 20 // the most a request may ask for
+)
+
+// Python call time bounds: the one definition (internal/sandbox exports
+// them to the layers above, the seed's "1..600, default 30").
+const (
+	DefaultPythonTimeout = 30 * time.Second
+	MaxPythonTimeout     = 600 * time.Second
 )
 
 // Reasons the agent kills a kernel on purpose (anything else is a crash).

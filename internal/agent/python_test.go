@@ -323,11 +323,11 @@ func equalInts(a, b []int) bool {
 
 func TestValidatePython(t *testing.T) {
 	req := PythonRequest{}
-	if err := validatePython(&req); err != nil || req.Mode != ModeSession || req.Timeout.D() != defaultCallTimeout || req.MaxOutput != defaultMaxOutput {
+	if err := validatePython(&req); err != nil || req.Mode != ModeSession || req.Timeout.D() != DefaultPythonTimeout || req.MaxOutput != defaultMaxOutput {
 		t.Fatalf("defaults: %v %+v", err, req)
 	}
 	req = PythonRequest{Mode: ModePerCall, Timeout: Millis(time.Hour), MaxOutput: 1 << 40}
-	if err := validatePython(&req); err != nil || req.Timeout.D() != maxCallTimeout || req.MaxOutput != maxOutputLimit {
+	if err := validatePython(&req); err != nil || req.Timeout.D() != MaxPythonTimeout || req.MaxOutput != maxOutputLimit {
 		t.Fatalf("clamps: %v %+v", err, req)
 	}
 	for _, bad := range []PythonRequest{{Mode: "forever"}, {Cells: make([]PythonCell, maxCells+1)}} {

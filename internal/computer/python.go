@@ -12,12 +12,11 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-// Python call limits, from the seed's python tool.
+// Python call limits (sandbox.MaxPythonTimeout, …) in the whole seconds
+// the API counts.
 const (
-	defaultPythonTimeout = 30
-	maxPythonTimeout     = 600
-	maxCells             = 64
-	maxCellBytes         = 1 << 20
+	defaultPythonTimeout = int(sandbox.DefaultPythonTimeout / time.Second)
+	maxPythonTimeout     = int(sandbox.MaxPythonTimeout / time.Second)
 )
 
 // PythonRequest is the body of POST /v1/computers/{id}/python.
@@ -93,16 +92,16 @@ func (r *PythonRequest) Validate() error {
 	switch {
 	case len(r.Cells) == 0:
 		return fieldError("cells", "give at least one cell")
-	case len(r.Cells) > maxCells:
-		return fieldError("cells", "at most %d cells per call", maxCells)
+	case len(r.Cells) > sandbox.MaxPythonCells:
+		return fieldError("cells", "at most %d cells per call", sandbox.MaxPythonCells)
 	case r.Timeout < 0 || r.Timeout > maxPythonTimeout:
 		return fieldError("timeout", "timeout must be 1 to %d seconds", maxPythonTimeout)
 	case r.Mode != "" && r.Mode != "session" && r.Mode != "per_call":
 		return fieldError("mode", "mode must be session or per_call")
 	}
 	for i, c := range r.Cells {
-		if len(c.Code) > maxCellBytes {
-			return fmt.Errorf("%w: cell %d is larger than %d bytes", ErrTooLarge, i, maxCellBytes)
+		if len(c.Code) > sandbox.MaxPythonCellBytes {
+			return fmt.Errorf("%w: cell %d is larger than %d bytes", ErrTooLarge, i, sandbox.MaxPythonCellBytes)
 		}
 	}
 	if r.Timeout == 0 {
