@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
 )
 
 // TestTimeoutAlias: exec and python take their timeout as timeout_seconds
@@ -85,5 +87,21 @@ func TestCallMetrics(t *testing.T) {
 		if !strings.Contains(string(r.body), want) {
 			t.Errorf("metrics lack %q:\n%s", want, r.body)
 		}
+	}
+}
+
+// TestComputersDisabled: computers.enabled = false refuses new computers
+// with a sentence naming the key, and lists no computer tool.
+func TestComputersDisabled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *computer.Config) { c.Disabled = true })
+	_, key := e.newKey("", computerCaps)
+	r := e.do(key, "POST", "/v1/computers", map[string]any{})
+	if er := r.wantError(t, http.StatusForbidden, "forbidden"); !strings.Contains(er.Error.Message, "computers.enabled = false") {
+		t.Fatalf("create: %s", r)
+	}
+	r = e.do(key, "GET", "/v1/tools", nil)
+	if r.code != http.StatusOK || strings.Contains(string(r.body), "builtin__computer") {
+		t.Fatalf("tools of a deployment without computers: %s", r)
 	}
 }
