@@ -204,9 +204,8 @@ func filesService(cfg config.Config, st *sqlite.DB) (*files.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	fsvc := files.New(st, blobs, int64(cfg.Files.MaxBytes))
-	fsvc.SetInputLimits(cfg.Files.InputMaxFiles, int64(cfg.Files.InputMaxBytes))
-	return fsvc, nil
+	return files.New(st, blobs, files.Limits{MaxBytes: int64(cfg.Files.MaxBytes),
+		InputMaxFiles: cfg.Files.InputMaxFiles, InputMaxBytes: int64(cfg.Files.InputMaxBytes)}), nil
 }
 
 // managerConfig is the [computers] and [python] sections as the computer

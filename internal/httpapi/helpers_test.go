@@ -123,7 +123,7 @@ func newEnvIn(t *testing.T, dir string, tweak func(*computer.Config), opts ...en
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.files = files.New(st, b, filesTestMax)
+		e.files = files.New(st, b, files.Limits{MaxBytes: filesTestMax})
 		cfg.Artifacts = e.files
 		if setup.artifacts != nil {
 			cfg.Artifacts = setup.artifacts(e.files)
