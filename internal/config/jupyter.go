@@ -10,7 +10,8 @@ import (
 // Jupyter configures the Jupyter Kernel Gateway–compatible API (/api/kernels,
 // /api/kernelspecs), served on the same listener as the REST API.
 type Jupyter struct {
-	// Enabled serves the API (default true).
+	// Enabled serves the API (default true), unless computers.enabled is
+	// false (kernels run in computers).
 	Enabled bool `toml:"enabled"`
 	// CullIdleSeconds deletes a kernel (and its computer) that had no
 	// WebSocket connection and no activity for this long; 0 never culls
