@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 // TestTimeoutAlias: exec and python take their timeout as timeout_seconds
@@ -103,5 +104,10 @@ func TestComputersDisabled(t *testing.T) {
 	r = e.do(key, "GET", "/v1/tools", nil)
 	if r.code != http.StatusOK || strings.Contains(string(r.body), "builtin__computer") {
 		t.Fatalf("tools of a deployment without computers: %s", r)
+	}
+	e.withGatewayConfig(responses.Config{UpstreamURL: "http://127.0.0.1:9/v1", Model: "m"})
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"input": "hi", "tools": []any{map[string]any{"type": "code_interpreter", "container": map[string]any{"type": "auto"}}}})
+	if er := r.wantError(t, http.StatusBadRequest, "computer_not_configured"); er.Error.Param == nil || *er.Error.Param != "tools" {
+		t.Fatalf("code_interpreter without computers: %s", r)
 	}
 }
