@@ -12,7 +12,7 @@ import (
 // gatewayConfig turns the [gateway] section into the gateway's
 // configuration, reading the upstream keys from their environment
 // variables. A bad upstream list is a startup error naming the key
-// (responses.upstreams[i].<key>).
+// (gateway.upstreams[i].<key>).
 func gatewayConfig(gc config.Gateway) (responses.Config, error) {
 	out := responses.Config{Model: gc.Model, Timeout: gc.Timeout(), IdleTimeout: gc.IdleTimeout(), MaxRounds: gc.MaxRounds,
 		UpstreamURL: gc.UpstreamURL, UpstreamKey: keyFromEnv(gc.UpstreamKeyEnv)}
@@ -22,7 +22,7 @@ func gatewayConfig(gc config.Gateway) (responses.Config, error) {
 			NoStream: u.Stream != nil && !*u.Stream})
 	}
 	if err := responses.ValidateUpstreams(out.Upstreams); err != nil {
-		return out, fmt.Errorf("config: responses.%w", err)
+		return out, fmt.Errorf("config: gateway.%w", err)
 	}
 	return out, nil
 }

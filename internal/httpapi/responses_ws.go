@@ -44,7 +44,7 @@ func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governan
 	g := a.gateway
 	if g == nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": newAPIError(http.StatusServiceUnavailable, "gateway_not_configured",
-			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[responses.upstreams]]).")})
+			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[gateway.upstreams]]).")})
 		return nil
 	}
 	if r.Header.Get("Upgrade") == "" {
