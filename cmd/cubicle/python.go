@@ -160,11 +160,11 @@ func pythonCmd(args []string) int {
 	}
 
 	// What to run: -c, FILE, piped stdin, or a REPL.
-	var cells []sandbox.PythonCell
+	var cells []computer.PythonCell
 	repl := false
 	switch {
 	case set["c"]:
-		cells = []sandbox.PythonCell{{Code: *code}}
+		cells = []computer.PythonCell{{Code: *code}}
 	case len(rest) == 1:
 		var src []byte
 		var err error
@@ -188,7 +188,7 @@ func pythonCmd(args []string) int {
 			fmt.Fprintf(os.Stderr, "cubicle python: read stdin: %v\n", err)
 			return 2
 		}
-		cells = []sandbox.PythonCell{{Code: string(src)}}
+		cells = []computer.PythonCell{{Code: string(src)}}
 	}
 
 	// Signals are caught for the whole command, so that the local computer
@@ -255,7 +255,7 @@ func signalStatus(s os.Signal) int {
 }
 
 // runCells runs one call and maps its end to the exit status.
-func runCells(b pyBackend, cells []sandbox.PythonCell, opts pythonOpts, out *renderer, sigc <-chan os.Signal) int {
+func runCells(b pyBackend, cells []computer.PythonCell, opts pythonOpts, out *renderer, sigc <-chan os.Signal) int {
 	ctx, stop := untilSignal(sigc)
 	go func() {
 		<-ctx.Done()
@@ -342,14 +342,14 @@ func cellName(res computer.PythonResult, i int) string {
 // splitCells cuts a file at '# %%' lines (the percent format of Jupytext,
 // VS Code and Spyder). Code before the first marker is a cell of its own;
 // sections with no code, and '# %% [markdown]' ones, are skipped.
-func splitCells(src string) []sandbox.PythonCell {
-	var cells []sandbox.PythonCell
+func splitCells(src string) []computer.PythonCell {
+	var cells []computer.PythonCell
 	var cur []string
 	title, skip := "", false
 	flush := func() {
 		code := strings.Join(cur, "\n")
 		if !skip && strings.TrimSpace(code) != "" {
-			cells = append(cells, sandbox.PythonCell{Code: strings.TrimRight(code, "\n \t") + "\n", Title: title})
+			cells = append(cells, computer.PythonCell{Code: strings.TrimRight(code, "\n \t") + "\n", Title: title})
 		}
 		cur = nil
 	}
@@ -448,7 +448,7 @@ func newLocalPython(sigc <-chan os.Signal, spec sandbox.Spec, data, prelude stri
 func (l *localPython) run(ctx context.Context, req computer.PythonRequest, onOutput func(sandbox.PythonOutput)) (computer.PythonResult, error) {
 	col := &collectOutputs{cells: make([][]kernel.Output, len(req.Cells))}
 	start := time.Now()
-	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: req.Cells, Timeout: sandbox.Millis(time.Duration(req.Timeout) * time.Second),
+	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: computer.SandboxCells(req.Cells), Timeout: time.Duration(req.Timeout) * time.Second,
 		Reset: req.Reset, Mode: "session", Prelude: l.prelude, MaxOutput: l.maxOutput},
 		func(o sandbox.PythonOutput) {
 			col.add(o)
@@ -480,7 +480,7 @@ func (l *localPython) control(ctx context.Context, action string) error {
 }
 
 func (l *localPython) warm(ctx context.Context) {
-	l.sb.Python(ctx, sandbox.PythonRequest{Mode: "session", Prelude: l.prelude, Timeout: sandbox.Millis(time.Minute)}, nil)
+	l.sb.Python(ctx, sandbox.PythonRequest{Mode: "session", Prelude: l.prelude, Timeout: time.Minute}, nil)
 }
 
 func (l *localPython) describe() string { return "a fresh local computer, " + l.sb.ID() }

@@ -557,7 +557,7 @@ func TestPythonBadUsage(t *testing.T) {
 func TestPythonSplitCells(t *testing.T) {
 	src := "import os\n\n# %% first one\na = 1\n\n\n# %%\n\n# %% [markdown]\n# prose\n# %%   third  \r\nb = 2\r\n"
 	got := splitCells(src)
-	want := []sandbox.PythonCell{{Code: "import os\n"}, {Code: "a = 1\n", Title: "first one"}, {Code: "b = 2\n", Title: "third"}}
+	want := []computer.PythonCell{{Code: "import os\n"}, {Code: "a = 1\n", Title: "first one"}, {Code: "b = 2\n", Title: "third"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("splitCells = %q, want %q", got, want)
 	}
@@ -693,7 +693,7 @@ func TestPythonRemoteProtocol(t *testing.T) {
 	defer srv.Close()
 	b := &remotePython{base: srv.URL, id: "cmp_1", key: "cub_k", hc: srv.Client()}
 	var streamed []sandbox.PythonOutput
-	res, err := b.run(context.Background(), computer.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}, {Code: "2"}}, Timeout: 7},
+	res, err := b.run(context.Background(), computer.PythonRequest{Cells: []computer.PythonCell{{Code: "1"}, {Code: "2"}}, Timeout: 7},
 		func(o sandbox.PythonOutput) { streamed = append(streamed, o) })
 	if err != nil || res.Status != "ok" || len(streamed) != 2 {
 		t.Fatalf("run: %v, %+v, %d outputs streamed", err, res.Status, len(streamed))
@@ -705,7 +705,7 @@ func TestPythonRemoteProtocol(t *testing.T) {
 		t.Errorf("interrupt: %v (%d)", err, interrupted)
 	}
 	b.id = "cmp_2"
-	if _, err := b.run(context.Background(), computer.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}}}, func(sandbox.PythonOutput) {}); err == nil ||
+	if _, err := b.run(context.Background(), computer.PythonRequest{Cells: []computer.PythonCell{{Code: "1"}}}, func(sandbox.PythonOutput) {}); err == nil ||
 		!strings.Contains(err.Error(), "no such computer") || !strings.Contains(err.Error(), "404") {
 		t.Errorf("unknown computer: %v", err)
 	}

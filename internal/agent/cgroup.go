@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // leaves names per-process cgroups. Those that still had members
@@ -31,7 +33,7 @@ func (s *Server) place(p *process) error {
 			continue
 		}
 		if err := writeAt(fd, "cgroup.procs", pid); err != nil {
-			return fmt.Errorf("%w: join cgroup: %v", ErrInternal, err)
+			return fmt.Errorf("%w: join cgroup: %v", protocol.ErrInternal, err)
 		}
 	}
 	if cg.Track <= 0 {
@@ -39,13 +41,13 @@ func (s *Server) place(p *process) error {
 	}
 	leaf := "p" + strconv.FormatUint(s.leaves.seq.Add(1), 10)
 	if err := unix.Mkdirat(cg.Track, leaf, 0o755); err != nil {
-		return fmt.Errorf("%w: create process cgroup: %v", ErrInternal, err)
+		return fmt.Errorf("%w: create process cgroup: %v", protocol.ErrInternal, err)
 	}
 	p.mu.Lock()
 	p.leaf = leaf
 	p.mu.Unlock()
 	if err := writeAt(cg.Track, leaf+"/cgroup.procs", pid); err != nil {
-		return fmt.Errorf("%w: join process cgroup: %v", ErrInternal, err)
+		return fmt.Errorf("%w: join process cgroup: %v", protocol.ErrInternal, err)
 	}
 	return nil
 }

@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"io"
 	"sync"
-)
 
-// ErrAgentGone reports that the control channel closed: the computer is dead
-// or being destroyed.
-var ErrAgentGone = errors.New("the computer's agent is gone")
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
 
 // Client is the host side of the control channel. It multiplexes any number
 // of concurrent requests over one connection. Frames from the agent are
@@ -39,14 +38,14 @@ func NewClient(conn io.ReadWriteCloser) *Client {
 // Done is closed when the channel is gone.
 func (c *Client) Done() <-chan struct{} { return c.done }
 
-// Close closes the channel; pending requests fail with ErrAgentGone.
+// Close closes the channel; pending requests fail with sandbox.ErrGone.
 func (c *Client) Close() error { return c.conn.Close() }
 
 func (c *Client) readLoop() {
 	var err error
 	for {
-		var f Frame
-		f, err = ReadFrame(c.conn)
+		var f protocol.Frame
+		f, err = protocol.ReadFrame(c.conn)
 		if err != nil {
 			break
 		}
@@ -64,9 +63,9 @@ func (c *Client) readLoop() {
 	}
 	c.mu.Lock()
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		err = ErrAgentGone
+		err = sandbox.ErrGone
 	} else {
-		err = fmt.Errorf("%w: %v", ErrAgentGone, err)
+		err = fmt.Errorf("%w: %v", sandbox.ErrGone, err)
 	}
 	c.err = err
 	c.mu.Unlock()
@@ -78,13 +77,13 @@ func (c *Client) readLoop() {
 // no longer reads it. A stream with deliver (a kernel relay) gets its
 // frames through it instead, from the read loop: it must not block.
 type stream struct {
-	ch      chan Frame
+	ch      chan protocol.Frame
 	gone    chan struct{}
-	deliver func(Frame)
+	deliver func(protocol.Frame)
 }
 
-func (c *Client) open() (uint32, chan Frame) {
-	st := &stream{ch: make(chan Frame, 16), gone: make(chan struct{})}
+func (c *Client) open() (uint32, chan protocol.Frame) {
+	st := &stream{ch: make(chan protocol.Frame, 16), gone: make(chan struct{})}
 	return c.register(st), st.ch
 }
 
@@ -114,11 +113,11 @@ func (c *Client) gone() error {
 	if c.err != nil {
 		return c.err
 	}
-	return ErrAgentGone
+	return sandbox.ErrGone
 }
 
-func (c *Client) send(kind Kind, id uint32, payload []byte) error {
-	buf, err := AppendFrame(nil, Frame{Kind: kind, ID: id, Payload: payload})
+func (c *Client) send(kind protocol.Kind, id uint32, payload []byte) error {
+	buf, err := protocol.AppendFrame(nil, protocol.Frame{Kind: kind, ID: id, Payload: payload})
 	if err != nil {
 		return err
 	}
@@ -130,7 +129,7 @@ func (c *Client) send(kind Kind, id uint32, payload []byte) error {
 	return nil
 }
 
-func (c *Client) sendJSON(kind Kind, id uint32, v any) error {
+func (c *Client) sendJSON(kind protocol.Kind, id uint32, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -139,7 +138,7 @@ func (c *Client) sendJSON(kind Kind, id uint32, v any) error {
 }
 
 // next waits for the stream's next frame.
-func (c *Client) next(ctx context.Context, ch chan Frame) (Frame, error) {
+func (c *Client) next(ctx context.Context, ch chan protocol.Frame) (protocol.Frame, error) {
 	select {
 	case f := <-ch:
 		return f, nil
@@ -149,9 +148,9 @@ func (c *Client) next(ctx context.Context, ch chan Frame) (Frame, error) {
 			return f, nil
 		default:
 		}
-		return Frame{}, c.gone()
+		return protocol.Frame{}, c.gone()
 	case <-ctx.Done():
-		return Frame{}, ctx.Err()
+		return protocol.Frame{}, ctx.Err()
 	}
 }
 
@@ -171,7 +170,7 @@ func (c *canceller) cancel() {
 // nextOrCancel waits for a stream's next frame. When ctx ends it cancels
 // the stream (once) and keeps waiting: the caller still reads the agent's
 // final frame, so it returns only when the agent has finished the work.
-func (c *Client) nextOrCancel(ctx context.Context, ch chan Frame, cn *canceller) (Frame, error) {
+func (c *Client) nextOrCancel(ctx context.Context, ch chan protocol.Frame, cn *canceller) (protocol.Frame, error) {
 	done := ctx.Done()
 	if cn.done {
 		done = nil
@@ -185,7 +184,7 @@ func (c *Client) nextOrCancel(ctx context.Context, ch chan Frame, cn *canceller)
 			case f := <-ch:
 				return f, nil
 			default:
-				return Frame{}, c.gone()
+				return protocol.Frame{}, c.gone()
 			}
 		case <-done:
 			done = nil
@@ -195,7 +194,7 @@ func (c *Client) nextOrCancel(ctx context.Context, ch chan Frame, cn *canceller)
 }
 
 // call sends one JSON request and decodes the single reply.
-func (c *Client) call(ctx context.Context, kind Kind, req, reply any) error {
+func (c *Client) call(ctx context.Context, kind protocol.Kind, req, reply any) error {
 	id, ch := c.open()
 	defer c.release(id)
 	if err := c.sendJSON(kind, id, req); err != nil {
@@ -208,31 +207,31 @@ func (c *Client) call(ctx context.Context, kind Kind, req, reply any) error {
 	return decodeReply(f, reply)
 }
 
-func decodeReply(f Frame, reply any) error {
+func decodeReply(f protocol.Frame, reply any) error {
 	switch f.Kind {
-	case KindError:
-		var w WireError
+	case protocol.KindError:
+		var w protocol.WireError
 		if err := json.Unmarshal(f.Payload, &w); err != nil {
-			return fmt.Errorf("%w: malformed error from agent", ErrInternal)
+			return fmt.Errorf("%w: malformed error from agent", protocol.ErrInternal)
 		}
 		return fromWire(w)
-	case KindOK, KindExit, KindDataEnd, KindReady:
+	case protocol.KindOK, protocol.KindExit, protocol.KindDataEnd, protocol.KindReady:
 		if reply == nil {
 			return nil
 		}
 		if err := json.Unmarshal(f.Payload, reply); err != nil {
-			return fmt.Errorf("%w: malformed reply from agent: %v", ErrInternal, err)
+			return fmt.Errorf("%w: malformed reply from agent: %v", protocol.ErrInternal, err)
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: unexpected frame kind %d", ErrInternal, f.Kind)
+	return fmt.Errorf("%w: unexpected frame kind %d", protocol.ErrInternal, f.Kind)
 }
 
 // Ping checks that the agent answers.
 func (c *Client) Ping(ctx context.Context) error {
 	id, ch := c.open()
 	defer c.release(id)
-	if err := c.send(KindPing, id, nil); err != nil {
+	if err := c.send(protocol.KindPing, id, nil); err != nil {
 		return err
 	}
 	f, err := c.next(ctx, ch)
@@ -243,25 +242,25 @@ func (c *Client) Ping(ctx context.Context) error {
 }
 
 // Stat describes one path.
-func (c *Client) Stat(ctx context.Context, path string) (FileInfo, error) {
-	var fi FileInfo
-	err := c.call(ctx, KindStat, PathRequest{Path: path}, &fi)
-	return fi, err
+func (c *Client) Stat(ctx context.Context, path string) (sandbox.FileInfo, error) {
+	var fi protocol.FileInfo
+	err := c.call(ctx, protocol.KindStat, protocol.PathRequest{Path: path}, &fi)
+	return sandbox.FileInfo(fi), err
 }
 
 // List lists a directory.
-func (c *Client) List(ctx context.Context, path string) (Listing, error) {
-	var l Listing
-	err := c.call(ctx, KindList, PathRequest{Path: path}, &l)
-	return l, err
+func (c *Client) List(ctx context.Context, path string) (sandbox.Listing, error) {
+	var l protocol.Listing
+	err := c.call(ctx, protocol.KindList, protocol.PathRequest{Path: path}, &l)
+	return listing(l), err
 }
 
 // Mkdir creates a directory (and its parents when parents is set).
 func (c *Client) Mkdir(ctx context.Context, path string, parents bool) error {
-	return c.call(ctx, KindMkdir, PathRequest{Path: path, Parents: parents}, nil)
+	return c.call(ctx, protocol.KindMkdir, protocol.PathRequest{Path: path, Parents: parents}, nil)
 }
 
 // Remove removes a file or an empty directory, or a whole tree when recursive.
 func (c *Client) Remove(ctx context.Context, path string, recursive bool) error {
-	return c.call(ctx, KindRemove, PathRequest{Path: path, Recursive: recursive}, nil)
+	return c.call(ctx, protocol.KindRemove, protocol.PathRequest{Path: path, Recursive: recursive}, nil)
 }

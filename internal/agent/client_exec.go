@@ -7,28 +7,19 @@ import (
 	"io"
 
 	"golang.org/x/sys/unix"
-)
 
-// ExecIO connects a process's standard streams. Nil Stdin means /dev/null;
-// nil Stdout or Stderr discards. Writers are called from the caller's
-// goroutine, never concurrently.
-type ExecIO struct {
-	Stdin          io.Reader
-	Stdout, Stderr io.Writer
-	// Started, when set, is called once the process runs, with its pid
-	// inside the computer.
-	Started func(pid int)
-}
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
 
 // Exec runs a process and waits for it. Cancelling ctx kills the process and
 // all its descendants; Exec still returns only after the agent has reaped
 // it, so capacity is never released early.
-func (c *Client) Exec(ctx context.Context, req ExecStart, sio ExecIO) (ExitStatus, error) {
-	req.Stdin = sio.Stdin != nil
+func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
 	id, ch := c.open()
 	defer c.release(id)
-	if err := c.sendJSON(KindExec, id, req); err != nil {
-		return ExitStatus{}, err
+	if err := c.sendJSON(protocol.KindExec, id, wireExec(req, sio.Stdin != nil)); err != nil {
+		return sandbox.ExitStatus{}, err
 	}
 	acks := make(chan struct{}, stdinWindow)
 	stop := make(chan struct{})
@@ -36,33 +27,33 @@ func (c *Client) Exec(ctx context.Context, req ExecStart, sio ExecIO) (ExitStatu
 	if sio.Stdin != nil {
 		go c.feed(id, sio.Stdin, acks, stop)
 	}
-	cn := &canceller{send: func() { c.sendJSON(KindSignal, id, SignalRequest{Signal: int(unix.SIGKILL)}) }}
+	cn := &canceller{send: func() { c.sendJSON(protocol.KindSignal, id, protocol.SignalRequest{Signal: int(unix.SIGKILL)}) }}
 	for {
 		f, err := c.nextOrCancel(ctx, ch, cn)
 		if err != nil {
-			return ExitStatus{}, err
+			return sandbox.ExitStatus{}, err
 		}
 		switch f.Kind {
-		case KindStarted:
-			var st Started
+		case protocol.KindStarted:
+			var st protocol.Started
 			if json.Unmarshal(f.Payload, &st) == nil && sio.Started != nil {
 				sio.Started(st.Pid)
 			}
-		case KindStdout:
+		case protocol.KindStdout:
 			if sio.Stdout != nil {
 				sio.Stdout.Write(f.Payload)
 			}
-		case KindStderr:
+		case protocol.KindStderr:
 			if sio.Stderr != nil {
 				sio.Stderr.Write(f.Payload)
 			}
-		case KindStdinAck:
+		case protocol.KindStdinAck:
 			select {
 			case acks <- struct{}{}:
 			default:
 			}
-		case KindExit, KindError:
-			var st ExitStatus
+		case protocol.KindExit, protocol.KindError:
+			var st protocol.ExitStatus
 			err := decodeReply(f, &st)
 			if cn.done {
 				// Cancelled: whatever the agent says last (an exit, or a
@@ -70,9 +61,9 @@ func (c *Client) Exec(ctx context.Context, req ExecStart, sio ExecIO) (ExitStatu
 				// caller's answer is its own cancellation.
 				err = ctx.Err()
 			}
-			return st, err
+			return exitStatus(st), err
 		default:
-			return ExitStatus{}, fmt.Errorf("%w: unexpected frame kind %d in a process stream", ErrInternal, f.Kind)
+			return sandbox.ExitStatus{}, fmt.Errorf("%w: unexpected frame kind %d in a process stream", protocol.ErrInternal, f.Kind)
 		}
 	}
 }
@@ -80,7 +71,7 @@ func (c *Client) Exec(ctx context.Context, req ExecStart, sio ExecIO) (ExitStatu
 // feed copies stdin to the agent, keeping at most stdinWindow chunks
 // unacknowledged so the agent never has to buffer or block on it.
 func (c *Client) feed(id uint32, r io.Reader, acks <-chan struct{}, stop <-chan struct{}) {
-	buf := make([]byte, ChunkSize)
+	buf := make([]byte, protocol.ChunkSize)
 	inflight := 0
 	for {
 		n, err := r.Read(buf)
@@ -93,13 +84,13 @@ func (c *Client) feed(id uint32, r io.Reader, acks <-chan struct{}, stop <-chan 
 					return
 				}
 			}
-			if c.send(KindStdin, id, buf[:n]) != nil {
+			if c.send(protocol.KindStdin, id, buf[:n]) != nil {
 				return
 			}
 			inflight++
 		}
 		if err != nil {
-			c.send(KindStdinClose, id, nil)
+			c.send(protocol.KindStdinClose, id, nil)
 			return
 		}
 		select {

@@ -5,24 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // WriteFile uploads r to req.Path. The file appears atomically when the
 // upload completes; on any error the previous content is untouched.
-func (c *Client) WriteFile(ctx context.Context, req FileWrite, r io.Reader) (Written, error) {
+func (c *Client) WriteFile(ctx context.Context, req sandbox.FileWrite, r io.Reader) (sandbox.Written, error) {
 	id, ch := c.open()
 	defer c.release(id)
-	if err := c.sendJSON(KindFileWrite, id, req); err != nil {
-		return Written{}, err
+	if err := c.sendJSON(protocol.KindFileWrite, id, protocol.FileWrite(req)); err != nil {
+		return sandbox.Written{}, err
 	}
-	buf := make([]byte, ChunkSize)
+	buf := make([]byte, protocol.ChunkSize)
 	var readErr error
 	for readErr == nil {
 		var n int
 		n, readErr = io.ReadFull(r, buf)
 		if n > 0 {
-			if err := c.send(KindData, id, buf[:n]); err != nil {
-				return Written{}, err
+			if err := c.send(protocol.KindData, id, buf[:n]); err != nil {
+				return sandbox.Written{}, err
 			}
 		}
 		if errors.Is(readErr, io.EOF) || errors.Is(readErr, io.ErrUnexpectedEOF) {
@@ -31,7 +34,7 @@ func (c *Client) WriteFile(ctx context.Context, req FileWrite, r io.Reader) (Wri
 		}
 		select {
 		case f := <-ch: // the agent refused early (bad path, no space...)
-			return Written{}, decodeReply(f, nil)
+			return sandbox.Written{}, decodeReply(f, nil)
 		default:
 		}
 		if ctx.Err() != nil {
@@ -42,44 +45,45 @@ func (c *Client) WriteFile(ctx context.Context, req FileWrite, r io.Reader) (Wri
 	if readErr != io.EOF {
 		abort = []byte("abort")
 	}
-	if err := c.send(KindDataEnd, id, abort); err != nil {
-		return Written{}, err
+	if err := c.send(protocol.KindDataEnd, id, abort); err != nil {
+		return sandbox.Written{}, err
 	}
 	f, err := c.next(context.WithoutCancel(ctx), ch)
 	if err != nil {
-		return Written{}, err
+		return sandbox.Written{}, err
 	}
 	if readErr != io.EOF {
-		return Written{}, fmt.Errorf("write %s: %w", req.Path, readErr)
+		return sandbox.Written{}, fmt.Errorf("write %s: %w", req.Path, readErr)
 	}
-	var w Written
-	return w, decodeReply(f, &w)
+	var w protocol.Written
+	err = decodeReply(f, &w)
+	return sandbox.Written(w), err
 }
 
 // ReadFile copies at most req.Limit bytes of a regular file to w.
-func (c *Client) ReadFile(ctx context.Context, req FileRead, w io.Writer) (DataEnd, error) {
+func (c *Client) ReadFile(ctx context.Context, req sandbox.FileRead, w io.Writer) (sandbox.DataEnd, error) {
 	id, ch := c.open()
 	defer c.release(id)
-	if err := c.sendJSON(KindFileRead, id, req); err != nil {
-		return DataEnd{}, err
+	if err := c.sendJSON(protocol.KindFileRead, id, protocol.FileRead(req)); err != nil {
+		return sandbox.DataEnd{}, err
 	}
 	var got int64
 	var werr error
 	for {
 		f, err := c.next(context.WithoutCancel(ctx), ch)
 		if err != nil {
-			return DataEnd{}, err
+			return sandbox.DataEnd{}, err
 		}
-		if f.Kind != KindData {
-			var end DataEnd
+		if f.Kind != protocol.KindData {
+			var end protocol.DataEnd
 			if err := decodeReply(f, &end); err != nil {
-				return DataEnd{}, err
+				return sandbox.DataEnd{}, err
 			}
-			return end, werr
+			return sandbox.DataEnd(end), werr
 		}
 		got += int64(len(f.Payload))
 		if req.Limit > 0 && got > req.Limit {
-			return DataEnd{}, fmt.Errorf("%w: agent sent more than the %d bytes asked for", ErrInternal, req.Limit)
+			return sandbox.DataEnd{}, fmt.Errorf("%w: agent sent more than the %d bytes asked for", protocol.ErrInternal, req.Limit)
 		}
 		if werr == nil {
 			_, werr = w.Write(f.Payload)

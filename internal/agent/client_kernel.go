@@ -8,25 +8,25 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // maxHostBacklog bounds the frames of one relay that the host has received
 // but its consumer has not taken (Messages). Past it the relay ends with
-// ErrKernelBacklog: the read loop, shared by every stream of the computer,
+// sandbox.ErrKernelBacklog: the read loop, shared by every stream of the computer,
 // never waits for a relay's consumer.
-const maxHostBacklog = 2 * MaxKernelMessage
+const maxHostBacklog = 2 * protocol.MaxKernelMessage
 
 // finalTimeout bounds the wait for the agent's last frame of a relay that
 // ended on the host's side (the agent stops a kernel in well under it).
 const finalTimeout = 30 * time.Second
 
-var (
-	// ErrKernelClosed is a relay's Err after Close.
-	ErrKernelClosed = errors.New("kernel relay closed")
-	// ErrKernelBacklog ends a relay whose consumer did not read Messages
-	// fast enough (more than maxHostBacklog bytes waiting).
-	ErrKernelBacklog = fmt.Errorf("the client did not read the kernel's messages fast enough (more than %d MiB waiting); the relay was closed", maxHostBacklog>>20)
-)
+// errKernelBacklog ends a relay whose consumer did not read Messages fast
+// enough (more than maxHostBacklog bytes waiting).
+var errKernelBacklog = protocol.WithMessage(sandbox.ErrKernelBacklog, fmt.Sprintf(
+	"the client did not read the kernel's messages fast enough (more than %d MiB waiting); the relay was closed", maxHostBacklog>>20))
 
 // KernelRelay is the host's end of a kernel relay (kernel_relay.go has the
 // protocol). It implements sandbox.Kernel; its methods are safe for
@@ -34,15 +34,15 @@ var (
 type KernelRelay struct {
 	c     *Client
 	id    uint32
-	queue *boundedQueue[Frame] // from the read loop, for the pump
-	msgs  chan KernelMessage
+	queue *boundedQueue[protocol.Frame] // from the read loop, for the pump
+	msgs  chan sandbox.KernelMessage
 
 	sendMu sync.Mutex // one message's chunks at a time
 
 	ctlMu    sync.Mutex // one control at a time
 	ctlSeq   uint64
 	ctlWant  atomic.Uint64
-	ctlReply chan KernelControlReply
+	ctlReply chan protocol.KernelControlReply
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed by fail: the pump stops
@@ -55,22 +55,22 @@ type KernelRelay struct {
 
 // OpenKernel starts a kernel of the relay's own in the computer and
 // returns once it answers. Cancelling ctx during the start stops it.
-func (c *Client) OpenKernel(ctx context.Context, start KernelStart) (*KernelRelay, error) {
-	b, err := json.Marshal(start)
-	if err != nil || len(b) > MaxPayload {
-		return nil, fmt.Errorf("%w: kernel start of %d bytes (limit %d): %v", ErrInvalid, len(b), MaxPayload, err)
+func (c *Client) OpenKernel(ctx context.Context, start sandbox.KernelStart) (*KernelRelay, error) {
+	b, err := json.Marshal(protocol.KernelStart(start))
+	if err != nil || len(b) > protocol.MaxPayload {
+		return nil, fmt.Errorf("%w: kernel start of %d bytes (limit %d): %v", sandbox.ErrInvalid, len(b), protocol.MaxPayload, err)
 	}
 	r := &KernelRelay{
 		c:        c,
-		queue:    newBoundedQueue[Frame](maxHostBacklog),
-		msgs:     make(chan KernelMessage), // unbuffered: the queue alone holds the backlog, bounded in bytes
-		ctlReply: make(chan KernelControlReply, 1),
+		queue:    newBoundedQueue[protocol.Frame](maxHostBacklog),
+		msgs:     make(chan sandbox.KernelMessage), // unbuffered: the queue alone holds the backlog, bounded in bytes
+		ctlReply: make(chan protocol.KernelControlReply, 1),
 		stop:     make(chan struct{}),
 		ended:    make(chan struct{}),
 		final:    make(chan struct{}),
 	}
 	r.id = c.register(&stream{gone: make(chan struct{}), deliver: r.deliver})
-	if err := c.send(KindKernelOpen, r.id, b); err != nil {
+	if err := c.send(protocol.KindKernelOpen, r.id, b); err != nil {
 		c.release(r.id)
 		return nil, err
 	}
@@ -87,36 +87,36 @@ func (c *Client) OpenKernel(ctx context.Context, start KernelStart) (*KernelRela
 				}
 			case <-done:
 				done, cancelled = nil, true
-				c.send(KindKernelClose, r.id, nil)
+				c.send(protocol.KindKernelClose, r.id, nil)
 			}
 			if !ok {
 				continue
 			}
 		}
 		switch f.Kind {
-		case KindOK:
+		case protocol.KindOK:
 			var st KernelRelayState
 			if err := json.Unmarshal(f.Payload, &st); err != nil {
-				return nil, r.abandon(fmt.Errorf("%w: malformed kernel relay answer: %v", ErrInternal, err))
+				return nil, r.abandon(fmt.Errorf("%w: malformed kernel relay answer: %v", protocol.ErrInternal, err))
 			}
 			if st.Closed {
 				c.release(r.id)
-				return nil, r.openErr(ctx, cancelled, ErrKernelClosed)
+				return nil, r.openErr(ctx, cancelled, sandbox.ErrKernelClosed)
 			}
 			if !cancelled {
 				go r.pump()
 				return r, nil
 			}
 			// Opened after all: wait for the close we sent.
-		case KindError:
+		case protocol.KindError:
 			c.release(r.id)
 			return nil, r.openErr(ctx, cancelled, decodeReply(f, nil))
-		case KindKernelMessage:
+		case protocol.KindKernelMessage:
 			if !cancelled {
-				return nil, r.abandon(fmt.Errorf("%w: kernel message before the relay was open", ErrInternal))
+				return nil, r.abandon(fmt.Errorf("%w: kernel message before the relay was open", protocol.ErrInternal))
 			}
 		default:
-			return nil, r.abandon(fmt.Errorf("%w: unexpected frame kind %d in a kernel relay", ErrInternal, f.Kind))
+			return nil, r.abandon(fmt.Errorf("%w: unexpected frame kind %d in a kernel relay", protocol.ErrInternal, f.Kind))
 		}
 	}
 }
@@ -130,17 +130,17 @@ func (r *KernelRelay) openErr(ctx context.Context, cancelled bool, err error) er
 
 // abandon gives up on a relay whose agent broke the protocol while opening.
 func (r *KernelRelay) abandon(err error) error {
-	r.c.send(KindKernelClose, r.id, nil)
+	r.c.send(protocol.KindKernelClose, r.id, nil)
 	r.c.release(r.id)
 	return err
 }
 
 // deliver takes a frame from the read loop. It never blocks: frames queue
-// up to maxHostBacklog, then the relay ends with ErrKernelBacklog.
-func (r *KernelRelay) deliver(f Frame) {
+// up to maxHostBacklog, then the relay ends with sandbox.ErrKernelBacklog.
+func (r *KernelRelay) deliver(f protocol.Frame) {
 	switch f.Kind {
-	case KindKernelControlReply: // answered here: a slow consumer must not delay controls
-		var rep KernelControlReply
+	case protocol.KindKernelControlReply: // answered here: a slow consumer must not delay controls
+		var rep protocol.KernelControlReply
 		if json.Unmarshal(f.Payload, &rep) == nil && rep.Seq != 0 && rep.Seq == r.ctlWant.Load() {
 			select {
 			case r.ctlReply <- rep:
@@ -150,8 +150,8 @@ func (r *KernelRelay) deliver(f Frame) {
 		return
 	}
 	if !r.stopped() && !r.queue.push(f, int64(len(f.Payload))+queuedOverhead) && !r.stopped() {
-		r.fail(ErrKernelBacklog)
-		go r.c.send(KindKernelClose, r.id, nil) // not from the read loop
+		r.fail(errKernelBacklog)
+		go r.c.send(protocol.KindKernelClose, r.id, nil) // not from the read loop
 	}
 	if isFinal(f) {
 		r.finalOnce.Do(func() { close(r.final) })
@@ -160,12 +160,12 @@ func (r *KernelRelay) deliver(f Frame) {
 }
 
 // isFinal reports a relay's last frame: an error, or the close's KindOK.
-func isFinal(f Frame) bool {
-	if f.Kind == KindError {
+func isFinal(f protocol.Frame) bool {
+	if f.Kind == protocol.KindError {
 		return true
 	}
 	var st KernelRelayState
-	return f.Kind == KindOK && json.Unmarshal(f.Payload, &st) == nil && st.Closed
+	return f.Kind == protocol.KindOK && json.Unmarshal(f.Payload, &st) == nil && st.Closed
 }
 
 func (r *KernelRelay) stopped() bool {
@@ -201,10 +201,10 @@ func (r *KernelRelay) pump() {
 		close(r.ended) // first: Err is set when a reader sees Messages closed
 		close(r.msgs)
 	}()
-	asm := assembler{limit: MaxKernelMessage + 64<<10}
+	asm := assembler{limit: protocol.MaxKernelMessage + 64<<10}
 	bad := func(err error) {
-		r.fail(fmt.Errorf("%w: kernel relay: %v", ErrInternal, err))
-		r.c.send(KindKernelClose, r.id, nil)
+		r.fail(fmt.Errorf("%w: kernel relay: %v", protocol.ErrInternal, err))
+		r.c.send(protocol.KindKernelClose, r.id, nil)
 	}
 	gone := false
 	for {
@@ -224,7 +224,7 @@ func (r *KernelRelay) pump() {
 			continue
 		}
 		switch f.Kind {
-		case KindKernelMessage:
+		case protocol.KindKernelMessage:
 			m, err := asm.add(f.Payload)
 			if err == nil && m != nil {
 				err = ValidateKernelMessage(m)
@@ -237,18 +237,18 @@ func (r *KernelRelay) pump() {
 				continue
 			}
 			select {
-			case r.msgs <- *m:
+			case r.msgs <- sandbox.KernelMessage(*m):
 			case <-r.stop:
 				return
 			}
-		case KindOK:
+		case protocol.KindOK:
 			if isFinal(f) {
-				r.fail(ErrKernelClosed)
+				r.fail(sandbox.ErrKernelClosed)
 				return
 			}
 			bad(errors.New("a second open answer"))
 			return
-		case KindError:
+		case protocol.KindError:
 			r.fail(decodeReply(f, nil))
 			return
 		default:
@@ -261,16 +261,17 @@ func (r *KernelRelay) pump() {
 // Send delivers a client message to the kernel on m.Channel (shell,
 // control or stdin). A message that is not a valid Jupyter message, or is
 // over MaxKernelMessage, is refused with ErrInvalid and the relay goes on.
-func (r *KernelRelay) Send(ctx context.Context, m KernelMessage) error {
+func (r *KernelRelay) Send(ctx context.Context, sm sandbox.KernelMessage) error {
+	m := protocol.KernelMessage(sm)
 	if err := ValidateKernelMessage(&m); err != nil {
-		return err
+		return hostError(err)
 	}
-	if m.Channel == ChannelIOPub {
-		return fmt.Errorf("%w: a client cannot send on iopub", ErrInvalid)
+	if m.Channel == protocol.ChannelIOPub {
+		return fmt.Errorf("%w: a client cannot send on iopub", sandbox.ErrInvalid)
 	}
 	chunks, err := encodeKernelMessage(&m)
 	if err != nil {
-		return err
+		return hostError(err)
 	}
 	r.sendMu.Lock()
 	defer r.sendMu.Unlock()
@@ -283,7 +284,7 @@ func (r *KernelRelay) Send(ctx context.Context, m KernelMessage) error {
 	// Once started, a message's chunks all go: a partial one would corrupt
 	// the stream.
 	for _, c := range chunks {
-		if err := r.c.send(KindKernelMessage, r.id, c); err != nil {
+		if err := r.c.send(protocol.KindKernelMessage, r.id, c); err != nil {
 			return err
 		}
 	}
@@ -294,10 +295,10 @@ func (r *KernelRelay) Send(ctx context.Context, m KernelMessage) error {
 // plus the relay's status messages ("restarting", "dead"). It is closed
 // when the relay has ended and the agent has confirmed that its kernel is
 // gone; Err then says why.
-func (r *KernelRelay) Messages() <-chan KernelMessage { return r.msgs }
+func (r *KernelRelay) Messages() <-chan sandbox.KernelMessage { return r.msgs }
 
-// Err is why the relay ended (ErrKernelClosed after Close,
-// ErrKernelBacklog, ErrKernelDead, ErrAgentGone...), or nil while it runs.
+// Err is why the relay ended (sandbox.ErrKernelClosed after Close,
+// sandbox.ErrKernelBacklog, ErrKernelDead, sandbox.ErrGone...), or nil while it runs.
 func (r *KernelRelay) Err() error {
 	select {
 	case <-r.ended:
@@ -328,7 +329,7 @@ func (r *KernelRelay) control(ctx context.Context, action string) error {
 	}
 	r.ctlWant.Store(seq)
 	defer r.ctlWant.Store(0)
-	if err := r.c.sendJSON(KindKernelControl, r.id, KernelControl{Action: action, Seq: seq}); err != nil {
+	if err := r.c.sendJSON(protocol.KindKernelControl, r.id, protocol.KernelControl{Action: action, Seq: seq}); err != nil {
 		return err
 	}
 	select {
@@ -347,7 +348,7 @@ func (r *KernelRelay) control(ctx context.Context, action string) error {
 			}
 			return nil
 		default:
-			return fmt.Errorf("%w: the relay ended before the kernel %s was done", ErrKernelClosed, action)
+			return fmt.Errorf("%w: the relay ended before the kernel %s was done", sandbox.ErrKernelClosed, action)
 		}
 	case <-r.c.done:
 		return r.c.gone()
@@ -359,13 +360,13 @@ func (r *KernelRelay) control(ctx context.Context, action string) error {
 // Close shuts the kernel down and ends the relay. It returns once the
 // agent confirmed that the kernel's processes are gone (or ctx ended).
 func (r *KernelRelay) Close(ctx context.Context) error {
-	r.fail(ErrKernelClosed)
+	r.fail(sandbox.ErrKernelClosed)
 	select {
 	case <-r.final:
 		return nil
 	default:
 	}
-	if err := r.c.send(KindKernelClose, r.id, nil); err != nil {
+	if err := r.c.send(protocol.KindKernelClose, r.id, nil); err != nil {
 		return nil // the computer is gone, and its kernel with it
 	}
 	select {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Python runs cells in the computer's kernel (see PythonRequest). onOutput,
@@ -14,51 +17,51 @@ import (
 //
 // Frames from the agent are hostile input: a malformed output frame cancels
 // the call and returns an error at once.
-func (c *Client) Python(ctx context.Context, req PythonRequest, onOutput func(PythonOutput)) (PythonResult, error) {
+func (c *Client) Python(ctx context.Context, req sandbox.PythonRequest, onOutput func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
 	id, ch := c.open()
 	defer c.release(id)
-	b, err := json.Marshal(req)
+	b, err := json.Marshal(wirePython(req))
 	if err != nil {
-		return PythonResult{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return sandbox.PythonResult{}, fmt.Errorf("%w: %v", sandbox.ErrInvalid, err)
 	}
-	if len(b) > MaxPayload {
-		return PythonResult{}, fmt.Errorf("%w: the Python request is %d bytes; the limit is %d", ErrInvalid, len(b), MaxPayload)
+	if len(b) > protocol.MaxPayload {
+		return sandbox.PythonResult{}, fmt.Errorf("%w: the Python request is %d bytes; the limit is %d", sandbox.ErrInvalid, len(b), protocol.MaxPayload)
 	}
-	if err := c.send(KindPython, id, b); err != nil {
-		return PythonResult{}, err
+	if err := c.send(protocol.KindPython, id, b); err != nil {
+		return sandbox.PythonResult{}, err
 	}
-	cn := &canceller{send: func() { c.send(KindPythonCancel, id, nil) }}
+	cn := &canceller{send: func() { c.send(protocol.KindPythonCancel, id, nil) }}
 	for {
 		f, err := c.nextOrCancel(ctx, ch, cn)
 		if err != nil {
-			return PythonResult{}, err
+			return sandbox.PythonResult{}, err
 		}
 		switch f.Kind {
-		case KindPythonOutput:
-			var o PythonOutput
+		case protocol.KindPythonOutput:
+			var o protocol.PythonOutput
 			if err := json.Unmarshal(f.Payload, &o); err != nil {
 				cn.cancel()
-				return PythonResult{}, fmt.Errorf("%w: malformed Python output from the agent: %v", ErrInternal, err)
+				return sandbox.PythonResult{}, fmt.Errorf("%w: malformed Python output from the agent: %v", protocol.ErrInternal, err)
 			}
 			if o.Cell < 0 || o.Cell >= len(req.Cells) {
 				cn.cancel()
-				return PythonResult{}, fmt.Errorf("%w: Python output for cell %d of a call with %d cells", ErrInternal, o.Cell, len(req.Cells))
+				return sandbox.PythonResult{}, fmt.Errorf("%w: Python output for cell %d of a call with %d cells", protocol.ErrInternal, o.Cell, len(req.Cells))
 			}
 			if onOutput != nil {
-				onOutput(o)
+				onOutput(pythonOutput(o))
 			}
-		case KindOK, KindError:
-			var res PythonResult
+		case protocol.KindOK, protocol.KindError:
+			var res protocol.PythonResult
 			if err := decodeReply(f, &res); err != nil {
-				return PythonResult{}, err
+				return sandbox.PythonResult{}, err
 			}
 			if len(res.Cells) != len(req.Cells) {
-				return PythonResult{}, fmt.Errorf("%w: Python result with %d cells for a call with %d", ErrInternal, len(res.Cells), len(req.Cells))
+				return sandbox.PythonResult{}, fmt.Errorf("%w: Python result with %d cells for a call with %d", protocol.ErrInternal, len(res.Cells), len(req.Cells))
 			}
-			return res, nil
+			return pythonResult(res), nil
 		default:
 			cn.cancel()
-			return PythonResult{}, fmt.Errorf("%w: unexpected frame kind %d in a Python stream", ErrInternal, f.Kind)
+			return sandbox.PythonResult{}, fmt.Errorf("%w: unexpected frame kind %d in a Python stream", protocol.ErrInternal, f.Kind)
 		}
 	}
 }
@@ -70,7 +73,7 @@ func (c *Client) PythonControl(ctx context.Context, action string) error {
 	switch action {
 	case "interrupt", "restart":
 	default:
-		return fmt.Errorf("%w: python control %q (want \"interrupt\" or \"restart\")", ErrInvalid, action)
+		return fmt.Errorf("%w: python control %q (want \"interrupt\" or \"restart\")", sandbox.ErrInvalid, action)
 	}
-	return c.call(ctx, KindPythonControl, PythonControl{Action: action}, nil)
+	return c.call(ctx, protocol.KindPythonControl, protocol.PythonControl{Action: action}, nil)
 }

@@ -3,12 +3,16 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // fakeAgent is the agent's end of a control channel, driven by a test: it
@@ -17,17 +21,17 @@ import (
 type fakeAgent struct {
 	t      *testing.T
 	conn   net.Conn
-	frames chan Frame
+	frames chan protocol.Frame
 }
 
 func newFakeAgent(t *testing.T) (*Client, *fakeAgent) {
 	t.Helper()
 	hostEnd, agentEnd := net.Pipe()
-	fa := &fakeAgent{t: t, conn: agentEnd, frames: make(chan Frame, 4096)}
+	fa := &fakeAgent{t: t, conn: agentEnd, frames: make(chan protocol.Frame, 4096)}
 	go func() {
 		defer close(fa.frames)
 		for {
-			f, err := ReadFrame(agentEnd)
+			f, err := protocol.ReadFrame(agentEnd)
 			if err != nil {
 				return
 			}
@@ -43,7 +47,7 @@ func newFakeAgent(t *testing.T) (*Client, *fakeAgent) {
 }
 
 // expect waits for the client's next frame and checks its kind.
-func (fa *fakeAgent) expect(kind Kind) Frame {
+func (fa *fakeAgent) expect(kind protocol.Kind) protocol.Frame {
 	fa.t.Helper()
 	select {
 	case f, ok := <-fa.frames:
@@ -57,13 +61,13 @@ func (fa *fakeAgent) expect(kind Kind) Frame {
 	case <-time.After(5 * time.Second):
 		fa.t.Fatalf("no frame of kind %d from the client", kind)
 	}
-	return Frame{}
+	return protocol.Frame{}
 }
 
 // send writes one frame; it must not fail.
-func (fa *fakeAgent) send(kind Kind, id uint32, payload []byte) {
+func (fa *fakeAgent) send(kind protocol.Kind, id uint32, payload []byte) {
 	fa.t.Helper()
-	buf, err := AppendFrame(nil, Frame{Kind: kind, ID: id, Payload: payload})
+	buf, err := protocol.AppendFrame(nil, protocol.Frame{Kind: kind, ID: id, Payload: payload})
 	if err != nil {
 		fa.t.Fatal(err)
 	}
@@ -72,7 +76,7 @@ func (fa *fakeAgent) send(kind Kind, id uint32, payload []byte) {
 	}
 }
 
-func (fa *fakeAgent) sendJSON(kind Kind, id uint32, v any) {
+func (fa *fakeAgent) sendJSON(kind protocol.Kind, id uint32, v any) {
 	fa.t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -103,8 +107,8 @@ func clientWait(t *testing.T, ch <-chan error, what string) error {
 func clientPingOK(t *testing.T, c *Client, fa *fakeAgent) {
 	t.Helper()
 	done := clientAsync(func() error { return c.Ping(context.Background()) })
-	f := fa.expect(KindPing)
-	fa.send(KindOK, f.ID, []byte(`{}`))
+	f := fa.expect(protocol.KindPing)
+	fa.send(protocol.KindOK, f.ID, []byte(`{}`))
 	if err := clientWait(t, done, "Ping"); err != nil {
 		t.Fatalf("Ping after garbage: %v", err)
 	}
@@ -113,36 +117,36 @@ func clientPingOK(t *testing.T, c *Client, fa *fakeAgent) {
 func TestClientDropsFramesForUnknownStreams(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	done := clientAsync(func() error { return c.Ping(context.Background()) })
-	f := fa.expect(KindPing)
+	f := fa.expect(protocol.KindPing)
 	// Frames for streams nobody opened, of every kind, some huge-but-legal.
 	for _, id := range []uint32{0, f.ID + 1, f.ID + 1000, 0xffffffff} {
-		for _, k := range []Kind{KindOK, KindError, KindExit, KindStdout, KindData, KindDataEnd, Kind(0), Kind(255)} {
+		for _, k := range []protocol.Kind{protocol.KindOK, protocol.KindError, protocol.KindExit, protocol.KindStdout, protocol.KindData, protocol.KindDataEnd, protocol.Kind(0), protocol.Kind(255)} {
 			fa.send(k, id, []byte(`{"code":"not_found","message":"bogus"}`))
 		}
-		fa.send(KindStdout, id, make([]byte, MaxPayload))
+		fa.send(protocol.KindStdout, id, make([]byte, protocol.MaxPayload))
 	}
 	select {
 	case err := <-done:
 		t.Fatalf("Ping returned %v before its own reply arrived", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	fa.send(KindOK, f.ID, []byte(`{}`))
+	fa.send(protocol.KindOK, f.ID, []byte(`{}`))
 	if err := clientWait(t, done, "Ping"); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
 	// A late reply to a finished request is dropped too.
-	fa.send(KindError, f.ID, []byte(`{"code":"internal","message":"late"}`))
+	fa.send(protocol.KindError, f.ID, []byte(`{"code":"internal","message":"late"}`))
 	clientPingOK(t, c, fa)
 }
 
 func TestClientRejectsUnknownKinds(t *testing.T) {
 	c, fa := newFakeAgent(t)
-	for _, k := range []Kind{Kind(0), KindStdout, KindData, KindPing, Kind(200), Kind(255)} {
+	for _, k := range []protocol.Kind{protocol.Kind(0), protocol.KindStdout, protocol.KindData, protocol.KindPing, protocol.Kind(200), protocol.Kind(255)} {
 		done := clientAsync(func() error { return c.Ping(context.Background()) })
-		f := fa.expect(KindPing)
+		f := fa.expect(protocol.KindPing)
 		fa.send(k, f.ID, []byte("garbage"))
 		err := clientWait(t, done, "Ping")
-		if !errors.Is(err, ErrInternal) {
+		if !errors.Is(err, protocol.ErrInternal) {
 			t.Errorf("reply of kind %d: err = %v, want ErrInternal", k, err)
 		}
 	}
@@ -153,25 +157,25 @@ func TestClientMalformedReplies(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	long := strings.Repeat("x", 10000)
 	cases := []struct {
-		kind    Kind
+		kind    protocol.Kind
 		payload string
 		want    error
 	}{
-		{KindError, `{not json`, ErrInternal},
-		{KindError, ``, ErrInternal},
-		{KindError, `[1,2,3]`, ErrInternal},
-		{KindError, `{"code":"no_such_code","message":"hm"}`, ErrInternal},
-		{KindError, `{"code":"not_found","message":"` + long + `"}`, ErrNotFound},
-		{KindError, `{"code":"path_escape"}`, ErrPathEscape},
-		{KindOK, `{"name": 12}`, ErrInternal}, // wrong types in a Stat reply
-		{KindOK, `{"name":`, ErrInternal},
+		{protocol.KindError, `{not json`, protocol.ErrInternal},
+		{protocol.KindError, ``, protocol.ErrInternal},
+		{protocol.KindError, `[1,2,3]`, protocol.ErrInternal},
+		{protocol.KindError, `{"code":"no_such_code","message":"hm"}`, protocol.ErrInternal},
+		{protocol.KindError, `{"code":"not_found","message":"` + long + `"}`, protocol.ErrNotFound},
+		{protocol.KindError, `{"code":"path_escape"}`, protocol.ErrPathEscape},
+		{protocol.KindOK, `{"name": 12}`, protocol.ErrInternal}, // wrong types in a Stat reply
+		{protocol.KindOK, `{"name":`, protocol.ErrInternal},
 	}
 	for _, tc := range cases {
 		done := clientAsync(func() error {
 			_, err := c.Stat(context.Background(), "x")
 			return err
 		})
-		f := fa.expect(KindStat)
+		f := fa.expect(protocol.KindStat)
 		fa.send(tc.kind, f.ID, []byte(tc.payload))
 		err := clientWait(t, done, "Stat")
 		if !errors.Is(err, tc.want) {
@@ -188,16 +192,16 @@ func TestClientExecMalformedFrames(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	cases := []struct {
 		name   string
-		frames []Frame
+		frames []protocol.Frame
 		want   error
 	}{
-		{"exit not json", []Frame{{Kind: KindExit, Payload: []byte("\x00\xff")}}, ErrInternal},
-		{"exit wrong types", []Frame{{Kind: KindExit, Payload: []byte(`{"exit_code":"zero"}`)}}, ErrInternal},
-		{"error not json", []Frame{{Kind: KindError, Payload: []byte(`{"code":`)}}, ErrInternal},
-		{"unknown kind", []Frame{{Kind: Kind(222), Payload: []byte("?")}}, ErrInternal},
-		{"data in a process stream", []Frame{{Kind: KindData, Payload: []byte("?")}}, ErrInternal},
-		{"ok in a process stream", []Frame{{Kind: KindOK, Payload: []byte(`{}`)}}, nil},
-		{"error", []Frame{{Kind: KindError, Payload: []byte(`{"code":"proc_limit","message":"full"}`)}}, ErrProcLimit},
+		{"exit not json", []protocol.Frame{{Kind: protocol.KindExit, Payload: []byte("\x00\xff")}}, protocol.ErrInternal},
+		{"exit wrong types", []protocol.Frame{{Kind: protocol.KindExit, Payload: []byte(`{"exit_code":"zero"}`)}}, protocol.ErrInternal},
+		{"error not json", []protocol.Frame{{Kind: protocol.KindError, Payload: []byte(`{"code":`)}}, protocol.ErrInternal},
+		{"unknown kind", []protocol.Frame{{Kind: protocol.Kind(222), Payload: []byte("?")}}, protocol.ErrInternal},
+		{"data in a process stream", []protocol.Frame{{Kind: protocol.KindData, Payload: []byte("?")}}, protocol.ErrInternal},
+		{"ok in a process stream", []protocol.Frame{{Kind: protocol.KindOK, Payload: []byte(`{}`)}}, nil},
+		{"error", []protocol.Frame{{Kind: protocol.KindError, Payload: []byte(`{"code":"proc_limit","message":"full"}`)}}, protocol.ErrProcLimit},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,15 +211,15 @@ func TestClientExecMalformedFrames(t *testing.T) {
 			var stdout bytes.Buffer
 			startedCalls := 0
 			done := clientAsync(func() error {
-				_, err := c.Exec(context.Background(), ExecStart{Argv: []string{"x"}}, ExecIO{
+				_, err := c.Exec(context.Background(), sandbox.ExecRequest{Argv: []string{"x"}}, sandbox.ExecIO{
 					Stdout:  &stdout,
 					Started: func(int) { startedCalls++ },
 				})
 				return err
 			})
-			f := fa.expect(KindExec)
-			fa.send(KindStarted, f.ID, []byte(`{"pid": "not a number"`)) // malformed: ignored
-			fa.send(KindStdout, f.ID, []byte("out"))
+			f := fa.expect(protocol.KindExec)
+			fa.send(protocol.KindStarted, f.ID, []byte(`{"pid": "not a number"`)) // malformed: ignored
+			fa.send(protocol.KindStdout, f.ID, []byte("out"))
 			for _, fr := range tc.frames {
 				fa.send(fr.Kind, f.ID, fr.Payload)
 			}
@@ -243,14 +247,14 @@ func TestClientReadFileMoreThanAsked(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	var got bytes.Buffer
 	done := clientAsync(func() error {
-		_, err := c.ReadFile(context.Background(), FileRead{Path: "f", Limit: 10}, &got)
+		_, err := c.ReadFile(context.Background(), sandbox.FileRead{Path: "f", Limit: 10}, &got)
 		return err
 	})
-	f := fa.expect(KindFileRead)
-	fa.send(KindData, f.ID, []byte("0123456789"))
-	fa.send(KindData, f.ID, []byte("overflow"))
+	f := fa.expect(protocol.KindFileRead)
+	fa.send(protocol.KindData, f.ID, []byte("0123456789"))
+	fa.send(protocol.KindData, f.ID, []byte("overflow"))
 	err := clientWait(t, done, "ReadFile")
-	if !errors.Is(err, ErrInternal) {
+	if !errors.Is(err, protocol.ErrInternal) {
 		t.Fatalf("err = %v, want ErrInternal", err)
 	}
 	if got.Len() > 10 {
@@ -262,22 +266,23 @@ func TestClientReadFileMoreThanAsked(t *testing.T) {
 func TestClientHugeFrameHeaderEndsTheChannel(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	ping := clientAsync(func() error { return c.Ping(context.Background()) })
-	fa.expect(KindPing)
+	fa.expect(protocol.KindPing)
 	exec := clientAsync(func() error {
-		_, err := c.Exec(context.Background(), ExecStart{Argv: []string{"sleep", "100"}}, ExecIO{})
+		_, err := c.Exec(context.Background(), sandbox.ExecRequest{Argv: []string{"sleep", "100"}}, sandbox.ExecIO{})
 		return err
 	})
-	e := fa.expect(KindExec)
+	e := fa.expect(protocol.KindExec)
 	start := time.Now()
 	// A header announcing 2 GiB, followed by nothing: the client must
 	// neither allocate it nor wait for it.
-	if _, err := fa.conn.Write(frameHeader(1<<31, KindStdout, e.ID)); err != nil {
+	hdr := append(binary.BigEndian.AppendUint32(nil, 1<<31), byte(protocol.KindStdout))
+	if _, err := fa.conn.Write(binary.BigEndian.AppendUint32(hdr, e.ID)); err != nil {
 		t.Fatal(err)
 	}
 	for name, ch := range map[string]<-chan error{"Ping": ping, "Exec": exec} {
 		err := clientWait(t, ch, name)
-		if !errors.Is(err, ErrAgentGone) {
-			t.Errorf("%s: err = %v, want ErrAgentGone", name, err)
+		if !errors.Is(err, sandbox.ErrGone) {
+			t.Errorf("%s: err = %v, want sandbox.ErrGone", name, err)
 		}
 		if err != nil && !strings.Contains(err.Error(), "too large") {
 			t.Errorf("%s: error %q does not say why the channel ended", name, err)
@@ -292,21 +297,21 @@ func TestClientHugeFrameHeaderEndsTheChannel(t *testing.T) {
 		t.Fatal("Done not closed after a fatal frame")
 	}
 	// Later requests fail at once instead of hanging.
-	if err := clientWait(t, clientAsync(func() error { return c.Ping(context.Background()) }), "Ping after close"); !errors.Is(err, ErrAgentGone) {
-		t.Errorf("Ping after close: %v, want ErrAgentGone", err)
+	if err := clientWait(t, clientAsync(func() error { return c.Ping(context.Background()) }), "Ping after close"); !errors.Is(err, sandbox.ErrGone) {
+		t.Errorf("Ping after close: %v, want sandbox.ErrGone", err)
 	}
 }
 
 func TestClientTruncatedFrameEndsTheChannel(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	ping := clientAsync(func() error { return c.Ping(context.Background()) })
-	f := fa.expect(KindPing)
-	full, _ := AppendFrame(nil, Frame{Kind: KindOK, ID: f.ID, Payload: []byte(`{"padding":"xxxxxxxx"}`)})
+	f := fa.expect(protocol.KindPing)
+	full, _ := protocol.AppendFrame(nil, protocol.Frame{Kind: protocol.KindOK, ID: f.ID, Payload: []byte(`{"padding":"xxxxxxxx"}`)})
 	fa.conn.Write(full[:len(full)-5])
 	fa.conn.Close()
 	err := clientWait(t, ping, "Ping")
-	if !errors.Is(err, ErrAgentGone) {
-		t.Fatalf("err = %v, want ErrAgentGone", err)
+	if !errors.Is(err, sandbox.ErrGone) {
+		t.Fatalf("err = %v, want sandbox.ErrGone", err)
 	}
 }
 
@@ -320,26 +325,26 @@ func TestClientAbandonedStreamDoesNotWedgeOthers(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
 		exec := clientAsync(func() error {
-			_, err := c.Exec(context.Background(), ExecStart{Argv: []string{"x"}}, ExecIO{})
+			_, err := c.Exec(context.Background(), sandbox.ExecRequest{Argv: []string{"x"}}, sandbox.ExecIO{})
 			return err
 		})
-		e := fa.expect(KindExec)
+		e := fa.expect(protocol.KindExec)
 		go func() {
 			// A bad frame, then a flood for the same stream, in one write.
-			buf, _ := AppendFrame(nil, Frame{Kind: Kind(222), ID: e.ID})
+			buf, _ := protocol.AppendFrame(nil, protocol.Frame{Kind: protocol.Kind(222), ID: e.ID})
 			for j := 0; j < 40; j++ {
-				buf, _ = AppendFrame(buf, Frame{Kind: KindStdout, ID: e.ID, Payload: []byte("more")})
+				buf, _ = protocol.AppendFrame(buf, protocol.Frame{Kind: protocol.KindStdout, ID: e.ID, Payload: []byte("more")})
 			}
 			fa.conn.Write(buf)
 		}()
-		if err := clientWait(t, exec, "Exec"); !errors.Is(err, ErrInternal) {
+		if err := clientWait(t, exec, "Exec"); !errors.Is(err, protocol.ErrInternal) {
 			t.Fatalf("iteration %d: Exec: err = %v, want ErrInternal", i, err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		ping := clientAsync(func() error { return c.Ping(ctx) })
-		p := fa.expect(KindPing)
+		p := fa.expect(protocol.KindPing)
 		go func() {
-			b, _ := AppendFrame(nil, Frame{Kind: KindOK, ID: p.ID, Payload: []byte(`{}`)})
+			b, _ := protocol.AppendFrame(nil, protocol.Frame{Kind: protocol.KindOK, ID: p.ID, Payload: []byte(`{}`)})
 			fa.conn.Write(b)
 		}()
 		err := clientWait(t, ping, "Ping")
@@ -359,16 +364,16 @@ func TestClientAbandonedStreamDoesNotWedgeOthers(t *testing.T) {
 
 func TestClientStdinWindow(t *testing.T) {
 	c, fa := newFakeAgent(t)
-	stdin := bytes.NewReader(bytes.Repeat([]byte("s"), 64*ChunkSize))
+	stdin := bytes.NewReader(bytes.Repeat([]byte("s"), 64*protocol.ChunkSize))
 	exec := clientAsync(func() error {
-		st, err := c.Exec(context.Background(), ExecStart{Argv: []string{"cat"}}, ExecIO{Stdin: stdin})
+		st, err := c.Exec(context.Background(), sandbox.ExecRequest{Argv: []string{"cat"}}, sandbox.ExecIO{Stdin: stdin})
 		if err == nil && st.ExitCode != 3 {
 			t.Errorf("exit code %d, want 3", st.ExitCode)
 		}
 		return err
 	})
-	e := fa.expect(KindExec)
-	var req ExecStart
+	e := fa.expect(protocol.KindExec)
+	var req protocol.ExecStart
 	if err := json.Unmarshal(e.Payload, &req); err != nil || !req.Stdin {
 		t.Fatalf("exec request %s: stdin not announced (%v)", e.Payload, err)
 	}
@@ -376,7 +381,7 @@ func TestClientStdinWindow(t *testing.T) {
 	next := func(d time.Duration) bool {
 		select {
 		case f := <-fa.frames:
-			if f.Kind != KindStdin || f.ID != e.ID || len(f.Payload) == 0 || len(f.Payload) > ChunkSize {
+			if f.Kind != protocol.KindStdin || f.ID != e.ID || len(f.Payload) == 0 || len(f.Payload) > protocol.ChunkSize {
 				t.Fatalf("unexpected frame kind %d id %d len %d", f.Kind, f.ID, len(f.Payload))
 			}
 			return true
@@ -393,7 +398,7 @@ func TestClientStdinWindow(t *testing.T) {
 		t.Fatalf("client sent more than %d unacknowledged stdin chunks", stdinWindow)
 	}
 	for i := 0; i < 3; i++ {
-		fa.send(KindStdinAck, e.ID, nil)
+		fa.send(protocol.KindStdinAck, e.ID, nil)
 	}
 	for i := 0; i < 3; i++ {
 		if !next(5 * time.Second) {
@@ -403,7 +408,7 @@ func TestClientStdinWindow(t *testing.T) {
 	if next(300 * time.Millisecond) {
 		t.Fatal("3 acks let more than 3 chunks through")
 	}
-	fa.sendJSON(KindExit, e.ID, ExitStatus{ExitCode: 3})
+	fa.sendJSON(protocol.KindExit, e.ID, protocol.ExitStatus{ExitCode: 3})
 	if err := clientWait(t, exec, "Exec"); err != nil {
 		t.Fatal(err)
 	}
@@ -413,13 +418,13 @@ func TestClientContextCancelSendsKill(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	exec := clientAsync(func() error {
-		_, err := c.Exec(ctx, ExecStart{Argv: []string{"sleep", "100"}}, ExecIO{})
+		_, err := c.Exec(ctx, sandbox.ExecRequest{Argv: []string{"sleep", "100"}}, sandbox.ExecIO{})
 		return err
 	})
-	e := fa.expect(KindExec)
+	e := fa.expect(protocol.KindExec)
 	cancel()
-	sig := fa.expect(KindSignal)
-	var req SignalRequest
+	sig := fa.expect(protocol.KindSignal)
+	var req protocol.SignalRequest
 	if json.Unmarshal(sig.Payload, &req) != nil || req.Signal != 9 || sig.ID != e.ID {
 		t.Fatalf("signal frame %s for id %d, want SIGKILL for %d", sig.Payload, sig.ID, e.ID)
 	}
@@ -429,7 +434,7 @@ func TestClientContextCancelSendsKill(t *testing.T) {
 		t.Fatalf("Exec returned %v before the process ended", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	fa.sendJSON(KindExit, e.ID, ExitStatus{ExitCode: -1, Signal: 9})
+	fa.sendJSON(protocol.KindExit, e.ID, protocol.ExitStatus{ExitCode: -1, Signal: 9})
 	if err := clientWait(t, exec, "Exec"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

@@ -18,6 +18,12 @@
 // (kernel_relay.go on the agent, client_kernel.go on the host,
 // kernel_wire.go for the chunk format).
 //
-// This package imports the standard library, golang.org/x/sys and
-// internal/kernel.
+// The control channel's protocol (frames, messages, error codes) is
+// internal/agent/protocol, platform-free; this package speaks it on both
+// ends. The host-side client (client*.go) is where protocol values become
+// internal/sandbox's types and error kinds and back (client_convert.go), so
+// its callers (internal/sandbox/linux) never see a wire type.
+//
+// It may import the standard library, golang.org/x/sys,
+// internal/agent/protocol, internal/sandbox and internal/kernel.
 package agent

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 const maxListEntries = 10000
@@ -33,7 +35,7 @@ func (s *Server) maxFile(limit int64) int64 {
 	return limit
 }
 
-func (s *Server) startUpload(id uint32, req FileWrite) {
+func (s *Server) startUpload(id uint32, req protocol.FileWrite) {
 	u, err := s.openUpload(id, req)
 	if err != nil {
 		s.sendError(id, err)
@@ -44,13 +46,13 @@ func (s *Server) startUpload(id uint32, req FileWrite) {
 	s.mu.Unlock()
 }
 
-func (s *Server) openUpload(id uint32, req FileWrite) (*upload, error) {
+func (s *Server) openUpload(id uint32, req protocol.FileWrite) (*upload, error) {
 	r, err := rel(req.Path)
 	if err != nil {
 		return nil, err
 	}
 	if r == "." {
-		return nil, pathError(ErrIsDir, WorkspacePath)
+		return nil, pathError(protocol.ErrIsDir, WorkspacePath)
 	}
 	mode := req.Mode & 0o777
 	if mode == 0 {
@@ -78,13 +80,13 @@ func (s *Server) openUpload(id uint32, req FileWrite) (*upload, error) {
 				// saying where it leads when that is outside.
 				unix.Close(dirfd)
 				if fd, err := s.ws.open(r, unix.O_PATH, 0); err != nil {
-					if errors.Is(err, ErrPathEscape) {
+					if errors.Is(err, protocol.ErrPathEscape) {
 						return err
 					}
 				} else {
 					unix.Close(fd)
 				}
-				return fmt.Errorf("%s: %w (it is a symlink)", u.display, ErrNotRegular)
+				return fmt.Errorf("%s: %w (it is a symlink)", u.display, protocol.ErrNotRegular)
 			default:
 				unix.Close(dirfd)
 				return notRegular(u.display, st.Mode)
@@ -102,22 +104,22 @@ func (s *Server) openUpload(id uint32, req FileWrite) (*upload, error) {
 	return u, err
 }
 
-func (s *Server) uploadInput(f Frame) {
+func (s *Server) uploadInput(f protocol.Frame) {
 	s.mu.Lock()
 	u := s.uploads[f.ID]
-	if f.Kind == KindDataEnd {
+	if f.Kind == protocol.KindDataEnd {
 		delete(s.uploads, f.ID)
 	}
 	s.mu.Unlock()
 	if u == nil {
 		return // the upload failed already and its error was sent
 	}
-	if f.Kind == KindData {
+	if f.Kind == protocol.KindData {
 		if u.err != nil {
 			return
 		}
 		if u.written+int64(len(f.Payload)) > s.init.MaxFile {
-			u.err = fmt.Errorf("%s: %w: the limit is %d bytes", u.display, ErrTooLarge, s.init.MaxFile)
+			u.err = fmt.Errorf("%s: %w: the limit is %d bytes", u.display, protocol.ErrTooLarge, s.init.MaxFile)
 			return
 		}
 		n, err := u.f.Write(f.Payload)
@@ -138,7 +140,7 @@ func (s *Server) finishUpload(id uint32, u *upload, aborted bool) {
 		err = errnoError(cerr, u.display)
 	}
 	if aborted && err == nil {
-		err = fmt.Errorf("%w: upload aborted", ErrInvalid)
+		err = fmt.Errorf("%w: upload aborted", protocol.ErrInvalid)
 	}
 	commit := s.ws.as(func() error {
 		defer unix.Close(u.dirfd)
@@ -156,10 +158,10 @@ func (s *Server) finishUpload(id uint32, u *upload, aborted bool) {
 		s.sendError(id, commit)
 		return
 	}
-	s.sendJSON(KindOK, id, Written{Path: u.display, Bytes: u.written})
+	s.sendJSON(protocol.KindOK, id, protocol.Written{Path: u.display, Bytes: u.written})
 }
 
-func (s *Server) readFile(id uint32, req FileRead) {
+func (s *Server) readFile(id uint32, req protocol.FileRead) {
 	r, err := rel(req.Path)
 	if err != nil {
 		s.sendError(id, err)
@@ -199,7 +201,7 @@ func (s *Server) readFile(id uint32, req FileRead) {
 	}
 	defer f.Close()
 	limit := s.maxFile(req.Limit)
-	buf := make([]byte, ChunkSize)
+	buf := make([]byte, protocol.ChunkSize)
 	var sent int64
 	for sent < limit {
 		want := int64(len(buf))
@@ -208,7 +210,7 @@ func (s *Server) readFile(id uint32, req FileRead) {
 		}
 		n, rerr := f.Read(buf[:want])
 		if n > 0 {
-			if s.send(KindData, id, buf[:n]) != nil {
+			if s.send(protocol.KindData, id, buf[:n]) != nil {
 				return
 			}
 			sent += int64(n)
@@ -219,7 +221,7 @@ func (s *Server) readFile(id uint32, req FileRead) {
 	}
 	changed, now := changedSince(f, &before, leased)
 	size = max(size, sent, now) // the file may have grown while being read
-	s.sendJSON(KindDataEnd, id, DataEnd{Path: display(r), Size: size, Truncated: sent < size, Changed: changed})
+	s.sendJSON(protocol.KindDataEnd, id, protocol.DataEnd{Path: display(r), Size: size, Truncated: sent < size, Changed: changed})
 }
 
 // explain turns an open failure on a special file into a precise error:
@@ -238,7 +240,7 @@ func (ws *workspace) explain(r string, err error) error {
 	return err
 }
 
-func (s *Server) pathOp(id uint32, kind Kind, req PathRequest) {
+func (s *Server) pathOp(id uint32, kind protocol.Kind, req protocol.PathRequest) {
 	r, err := rel(req.Path)
 	if err != nil {
 		s.sendError(id, err)
@@ -248,13 +250,13 @@ func (s *Server) pathOp(id uint32, kind Kind, req PathRequest) {
 	err = s.ws.as(func() error {
 		var err error
 		switch kind {
-		case KindStat:
+		case protocol.KindStat:
 			reply, err = s.ws.stat(r)
-		case KindList:
+		case protocol.KindList:
 			reply, err = s.ws.list(r)
-		case KindMkdir:
+		case protocol.KindMkdir:
 			reply, err = struct{}{}, s.ws.mkdir(r, req.Parents)
-		case KindRemove:
+		case protocol.KindRemove:
 			reply, err = struct{}{}, s.ws.remove(r, req.Recursive)
 		}
 		return err
@@ -263,42 +265,42 @@ func (s *Server) pathOp(id uint32, kind Kind, req PathRequest) {
 		s.sendError(id, err)
 		return
 	}
-	s.sendJSON(KindOK, id, reply)
+	s.sendJSON(protocol.KindOK, id, reply)
 }
 
-func info(name, p string, st *unix.Stat_t) FileInfo {
-	return FileInfo{
+func info(name, p string, st *unix.Stat_t) protocol.FileInfo {
+	return protocol.FileInfo{
 		Name: name, Path: p, Type: typeName(st.Mode), Size: st.Size,
 		Mode:    st.Mode & 0o7777,
 		ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec).UTC(),
 	}
 }
 
-func (ws *workspace) stat(r string) (FileInfo, error) {
+func (ws *workspace) stat(r string) (protocol.FileInfo, error) {
 	fd, err := ws.open(r, unix.O_PATH|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return FileInfo{}, err
+		return protocol.FileInfo{}, err
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return FileInfo{}, errnoError(err, display(r))
+		return protocol.FileInfo{}, errnoError(err, display(r))
 	}
 	return info(path.Base(display(r)), display(r), &st), nil
 }
 
-func (ws *workspace) list(r string) (Listing, error) {
+func (ws *workspace) list(r string) (protocol.Listing, error) {
 	fd, err := ws.open(r, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return Listing{}, err
+		return protocol.Listing{}, err
 	}
 	dir := os.NewFile(uintptr(fd), r)
 	defer dir.Close()
 	names, err := dir.Readdirnames(maxListEntries + 1)
 	if err != nil && len(names) == 0 {
-		return Listing{Entries: []FileInfo{}}, nil
+		return protocol.Listing{Entries: []protocol.FileInfo{}}, nil
 	}
-	out := Listing{Entries: make([]FileInfo, 0, len(names))}
+	out := protocol.Listing{Entries: make([]protocol.FileInfo, 0, len(names))}
 	if len(names) > maxListEntries {
 		names, out.Truncated = names[:maxListEntries], true
 	}
@@ -317,7 +319,7 @@ func (ws *workspace) mkdir(r string, parents bool) error {
 		if parents {
 			return nil
 		}
-		return pathError(ErrExists, WorkspacePath)
+		return pathError(protocol.ErrExists, WorkspacePath)
 	}
 	if parents {
 		return ws.mkdirAll(r)
@@ -351,7 +353,7 @@ func (ws *workspace) mkdirAll(r string) error {
 			unix.Close(fd) // already a directory (or a symlink to one inside the workspace)
 			continue
 		}
-		if errors.Is(err, ErrExists) {
+		if errors.Is(err, protocol.ErrExists) {
 			return oerr // it exists but cannot be used: say why (escape, not a directory...)
 		}
 		return err
@@ -371,7 +373,7 @@ func splitPath(r string) []string {
 
 func (ws *workspace) remove(r string, recursive bool) error {
 	if r == "." {
-		return fmt.Errorf("%w: the workspace itself cannot be removed", ErrInvalid)
+		return fmt.Errorf("%w: the workspace itself cannot be removed", protocol.ErrInvalid)
 	}
 	dir, base := path.Split(r)
 	dirfd, err := ws.open(path.Clean(dir+"."), unix.O_PATH|unix.O_DIRECTORY, 0)

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 )
 
@@ -47,8 +48,8 @@ import (
 // not taken are held up to maxRelayInbox bytes.
 
 const (
-	maxRelayBacklog     = 2 * MaxKernelMessage
-	maxRelayInbox       = 2 * MaxKernelMessage
+	maxRelayBacklog     = 2 * protocol.MaxKernelMessage
+	maxRelayInbox       = 2 * protocol.MaxKernelMessage
 	defaultRestartLimit = 5
 	// stableStart: a kernel that ran this long before dying starts a new
 	// run of crashes (jupyter_client's stable_start_time).
@@ -83,8 +84,8 @@ type kernelRelay struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 
-	inbox *boundedQueue[Frame]         // from the host, for the worker
-	out   *boundedQueue[KernelMessage] // from the kernel, for the sender
+	inbox *boundedQueue[protocol.Frame]         // from the host, for the worker
+	out   *boundedQueue[protocol.KernelMessage] // from the kernel, for the sender
 
 	// Worker only.
 	asm       assembler
@@ -96,7 +97,7 @@ type kernelRelay struct {
 }
 
 // openRelay starts a relay on stream id (KindKernelOpen).
-func (s *Server) openRelay(ctx context.Context, id uint32, req KernelStart) {
+func (s *Server) openRelay(ctx context.Context, id uint32, req protocol.KernelStart) {
 	if req.Cwd == "" {
 		req.Cwd = WorkspacePath
 	}
@@ -112,13 +113,13 @@ func (s *Server) openRelay(ctx context.Context, id uint32, req KernelStart) {
 	_, _ = rand.Read(rnd[:])
 	r := &kernelRelay{
 		s: s, id: id, limit: req.RestartLimit, session: hex.EncodeToString(rnd[:]),
-		inbox: newBoundedQueue[Frame](maxRelayInbox),
-		out:   newBoundedQueue[KernelMessage](maxRelayBacklog),
-		asm:   assembler{limit: MaxKernelMessage + 64<<10},
+		inbox: newBoundedQueue[protocol.Frame](maxRelayInbox),
+		out:   newBoundedQueue[protocol.KernelMessage](maxRelayBacklog),
+		asm:   assembler{limit: protocol.MaxKernelMessage + 64<<10},
 	}
 	r.spec = kernelSpec{cwd: cwd, env: req.Env, opts: kernel.Options{
-		MaxFrameBytes:   MaxKernelMessage,
-		MaxMessageBytes: MaxKernelMessage,
+		MaxFrameBytes:   protocol.MaxKernelMessage,
+		MaxMessageBytes: protocol.MaxKernelMessage,
 		OnMessage:       r.fromKernel,
 	}}
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
@@ -130,7 +131,7 @@ func (s *Server) openRelay(ctx context.Context, id uint32, req KernelStart) {
 	s.mu.Unlock()
 	if busy {
 		r.cancel(nil)
-		s.sendError(id, fmt.Errorf("%w: a kernel relay is already open in this computer (one at a time)", ErrBusy))
+		s.sendError(id, fmt.Errorf("%w: a kernel relay is already open in this computer (one at a time)", protocol.ErrBusy))
 		return
 	}
 	go r.run()
@@ -138,7 +139,7 @@ func (s *Server) openRelay(ctx context.Context, id uint32, req KernelStart) {
 
 // relayInput routes a host frame to the relay of its stream. Frames for a
 // relay that has just ended are dropped.
-func (s *Server) relayInput(f Frame) {
+func (s *Server) relayInput(f protocol.Frame) {
 	s.mu.Lock()
 	r := s.relay
 	s.mu.Unlock()
@@ -146,12 +147,12 @@ func (s *Server) relayInput(f Frame) {
 		return
 	}
 	switch f.Kind {
-	case KindKernelClose:
+	case protocol.KindKernelClose:
 		r.cancel(errRelayClosed)
-	case KindKernelControl:
-		var c KernelControl
+	case protocol.KindKernelControl:
+		var c protocol.KernelControl
 		if err := json.Unmarshal(f.Payload, &c); err != nil {
-			r.reply(c.Seq, fmt.Errorf("%w: %v", ErrInvalid, err))
+			r.reply(c.Seq, fmt.Errorf("%w: %v", protocol.ErrInvalid, err))
 			return
 		}
 		switch c.Action {
@@ -163,13 +164,13 @@ func (s *Server) relayInput(f Frame) {
 			return
 		case "restart":
 		default:
-			r.reply(c.Seq, fmt.Errorf("%w: kernel control %q (want \"interrupt\" or \"restart\")", ErrInvalid, clipString(c.Action, 40)))
+			r.reply(c.Seq, fmt.Errorf("%w: kernel control %q (want \"interrupt\" or \"restart\")", protocol.ErrInvalid, clipString(c.Action, 40)))
 			return
 		}
 		fallthrough
 	default:
 		if !r.inbox.push(f, int64(len(f.Payload))+queuedOverhead) {
-			r.cancel(fmt.Errorf("%w: the host sent more than %d MiB the kernel has not taken", ErrInvalid, maxRelayInbox>>20))
+			r.cancel(fmt.Errorf("%w: the host sent more than %d MiB the kernel has not taken", protocol.ErrInvalid, maxRelayInbox>>20))
 		}
 	}
 }
@@ -187,12 +188,12 @@ func (r *kernelRelay) setKernel(k *pyKernel) {
 }
 
 func (r *kernelRelay) reply(seq uint64, err error) {
-	rep := KernelControlReply{Seq: seq}
+	rep := protocol.KernelControlReply{Seq: seq}
 	if err != nil {
-		w := toWire(err)
+		w := protocol.ToWire(err)
 		rep.Error = &w
 	}
-	r.s.sendJSON(KindKernelControlReply, r.id, rep)
+	r.s.sendJSON(protocol.KindKernelControlReply, r.id, rep)
 }
 
 // fromKernel queues a kernel's message for the host (called by the kernel
@@ -201,7 +202,7 @@ func (r *kernelRelay) fromKernel(m kernel.RawMessage) {
 	r.push(fromRaw(m))
 }
 
-func (r *kernelRelay) push(m KernelMessage) {
+func (r *kernelRelay) push(m protocol.KernelMessage) {
 	if !r.out.push(m, messageSize(&m)+queuedOverhead) {
 		r.cancel(errBacklog)
 	}
@@ -215,7 +216,7 @@ func (r *kernelRelay) run() {
 		defer func() {
 			if p := recover(); p != nil {
 				r.s.log.Error("kernel relay panicked", "panic", p, "stack", string(debug.Stack()))
-				err = fmt.Errorf("%w: kernel relay: %v", ErrInternal, p)
+				err = fmt.Errorf("%w: kernel relay: %v", protocol.ErrInternal, p)
 			}
 		}()
 		return r.serve(&sender)
@@ -229,7 +230,7 @@ func (r *kernelRelay) serve(sender *chan struct{}) error {
 		return err
 	}
 	r.setKernel(k)
-	if err := r.s.sendJSON(KindOK, r.id, KernelRelayState{}); err != nil {
+	if err := r.s.sendJSON(protocol.KindOK, r.id, KernelRelayState{}); err != nil {
 		return err
 	}
 	done := make(chan struct{})
@@ -262,7 +263,7 @@ func (r *kernelRelay) startKernel() (*pyKernel, error) {
 	if err != nil {
 		var se *kernelStartError
 		if errors.As(err, &se) {
-			return nil, fmt.Errorf("%w: the kernel could not start: %s", ErrKernelDead, se.msg)
+			return nil, fmt.Errorf("%w: the kernel could not start: %s", protocol.ErrKernelDead, se.msg)
 		}
 		if r.ctx.Err() != nil {
 			return nil, context.Cause(r.ctx)
@@ -279,8 +280,8 @@ func (r *kernelRelay) drainInbox() error {
 		if !ok || r.ctx.Err() != nil {
 			return nil
 		}
-		if f.Kind == KindKernelControl { // a restart (relayInput answered the rest)
-			var c KernelControl
+		if f.Kind == protocol.KindKernelControl { // a restart (relayInput answered the rest)
+			var c protocol.KernelControl
 			_ = json.Unmarshal(f.Payload, &c)
 			err := r.restart()
 			r.reply(c.Seq, err)
@@ -291,7 +292,7 @@ func (r *kernelRelay) drainInbox() error {
 		}
 		m, err := r.asm.add(f.Payload)
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalid, err)
+			return fmt.Errorf("%w: %v", protocol.ErrInvalid, err)
 		}
 		if m == nil {
 			continue // more chunks to come
@@ -299,14 +300,14 @@ func (r *kernelRelay) drainInbox() error {
 		if err := ValidateKernelMessage(m); err != nil {
 			return err
 		}
-		if m.Channel == ChannelIOPub {
-			return fmt.Errorf("%w: a client cannot send on iopub", ErrInvalid)
+		if m.Channel == protocol.ChannelIOPub {
+			return fmt.Errorf("%w: a client cannot send on iopub", protocol.ErrInvalid)
 		}
-		if m.Channel == ChannelControl && headerType(m.Header) == "shutdown_request" {
+		if m.Channel == protocol.ChannelControl && headerType(m.Header) == "shutdown_request" {
 			r.shutdown = true
 		}
 		if err := r.current().client.SendRaw(*toRaw(m)); errors.Is(err, kernel.ErrInvalidMessage) {
-			return fmt.Errorf("%w: %v", ErrInvalid, err)
+			return fmt.Errorf("%w: %v", protocol.ErrInvalid, err)
 		}
 		// Any other error is the kernel's end, which the worker sees next:
 		// the message is lost with the kernel, as with jupyter_server.
@@ -332,7 +333,7 @@ func (r *kernelRelay) kernelEnded(k *pyKernel) error {
 	if err := k.client.Err(); errors.Is(err, kernel.ErrProtocol) {
 		k.stop(killProtocol)
 		r.push(statusMessage(r.session, "dead"))
-		return fmt.Errorf("%w: the kernel broke the wire protocol and was stopped: %v", ErrKernelDead, err)
+		return fmt.Errorf("%w: the kernel broke the wire protocol and was stopped: %v", protocol.ErrKernelDead, err)
 	}
 	wait := time.Second
 	if r.shutdown {
@@ -347,7 +348,7 @@ func (r *kernelRelay) kernelEnded(k *pyKernel) error {
 		// sockets. Its session is unusable.
 		k.stop(killProtocol)
 		r.push(statusMessage(r.session, "dead"))
-		return fmt.Errorf("%w: the kernel's connection failed (%v), so it was stopped", ErrKernelDead, k.client.Err())
+		return fmt.Errorf("%w: the kernel's connection failed (%v), so it was stopped", protocol.ErrKernelDead, k.client.Err())
 	}
 	<-k.cleaned
 	now := time.Now()
@@ -366,7 +367,7 @@ func (r *kernelRelay) kernelEnded(k *pyKernel) error {
 	r.shutdown = false
 	if r.crashes > r.limit {
 		r.push(statusMessage(r.session, "dead"))
-		return fmt.Errorf("%w: the kernel died %d times in a row, the last time %s", ErrKernelDead, r.crashes, k.death())
+		return fmt.Errorf("%w: the kernel died %d times in a row, the last time %s", protocol.ErrKernelDead, r.crashes, k.death())
 	}
 	r.s.log.Info("relayed kernel died; restarting", "death", k.death(), "crashes", r.crashes)
 	r.push(statusMessage(r.session, "restarting"))
@@ -395,7 +396,7 @@ func (r *kernelRelay) sendLoop(done chan struct{}) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.s.log.Error("kernel relay sender panicked", "panic", p, "stack", string(debug.Stack()))
-			r.cancel(fmt.Errorf("%w: kernel relay sender: %v", ErrInternal, p))
+			r.cancel(fmt.Errorf("%w: kernel relay sender: %v", protocol.ErrInternal, p))
 			r.out.close(true)
 		}
 	}()
@@ -410,11 +411,11 @@ func (r *kernelRelay) sendLoop(done chan struct{}) {
 		}
 		chunks, err := encodeKernelMessage(&m)
 		if err != nil {
-			r.cancel(fmt.Errorf("%w: %v", ErrInternal, err))
+			r.cancel(fmt.Errorf("%w: %v", protocol.ErrInternal, err))
 			continue
 		}
 		for _, c := range chunks {
-			if err := r.s.send(KindKernelMessage, r.id, c); err != nil {
+			if err := r.s.send(protocol.KindKernelMessage, r.id, c); err != nil {
 				r.cancel(err) // the control channel is gone
 				r.out.close(true)
 				return
@@ -440,7 +441,7 @@ func (r *kernelRelay) finish(err error, sender chan struct{}) {
 	}
 	r.s.mu.Unlock()
 	if err == nil || errors.Is(err, errRelayClosed) {
-		r.s.sendJSON(KindOK, r.id, KernelRelayState{Closed: true})
+		r.s.sendJSON(protocol.KindOK, r.id, KernelRelayState{Closed: true})
 		return
 	}
 	r.s.sendError(r.id, err)

@@ -13,21 +13,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
-func testKernelMessage(channel, msgType string, content string, buffers ...[]byte) KernelMessage {
+func testKernelMessage(channel, msgType string, content string, buffers ...[]byte) protocol.KernelMessage {
 	h := fmt.Sprintf(`{"msg_id": "id-%s", "msg_type": %q, "session": "s", "username": "u", "date": "", "version": "5.3"}`, msgType, msgType)
-	return KernelMessage{Channel: channel, Header: json.RawMessage(h), ParentHeader: json.RawMessage(`{}`),
+	return protocol.KernelMessage{Channel: channel, Header: json.RawMessage(h), ParentHeader: json.RawMessage(`{}`),
 		Metadata: json.RawMessage(`{}`), Content: json.RawMessage(content), Buffers: buffers}
 }
 
 // reassemble feeds chunks to a fresh assembler and returns the message.
-func reassemble(t *testing.T, chunks [][]byte) *KernelMessage {
+func reassemble(t *testing.T, chunks [][]byte) *protocol.KernelMessage {
 	t.Helper()
-	a := assembler{limit: MaxKernelMessage + 64<<10}
+	a := assembler{limit: protocol.MaxKernelMessage + 64<<10}
 	for i, c := range chunks {
-		if len(c) > MaxPayload {
+		if len(c) > protocol.MaxPayload {
 			t.Fatalf("chunk %d of %d bytes", i, len(c))
 		}
 		m, err := a.add(c)
@@ -47,12 +49,12 @@ func reassemble(t *testing.T, chunks [][]byte) *KernelMessage {
 
 func TestKernelWireRoundTrip(t *testing.T) {
 	big := `{"data": "` + strings.Repeat("x", 5<<20) + `"}`
-	edge := `{"d": "` + strings.Repeat("y", MaxPayload-1-4-1-4-4*4-len(`{"d": ""}`)-len(testKernelMessage("iopub", "t", "{}").Header)-4) + `"}`
-	for _, m := range []KernelMessage{
-		testKernelMessage(ChannelShell, "execute_request", `{"code": "1+1"}`),
-		testKernelMessage(ChannelIOPub, "display_data", big),
-		testKernelMessage(ChannelStdin, "input_reply", `{}`, []byte{}, []byte{0, 1, 2}, bytes.Repeat([]byte{0xff}, 2<<20)),
-		testKernelMessage(ChannelControl, "t", edge),
+	edge := `{"d": "` + strings.Repeat("y", protocol.MaxPayload-1-4-1-4-4*4-len(`{"d": ""}`)-len(testKernelMessage("iopub", "t", "{}").Header)-4) + `"}`
+	for _, m := range []protocol.KernelMessage{
+		testKernelMessage(protocol.ChannelShell, "execute_request", `{"code": "1+1"}`),
+		testKernelMessage(protocol.ChannelIOPub, "display_data", big),
+		testKernelMessage(protocol.ChannelStdin, "input_reply", `{}`, []byte{}, []byte{0, 1, 2}, bytes.Repeat([]byte{0xff}, 2<<20)),
+		testKernelMessage(protocol.ChannelControl, "t", edge),
 	} {
 		chunks, err := encodeKernelMessage(&m)
 		if err != nil {
@@ -70,7 +72,7 @@ func TestKernelWireRoundTrip(t *testing.T) {
 }
 
 func TestKernelAssemblerRefuses(t *testing.T) {
-	good, _ := encodeKernelMessage(&KernelMessage{Channel: ChannelShell, Header: json.RawMessage(`{}`), ParentHeader: json.RawMessage(`{}`), Metadata: json.RawMessage(`{}`), Content: json.RawMessage(`{}`)})
+	good, _ := encodeKernelMessage(&protocol.KernelMessage{Channel: protocol.ChannelShell, Header: json.RawMessage(`{}`), ParentHeader: json.RawMessage(`{}`), Metadata: json.RawMessage(`{}`), Content: json.RawMessage(`{}`)})
 	body := good[0][5:] // without flag and length
 	first := func(flag byte, total uint32, data []byte) []byte {
 		return append(binary.BigEndian.AppendUint32([]byte{flag}, total), data...)
@@ -97,7 +99,7 @@ func TestKernelAssemblerRefuses(t *testing.T) {
 		{"trailing bytes", withBody(append(append([]byte{}, body...), 'x')), "bytes after the last part"},
 	}
 	for _, tc := range cases {
-		a := assembler{limit: MaxKernelMessage}
+		a := assembler{limit: protocol.MaxKernelMessage}
 		var err error
 		before := totalAllocBytes()
 		for _, c := range tc.chunks {
@@ -121,7 +123,7 @@ func totalAllocBytes() uint64 {
 }
 
 func FuzzKernelAssembler(f *testing.F) {
-	m := testKernelMessage(ChannelIOPub, "stream", `{"text": "hi"}`, []byte("buf"))
+	m := testKernelMessage(protocol.ChannelIOPub, "stream", `{"text": "hi"}`, []byte("buf"))
 	chunks, _ := encodeKernelMessage(&m)
 	f.Add(chunks[0], []byte{})
 	f.Add([]byte{1, 0, 0, 0, 20, 1, 0, 0, 0}, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
@@ -150,15 +152,15 @@ func openFakeRelay(t *testing.T, c *Client, fa *fakeAgent) (*KernelRelay, uint32
 	}
 	ch := make(chan opened, 1)
 	go func() {
-		r, err := c.OpenKernel(context.Background(), KernelStart{Cwd: "/workspace/p", Env: []string{"A=1"}})
+		r, err := c.OpenKernel(context.Background(), sandbox.KernelStart{Cwd: "/workspace/p", Env: []string{"A=1"}})
 		ch <- opened{r, err}
 	}()
-	f := fa.expect(KindKernelOpen)
-	var ks KernelStart
+	f := fa.expect(protocol.KindKernelOpen)
+	var ks protocol.KernelStart
 	if err := json.Unmarshal(f.Payload, &ks); err != nil || ks.Cwd != "/workspace/p" || ks.Env[0] != "A=1" {
 		t.Fatalf("open payload %s", f.Payload)
 	}
-	fa.sendJSON(KindOK, f.ID, KernelRelayState{})
+	fa.sendJSON(protocol.KindOK, f.ID, KernelRelayState{})
 	o := <-ch
 	if o.err != nil {
 		t.Fatal(o.err)
@@ -167,18 +169,18 @@ func openFakeRelay(t *testing.T, c *Client, fa *fakeAgent) (*KernelRelay, uint32
 }
 
 // sendMessage writes m's chunks as the agent would.
-func (fa *fakeAgent) sendMessage(id uint32, m KernelMessage) {
+func (fa *fakeAgent) sendMessage(id uint32, m protocol.KernelMessage) {
 	fa.t.Helper()
 	chunks, err := encodeKernelMessage(&m)
 	if err != nil {
 		fa.t.Fatal(err)
 	}
 	for _, c := range chunks {
-		fa.send(KindKernelMessage, id, c)
+		fa.send(protocol.KindKernelMessage, id, c)
 	}
 }
 
-func nextMessage(t *testing.T, r *KernelRelay) KernelMessage {
+func nextMessage(t *testing.T, r *KernelRelay) sandbox.KernelMessage {
 	t.Helper()
 	select {
 	case m, ok := <-r.Messages():
@@ -189,7 +191,7 @@ func nextMessage(t *testing.T, r *KernelRelay) KernelMessage {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no message")
 	}
-	return KernelMessage{}
+	return sandbox.KernelMessage{}
 }
 
 func TestKernelRelayClient(t *testing.T) {
@@ -198,28 +200,28 @@ func TestKernelRelayClient(t *testing.T) {
 	r, id := openFakeRelay(t, c, fa)
 
 	// Kernel → host, in order, a big one among small ones.
-	big := testKernelMessage(ChannelIOPub, "display_data", `{"data": "`+strings.Repeat("z", 3<<20)+`"}`)
+	big := testKernelMessage(protocol.ChannelIOPub, "display_data", `{"data": "`+strings.Repeat("z", 3<<20)+`"}`)
 	go func() {
-		fa.sendMessage(id, testKernelMessage(ChannelIOPub, "status", `{"execution_state": "busy"}`))
+		fa.sendMessage(id, testKernelMessage(protocol.ChannelIOPub, "status", `{"execution_state": "busy"}`))
 		fa.sendMessage(id, big)
-		fa.sendMessage(id, testKernelMessage(ChannelShell, "execute_reply", `{"status": "ok"}`, []byte("b")))
+		fa.sendMessage(id, testKernelMessage(protocol.ChannelShell, "execute_reply", `{"status": "ok"}`, []byte("b")))
 	}()
-	if m := nextMessage(t, r); m.Channel != ChannelIOPub || !strings.Contains(string(m.Content), "busy") {
+	if m := nextMessage(t, r); m.Channel != protocol.ChannelIOPub || !strings.Contains(string(m.Content), "busy") {
 		t.Fatalf("first: %s %s", m.Channel, m.Content)
 	}
 	if m := nextMessage(t, r); len(m.Content) != len(big.Content) {
 		t.Fatalf("big: %d bytes", len(m.Content))
 	}
-	if m := nextMessage(t, r); m.Channel != ChannelShell || string(m.Buffers[0]) != "b" {
+	if m := nextMessage(t, r); m.Channel != protocol.ChannelShell || string(m.Buffers[0]) != "b" {
 		t.Fatalf("third: %s %q", m.Channel, m.Buffers)
 	}
 
 	// Host → kernel: 5 MB in chunks, reassembled by the agent.
-	out := testKernelMessage(ChannelShell, "execute_request", `{"code": "`+strings.Repeat("c", 5<<20)+`"}`)
-	sent := clientAsync(func() error { return r.Send(context.Background(), out) })
+	out := testKernelMessage(protocol.ChannelShell, "execute_request", `{"code": "`+strings.Repeat("c", 5<<20)+`"}`)
+	sent := clientAsync(func() error { return r.Send(context.Background(), sandbox.KernelMessage(out)) })
 	var chunks [][]byte
 	for len(chunks) == 0 || chunks[len(chunks)-1][0]&chunkMore != 0 {
-		chunks = append(chunks, fa.expect(KindKernelMessage).Payload)
+		chunks = append(chunks, fa.expect(protocol.KindKernelMessage).Payload)
 	}
 	if err := clientWait(t, sent, "Send"); err != nil {
 		t.Fatal(err)
@@ -229,33 +231,33 @@ func TestKernelRelayClient(t *testing.T) {
 	}
 
 	// Refused without a frame, and the relay goes on.
-	tooBig := testKernelMessage(ChannelShell, "execute_request", `{}`, make([]byte, MaxKernelMessage))
-	if err := r.Send(context.Background(), tooBig); !errors.Is(err, ErrInvalid) || !errors.Is(err, ErrKernelMessageTooLarge) {
+	tooBig := testKernelMessage(protocol.ChannelShell, "execute_request", `{}`, make([]byte, protocol.MaxKernelMessage))
+	if err := r.Send(context.Background(), sandbox.KernelMessage(tooBig)); !errors.Is(err, sandbox.ErrInvalid) || !errors.Is(err, ErrKernelMessageTooLarge) {
 		t.Errorf("oversized: %v", err)
 	}
-	if err := r.Send(context.Background(), testKernelMessage(ChannelIOPub, "stream", `{}`)); !errors.Is(err, ErrInvalid) {
+	if err := r.Send(context.Background(), sandbox.KernelMessage(testKernelMessage(protocol.ChannelIOPub, "stream", `{}`))); !errors.Is(err, sandbox.ErrInvalid) {
 		t.Errorf("iopub: %v", err)
 	}
-	if err := r.Send(context.Background(), testKernelMessage(ChannelShell, "x", `null`)); !errors.Is(err, ErrInvalid) {
+	if err := r.Send(context.Background(), sandbox.KernelMessage(testKernelMessage(protocol.ChannelShell, "x", `null`))); !errors.Is(err, sandbox.ErrInvalid) {
 		t.Errorf("null content: %v", err)
 	}
 
 	// Controls carry a sequence number; a stale reply is ignored.
 	ctl := clientAsync(func() error { return r.Restart(context.Background()) })
-	f := fa.expect(KindKernelControl)
-	var kc KernelControl
+	f := fa.expect(protocol.KindKernelControl)
+	var kc protocol.KernelControl
 	if err := json.Unmarshal(f.Payload, &kc); err != nil || kc.Action != "restart" || kc.Seq == 0 {
 		t.Fatalf("control %s", f.Payload)
 	}
-	fa.sendJSON(KindKernelControlReply, id, KernelControlReply{Seq: kc.Seq + 7})
-	fa.sendJSON(KindKernelControlReply, id, KernelControlReply{Seq: kc.Seq, Error: &WireError{Code: "kernel_dead", Message: "no luck"}})
-	if err := clientWait(t, ctl, "Restart"); !errors.Is(err, ErrKernelDead) || err.Error() != "no luck" {
+	fa.sendJSON(protocol.KindKernelControlReply, id, protocol.KernelControlReply{Seq: kc.Seq + 7})
+	fa.sendJSON(protocol.KindKernelControlReply, id, protocol.KernelControlReply{Seq: kc.Seq, Error: &protocol.WireError{Code: "kernel_dead", Message: "no luck"}})
+	if err := clientWait(t, ctl, "Restart"); !errors.Is(err, sandbox.ErrKernelDead) || err.Error() != "no luck" {
 		t.Errorf("Restart: %v", err)
 	}
 	ctl = clientAsync(func() error { return r.Interrupt(context.Background()) })
-	f = fa.expect(KindKernelControl)
+	f = fa.expect(protocol.KindKernelControl)
 	_ = json.Unmarshal(f.Payload, &kc)
-	fa.sendJSON(KindKernelControlReply, id, KernelControlReply{Seq: kc.Seq})
+	fa.sendJSON(protocol.KindKernelControlReply, id, protocol.KernelControlReply{Seq: kc.Seq})
 	if err := clientWait(t, ctl, "Interrupt"); err != nil || kc.Action != "interrupt" {
 		t.Errorf("Interrupt: %v (%s)", err, f.Payload)
 	}
@@ -264,14 +266,14 @@ func TestKernelRelayClient(t *testing.T) {
 		t.Fatalf("Err while running: %v", r.Err())
 	}
 	closed := clientAsync(func() error { return r.Close(context.Background()) })
-	fa.expect(KindKernelClose)
-	fa.sendJSON(KindOK, id, KernelRelayState{Closed: true})
+	fa.expect(protocol.KindKernelClose)
+	fa.sendJSON(protocol.KindOK, id, KernelRelayState{Closed: true})
 	if err := clientWait(t, closed, "Close"); err != nil {
 		t.Fatal(err)
 	}
 	for range r.Messages() {
 	}
-	if !errors.Is(r.Err(), ErrKernelClosed) {
+	if !errors.Is(r.Err(), sandbox.ErrKernelClosed) {
 		t.Errorf("Err after Close: %v", r.Err())
 	}
 	clientPingOK(t, c, fa)
@@ -280,18 +282,18 @@ func TestKernelRelayClient(t *testing.T) {
 }
 
 // TestKernelRelayClientBacklog: a consumer that does not read Messages
-// ends its relay with ErrKernelBacklog; the computer's other streams keep
+// ends its relay with sandbox.ErrKernelBacklog; the computer's other streams keep
 // working throughout.
 func TestKernelRelayClientBacklog(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	r, id := openFakeRelay(t, c, fa)
-	m := testKernelMessage(ChannelIOPub, "stream", `{"text": "`+strings.Repeat("x", 900<<10)+`"}`)
+	m := testKernelMessage(protocol.ChannelIOPub, "stream", `{"text": "`+strings.Repeat("x", 900<<10)+`"}`)
 	flooded := make(chan struct{})
 	go func() {
 		defer close(flooded)
 		for i := 0; i < 200; i++ { // ~180 MiB, far past the bound
 			chunks, _ := encodeKernelMessage(&m)
-			buf, _ := AppendFrame(nil, Frame{Kind: KindKernelMessage, ID: id, Payload: chunks[0]})
+			buf, _ := protocol.AppendFrame(nil, protocol.Frame{Kind: protocol.KindKernelMessage, ID: id, Payload: chunks[0]})
 			if _, err := fa.conn.Write(buf); err != nil {
 				return
 			}
@@ -302,18 +304,18 @@ func TestKernelRelayClientBacklog(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the flood blocked the client's read loop")
 	}
-	fa.expect(KindKernelClose)
+	fa.expect(protocol.KindKernelClose)
 	clientPingOK(t, c, fa)
-	fa.sendJSON(KindError, id, WireError{Code: "internal", Message: "closed"})
+	fa.sendJSON(protocol.KindError, id, protocol.WireError{Code: "internal", Message: "closed"})
 	n := 0
 	for range r.Messages() {
 		n++
 	}
-	if !errors.Is(r.Err(), ErrKernelBacklog) {
+	if !errors.Is(r.Err(), sandbox.ErrKernelBacklog) {
 		t.Fatalf("Err: %v after %d messages", r.Err(), n)
 	}
 	t.Logf("%d messages delivered before: %v", n, r.Err())
-	if err := r.Send(context.Background(), testKernelMessage(ChannelShell, "x", `{}`)); !errors.Is(err, ErrKernelBacklog) {
+	if err := r.Send(context.Background(), sandbox.KernelMessage(testKernelMessage(protocol.ChannelShell, "x", `{}`))); !errors.Is(err, sandbox.ErrKernelBacklog) {
 		t.Errorf("Send after the end: %v", err)
 	}
 	if err := r.Close(context.Background()); err != nil {
@@ -327,26 +329,28 @@ func TestKernelRelayClientMalformedFromAgent(t *testing.T) {
 		payload func(id uint32, fa *fakeAgent)
 		want    string
 	}{
-		{"garbage chunk", func(id uint32, fa *fakeAgent) { fa.send(KindKernelMessage, id, []byte{0, 0, 0, 0, 3, 9, 9, 9}) }, "malformed Jupyter message"},
+		{"garbage chunk", func(id uint32, fa *fakeAgent) {
+			fa.send(protocol.KindKernelMessage, id, []byte{0, 0, 0, 0, 3, 9, 9, 9})
+		}, "malformed Jupyter message"},
 		{"oversized", func(id uint32, fa *fakeAgent) {
-			fa.send(KindKernelMessage, id, binary.BigEndian.AppendUint32([]byte{chunkMore}, 1<<31))
+			fa.send(protocol.KindKernelMessage, id, binary.BigEndian.AppendUint32([]byte{chunkMore}, 1<<31))
 		}, "the limit is"},
 		{"content not an object", func(id uint32, fa *fakeAgent) {
-			fa.sendMessage(id, testKernelMessage(ChannelIOPub, "stream", `"text"`))
+			fa.sendMessage(id, testKernelMessage(protocol.ChannelIOPub, "stream", `"text"`))
 		}, "content is not a JSON object"},
-		{"unknown kind", func(id uint32, fa *fakeAgent) { fa.send(KindStdout, id, []byte("x")) }, "unexpected frame kind"},
-		{"second open answer", func(id uint32, fa *fakeAgent) { fa.sendJSON(KindOK, id, KernelRelayState{}) }, "a second open answer"},
+		{"unknown kind", func(id uint32, fa *fakeAgent) { fa.send(protocol.KindStdout, id, []byte("x")) }, "unexpected frame kind"},
+		{"second open answer", func(id uint32, fa *fakeAgent) { fa.sendJSON(protocol.KindOK, id, KernelRelayState{}) }, "a second open answer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, fa := newFakeAgent(t)
 			r, id := openFakeRelay(t, c, fa)
 			tc.payload(id, fa)
-			fa.expect(KindKernelClose)
-			fa.sendJSON(KindOK, id, KernelRelayState{Closed: true})
+			fa.expect(protocol.KindKernelClose)
+			fa.sendJSON(protocol.KindOK, id, KernelRelayState{Closed: true})
 			for range r.Messages() {
 			}
-			if err := r.Err(); !errors.Is(err, ErrInternal) || !strings.Contains(err.Error(), tc.want) {
+			if err := r.Err(); !errors.Is(err, protocol.ErrInternal) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Err: %v, want %q", err, tc.want)
 			}
 			clientPingOK(t, c, fa)
@@ -358,12 +362,12 @@ func TestKernelRelayClientOpen(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		c, fa := newFakeAgent(t)
 		done := clientAsync(func() error {
-			_, err := c.OpenKernel(context.Background(), KernelStart{})
+			_, err := c.OpenKernel(context.Background(), sandbox.KernelStart{})
 			return err
 		})
-		f := fa.expect(KindKernelOpen)
-		fa.sendJSON(KindError, f.ID, WireError{Code: "busy", Message: "busy: a kernel relay is already open"})
-		if err := clientWait(t, done, "OpenKernel"); !errors.Is(err, ErrBusy) {
+		f := fa.expect(protocol.KindKernelOpen)
+		fa.sendJSON(protocol.KindError, f.ID, protocol.WireError{Code: "busy", Message: "busy: a kernel relay is already open"})
+		if err := clientWait(t, done, "OpenKernel"); !errors.Is(err, sandbox.ErrKernelBusy) {
 			t.Errorf("OpenKernel: %v", err)
 		}
 	})
@@ -371,15 +375,15 @@ func TestKernelRelayClientOpen(t *testing.T) {
 		c, fa := newFakeAgent(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := clientAsync(func() error {
-			_, err := c.OpenKernel(ctx, KernelStart{})
+			_, err := c.OpenKernel(ctx, sandbox.KernelStart{})
 			return err
 		})
-		f := fa.expect(KindKernelOpen)
+		f := fa.expect(protocol.KindKernelOpen)
 		cancel()
-		fa.expect(KindKernelClose)
+		fa.expect(protocol.KindKernelClose)
 		// The kernel had started: the open answer, then the close's.
-		fa.sendJSON(KindOK, f.ID, KernelRelayState{})
-		fa.sendJSON(KindOK, f.ID, KernelRelayState{Closed: true})
+		fa.sendJSON(protocol.KindOK, f.ID, KernelRelayState{})
+		fa.sendJSON(protocol.KindOK, f.ID, KernelRelayState{Closed: true})
 		if err := clientWait(t, done, "OpenKernel"); !errors.Is(err, context.Canceled) {
 			t.Errorf("OpenKernel: %v", err)
 		}
@@ -388,12 +392,12 @@ func TestKernelRelayClientOpen(t *testing.T) {
 	t.Run("agent gone", func(t *testing.T) {
 		c, fa := newFakeAgent(t)
 		done := clientAsync(func() error {
-			_, err := c.OpenKernel(context.Background(), KernelStart{})
+			_, err := c.OpenKernel(context.Background(), sandbox.KernelStart{})
 			return err
 		})
-		fa.expect(KindKernelOpen)
+		fa.expect(protocol.KindKernelOpen)
 		fa.conn.Close()
-		if err := clientWait(t, done, "OpenKernel"); !errors.Is(err, ErrAgentGone) {
+		if err := clientWait(t, done, "OpenKernel"); !errors.Is(err, sandbox.ErrGone) {
 			t.Errorf("OpenKernel: %v", err)
 		}
 	})
@@ -408,7 +412,7 @@ func TestKernelRelayStatusMessage(t *testing.T) {
 	if err := json.Unmarshal(m.Header, &h); err != nil || h["msg_type"] != "status" || h["session"] != "sess" || h["version"] != "5.3" || len(h["msg_id"]) != 32 || h["date"] == "" || h["username"] == "" {
 		t.Errorf("header %s", m.Header)
 	}
-	if m.Channel != ChannelIOPub || string(m.Content) != `{"execution_state":"restarting"}` || string(m.ParentHeader) != "{}" || string(m.Metadata) != "{}" {
+	if m.Channel != protocol.ChannelIOPub || string(m.Content) != `{"execution_state":"restarting"}` || string(m.ParentHeader) != "{}" || string(m.Metadata) != "{}" {
 		t.Errorf("message %+v", m)
 	}
 }
@@ -459,9 +463,9 @@ func TestBoundedQueue(t *testing.T) {
 func TestKernelRelayClientBacklogOfTinyMessages(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	r, id := openFakeRelay(t, c, fa)
-	m := testKernelMessage(ChannelIOPub, "stream", `{"name":"stdout","text":"x"}`)
+	m := testKernelMessage(protocol.ChannelIOPub, "stream", `{"name":"stdout","text":"x"}`)
 	chunks, _ := encodeKernelMessage(&m)
-	frame, _ := AppendFrame(nil, Frame{Kind: KindKernelMessage, ID: id, Payload: chunks[0]})
+	frame, _ := protocol.AppendFrame(nil, protocol.Frame{Kind: protocol.KindKernelMessage, ID: id, Payload: chunks[0]})
 	limit := maxHostBacklog / (int64(len(chunks[0])) + queuedOverhead)
 	go func() {
 		for i := int64(0); i < 2*limit; i++ {
@@ -470,13 +474,13 @@ func TestKernelRelayClientBacklogOfTinyMessages(t *testing.T) {
 			}
 		}
 	}()
-	fa.expect(KindKernelClose)
-	fa.sendJSON(KindError, id, WireError{Code: "internal", Message: "closed"})
+	fa.expect(protocol.KindKernelClose)
+	fa.sendJSON(protocol.KindError, id, protocol.WireError{Code: "internal", Message: "closed"})
 	n := int64(0)
 	for range r.Messages() {
 		n++
 	}
-	if !errors.Is(r.Err(), ErrKernelBacklog) || n > limit {
+	if !errors.Is(r.Err(), sandbox.ErrKernelBacklog) || n > limit {
 		t.Fatalf("Err %v after %d messages; the bound is %d", r.Err(), n, limit)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 )
 
@@ -26,10 +27,6 @@ import (
 // and each part as its length (uint32) and bytes. JSON parts travel as
 // they are; buffers stay binary (no base64).
 
-// MaxKernelMessage bounds one relayed Jupyter message: its four JSON parts
-// and its buffers. Both sides refuse a larger one.
-const MaxKernelMessage = 32 << 20
-
 // maxKernelParts bounds the parts of a relayed message (the kernel client's
 // frame limit is 1024, of which 6 are not parts).
 const maxKernelParts = 1024
@@ -39,7 +36,7 @@ const chunkMore = 1
 // ErrKernelMessageTooLarge reports a Jupyter message over MaxKernelMessage.
 var ErrKernelMessageTooLarge = errors.New("Jupyter message too large")
 
-var channelCodes = []string{1: ChannelShell, 2: ChannelIOPub, 3: ChannelStdin, 4: ChannelControl}
+var channelCodes = []string{1: protocol.ChannelShell, 2: protocol.ChannelIOPub, 3: protocol.ChannelStdin, 4: protocol.ChannelControl}
 
 func channelCode(ch string) byte {
 	for i, c := range channelCodes {
@@ -51,39 +48,39 @@ func channelCode(ch string) byte {
 }
 
 // messageSize is what MaxKernelMessage bounds.
-func messageSize(m *KernelMessage) int64 {
+func messageSize(m *protocol.KernelMessage) int64 {
 	return toRaw(m).Size()
 }
 
-func toRaw(m *KernelMessage) *kernel.RawMessage {
+func toRaw(m *protocol.KernelMessage) *kernel.RawMessage {
 	return &kernel.RawMessage{Channel: m.Channel, Header: m.Header, ParentHeader: m.ParentHeader, Metadata: m.Metadata, Content: m.Content, Buffers: m.Buffers}
 }
 
-func fromRaw(r kernel.RawMessage) KernelMessage {
-	return KernelMessage{Channel: r.Channel, Header: r.Header, ParentHeader: r.ParentHeader, Metadata: r.Metadata, Content: r.Content, Buffers: r.Buffers}
+func fromRaw(r kernel.RawMessage) protocol.KernelMessage {
+	return protocol.KernelMessage{Channel: r.Channel, Header: r.Header, ParentHeader: r.ParentHeader, Metadata: r.Metadata, Content: r.Content, Buffers: r.Buffers}
 }
 
 // ValidateKernelMessage checks a relayed message's shape: a known channel,
 // a header with msg_id and msg_type strings, JSON objects for the other
 // parts, at most MaxKernelMessage bytes and maxKernelParts parts.
-func ValidateKernelMessage(m *KernelMessage) error {
-	if n := messageSize(m); n > MaxKernelMessage {
-		return fmt.Errorf("%w: %w: %d bytes; the limit is %d", ErrInvalid, ErrKernelMessageTooLarge, n, MaxKernelMessage)
+func ValidateKernelMessage(m *protocol.KernelMessage) error {
+	if n := messageSize(m); n > protocol.MaxKernelMessage {
+		return fmt.Errorf("%w: %w: %d bytes; the limit is %d", protocol.ErrInvalid, ErrKernelMessageTooLarge, n, protocol.MaxKernelMessage)
 	}
 	if len(m.Buffers) > maxKernelParts-4 {
-		return fmt.Errorf("%w: a Jupyter message with %d buffers; the limit is %d", ErrInvalid, len(m.Buffers), maxKernelParts-4)
+		return fmt.Errorf("%w: a Jupyter message with %d buffers; the limit is %d", protocol.ErrInvalid, len(m.Buffers), maxKernelParts-4)
 	}
 	if err := kernel.ValidateRaw(toRaw(m)); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %v", protocol.ErrInvalid, err)
 	}
 	return nil
 }
 
 // encodeKernelMessage returns the frame payloads of m, in order.
-func encodeKernelMessage(m *KernelMessage) ([][]byte, error) {
+func encodeKernelMessage(m *protocol.KernelMessage) ([][]byte, error) {
 	code := channelCode(m.Channel)
 	if code == 0 {
-		return nil, fmt.Errorf("%w: unknown channel %q", ErrInvalid, clipString(m.Channel, 40))
+		return nil, fmt.Errorf("%w: unknown channel %q", protocol.ErrInvalid, clipString(m.Channel, 40))
 	}
 	parts := append([][]byte{m.Header, m.ParentHeader, m.Metadata, m.Content}, m.Buffers...)
 	size := 1 + 4
@@ -114,17 +111,17 @@ type chunkWriter struct {
 func (w *chunkWriter) write(p []byte) {
 	for len(p) > 0 {
 		n := len(w.chunks)
-		if n == 0 || len(w.chunks[n-1]) == MaxPayload {
+		if n == 0 || len(w.chunks[n-1]) == protocol.MaxPayload {
 			if n > 0 {
 				w.chunks[n-1][0] = chunkMore
 			}
-			w.chunks = append(w.chunks, append(make([]byte, 0, min(MaxPayload, 1+len(p))), 0))
+			w.chunks = append(w.chunks, append(make([]byte, 0, min(protocol.MaxPayload, 1+len(p))), 0))
 			n++
 		}
 		c := w.chunks[n-1]
-		k := min(len(p), MaxPayload-len(c))
+		k := min(len(p), protocol.MaxPayload-len(c))
 		if len(c)+k > cap(c) { // grow only as far as the data goes
-			nc := make([]byte, len(c), min(MaxPayload, max(2*cap(c), len(c)+k)))
+			nc := make([]byte, len(c), min(protocol.MaxPayload, max(2*cap(c), len(c)+k)))
 			copy(nc, c)
 			c = nc
 		}
@@ -143,7 +140,7 @@ type assembler struct {
 
 // add takes one frame payload; it returns the message once its last chunk
 // arrived. Any error leaves the assembler unusable for the stream.
-func (a *assembler) add(p []byte) (*KernelMessage, error) {
+func (a *assembler) add(p []byte) (*protocol.KernelMessage, error) {
 	if len(p) < 1 {
 		return nil, errors.New("empty Jupyter message chunk")
 	}
@@ -161,7 +158,7 @@ func (a *assembler) add(p []byte) (*KernelMessage, error) {
 			return nil, fmt.Errorf("%w: a Jupyter message of %d bytes; the limit is %d", ErrKernelMessageTooLarge, a.total, a.limit)
 		}
 		a.open = true
-		a.buf = make([]byte, 0, min(a.total, MaxPayload))
+		a.buf = make([]byte, 0, min(a.total, protocol.MaxPayload))
 	}
 	if len(a.buf)+len(data) > a.total {
 		return nil, fmt.Errorf("Jupyter message chunks longer than the announced %d bytes", a.total)
@@ -182,8 +179,8 @@ func (a *assembler) add(p []byte) (*KernelMessage, error) {
 }
 
 // decodeKernelBody parses a reassembled body. The parts alias body.
-func decodeKernelBody(b []byte) (*KernelMessage, error) {
-	bad := func(what string) (*KernelMessage, error) {
+func decodeKernelBody(b []byte) (*protocol.KernelMessage, error) {
+	bad := func(what string) (*protocol.KernelMessage, error) {
 		return nil, fmt.Errorf("malformed Jupyter message: %s", what)
 	}
 	if len(b) < 5 {
@@ -213,7 +210,7 @@ func decodeKernelBody(b []byte) (*KernelMessage, error) {
 	if len(b) != 0 {
 		return bad("bytes after the last part")
 	}
-	m := &KernelMessage{Channel: channelCodes[code], Header: parts[0], ParentHeader: parts[1], Metadata: parts[2], Content: parts[3]}
+	m := &protocol.KernelMessage{Channel: channelCodes[code], Header: parts[0], ParentHeader: parts[1], Metadata: parts[2], Content: parts[3]}
 	if len(parts) > 4 {
 		m.Buffers = parts[4:]
 	}
@@ -223,7 +220,7 @@ func decodeKernelBody(b []byte) (*KernelMessage, error) {
 // statusMessage is the iopub status a client sees when the relay (not the
 // kernel) reports a state: "restarting" after a crash, "dead" at the end,
 // shaped like jupyter_server's.
-func statusMessage(session, state string) KernelMessage {
+func statusMessage(session, state string) protocol.KernelMessage {
 	var id [16]byte
 	_, _ = rand.Read(id[:])
 	h, _ := json.Marshal(map[string]string{
@@ -231,5 +228,5 @@ func statusMessage(session, state string) KernelMessage {
 		"username": "cubicle", "date": time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"), "version": "5.3",
 	})
 	c, _ := json.Marshal(map[string]string{"execution_state": state})
-	return KernelMessage{Channel: ChannelIOPub, Header: h, ParentHeader: json.RawMessage("{}"), Metadata: json.RawMessage("{}"), Content: c}
+	return protocol.KernelMessage{Channel: protocol.ChannelIOPub, Header: h, ParentHeader: json.RawMessage("{}"), Metadata: json.RawMessage("{}"), Content: c}
 }

@@ -2,10 +2,13 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // File leases. A process in the computer may hold a lease on its own file
@@ -26,12 +29,12 @@ const (
 
 // lockedError is the error of an open that a lease refused.
 func lockedError(p string) error {
-	return &codedError{sentinel: ErrLocked, msg: p + ": " + ErrLocked.Error()}
+	return fmt.Errorf("%s: %w", p, protocol.ErrLocked)
 }
 
 // lookupRacedError is the error of a lookup that kept racing renames.
 func lookupRacedError(p string) error {
-	return &codedError{sentinel: ErrLocked, msg: p + ": files in the computer were renamed too often to look the path up; try again later"}
+	return protocol.WithMessage(protocol.ErrLocked, p+": files in the computer were renamed too often to look the path up; try again later")
 }
 
 // leased tells, after an open of r with flags failed with EAGAIN, whether a
@@ -59,7 +62,7 @@ func (ws *workspace) asUnlocked(fn func() error) error {
 	wait := leaseFirstWait
 	for {
 		err := ws.as(fn)
-		if !errors.Is(err, ErrLocked) || time.Now().Add(wait).After(deadline) {
+		if !errors.Is(err, protocol.ErrLocked) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
 		time.Sleep(wait)
@@ -78,7 +81,7 @@ func (ws *workspace) asUnlocked(fn func() error) error {
 func readLease(fd int, p string) (bool, error) {
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_RDLCK); err != nil {
 		if err == unix.EAGAIN || err == unix.EBUSY {
-			return false, &codedError{sentinel: ErrChanging, msg: p + ": " + ErrChanging.Error()}
+			return false, fmt.Errorf("%s: %w", p, protocol.ErrChanging)
 		}
 		return false, nil
 	}

@@ -21,7 +21,7 @@ func TestCwdInTheAgentsProc(t *testing.T) {
 	agent := "/proc/" + strings.TrimSpace(mustRun(t, sb, "echo $PPID"))
 	want := "working directory " + agent + " cannot be used: it is in /proc of the computer's agent"
 	_, err := sb.Python(ctx, sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}}, Cwd: agent, Mode: "per_call",
-		Timeout: sandbox.Millis(time.Minute)}, nil)
+		Timeout: time.Minute}, nil)
 	if !errors.Is(err, sandbox.ErrNotFound) || !strings.Contains(err.Error(), want) {
 		t.Errorf("python with cwd %s: %v", agent, err)
 	}

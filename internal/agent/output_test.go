@@ -17,7 +17,7 @@ func pyStream(t *testing.T, sb sandbox.Sandbox, code string) ([]kernel.Output, s
 	t.Helper()
 	var outs []kernel.Output
 	res, err := sb.Python(context.Background(), sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: code}},
-		Timeout: sandbox.Millis(2 * time.Minute)}, func(o sandbox.PythonOutput) { outs = append(outs, o.Output) })
+		Timeout: 2 * time.Minute}, func(o sandbox.PythonOutput) { outs = append(outs, o.Output) })
 	if err != nil || res.Status != "ok" {
 		t.Fatalf("python: %+v %v", res, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // SandboxUID and SandboxGID are the identity of all code in a computer.
@@ -57,13 +59,13 @@ func (s *Server) register(id uint32, stdin bool) (*process, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.procs[id]; dup {
-		return nil, fmt.Errorf("%w: stream %d already in use", ErrInvalid, id)
+		return nil, fmt.Errorf("%w: stream %d already in use", protocol.ErrInvalid, id)
 	}
 	s.procs[id] = p
 	return p, nil
 }
 
-func (s *Server) runProcess(ctx context.Context, p *process, req ExecStart) {
+func (s *Server) runProcess(ctx context.Context, p *process, req protocol.ExecStart) {
 	id := p.id
 	defer func() {
 		s.mu.Lock()
@@ -76,34 +78,34 @@ func (s *Server) runProcess(ctx context.Context, p *process, req ExecStart) {
 		s.sendError(id, err)
 		return
 	}
-	s.sendJSON(KindExit, id, st)
+	s.sendJSON(protocol.KindExit, id, st)
 }
 
-func (s *Server) execute(ctx context.Context, p *process, req ExecStart) (ExitStatus, error) {
+func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart) (protocol.ExitStatus, error) {
 	argv, err := s.argv(req)
 	if err != nil {
-		return ExitStatus{}, err
+		return protocol.ExitStatus{}, err
 	}
 	cwd, err := s.resolveCwd(req.Cwd)
 	if err != nil {
-		return ExitStatus{}, err
+		return protocol.ExitStatus{}, err
 	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
-		return ExitStatus{}, fmt.Errorf("%w: pipe: %v", ErrInternal, err)
+		return protocol.ExitStatus{}, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
 	}
 	defer stdoutR.Close()
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
 		stdoutW.Close()
-		return ExitStatus{}, fmt.Errorf("%w: pipe: %v", ErrInternal, err)
+		return protocol.ExitStatus{}, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
 	}
 	defer stderrR.Close()
 	stdin, stdinW, err := s.stdinFor(req.Stdin)
 	if err != nil {
 		stdoutW.Close()
 		stderrW.Close()
-		return ExitStatus{}, err
+		return protocol.ExitStatus{}, err
 	}
 
 	oomBefore := s.oomKills()
@@ -116,17 +118,17 @@ func (s *Server) execute(ctx context.Context, p *process, req ExecStart) (ExitSt
 		if stdinW != nil {
 			stdinW.Close()
 		}
-		return ExitStatus{}, err
+		return protocol.ExitStatus{}, err
 	}
 	if stdinW != nil {
 		go s.feedStdin(p, stdinW)
 	}
-	s.sendJSON(KindStarted, p.id, Started{Pid: p.getPid()})
+	s.sendJSON(protocol.KindStarted, p.id, protocol.Started{Pid: p.getPid()})
 
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go s.pump(&pumps, p.id, KindStdout, stdoutR)
-	go s.pump(&pumps, p.id, KindStderr, stderrR)
+	go s.pump(&pumps, p.id, protocol.KindStdout, stdoutR)
+	go s.pump(&pumps, p.id, protocol.KindStderr, stderrR)
 
 	timeout := req.Timeout.D()
 	if timeout <= 0 {
@@ -177,7 +179,7 @@ func (s *Server) execute(ctx context.Context, p *process, req ExecStart) (ExitSt
 	}
 	s.releaseLeaf(p.leaf)
 
-	st := ExitStatus{ExitCode: -1, TimedOut: timedOut, Duration: Millis(elapsed)}
+	st := protocol.ExitStatus{ExitCode: -1, TimedOut: timedOut, Duration: protocol.Millis(elapsed)}
 	switch {
 	case ws.Exited():
 		st.ExitCode = ws.ExitStatus()
@@ -189,18 +191,18 @@ func (s *Server) execute(ctx context.Context, p *process, req ExecStart) (ExitSt
 }
 
 // argv resolves the program the way a shell would, inside the computer.
-func (s *Server) argv(req ExecStart) ([]string, error) {
+func (s *Server) argv(req protocol.ExecStart) ([]string, error) {
 	switch {
 	case req.Command != "" && len(req.Argv) > 0:
-		return nil, fmt.Errorf("%w: give argv or command, not both", ErrInvalid)
+		return nil, fmt.Errorf("%w: give argv or command, not both", protocol.ErrInvalid)
 	case req.Command != "":
 		return []string{"/bin/sh", "-c", req.Command}, nil
 	case len(req.Argv) == 0 || req.Argv[0] == "":
-		return nil, fmt.Errorf("%w: empty command", ErrInvalid)
+		return nil, fmt.Errorf("%w: empty command", protocol.ErrInvalid)
 	}
 	for _, a := range req.Argv {
 		if strings.IndexByte(a, 0) >= 0 {
-			return nil, fmt.Errorf("%w: argument contains a NUL byte", ErrInvalid)
+			return nil, fmt.Errorf("%w: argument contains a NUL byte", protocol.ErrInvalid)
 		}
 	}
 	return req.Argv, nil
@@ -255,7 +257,7 @@ func lookPath(argv0 string, env []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %s: command not found", ErrNotFound, argv0)
+	return "", fmt.Errorf("%w: %s: command not found", protocol.ErrNotFound, argv0)
 }
 
 // spawn starts argv as the sandbox user. The child is created with
@@ -312,7 +314,7 @@ func (s *Server) forkTraced(p *process, prog string, argv []string, attr *syscal
 	case <-w.stopped:
 	case <-time.After(10 * time.Second):
 		unix.Kill(pid, unix.SIGKILL)
-		return nil, fmt.Errorf("%w: new process did not stop after exec", ErrInternal)
+		return nil, fmt.Errorf("%w: new process did not stop after exec", protocol.ErrInternal)
 	}
 	if err := s.place(p); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
@@ -325,7 +327,7 @@ func (s *Server) forkTraced(p *process, prog string, argv []string, attr *syscal
 		unix.Kill(pid, unix.SIGKILL)
 		<-w.exited
 		s.releaseLeaf(p.leaf)
-		return nil, fmt.Errorf("%w: detach: %v", ErrInternal, err)
+		return nil, fmt.Errorf("%w: detach: %v", protocol.ErrInternal, err)
 	}
 	return w, nil
 }
@@ -333,28 +335,28 @@ func (s *Server) forkTraced(p *process, prog string, argv []string, attr *syscal
 func spawnError(argv0 string, err error) error {
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return fmt.Errorf("%w: %s: command not found", ErrNotFound, argv0)
+		return fmt.Errorf("%w: %s: command not found", protocol.ErrNotFound, argv0)
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		return fmt.Errorf("%w: %s: permission denied", ErrPermission, argv0)
+		return fmt.Errorf("%w: %s: permission denied", protocol.ErrPermission, argv0)
 	case errors.Is(err, unix.EAGAIN):
-		return fmt.Errorf("%w: cannot start %s: the computer's process limit is reached", ErrProcLimit, argv0)
+		return fmt.Errorf("%w: cannot start %s: the computer's process limit is reached", protocol.ErrProcLimit, argv0)
 	case errors.Is(err, unix.ENOTDIR):
-		return fmt.Errorf("%w: %s: not a directory", ErrNotDir, argv0)
+		return fmt.Errorf("%w: %s: not a directory", protocol.ErrNotDir, argv0)
 	}
-	return fmt.Errorf("%w: start %s: %v", ErrInternal, argv0, err)
+	return fmt.Errorf("%w: start %s: %v", protocol.ErrInternal, argv0, err)
 }
 
 func (s *Server) stdinFor(want bool) (child, host *os.File, err error) {
 	if !want {
 		f, err := os.Open(os.DevNull)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: open %s: %v", ErrInternal, os.DevNull, err)
+			return nil, nil, fmt.Errorf("%w: open %s: %v", protocol.ErrInternal, os.DevNull, err)
 		}
 		return f, nil, nil
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: pipe: %v", ErrInternal, err)
+		return nil, nil, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
 	}
 	return r, w, nil
 }
@@ -362,9 +364,9 @@ func (s *Server) stdinFor(want bool) (child, host *os.File, err error) {
 // pump forwards one output pipe as data frames. Backpressure is end to end:
 // when the host reads slowly, the agent's write blocks and so does the
 // process, so neither side buffers more than a frame.
-func (s *Server) pump(wg *sync.WaitGroup, id uint32, kind Kind, r *os.File) {
+func (s *Server) pump(wg *sync.WaitGroup, id uint32, kind protocol.Kind, r *os.File) {
 	defer wg.Done()
-	buf := make([]byte, ChunkSize)
+	buf := make([]byte, protocol.ChunkSize)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -387,11 +389,11 @@ func (s *Server) feedStdin(p *process, w *os.File) {
 				broken = true // the process closed stdin; keep acknowledging so the host never stalls
 			}
 		}
-		s.send(KindStdinAck, p.id, nil)
+		s.send(protocol.KindStdinAck, p.id, nil)
 	}
 }
 
-func (s *Server) processInput(f Frame) {
+func (s *Server) processInput(f protocol.Frame) {
 	s.mu.Lock()
 	p := s.procs[f.ID]
 	s.mu.Unlock()
@@ -399,7 +401,7 @@ func (s *Server) processInput(f Frame) {
 		return // the process already ended; late input is dropped
 	}
 	switch f.Kind {
-	case KindStdin:
+	case protocol.KindStdin:
 		p.mu.Lock()
 		if p.stdin != nil {
 			select {
@@ -408,15 +410,15 @@ func (s *Server) processInput(f Frame) {
 			}
 		}
 		p.mu.Unlock()
-	case KindStdinClose:
+	case protocol.KindStdinClose:
 		p.mu.Lock()
 		if p.stdin != nil {
 			close(p.stdin)
 			p.stdin = nil
 		}
 		p.mu.Unlock()
-	case KindSignal:
-		var req SignalRequest
+	case protocol.KindSignal:
+		var req protocol.SignalRequest
 		if !s.decode(f, &req) {
 			return
 		}

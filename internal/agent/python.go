@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Python calls. The session kernel (one per computer) is started lazily, or
@@ -83,7 +85,7 @@ func (m *pythonManager) setKernel(k *pyKernel) {
 
 // start begins a call. It runs on the dispatch goroutine, so session calls
 // take their place in the queue in the order their frames arrived.
-func (m *pythonManager) start(ctx context.Context, id uint32, req PythonRequest) {
+func (m *pythonManager) start(ctx context.Context, id uint32, req protocol.PythonRequest) {
 	if err := validatePython(&req); err != nil {
 		m.s.sendError(id, err)
 		return
@@ -93,13 +95,13 @@ func (m *pythonManager) start(ctx context.Context, id uint32, req PythonRequest)
 	if _, dup := m.calls[id]; dup {
 		m.mu.Unlock()
 		cancel(nil)
-		m.s.sendError(id, fmt.Errorf("%w: stream %d already in use", ErrInvalid, id))
+		m.s.sendError(id, fmt.Errorf("%w: stream %d already in use", protocol.ErrInvalid, id))
 		return
 	}
 	m.calls[id] = cancel
 	m.mu.Unlock()
 	var tk *ticket
-	if req.Mode == ModeSession {
+	if req.Mode == protocol.ModeSession {
 		tk = m.turn.enqueue()
 	}
 	go m.serve(cctx, cancel, id, req, tk)
@@ -116,22 +118,22 @@ func (m *pythonManager) cancel(id uint32) {
 	}
 }
 
-func validatePython(req *PythonRequest) error {
+func validatePython(req *protocol.PythonRequest) error {
 	switch req.Mode {
 	case "":
-		req.Mode = ModeSession
-	case ModeSession, ModePerCall:
+		req.Mode = protocol.ModeSession
+	case protocol.ModeSession, protocol.ModePerCall:
 	default:
-		return fmt.Errorf("%w: python mode %q (want %q or %q)", ErrInvalid, req.Mode, ModeSession, ModePerCall)
+		return fmt.Errorf("%w: python mode %q (want %q or %q)", protocol.ErrInvalid, req.Mode, protocol.ModeSession, protocol.ModePerCall)
 	}
 	if len(req.Cells) > maxCells {
-		return fmt.Errorf("%w: %d cells; at most %d per call", ErrInvalid, len(req.Cells), maxCells)
+		return fmt.Errorf("%w: %d cells; at most %d per call", protocol.ErrInvalid, len(req.Cells), maxCells)
 	}
 	switch {
 	case req.Timeout <= 0:
-		req.Timeout = Millis(DefaultPythonTimeout)
-	case req.Timeout.D() > MaxPythonTimeout:
-		req.Timeout = Millis(MaxPythonTimeout)
+		req.Timeout = protocol.Millis(sandbox.DefaultPythonTimeout)
+	case req.Timeout.D() > sandbox.MaxPythonTimeout:
+		req.Timeout = protocol.Millis(sandbox.MaxPythonTimeout)
 	}
 	switch {
 	case req.MaxOutput <= 0:
@@ -142,7 +144,7 @@ func validatePython(req *PythonRequest) error {
 	return nil
 }
 
-func (m *pythonManager) serve(ctx context.Context, cancel context.CancelCauseFunc, id uint32, req PythonRequest, tk *ticket) {
+func (m *pythonManager) serve(ctx context.Context, cancel context.CancelCauseFunc, id uint32, req protocol.PythonRequest, tk *ticket) {
 	defer func() {
 		m.mu.Lock()
 		delete(m.calls, id)
@@ -152,12 +154,12 @@ func (m *pythonManager) serve(ctx context.Context, cancel context.CancelCauseFun
 	defer func() {
 		if r := recover(); r != nil {
 			m.s.log.Error("python call panicked", "panic", r, "stack", string(debug.Stack()))
-			m.s.sendError(id, fmt.Errorf("%w: python call: %v", ErrInternal, r))
+			m.s.sendError(id, fmt.Errorf("%w: python call: %v", protocol.ErrInternal, r))
 		}
 	}()
-	var res PythonResult
+	var res protocol.PythonResult
 	var err error
-	if req.Mode == ModePerCall {
+	if req.Mode == protocol.ModePerCall {
 		res, err = m.runPerCall(ctx, id, req)
 	} else {
 		res, err = m.runSession(ctx, id, req, tk)
@@ -167,31 +169,33 @@ func (m *pythonManager) serve(ctx context.Context, cancel context.CancelCauseFun
 		return
 	}
 	b, err := json.Marshal(res)
-	if err == nil && len(b) > MaxPayload {
-		err = fmt.Errorf("%w: python result of %d bytes does not fit in a frame", ErrInternal, len(b))
+	if err == nil && len(b) > protocol.MaxPayload {
+		err = fmt.Errorf("%w: python result of %d bytes does not fit in a frame", protocol.ErrInternal, len(b))
 	}
 	if err != nil {
 		m.s.sendError(id, err)
 		return
 	}
-	m.s.send(KindOK, id, b)
+	m.s.send(protocol.KindOK, id, b)
 }
 
 // newResult is a result with every cell skipped, to be filled in.
-func newResult(req PythonRequest) PythonResult {
-	res := PythonResult{Status: "ok", FailedCell: -1, Cells: make([]CellResult, len(req.Cells))}
+func newResult(req protocol.PythonRequest) protocol.PythonResult {
+	res := protocol.PythonResult{Status: "ok", FailedCell: -1, Cells: make([]protocol.CellResult, len(req.Cells))}
 	for i, c := range req.Cells {
-		res.Cells[i] = CellResult{Index: i, Title: clipString(c.Title, 256), Status: CellSkipped}
+		res.Cells[i] = protocol.CellResult{Index: i, Title: clipString(c.Title, 256), Status: protocol.CellSkipped}
 	}
 	return res
 }
 
-func (r *PythonResult) fail(msg string) {
+// failResult ends r as failed with msg.
+func failResult(r *protocol.PythonResult, msg string) {
 	r.Status = "error"
 	r.Message = msg
 }
 
-func (r *PythonResult) cancelled(ctx context.Context, req PythonRequest, what string) {
+// cancelResult ends r as cancelled (by a timeout or the caller) at what.
+func cancelResult(ctx context.Context, r *protocol.PythonResult, req protocol.PythonRequest, what string) {
 	r.Status = "cancelled"
 	r.Cancelled = true
 	if errors.Is(context.Cause(ctx), errTimedOut) {
@@ -202,7 +206,7 @@ func (r *PythonResult) cancelled(ctx context.Context, req PythonRequest, what st
 	r.Message = "The call was cancelled " + what + "."
 }
 
-func timeoutSecs(req PythonRequest) int {
+func timeoutSecs(req protocol.PythonRequest) int {
 	return int(math.Ceil(req.Timeout.D().Seconds()))
 }
 
@@ -289,14 +293,14 @@ type outcome struct {
 
 // runCells runs the cells in order until one fails, the call is cancelled
 // or times out, or the kernel is lost. Outputs stream as they happen.
-func (m *pythonManager) runCells(ctx context.Context, k *pyKernel, id uint32, req PythonRequest, res *PythonResult) outcome {
+func (m *pythonManager) runCells(ctx context.Context, k *pyKernel, id uint32, req protocol.PythonRequest, res *protocol.PythonResult) outcome {
 	tctx, cancel := context.WithTimeoutCause(ctx, req.Timeout.D(), errTimedOut)
 	defer cancel()
 	var out outcome
 	for i, cell := range req.Cells {
 		send := func(o kernel.Output) {
 			for _, b := range encodeOutput(i, o) {
-				m.s.send(KindPythonOutput, id, b)
+				m.s.send(protocol.KindPythonOutput, id, b)
 			}
 		}
 		// The truncation marker is sent when the cell ends, with the final
@@ -327,11 +331,11 @@ func (m *pythonManager) runCells(ctx context.Context, k *pyKernel, id uint32, re
 		name := cellName(i, cell.Title)
 		switch {
 		case run.interrupted:
-			cr.Status = CellCancelled
+			cr.Status = protocol.CellCancelled
 			if run.err == nil && run.res.Completed && !run.res.Failed() {
-				cr.Status = CellOK // it finished as the time ran out
+				cr.Status = protocol.CellOK // it finished as the time ran out
 			}
-			res.cancelled(tctx, req, "while "+lower(name)+" was running")
+			cancelResult(tctx, res, req, "while "+lower(name)+" was running")
 			switch r := k.killedBy(); {
 			case r == killUnresponsive:
 				out.escalated, out.lost = true, true
@@ -345,20 +349,20 @@ func (m *pythonManager) runCells(ctx context.Context, k *pyKernel, id uint32, re
 			msg, crashed := m.describeLoss(k, run.err)
 			out.crashed, out.lost = crashed, true
 			if k.killedBy() == killRestart {
-				cr.Status = CellCancelled
+				cr.Status = protocol.CellCancelled
 				res.Status, res.Cancelled = "cancelled", true
 				res.Message = "The Python kernel was restarted while " + lower(name) + " was running; its state is lost."
 			} else {
-				cr.Status = CellError
+				cr.Status = protocol.CellError
 				res.FailedCell = i
-				res.fail(name + " did not finish: " + msg)
+				failResult(res, name+" did not finish: "+msg)
 			}
 		case run.res.Failed():
-			cr.Status = CellError
+			cr.Status = protocol.CellError
 			res.FailedCell = i
-			res.fail(name + " failed: " + failureText(&run.res))
+			failResult(res, name+" failed: "+failureText(&run.res))
 		default:
-			cr.Status = CellOK
+			cr.Status = protocol.CellOK
 			continue
 		}
 		return out // the remaining cells stay skipped
@@ -369,7 +373,7 @@ func (m *pythonManager) runCells(ctx context.Context, k *pyKernel, id uint32, re
 func lower(name string) string { return "c" + name[1:] } // "Cell 2" -> "cell 2"
 
 // runPerCall runs the cells in a kernel of their own, discarded after.
-func (m *pythonManager) runPerCall(ctx context.Context, id uint32, req PythonRequest) (PythonResult, error) {
+func (m *pythonManager) runPerCall(ctx context.Context, id uint32, req protocol.PythonRequest) (protocol.PythonResult, error) {
 	res := newResult(req)
 	cwd, err := m.s.resolveCwd(req.Cwd)
 	if err != nil {
@@ -379,24 +383,24 @@ func (m *pythonManager) runPerCall(ctx context.Context, id uint32, req PythonReq
 	case m.perCall <- struct{}{}:
 		defer func() { <-m.perCall }()
 	case <-ctx.Done():
-		res.cancelled(ctx, req, "before it started")
+		cancelResult(ctx, &res, req, "before it started")
 		return res, nil
 	}
 	k, failure, _, err := m.newKernel(ctx, cwd, req.Prelude)
 	if err != nil {
 		if ctx.Err() != nil {
-			res.cancelled(ctx, req, "while the Python kernel was starting")
+			cancelResult(ctx, &res, req, "while the Python kernel was starting")
 			return res, nil
 		}
 		return res, err
 	}
 	if k == nil {
-		res.fail(failure)
+		failResult(&res, failure)
 		return res, nil
 	}
 	defer k.stop(killStop)
 	if failure != "" {
-		res.fail(failure)
+		failResult(&res, failure)
 		return res, nil
 	}
 	m.runCells(ctx, k, id, req, &res)
@@ -405,10 +409,10 @@ func (m *pythonManager) runPerCall(ctx context.Context, id uint32, req PythonReq
 
 // runSession runs the cells in the session kernel, starting or restarting
 // it as needed.
-func (m *pythonManager) runSession(ctx context.Context, id uint32, req PythonRequest, tk *ticket) (res PythonResult, err error) {
+func (m *pythonManager) runSession(ctx context.Context, id uint32, req protocol.PythonRequest, tk *ticket) (res protocol.PythonResult, err error) {
 	res = newResult(req)
 	if err := m.turn.wait(ctx, tk); err != nil {
-		res.cancelled(ctx, req, "before it started")
+		cancelResult(ctx, &res, req, "before it started")
 		return res, nil
 	}
 	defer m.release(len(req.Cells) > 0) // a warm-up (no cells) does not start the idle clock
@@ -422,7 +426,7 @@ func (m *pythonManager) runSession(ctx context.Context, id uint32, req PythonReq
 	}()
 
 	if m.failed {
-		res.fail(msgPermanentFailure)
+		failResult(&res, msgPermanentFailure)
 		return res, nil
 	}
 	k := m.current()
@@ -430,7 +434,7 @@ func (m *pythonManager) runSession(ctx context.Context, id uint32, req PythonReq
 		m.lostKernel(k, k.killedBy() == "", "the Python kernel died ("+k.death()+") between calls")
 		k = nil
 		if m.failed {
-			res.fail(msgPermanentFailure)
+			failResult(&res, msgPermanentFailure)
 			return res, nil
 		}
 	}
@@ -455,7 +459,7 @@ func (m *pythonManager) runSession(ctx context.Context, id uint32, req PythonReq
 		nk, failure, died, err := m.newKernel(ctx, cwd, m.prelude)
 		if err != nil {
 			if ctx.Err() != nil {
-				res.cancelled(ctx, req, "while the Python kernel was starting")
+				cancelResult(ctx, &res, req, "while the Python kernel was starting")
 				return res, nil
 			}
 			return res, err
@@ -473,12 +477,12 @@ func (m *pythonManager) runSession(ctx context.Context, id uint32, req PythonReq
 			}
 		}
 		if failure != "" {
-			res.fail(withNote(failure, note))
+			failResult(&res, withNote(failure, note))
 			return res, nil
 		}
 	} else if req.Cwd != "" {
 		if msg := m.chdir(k, cwd); msg != "" {
-			res.fail(msg)
+			failResult(&res, msg)
 			return res, nil
 		}
 	}
@@ -610,11 +614,11 @@ func (m *pythonManager) evict() {
 }
 
 // control interrupts or restarts the session kernel (KindPythonControl).
-func (m *pythonManager) control(ctx context.Context, id uint32, req PythonControl) {
+func (m *pythonManager) control(ctx context.Context, id uint32, req protocol.PythonControl) {
 	defer func() {
 		if r := recover(); r != nil {
 			m.s.log.Error("python control panicked", "panic", r, "stack", string(debug.Stack()))
-			m.s.sendError(id, fmt.Errorf("%w: python control: %v", ErrInternal, r))
+			m.s.sendError(id, fmt.Errorf("%w: python control: %v", protocol.ErrInternal, r))
 		}
 	}()
 	switch req.Action {
@@ -629,10 +633,10 @@ func (m *pythonManager) control(ctx context.Context, id uint32, req PythonContro
 			return
 		}
 	default:
-		m.s.sendError(id, fmt.Errorf("%w: python control %q (want \"interrupt\" or \"restart\")", ErrInvalid, req.Action))
+		m.s.sendError(id, fmt.Errorf("%w: python control %q (want \"interrupt\" or \"restart\")", protocol.ErrInvalid, req.Action))
 		return
 	}
-	m.s.sendJSON(KindOK, id, struct{}{})
+	m.s.sendJSON(protocol.KindOK, id, struct{}{})
 }
 
 // restart kills the session kernel at once (a running call ends, cancelled),
@@ -654,11 +658,11 @@ func (m *pythonManager) restart(ctx context.Context) error {
 		return err
 	}
 	if k == nil {
-		return fmt.Errorf("%w: %s", ErrInternal, failure)
+		return fmt.Errorf("%w: %s", protocol.ErrInternal, failure)
 	}
 	m.setKernel(k)
 	if failure != "" {
-		return fmt.Errorf("%w: %s", ErrInternal, failure)
+		return fmt.Errorf("%w: %s", protocol.ErrInternal, failure)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 )
 
@@ -43,13 +44,6 @@ const (
 	kernelMaxImage   = 700 << 10
 	defaultMaxOutput = 1 << 20  // per cell, when the request does not say
 	maxOutputLimit   = 16 << 20 // the most a request may ask for
-)
-
-// Python call time bounds: the one definition (internal/sandbox exports
-// them to the layers above, the seed's "1..600, default 30").
-const (
-	DefaultPythonTimeout = 30 * time.Second
-	MaxPythonTimeout     = 600 * time.Second
 )
 
 // Reasons the agent kills a kernel on purpose (anything else is a crash).
@@ -120,7 +114,7 @@ func (s *Server) launchKernel(ctx context.Context, spec kernelSpec) (*pyKernel, 
 	cwd := spec.cwd
 	ci, err := kernel.NewConnInfo("127.0.0.1")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInternal, err)
+		return nil, fmt.Errorf("%w: %v", protocol.ErrInternal, err)
 	}
 	dir, file, err := s.writeConnFile(ci)
 	if err != nil {
@@ -129,13 +123,13 @@ func (s *Server) launchKernel(ctx context.Context, spec kernelSpec) (*pyKernel, 
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		s.removeConnDir(dir)
-		return nil, fmt.Errorf("%w: open %s: %v", ErrInternal, os.DevNull, err)
+		return nil, fmt.Errorf("%w: open %s: %v", protocol.ErrInternal, os.DevNull, err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		devnull.Close()
 		s.removeConnDir(dir)
-		return nil, fmt.Errorf("%w: pipe: %v", ErrInternal, err)
+		return nil, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
 	}
 	argv := []string{pythonPath, "-m", "ipykernel_launcher", "-f", file,
 		"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False"}
@@ -243,9 +237,9 @@ func (s *Server) writeConnFile(ci kernel.ConnInfo) (dir, file string, err error)
 	})
 	if err != nil {
 		if errors.Is(err, unix.ENOSPC) {
-			return "", "", fmt.Errorf("%w: cannot write the kernel's connection file: /tmp is full", ErrNoSpace)
+			return "", "", fmt.Errorf("%w: cannot write the kernel's connection file: /tmp is full", protocol.ErrNoSpace)
 		}
-		return "", "", fmt.Errorf("%w: write the kernel's connection file: %v", ErrInternal, err)
+		return "", "", fmt.Errorf("%w: write the kernel's connection file: %v", protocol.ErrInternal, err)
 	}
 	return dir, file, nil
 }

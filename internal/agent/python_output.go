@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 )
 
@@ -36,13 +37,13 @@ func encodeOutput(cell int, o kernel.Output) [][]byte {
 		return out
 	}
 	enc := func(o kernel.Output) []byte {
-		b, err := json.Marshal(PythonOutput{Cell: cell, Output: o})
+		b, err := json.Marshal(protocol.PythonOutput{Cell: cell, Output: wireOutput(o)})
 		if err != nil {
 			return nil
 		}
 		return b
 	}
-	if b := enc(o); b != nil && len(b) <= MaxPayload {
+	if b := enc(o); b != nil && len(b) <= protocol.MaxPayload {
 		return [][]byte{b}
 	}
 	// Too large for one frame: cut the text parts, keep the image if it
@@ -55,7 +56,7 @@ func encodeOutput(cell int, o kernel.Output) [][]byte {
 		if try.dropPNG && orig.PNG == nil {
 			break
 		}
-		if b := enc(shrinkOutput(orig, try.budget, try.dropPNG)); b != nil && len(b) <= MaxPayload {
+		if b := enc(shrinkOutput(orig, try.budget, try.dropPNG)); b != nil && len(b) <= protocol.MaxPayload {
 			return [][]byte{b}
 		}
 	}
@@ -187,4 +188,18 @@ func oneLine(s string) string {
 		return s[:i] + "…"
 	}
 	return s
+}
+
+// wireOutput is o as the protocol carries it.
+func wireOutput(o kernel.Output) protocol.Output {
+	return protocol.Output{Type: string(o.Type), Name: o.Name, Text: o.Text, MIME: o.MIME, JSON: o.JSON,
+		PNG: o.PNG, Width: o.Width, Height: o.Height, ExecutionCount: o.ExecutionCount, EName: o.EName,
+		EValue: o.EValue, Traceback: o.Traceback, Omitted: o.Omitted, DisplayID: o.DisplayID}
+}
+
+// KernelOutput is the output o carries, for the host (wireOutput's inverse).
+func KernelOutput(o protocol.Output) kernel.Output {
+	return kernel.Output{Type: kernel.OutputType(o.Type), Name: o.Name, Text: o.Text, MIME: o.MIME, JSON: o.JSON,
+		PNG: o.PNG, Width: o.Width, Height: o.Height, ExecutionCount: o.ExecutionCount, EName: o.EName,
+		EValue: o.EValue, Traceback: o.Traceback, Omitted: o.Omitted, DisplayID: o.DisplayID}
 }

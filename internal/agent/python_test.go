@@ -10,22 +10,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // pythonAsync starts a Python call on c and returns its outcome and the
 // outputs it delivered.
 type pythonOutcome struct {
-	res  PythonResult
-	outs []PythonOutput
+	res  sandbox.PythonResult
+	outs []sandbox.PythonOutput
 	err  error
 }
 
-func pythonAsync(ctx context.Context, c *Client, req PythonRequest) <-chan pythonOutcome {
+func pythonAsync(ctx context.Context, c *Client, req sandbox.PythonRequest) <-chan pythonOutcome {
 	ch := make(chan pythonOutcome, 1)
 	go func() {
 		var o pythonOutcome
-		o.res, o.err = c.Python(ctx, req, func(po PythonOutput) { o.outs = append(o.outs, po) })
+		o.res, o.err = c.Python(ctx, req, func(po sandbox.PythonOutput) { o.outs = append(o.outs, po) })
 		ch <- o
 	}()
 	return ch
@@ -42,27 +44,27 @@ func pythonWait(t *testing.T, ch <-chan pythonOutcome) pythonOutcome {
 	return pythonOutcome{}
 }
 
-func okResult(cells int) PythonResult {
-	r := PythonResult{Status: "ok", FailedCell: -1}
+func okResult(cells int) protocol.PythonResult {
+	r := protocol.PythonResult{Status: "ok", FailedCell: -1}
 	for i := range cells {
-		r.Cells = append(r.Cells, CellResult{Index: i, Status: CellOK})
+		r.Cells = append(r.Cells, protocol.CellResult{Index: i, Status: protocol.CellOK})
 	}
 	return r
 }
 
 func TestPythonClientStreamsOutputsInOrder(t *testing.T) {
 	c, fa := newFakeAgent(t)
-	req := PythonRequest{Cells: []PythonCell{{Code: "print(1)"}, {Code: "2"}}}
+	req := sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: "print(1)"}, {Code: "2"}}}
 	done := pythonAsync(context.Background(), c, req)
-	f := fa.expect(KindPython)
-	var got PythonRequest
+	f := fa.expect(protocol.KindPython)
+	var got protocol.PythonRequest
 	if err := json.Unmarshal(f.Payload, &got); err != nil || len(got.Cells) != 2 || got.Cells[1].Code != "2" {
 		t.Fatalf("request on the wire: %s (%v)", f.Payload, err)
 	}
 	for i := range 50 {
-		fa.sendJSON(KindPythonOutput, f.ID, PythonOutput{Cell: i % 2, Output: kernel.Output{Type: kernel.OutStream, Name: "stdout", Text: strings.Repeat("x", i)}})
+		fa.sendJSON(protocol.KindPythonOutput, f.ID, protocol.PythonOutput{Cell: i % 2, Output: protocol.Output{Type: string(kernel.OutStream), Name: "stdout", Text: strings.Repeat("x", i)}})
 	}
-	fa.sendJSON(KindOK, f.ID, okResult(2))
+	fa.sendJSON(protocol.KindOK, f.ID, okResult(2))
 	o := pythonWait(t, done)
 	if o.err != nil || o.res.Status != "ok" || len(o.outs) != 50 {
 		t.Fatalf("%v %+v %d outputs", o.err, o.res, len(o.outs))
@@ -77,34 +79,34 @@ func TestPythonClientStreamsOutputsInOrder(t *testing.T) {
 func TestPythonClientMalformedFrames(t *testing.T) {
 	cases := []struct {
 		name    string
-		kind    Kind
+		kind    protocol.Kind
 		payload string
 	}{
-		{"not JSON", KindPythonOutput, `{"cell": 0, "output": {"type": "stream", "text": `},
-		{"wrong shape", KindPythonOutput, `{"cell": "zero", "output": []}`},
-		{"cell out of range", KindPythonOutput, `{"cell": 7, "output": {"type": "stream", "text": "x"}}`},
-		{"negative cell", KindPythonOutput, `{"cell": -1, "output": {"type": "stream", "text": "x"}}`},
-		{"huge number", KindPythonOutput, `{"cell": 1e400}`},
-		{"foreign frame kind", KindStdout, `hello`},
-		{"unknown frame kind", Kind(200), `{}`},
-		{"malformed result", KindOK, `{"cells": 5}`},
-		{"result with other cells", KindOK, `{"status": "ok", "cells": []}`},
-		{"malformed error", KindError, `nope`},
+		{"not JSON", protocol.KindPythonOutput, `{"cell": 0, "output": {"type": "stream", "text": `},
+		{"wrong shape", protocol.KindPythonOutput, `{"cell": "zero", "output": []}`},
+		{"cell out of range", protocol.KindPythonOutput, `{"cell": 7, "output": {"type": "stream", "text": "x"}}`},
+		{"negative cell", protocol.KindPythonOutput, `{"cell": -1, "output": {"type": "stream", "text": "x"}}`},
+		{"huge number", protocol.KindPythonOutput, `{"cell": 1e400}`},
+		{"foreign frame kind", protocol.KindStdout, `hello`},
+		{"unknown frame kind", protocol.Kind(200), `{}`},
+		{"malformed result", protocol.KindOK, `{"cells": 5}`},
+		{"result with other cells", protocol.KindOK, `{"status": "ok", "cells": []}`},
+		{"malformed error", protocol.KindError, `nope`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, fa := newFakeAgent(t)
-			done := pythonAsync(context.Background(), c, PythonRequest{Cells: []PythonCell{{Code: "1"}}})
-			f := fa.expect(KindPython)
+			done := pythonAsync(context.Background(), c, sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}}})
+			f := fa.expect(protocol.KindPython)
 			fa.send(tc.kind, f.ID, []byte(tc.payload))
 			o := pythonWait(t, done)
-			if o.err == nil || !errors.Is(o.err, ErrInternal) {
+			if o.err == nil || !errors.Is(o.err, protocol.ErrInternal) {
 				t.Fatalf("got %v, %+v; want an internal error", o.err, o.res)
 			}
 			t.Logf("%v", o.err)
-			if tc.kind != KindOK && tc.kind != KindError {
+			if tc.kind != protocol.KindOK && tc.kind != protocol.KindError {
 				// The agent is told to stop the call.
-				fa.expect(KindPythonCancel)
+				fa.expect(protocol.KindPythonCancel)
 			}
 			clientPingOK(t, c, fa)
 		})
@@ -114,20 +116,20 @@ func TestPythonClientMalformedFrames(t *testing.T) {
 func TestPythonClientCancelWaitsForTheAgent(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := pythonAsync(ctx, c, PythonRequest{Cells: []PythonCell{{Code: "import time; time.sleep(100)"}}})
-	f := fa.expect(KindPython)
-	fa.sendJSON(KindPythonOutput, f.ID, PythonOutput{Output: kernel.Output{Type: kernel.OutStream, Text: "before\n"}})
+	done := pythonAsync(ctx, c, sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: "import time; time.sleep(100)"}}})
+	f := fa.expect(protocol.KindPython)
+	fa.sendJSON(protocol.KindPythonOutput, f.ID, protocol.PythonOutput{Output: protocol.Output{Type: string(kernel.OutStream), Text: "before\n"}})
 	cancel()
-	fa.expect(KindPythonCancel)
+	fa.expect(protocol.KindPythonCancel)
 	select {
 	case o := <-done:
 		t.Fatalf("returned before the agent finished: %+v", o)
 	case <-time.After(100 * time.Millisecond):
 	}
 	// Outputs after the cancel are still delivered; the cancel is sent once.
-	fa.sendJSON(KindPythonOutput, f.ID, PythonOutput{Output: kernel.Output{Type: kernel.OutError, EName: "KeyboardInterrupt"}})
-	res := PythonResult{Status: "cancelled", Cancelled: true, FailedCell: -1, Cells: []CellResult{{Status: CellCancelled}}, Message: "The call was cancelled while cell 1 was running."}
-	fa.sendJSON(KindOK, f.ID, res)
+	fa.sendJSON(protocol.KindPythonOutput, f.ID, protocol.PythonOutput{Output: protocol.Output{Type: string(kernel.OutError), EName: "KeyboardInterrupt"}})
+	res := protocol.PythonResult{Status: "cancelled", Cancelled: true, FailedCell: -1, Cells: []protocol.CellResult{{Status: protocol.CellCancelled}}, Message: "The call was cancelled while cell 1 was running."}
+	fa.sendJSON(protocol.KindOK, f.ID, res)
 	o := pythonWait(t, done)
 	if o.err != nil || !o.res.Cancelled || len(o.outs) != 2 || o.outs[1].Output.EName != "KeyboardInterrupt" {
 		t.Fatalf("%v %+v %+v", o.err, o.res, o.outs)
@@ -141,21 +143,21 @@ func TestPythonClientCancelWaitsForTheAgent(t *testing.T) {
 
 func TestPythonClientAgentGone(t *testing.T) {
 	c, fa := newFakeAgent(t)
-	done := pythonAsync(context.Background(), c, PythonRequest{Cells: []PythonCell{{Code: "1"}}})
-	fa.expect(KindPython)
+	done := pythonAsync(context.Background(), c, sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}}})
+	fa.expect(protocol.KindPython)
 	fa.conn.Close()
-	if o := pythonWait(t, done); !errors.Is(o.err, ErrAgentGone) {
+	if o := pythonWait(t, done); !errors.Is(o.err, sandbox.ErrGone) {
 		t.Fatalf("got %v", o.err)
 	}
 }
 
 func TestPythonClientRefusesOversizedRequests(t *testing.T) {
 	c, _ := newFakeAgent(t)
-	_, err := c.Python(context.Background(), PythonRequest{Cells: []PythonCell{{Code: strings.Repeat("x", MaxPayload)}}}, nil)
-	if !errors.Is(err, ErrInvalid) {
+	_, err := c.Python(context.Background(), sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: strings.Repeat("x", protocol.MaxPayload)}}}, nil)
+	if !errors.Is(err, sandbox.ErrInvalid) {
 		t.Fatalf("got %v", err)
 	}
-	if err := c.PythonControl(context.Background(), "reboot"); !errors.Is(err, ErrInvalid) {
+	if err := c.PythonControl(context.Background(), "reboot"); !errors.Is(err, sandbox.ErrInvalid) {
 		t.Fatalf("PythonControl: %v", err)
 	}
 }
@@ -163,26 +165,26 @@ func TestPythonClientRefusesOversizedRequests(t *testing.T) {
 func TestPythonClientControl(t *testing.T) {
 	c, fa := newFakeAgent(t)
 	done := clientAsync(func() error { return c.PythonControl(context.Background(), "restart") })
-	f := fa.expect(KindPythonControl)
-	var pc PythonControl
+	f := fa.expect(protocol.KindPythonControl)
+	var pc protocol.PythonControl
 	if err := json.Unmarshal(f.Payload, &pc); err != nil || pc.Action != "restart" {
 		t.Fatalf("control on the wire: %s", f.Payload)
 	}
-	fa.sendJSON(KindError, f.ID, WireError{Code: "internal", Message: "kernel did not start"})
-	if err := clientWait(t, done, "PythonControl"); !errors.Is(err, ErrInternal) || !strings.Contains(err.Error(), "did not start") {
+	fa.sendJSON(protocol.KindError, f.ID, protocol.WireError{Code: "internal", Message: "kernel did not start"})
+	if err := clientWait(t, done, "PythonControl"); !errors.Is(err, protocol.ErrInternal) || !strings.Contains(err.Error(), "did not start") {
 		t.Fatalf("got %v", err)
 	}
 }
 
 // decodeAll checks that every payload fits in a frame and decodes.
-func decodeAll(t *testing.T, payloads [][]byte) []PythonOutput {
+func decodeAll(t *testing.T, payloads [][]byte) []protocol.PythonOutput {
 	t.Helper()
-	var outs []PythonOutput
+	var outs []protocol.PythonOutput
 	for _, p := range payloads {
-		if len(p) > MaxPayload {
+		if len(p) > protocol.MaxPayload {
 			t.Fatalf("payload of %d bytes", len(p))
 		}
-		var o PythonOutput
+		var o protocol.PythonOutput
 		if err := json.Unmarshal(p, &o); err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +199,7 @@ func TestPythonEncodeOutputFitsInFrames(t *testing.T) {
 	outs := decodeAll(t, encodeOutput(3, kernel.Output{Type: kernel.OutStream, Name: "stderr", Text: text}))
 	var b strings.Builder
 	for _, o := range outs {
-		if o.Cell != 3 || o.Output.Name != "stderr" || o.Output.Type != kernel.OutStream {
+		if o.Cell != 3 || o.Output.Name != "stderr" || o.Output.Type != string(kernel.OutStream) {
 			t.Fatalf("piece %+v", o)
 		}
 		b.WriteString(o.Output.Text)
@@ -322,16 +324,16 @@ func equalInts(a, b []int) bool {
 }
 
 func TestValidatePython(t *testing.T) {
-	req := PythonRequest{}
-	if err := validatePython(&req); err != nil || req.Mode != ModeSession || req.Timeout.D() != DefaultPythonTimeout || req.MaxOutput != defaultMaxOutput {
+	req := protocol.PythonRequest{}
+	if err := validatePython(&req); err != nil || req.Mode != protocol.ModeSession || req.Timeout.D() != sandbox.DefaultPythonTimeout || req.MaxOutput != defaultMaxOutput {
 		t.Fatalf("defaults: %v %+v", err, req)
 	}
-	req = PythonRequest{Mode: ModePerCall, Timeout: Millis(time.Hour), MaxOutput: 1 << 40}
-	if err := validatePython(&req); err != nil || req.Timeout.D() != MaxPythonTimeout || req.MaxOutput != maxOutputLimit {
+	req = protocol.PythonRequest{Mode: protocol.ModePerCall, Timeout: protocol.Millis(time.Hour), MaxOutput: 1 << 40}
+	if err := validatePython(&req); err != nil || req.Timeout.D() != sandbox.MaxPythonTimeout || req.MaxOutput != maxOutputLimit {
 		t.Fatalf("clamps: %v %+v", err, req)
 	}
-	for _, bad := range []PythonRequest{{Mode: "forever"}, {Cells: make([]PythonCell, maxCells+1)}} {
-		if err := validatePython(&bad); !errors.Is(err, ErrInvalid) {
+	for _, bad := range []protocol.PythonRequest{{Mode: "forever"}, {Cells: make([]protocol.PythonCell, maxCells+1)}} {
+		if err := validatePython(&bad); !errors.Is(err, protocol.ErrInvalid) {
 			t.Errorf("%+v accepted: %v", bad.Mode, err)
 		}
 	}
@@ -349,7 +351,7 @@ func TestPythonMessages(t *testing.T) {
 	if got := cellName(0, "multi\nline"); got != "Cell 1 (multi…)" {
 		t.Errorf("%q", got)
 	}
-	if got := msgTimedOut(timeoutSecs(PythonRequest{Timeout: Millis(2 * time.Second)})); got != "Command timed out after 2 seconds" {
+	if got := msgTimedOut(timeoutSecs(protocol.PythonRequest{Timeout: protocol.Millis(2 * time.Second)})); got != "Command timed out after 2 seconds" {
 		t.Errorf("%q", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
 	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
@@ -31,20 +32,7 @@ func realComputer(t *testing.T) (sandbox.Sandbox, string) {
 	if err != nil {
 		t.Fatalf("linux.New: %v", err)
 	}
-	spec := sandbox.DefaultSpec()
-	spec.DiskBytes = 64 << 20
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sb, err := d.Create(ctx, spec)
-	if err != nil {
-		t.Fatalf("create computer: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := sb.Destroy(context.Background()); err != nil {
-			t.Errorf("destroy: %v", err)
-		}
-	})
-	return sb, state
+	return sandboxtest.Start(t, d, nil), state
 }
 
 // agentPid is the host pid of sb's agent, from the driver's record.

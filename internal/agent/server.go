@@ -9,13 +9,15 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // Server is the agent's side of the control channel. It runs inside the
 // computer after the bootstrap has dropped privileges.
 type Server struct {
 	conn io.ReadWriter
-	init Init
+	init protocol.Init
 	log  *slog.Logger
 
 	writeMu sync.Mutex
@@ -37,7 +39,7 @@ type Server struct {
 // NewServer prepares a server. workspaceDir is an open directory descriptor
 // for /workspace (every file operation is confined beneath it); spawner is
 // the thread that starts user processes.
-func NewServer(conn io.ReadWriter, init Init, workspaceDir *os.File, spawner *Spawner, log *slog.Logger) *Server {
+func NewServer(conn io.ReadWriter, init protocol.Init, workspaceDir *os.File, spawner *Spawner, log *slog.Logger) *Server {
 	s := &Server{
 		conn:    conn,
 		init:    init,
@@ -59,11 +61,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer cancel()
 	go s.reg.reap(ctx)
 	go s.sweepLeaves(ctx)
-	if err := s.sendJSON(KindReady, 0, Ready{Pid: os.Getpid()}); err != nil {
+	if err := s.sendJSON(protocol.KindReady, 0, protocol.Ready{Pid: os.Getpid()}); err != nil {
 		return err
 	}
 	for {
-		f, err := ReadFrame(s.conn)
+		f, err := protocol.ReadFrame(s.conn)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -74,10 +76,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 }
 
-func (s *Server) dispatch(ctx context.Context, f Frame) {
+func (s *Server) dispatch(ctx context.Context, f protocol.Frame) {
 	switch f.Kind {
-	case KindExec:
-		var req ExecStart
+	case protocol.KindExec:
+		var req protocol.ExecStart
 		if s.decode(f, &req) {
 			if p, err := s.register(f.ID, req.Stdin); err != nil {
 				s.sendError(f.ID, err)
@@ -85,76 +87,76 @@ func (s *Server) dispatch(ctx context.Context, f Frame) {
 				go s.runProcess(ctx, p, req)
 			}
 		}
-	case KindStdin, KindStdinClose, KindSignal:
+	case protocol.KindStdin, protocol.KindStdinClose, protocol.KindSignal:
 		s.processInput(f)
-	case KindFileWrite:
-		var req FileWrite
+	case protocol.KindFileWrite:
+		var req protocol.FileWrite
 		if s.decode(f, &req) {
 			s.startUpload(f.ID, req)
 		}
-	case KindData, KindDataEnd:
+	case protocol.KindData, protocol.KindDataEnd:
 		s.uploadInput(f)
-	case KindFileRead:
-		var req FileRead
+	case protocol.KindFileRead:
+		var req protocol.FileRead
 		if s.decode(f, &req) {
 			go s.readFile(f.ID, req)
 		}
-	case KindStat, KindList, KindMkdir, KindRemove:
-		var req PathRequest
+	case protocol.KindStat, protocol.KindList, protocol.KindMkdir, protocol.KindRemove:
+		var req protocol.PathRequest
 		if s.decode(f, &req) {
 			go s.pathOp(f.ID, f.Kind, req)
 		}
-	case KindPython:
-		var req PythonRequest
+	case protocol.KindPython:
+		var req protocol.PythonRequest
 		if s.decode(f, &req) {
 			s.py.start(ctx, f.ID, req)
 		}
-	case KindPythonCancel:
+	case protocol.KindPythonCancel:
 		s.py.cancel(f.ID)
-	case KindPythonControl:
-		var req PythonControl
+	case protocol.KindPythonControl:
+		var req protocol.PythonControl
 		if s.decode(f, &req) {
 			go s.py.control(ctx, f.ID, req)
 		}
-	case KindKernelOpen:
-		var req KernelStart
+	case protocol.KindKernelOpen:
+		var req protocol.KernelStart
 		if s.decode(f, &req) {
 			s.openRelay(ctx, f.ID, req)
 		}
-	case KindKernelMessage, KindKernelControl, KindKernelClose:
+	case protocol.KindKernelMessage, protocol.KindKernelControl, protocol.KindKernelClose:
 		s.relayInput(f)
-	case KindPing:
-		s.sendJSON(KindOK, f.ID, struct{}{})
+	case protocol.KindPing:
+		s.sendJSON(protocol.KindOK, f.ID, struct{}{})
 	default:
-		s.sendError(f.ID, fmt.Errorf("%w: unknown frame kind %d", ErrInvalid, f.Kind))
+		s.sendError(f.ID, fmt.Errorf("%w: unknown frame kind %d", protocol.ErrInvalid, f.Kind))
 	}
 }
 
-func (s *Server) decode(f Frame, v any) bool {
+func (s *Server) decode(f protocol.Frame, v any) bool {
 	if err := json.Unmarshal(f.Payload, v); err != nil {
-		s.sendError(f.ID, fmt.Errorf("%w: %v", ErrInvalid, err))
+		s.sendError(f.ID, fmt.Errorf("%w: %v", protocol.ErrInvalid, err))
 		return false
 	}
 	return true
 }
 
 // send writes one frame atomically with respect to other senders.
-func (s *Server) send(kind Kind, id uint32, payload []byte) error {
+func (s *Server) send(kind protocol.Kind, id uint32, payload []byte) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	buf, err := AppendFrame(s.wbuf[:0], Frame{Kind: kind, ID: id, Payload: payload})
+	buf, err := protocol.AppendFrame(s.wbuf[:0], protocol.Frame{Kind: kind, ID: id, Payload: payload})
 	if err != nil {
 		return err
 	}
 	s.wbuf = buf
 	_, err = s.conn.Write(buf)
-	if cap(s.wbuf) > 4*ChunkSize {
+	if cap(s.wbuf) > 4*protocol.ChunkSize {
 		s.wbuf = nil // do not pin a large buffer after a big reply
 	}
 	return err
 }
 
-func (s *Server) sendJSON(kind Kind, id uint32, v any) error {
+func (s *Server) sendJSON(kind protocol.Kind, id uint32, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -163,5 +165,5 @@ func (s *Server) sendJSON(kind Kind, id uint32, v any) error {
 }
 
 func (s *Server) sendError(id uint32, err error) {
-	s.sendJSON(KindError, id, toWire(err))
+	s.sendJSON(protocol.KindError, id, protocol.ToWire(err))
 }

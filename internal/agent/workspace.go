@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // WorkspacePath is where the user's files live inside a computer; the file
@@ -67,15 +69,15 @@ func (ws *workspace) as(fn func() error) error {
 // rel turns a user path into a clean path relative to /workspace.
 func rel(p string) (string, error) {
 	if p == "" {
-		return "", fmt.Errorf("%w: empty path", ErrInvalid)
+		return "", fmt.Errorf("%w: empty path", protocol.ErrInvalid)
 	}
 	if len(p) > maxPathLen || strings.IndexByte(p, 0) >= 0 {
-		return "", fmt.Errorf("%w: path too long or contains a NUL byte", ErrInvalid)
+		return "", fmt.Errorf("%w: path too long or contains a NUL byte", protocol.ErrInvalid)
 	}
 	if path.IsAbs(p) {
 		r, ok := strings.CutPrefix(path.Clean(p), WorkspacePath)
 		if !ok || (r != "" && r[0] != '/') {
-			return "", pathError(ErrPathEscape, p)
+			return "", pathError(protocol.ErrPathEscape, p)
 		}
 		p = strings.TrimPrefix(r, "/")
 		if p == "" {
@@ -84,7 +86,7 @@ func rel(p string) (string, error) {
 	}
 	r := path.Clean(p)
 	if r == ".." || strings.HasPrefix(r, "../") {
-		return "", pathError(ErrPathEscape, p)
+		return "", pathError(protocol.ErrPathEscape, p)
 	}
 	return r, nil
 }
@@ -129,29 +131,29 @@ func errnoError(err error, p string) error {
 	var sentinel error
 	switch {
 	case errors.Is(err, unix.EXDEV), errors.Is(err, unix.ELOOP):
-		sentinel = ErrPathEscape
+		sentinel = protocol.ErrPathEscape
 	case errors.Is(err, unix.ENOENT):
-		sentinel = ErrNotFound
+		sentinel = protocol.ErrNotFound
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS):
-		sentinel = ErrPermission
+		sentinel = protocol.ErrPermission
 	case errors.Is(err, unix.ENOTDIR):
-		sentinel = ErrNotDir
+		sentinel = protocol.ErrNotDir
 	case errors.Is(err, unix.EISDIR):
-		sentinel = ErrIsDir
+		sentinel = protocol.ErrIsDir
 	case errors.Is(err, unix.EEXIST):
-		sentinel = ErrExists
+		sentinel = protocol.ErrExists
 	case errors.Is(err, unix.ENOTEMPTY):
-		sentinel = ErrNotEmpty
+		sentinel = protocol.ErrNotEmpty
 	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
-		sentinel = ErrNoSpace
+		sentinel = protocol.ErrNoSpace
 	case errors.Is(err, unix.EFBIG):
-		sentinel = ErrTooLarge
+		sentinel = protocol.ErrTooLarge
 	case errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENODEV):
-		sentinel = ErrNotRegular
+		sentinel = protocol.ErrNotRegular
 	case errors.Is(err, unix.ENAMETOOLONG), errors.Is(err, unix.EINVAL):
-		sentinel = ErrInvalid
+		sentinel = protocol.ErrInvalid
 	default:
-		return fmt.Errorf("%w: %s: %v", ErrInternal, p, err)
+		return fmt.Errorf("%w: %s: %v", protocol.ErrInternal, p, err)
 	}
 	return pathError(sentinel, p)
 }
@@ -165,7 +167,7 @@ func (ws *workspace) cwd(dir string) (string, error) {
 		dir = path.Join(WorkspacePath, dir)
 	}
 	if len(dir) > maxPathLen || strings.IndexByte(dir, 0) >= 0 {
-		return "", fmt.Errorf("%w: working directory too long or contains a NUL byte", ErrInvalid)
+		return "", fmt.Errorf("%w: working directory too long or contains a NUL byte", protocol.ErrInvalid)
 	}
 	return path.Clean(dir), nil
 }
@@ -188,9 +190,9 @@ func typeName(mode uint32) string {
 
 func notRegular(p string, mode uint32) error {
 	if mode&unix.S_IFMT == unix.S_IFDIR {
-		return pathError(ErrIsDir, p)
+		return pathError(protocol.ErrIsDir, p)
 	}
-	return fmt.Errorf("%s: %w (it is a %s)", p, ErrNotRegular, typeName(mode))
+	return fmt.Errorf("%s: %w (it is a %s)", p, protocol.ErrNotRegular, typeName(mode))
 }
 
 // resolveCwd checks a requested working directory as the sandbox user.
@@ -209,10 +211,10 @@ func (s *Server) resolveCwd(cwd string) (string, error) {
 		return err
 	})
 	if err != nil || !st.IsDir() {
-		return "", fmt.Errorf("%w: working directory %s does not exist or is not a directory", ErrNotFound, dir)
+		return "", fmt.Errorf("%w: working directory %s does not exist or is not a directory", protocol.ErrNotFound, dir)
 	}
 	if agentProc(real) {
-		return "", fmt.Errorf("%w: working directory %s cannot be used: it is in /proc of the computer's agent, which commands cannot see; use a directory such as /workspace", ErrNotFound, dir)
+		return "", fmt.Errorf("%w: working directory %s cannot be used: it is in /proc of the computer's agent, which commands cannot see; use a directory such as /workspace", protocol.ErrNotFound, dir)
 	}
 	return dir, nil
 }
@@ -239,4 +241,9 @@ func agentProc(dir string) bool {
 		}
 	}
 	return false
+}
+
+// pathError wraps a sentinel with the path it concerns.
+func pathError(sentinel error, path string) error {
+	return fmt.Errorf("%s: %w", path, sentinel)
 }

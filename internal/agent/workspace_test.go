@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 func TestRel(t *testing.T) {
@@ -17,18 +19,18 @@ func TestRel(t *testing.T) {
 		want string // "" when an error is expected
 		err  error
 	}{
-		{"", "", ErrInvalid},
+		{"", "", protocol.ErrInvalid},
 		{".", ".", nil},
 		{"./", ".", nil},
 		{"a", "a", nil},
 		{"a/", "a", nil},
 		{"a/..", ".", nil},
 		{"a/../b", "b", nil},
-		{"a/../..", "", ErrPathEscape},
-		{"..", "", ErrPathEscape},
-		{"../", "", ErrPathEscape},
-		{"../etc/passwd", "", ErrPathEscape},
-		{"a/b/../../../x", "", ErrPathEscape},
+		{"a/../..", "", protocol.ErrPathEscape},
+		{"..", "", protocol.ErrPathEscape},
+		{"../", "", protocol.ErrPathEscape},
+		{"../etc/passwd", "", protocol.ErrPathEscape},
+		{"a/b/../../../x", "", protocol.ErrPathEscape},
 		{"..foo", "..foo", nil},
 		{"...", "...", nil},
 		{"a/..b", "a/..b", nil},
@@ -39,23 +41,23 @@ func TestRel(t *testing.T) {
 		{"/workspace//a/", "a", nil},
 		{"//workspace/a", "a", nil},
 		{"/workspace/a/../b", "b", nil},
-		{"/workspace/..", "", ErrPathEscape},
-		{"/workspace/../etc/passwd", "", ErrPathEscape},
-		{"/workspace/a/../../etc", "", ErrPathEscape},
-		{"/workspacex/a", "", ErrPathEscape},
-		{"/workspacex", "", ErrPathEscape},
-		{"/work", "", ErrPathEscape},
-		{"/etc", "", ErrPathEscape},
-		{"/etc/passwd", "", ErrPathEscape},
-		{"/", "", ErrPathEscape},
-		{"/proc/1/environ", "", ErrPathEscape},
-		{"a\x00b", "", ErrInvalid},
-		{"/workspace/a\x00", "", ErrInvalid},
-		{"\x00", "", ErrInvalid},
-		{long, "", ErrInvalid},
-		{"/workspace/" + long, "", ErrInvalid},
+		{"/workspace/..", "", protocol.ErrPathEscape},
+		{"/workspace/../etc/passwd", "", protocol.ErrPathEscape},
+		{"/workspace/a/../../etc", "", protocol.ErrPathEscape},
+		{"/workspacex/a", "", protocol.ErrPathEscape},
+		{"/workspacex", "", protocol.ErrPathEscape},
+		{"/work", "", protocol.ErrPathEscape},
+		{"/etc", "", protocol.ErrPathEscape},
+		{"/etc/passwd", "", protocol.ErrPathEscape},
+		{"/", "", protocol.ErrPathEscape},
+		{"/proc/1/environ", "", protocol.ErrPathEscape},
+		{"a\x00b", "", protocol.ErrInvalid},
+		{"/workspace/a\x00", "", protocol.ErrInvalid},
+		{"\x00", "", protocol.ErrInvalid},
+		{long, "", protocol.ErrInvalid},
+		{"/workspace/" + long, "", protocol.ErrInvalid},
 		{maxOK, maxOK, nil},
-		{maxOK + "c", "", ErrInvalid},
+		{maxOK + "c", "", protocol.ErrInvalid},
 		{"a//b/./c", "a/b/c", nil},
 		{"a/./b/.//c/", "a/b/c", nil},
 	}
@@ -81,7 +83,7 @@ func TestRel(t *testing.T) {
 			if got != "" {
 				t.Fatalf("rel(%q) returned a path %q along with its error", name, got)
 			}
-			if c.err == ErrPathEscape && !strings.Contains(err.Error(), c.in) {
+			if c.err == protocol.ErrPathEscape && !strings.Contains(err.Error(), c.in) {
 				t.Errorf("error %q does not name the path %q", err, c.in)
 			}
 			if len(err.Error()) > 2*maxPathLen {
@@ -121,8 +123,8 @@ func TestCwd(t *testing.T) {
 		{"sub/../x/", "/workspace/x", nil},
 		{"/workspace/sub", "/workspace/sub", nil},
 		{"/tmp", "/tmp", nil},
-		{"a\x00b", "", ErrInvalid},
-		{strings.Repeat("d/", 3000), "", ErrInvalid},
+		{"a\x00b", "", protocol.ErrInvalid},
+		{strings.Repeat("d/", 3000), "", protocol.ErrInvalid},
 	}
 	for _, c := range cases {
 		got, err := ws.cwd(c.in)
@@ -143,24 +145,24 @@ func TestErrnoError(t *testing.T) {
 		errno unix.Errno
 		want  error
 	}{
-		{unix.EXDEV, ErrPathEscape},
-		{unix.ELOOP, ErrPathEscape},
-		{unix.ENOENT, ErrNotFound},
-		{unix.EACCES, ErrPermission},
-		{unix.EPERM, ErrPermission},
-		{unix.EROFS, ErrPermission},
-		{unix.ENOTDIR, ErrNotDir},
-		{unix.EISDIR, ErrIsDir},
-		{unix.EEXIST, ErrExists},
-		{unix.ENOTEMPTY, ErrNotEmpty},
-		{unix.ENOSPC, ErrNoSpace},
-		{unix.EDQUOT, ErrNoSpace},
-		{unix.EFBIG, ErrTooLarge},
-		{unix.ENXIO, ErrNotRegular},
-		{unix.ENODEV, ErrNotRegular},
-		{unix.ENAMETOOLONG, ErrInvalid},
-		{unix.EINVAL, ErrInvalid},
-		{unix.EIO, ErrInternal},
+		{unix.EXDEV, protocol.ErrPathEscape},
+		{unix.ELOOP, protocol.ErrPathEscape},
+		{unix.ENOENT, protocol.ErrNotFound},
+		{unix.EACCES, protocol.ErrPermission},
+		{unix.EPERM, protocol.ErrPermission},
+		{unix.EROFS, protocol.ErrPermission},
+		{unix.ENOTDIR, protocol.ErrNotDir},
+		{unix.EISDIR, protocol.ErrIsDir},
+		{unix.EEXIST, protocol.ErrExists},
+		{unix.ENOTEMPTY, protocol.ErrNotEmpty},
+		{unix.ENOSPC, protocol.ErrNoSpace},
+		{unix.EDQUOT, protocol.ErrNoSpace},
+		{unix.EFBIG, protocol.ErrTooLarge},
+		{unix.ENXIO, protocol.ErrNotRegular},
+		{unix.ENODEV, protocol.ErrNotRegular},
+		{unix.ENAMETOOLONG, protocol.ErrInvalid},
+		{unix.EINVAL, protocol.ErrInvalid},
+		{unix.EIO, protocol.ErrInternal},
 	}
 	for _, c := range cases {
 		err := errnoError(fmt.Errorf("op: %w", c.errno), "/workspace/some/file")
@@ -171,7 +173,7 @@ func TestErrnoError(t *testing.T) {
 			t.Errorf("%v: %q does not name the path", c.errno, err)
 		}
 		// The code survives the control channel.
-		back := fromWire(toWire(err))
+		back := protocol.FromWire(protocol.ToWire(err))
 		if !errors.Is(back, c.want) || back.Error() != err.Error() {
 			t.Errorf("%v: over the wire %q became %q (%v)", c.errno, err, back, back)
 		}
@@ -184,12 +186,12 @@ func TestNotRegularNamesTheType(t *testing.T) {
 		want error
 		typ  string
 	}{
-		{unix.S_IFDIR | 0o755, ErrIsDir, "dir"},
-		{unix.S_IFIFO | 0o644, ErrNotRegular, "fifo"},
-		{unix.S_IFSOCK | 0o644, ErrNotRegular, "socket"},
-		{unix.S_IFCHR | 0o644, ErrNotRegular, "device"},
-		{unix.S_IFBLK | 0o644, ErrNotRegular, "device"},
-		{unix.S_IFLNK | 0o777, ErrNotRegular, "symlink"},
+		{unix.S_IFDIR | 0o755, protocol.ErrIsDir, "dir"},
+		{unix.S_IFIFO | 0o644, protocol.ErrNotRegular, "fifo"},
+		{unix.S_IFSOCK | 0o644, protocol.ErrNotRegular, "socket"},
+		{unix.S_IFCHR | 0o644, protocol.ErrNotRegular, "device"},
+		{unix.S_IFBLK | 0o644, protocol.ErrNotRegular, "device"},
+		{unix.S_IFLNK | 0o777, protocol.ErrNotRegular, "symlink"},
 	}
 	for _, c := range cases {
 		err := notRegular("/workspace/p", c.mode)

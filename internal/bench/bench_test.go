@@ -11,73 +11,37 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
 )
 
-// fakeDriver makes computers that answer Exec at once and remembers
-// which were never destroyed.
-type fakeDriver struct {
-	mu      sync.Mutex
-	live    map[*fakeSandbox]bool
-	created int
-	onExec  func(n int) error // called with the number of execs so far
-	execs   int
-}
-
-func (d *fakeDriver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.live == nil {
-		d.live = make(map[*fakeSandbox]bool)
-	}
-	sb := &fakeSandbox{d: d}
-	d.live[sb] = true
-	d.created++
-	return sb, nil
-}
-
-func (d *fakeDriver) GC(context.Context) (sandbox.GCReport, error) { return sandbox.GCReport{}, nil }
-
-func (d *fakeDriver) leaked() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.live)
-}
-
-type fakeSandbox struct {
-	sandbox.Sandbox // methods the bench does not use panic
-	d               *fakeDriver
-}
-
-func (s *fakeSandbox) Exec(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
-	s.d.mu.Lock()
-	s.d.execs++
-	n, hook := s.d.execs, s.d.onExec
-	s.d.mu.Unlock()
-	if hook != nil {
-		if err := hook(n); err != nil {
-			return sandbox.ExitStatus{}, err
+// fakeDriver makes computers that answer Exec at once (echoArgv prints
+// echoOutput); onExec, when set, is called first with the number of execs
+// so far, and its error is the exec's.
+func fakeDriver(onExec func(n int) error) *sandboxtest.Driver {
+	var mu sync.Mutex
+	execs := 0
+	exec := func(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
+		mu.Lock()
+		execs++
+		n := execs
+		mu.Unlock()
+		if onExec != nil {
+			if err := onExec(n); err != nil {
+				return sandbox.ExitStatus{}, err
+			}
 		}
+		if slices.Equal(req.Argv, echoArgv) && sio.Stdout != nil {
+			sio.Stdout.Write([]byte(echoOutput))
+		}
+		return sandbox.ExitStatus{}, nil
 	}
-	if slices.Equal(req.Argv, echoArgv) && sio.Stdout != nil {
-		sio.Stdout.Write([]byte(echoOutput))
-	}
-	return sandbox.ExitStatus{}, nil
-}
-
-func (s *fakeSandbox) Kill(context.Context) error { return nil }
-
-func (s *fakeSandbox) Destroy(context.Context) error {
-	s.d.mu.Lock()
-	defer s.d.mu.Unlock()
-	delete(s.d.live, s)
-	return nil
+	return &sandboxtest.Driver{New: func(context.Context, sandbox.Spec) (*sandboxtest.Sandbox, error) {
+		return &sandboxtest.Sandbox{ExecFunc: exec}, nil
+	}}
 }
 
 func TestRunReportsEveryRowAndCleansUp(t *testing.T) {
-	d := &fakeDriver{}
+	d := fakeDriver(nil)
 	rep, err := Run(context.Background(), Config{Driver: d, Spec: sandbox.DefaultSpec(), N: 3, Warmup: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -96,12 +60,12 @@ func TestRunReportsEveryRowAndCleansUp(t *testing.T) {
 	if len(rep.Targets) != 2 || rep.Failed {
 		t.Errorf("targets %+v, failed %v", rep.Targets, rep.Failed)
 	}
-	if n := d.leaked(); n != 0 {
+	if n := d.Live(); n != 0 {
 		t.Errorf("%d computers were not destroyed", n)
 	}
 	// 4 cold starts (1 warm-up + 3) and 2 long-lived computers.
-	if d.created != 6 {
-		t.Errorf("created %d computers, want 6", d.created)
+	if n := len(d.Sandboxes()); n != 6 {
+		t.Errorf("created %d computers, want 6", n)
 	}
 	var b strings.Builder
 	if err := WriteTable(&b, rep); err != nil || !strings.Contains(b.String(), "cubicle  cold start → first byte") {
@@ -114,14 +78,13 @@ func TestRunReportsEveryRowAndCleansUp(t *testing.T) {
 
 func TestRunCancelledCleansUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &fakeDriver{}
-	d.onExec = func(n int) error {
+	d := fakeDriver(func(n int) error {
 		if n == 10 {
 			cancel()
 			return context.Canceled
 		}
 		return nil
-	}
+	})
 	rep, err := Run(ctx, Config{Driver: d, Spec: sandbox.DefaultSpec(), N: 1000})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
@@ -129,14 +92,13 @@ func TestRunCancelledCleansUp(t *testing.T) {
 	if rep == nil || rep.CleanupFailed {
 		t.Errorf("report %+v", rep)
 	}
-	if n := d.leaked(); n != 0 {
+	if n := d.Live(); n != 0 {
 		t.Errorf("%d computers were not destroyed after cancel", n)
 	}
 }
 
 func TestRunFailingExecIsCountedAndDisables(t *testing.T) {
-	d := &fakeDriver{}
-	d.onExec = func(int) error { return errors.New("agent gone") }
+	d := fakeDriver(func(int) error { return errors.New("agent gone") })
 	start := time.Now()
 	rep, err := Run(context.Background(), Config{Driver: d, Spec: sandbox.DefaultSpec(), N: 50})
 	if err != nil {
@@ -153,7 +115,7 @@ func TestRunFailingExecIsCountedAndDisables(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Error("disabled paths kept running")
 	}
-	if n := d.leaked(); n != 0 {
+	if n := d.Live(); n != 0 {
 		t.Errorf("%d computers were not destroyed", n)
 	}
 }

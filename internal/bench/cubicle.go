@@ -172,7 +172,10 @@ func cubicleExecIdle(cfg Config) *path {
 // execBounded runs argv in sb with stdout to out. Exec returns only after
 // the agent reaped the process; should the agent not honour the cancel,
 // the computer is destroyed, which ends Exec with ErrGone.
-func execBounded(ctx context.Context, sb sandbox.Sandbox, timeout time.Duration, argv []string, out *FirstByte) (sandbox.ExitStatus, error) {
+func execBounded(ctx context.Context, sb interface {
+	sandbox.Processes
+	sandbox.Lifecycle
+}, timeout time.Duration, argv []string, out *FirstByte) (sandbox.ExitStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	sio := sandbox.ExecIO{}
@@ -203,7 +206,7 @@ func execBounded(ctx context.Context, sb sandbox.Sandbox, timeout time.Duration,
 
 // destroy removes a computer within a bounded time, also when the run was
 // cancelled.
-func kill(sb sandbox.Sandbox, timeout time.Duration) error {
+func kill(sb sandbox.Lifecycle, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+cleanupTimeout)
 	defer cancel()
 	if err := sb.Kill(ctx); err != nil {
@@ -212,7 +215,7 @@ func kill(sb sandbox.Sandbox, timeout time.Duration) error {
 	return nil
 }
 
-func destroy(sb sandbox.Sandbox, timeout time.Duration) error {
+func destroy(sb sandbox.Lifecycle, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+cleanupTimeout)
 	defer cancel()
 	if err := sb.Destroy(ctx); err != nil {

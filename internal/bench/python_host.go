@@ -184,7 +184,7 @@ func hostRoundTrip(cfg PythonConfig) *path {
 // Its kernel ran the prelude at set-up, as a pool computer's did.
 func driverRoundTrip(cfg PythonConfig) *path {
 	var sb sandbox.Sandbox
-	req := sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: onePlusOne}}, Timeout: sandbox.Millis(cfg.Timeout)}
+	req := sandbox.PythonRequest{Cells: []sandbox.PythonCell{{Code: onePlusOne}}, Timeout: cfg.Timeout}
 	return &path{
 		name: "cubicle driver 1+1", required: true,
 		rows: []rowDef{{RowDriverOnePlusOne, "driver   1+1  Sandbox.Python (in process)"}},
@@ -195,7 +195,7 @@ func driverRoundTrip(cfg PythonConfig) *path {
 			if sb, err = cfg.Driver.Create(ctx, cfg.Spec); err != nil {
 				return err
 			}
-			res, err := sb.Python(ctx, sandbox.PythonRequest{Prelude: cfg.Prelude, Mode: "session", Timeout: sandbox.Millis(cfg.FirstTimeout)}, nil)
+			res, err := sb.Python(ctx, sandbox.PythonRequest{Prelude: cfg.Prelude, Mode: "session", Timeout: cfg.FirstTimeout}, nil)
 			if err == nil && res.Status != "ok" {
 				err = fmt.Errorf("prelude: %s", res.Message)
 			}

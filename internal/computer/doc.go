@@ -9,5 +9,7 @@
 // tool) and tool calls by tool and outcome, for /metrics. Transports
 // (internal/httpapi, the
 // CLI) call it; it calls internal/sandbox, internal/store and
-// internal/governance.
+// internal/governance. Its error kinds (errors.go) are errdefs-classified
+// sentinels, and sandbox errors are mapped to them (files.go, exec.go); it
+// logs with the caller's logger (internal/log).
 package computer

@@ -1,14 +1,18 @@
 package computer
 
-import "errors"
+import "github.com/cubicle-sandbox/cubicle/internal/errdefs"
 
-// Error kinds, translated to HTTP once at the edge.
+// Error kinds of the service, classified by errdefs (the edge's statuses)
+// and compared with errors.Is.
 var (
-	ErrNotFound    = errors.New("no such computer")
-	ErrGone        = errors.New("the computer is already gone")
-	ErrUnavailable = errors.New("the computer cannot be reached")
-	ErrCapacity    = errors.New("no capacity for another computer right now")
-	ErrForbidden   = errors.New("computers are not enabled for this key or organisation")
-	ErrInvalid     = errors.New("invalid request")
-	ErrTooLarge    = errors.New("too large")
+	ErrNotFound    = errdefs.New(errdefs.NotFound, "", "no such computer")
+	ErrGone        = errdefs.New(errdefs.Conflict, "computer_gone", "the computer is already gone")
+	ErrUnavailable = errdefs.New(errdefs.Unavailable, "computer_unavailable", "the computer cannot be reached")
+	ErrCapacity    = errdefs.New(errdefs.ResourceExhausted, "", "no capacity for another computer right now")
+	ErrForbidden   = errdefs.New(errdefs.PermissionDenied, "", "computers are not enabled for this key or organisation")
+	ErrInvalid     = errdefs.New(errdefs.InvalidArgument, "", "invalid request")
+	ErrTooLarge    = errdefs.New(errdefs.TooLarge, "", "too large")
 )
+
+// ErrorParam names the request field at fault, for the edge.
+func (e *FieldError) ErrorParam() string { return e.Field }

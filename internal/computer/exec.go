@@ -100,7 +100,7 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 	}
 	timeout := governance.Clamp(l.execLimit, req.TimeoutSeconds)
 	wire := sandbox.ExecRequest{Argv: req.Argv, Command: req.Command, Cwd: req.Cwd,
-		Timeout: sandbox.Millis(time.Duration(timeout) * time.Second)}
+		Timeout: time.Duration(timeout) * time.Second}
 	for k, v := range req.Env {
 		wire.Env = append(wire.Env, k+"="+v)
 	}

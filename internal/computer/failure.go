@@ -3,8 +3,9 @@ package computer
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 )
 
 // deathWait bounds how long a call whose control channel broke waits for
@@ -42,7 +43,7 @@ func (m *Manager) fail(ctx context.Context, l *live) {
 	exit := l.sb.ExitReason()
 	l.failure = fmt.Sprintf("its agent (PID 1) ended unexpectedly (%s); its processes and workspace are gone; create a new computer", exit)
 	m.mu.Unlock()
-	slog.WarnContext(ctx, "computer failed: its agent died", "computer", l.rec.ID, "exit", exit)
+	log.From(ctx).WarnContext(ctx, "computer failed: its agent died", "computer", l.rec.ID, "exit", exit)
 	m.destroy(ctx, l, "failed")
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
@@ -32,6 +33,8 @@ func fileError(err error) error {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	case isAny(err, sandbox.ErrGone):
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case isAny(err, sandbox.ErrLocked):
+		return errdefs.Wrap(errdefs.Conflict, "file_locked", err)
 	}
 	return err
 }

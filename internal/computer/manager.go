@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -53,7 +53,7 @@ type Config struct {
 type Artifacts interface {
 	// Export keeps a computer's file (path resolved inside it) as an
 	// artifact of p.
-	Export(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, computerID, path string) (tools.Artifact, error)
+	Export(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, path string) (tools.Artifact, error)
 	// SaveImage keeps an image a kernel produced as an artifact of p.
 	SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error)
 }
@@ -143,10 +143,10 @@ func (m *Manager) Start(ctx context.Context) error {
 func (m *Manager) Close(ctx context.Context) {
 	m.closeOnce.Do(func() { m.shutdown(ctx) })
 	if n, err := m.cleaner.wait(ctx); err != nil {
-		slog.WarnContext(ctx, "shutting down: computer cleanups unfinished; the next start removes what is left", "pending", n, "err", err)
+		log.From(ctx).WarnContext(ctx, "shutting down: computer cleanups unfinished; the next start removes what is left", "pending", n, "err", err)
 	}
 	if n := m.retryStops(ctx); n > 0 {
-		slog.ErrorContext(ctx, "shutting down: computer stops not recorded (the disk is full); the next start charges them up to the last heartbeat", "stops", n)
+		log.From(ctx).ErrorContext(ctx, "shutting down: computer stops not recorded (the disk is full); the next start charges them up to the last heartbeat", "stops", n)
 	}
 	m.gov.CloseAudit(ctx)
 }
@@ -280,7 +280,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	m.mu.Unlock()
 	go m.watch(context.WithoutCancel(ctx), l)
 	m.gov.Record(ctx, p, "computer.created", rec.ID, map[string]any{"memory_mb": memory >> 20, "lifetime_seconds": lifetime})
-	slog.InfoContext(ctx, "computer created", "computer", rec.ID, "key", p.Key.ID, "ms", ready.Sub(created).Milliseconds())
+	log.From(ctx).InfoContext(ctx, "computer created", "computer", rec.ID, "ms", ready.Sub(created).Milliseconds())
 	return viewOf(rec), nil
 }
 
@@ -418,7 +418,7 @@ func (m *Manager) destroy(ctx context.Context, l *live, reason string) error {
 	m.mu.Unlock()
 	if !killed {
 		if err := l.sb.Kill(ctx); err != nil {
-			slog.ErrorContext(ctx, "kill computer", "computer", l.rec.ID, "err", err)
+			log.From(ctx).ErrorContext(ctx, "kill computer", "computer", l.rec.ID, "err", err)
 			m.retryLater(l, reason)
 			return err
 		}
@@ -437,7 +437,7 @@ func (m *Manager) destroy(ctx context.Context, l *live, reason string) error {
 // cleanup frees a killed computer's resources, then its capacity.
 func (m *Manager) cleanup(ctx context.Context, l *live, reason string) {
 	if err := l.sb.Destroy(ctx); err != nil {
-		slog.ErrorContext(ctx, "destroy computer", "computer", l.rec.ID, "err", err)
+		log.From(ctx).ErrorContext(ctx, "destroy computer", "computer", l.rec.ID, "err", err)
 		m.retryLater(l, reason)
 		return
 	}
@@ -492,7 +492,7 @@ func (m *Manager) reap(ctx context.Context) {
 		now := m.now()
 		if now.Sub(lastBeat) >= beatInterval {
 			if err := m.st.Instances().Beat(ctx, m.instance, now); err != nil {
-				slog.WarnContext(ctx, "heartbeat", "err", err)
+				log.From(ctx).WarnContext(ctx, "heartbeat", "err", err)
 			}
 			lastBeat = now
 		}
@@ -535,7 +535,7 @@ func (m *Manager) goneAt(ctx context.Context, instance string) time.Time {
 // exactly once.
 func (m *Manager) recover(ctx context.Context) error {
 	if _, err := m.driver.GC(ctx); err != nil {
-		slog.WarnContext(ctx, "recovery: cleanup incomplete", "err", err)
+		log.From(ctx).WarnContext(ctx, "recovery: cleanup incomplete", "err", err)
 	}
 	orphans, err := m.st.Computers().Alive(ctx)
 	if err != nil {
@@ -545,7 +545,7 @@ func (m *Manager) recover(ctx context.Context) error {
 		m.recordStop(ctx, rec, store.Stop{At: m.goneAt(ctx, rec.Instance), Reason: "server_restarted"})
 	}
 	if len(orphans) > 0 {
-		slog.InfoContext(ctx, "recovery: stopped computers of a previous server", "count", len(orphans))
+		log.From(ctx).InfoContext(ctx, "recovery: stopped computers of a previous server", "count", len(orphans))
 	}
 	return nil
 }

@@ -516,7 +516,7 @@ func TestExecTimeoutIsClamped(t *testing.T) {
 		if _, err := f.mgr.Exec(ctx, kp, v.ID, computer.ExecRequest{Command: "true", TimeoutSeconds: c.req}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if want := int64(sandbox.Millis(time.Duration(c.want) * time.Second)); got.Load() != want {
+		if want := int64(time.Duration(c.want) * time.Second); got.Load() != want {
 			t.Fatalf("timeout_seconds %d: sent %d, want %d", c.req, got.Load(), want)
 		}
 	}

@@ -2,10 +2,10 @@ package computer
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -15,7 +15,7 @@ import (
 type pool struct {
 	driver sandbox.Driver
 	spec   sandbox.Spec
-	warm   func(context.Context, sandbox.Sandbox) error // readies a new computer (its kernel); may be nil
+	warm   func(context.Context, sandbox.Python) error // readies a new computer (its kernel); may be nil
 	ready  chan sandbox.Sandbox
 	wake   chan struct{}
 	stop   chan struct{}
@@ -62,7 +62,7 @@ func (p *pool) claim() sandbox.Sandbox {
 }
 
 // exited reports whether sb's agent is known to be dead.
-func exited(sb sandbox.Sandbox) bool {
+func exited(sb sandbox.Lifecycle) bool {
 	select {
 	case <-sb.Done():
 		return true
@@ -90,7 +90,7 @@ func (p *pool) fill(ctx context.Context) {
 				}
 			}
 			if err != nil {
-				slog.ErrorContext(ctx, "warm pool: cannot create a computer", "err", err, "retry_in", backoff)
+				log.From(ctx).ErrorContext(ctx, "warm pool: cannot create a computer", "err", err, "retry_in", backoff)
 				select {
 				case <-p.stop:
 					return

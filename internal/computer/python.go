@@ -21,15 +21,30 @@ const (
 
 // PythonRequest is the body of POST /v1/computers/{id}/python.
 type PythonRequest struct {
-	Cells   []sandbox.PythonCell `json:"cells"`
-	Timeout int                  `json:"timeout,omitempty"` // seconds, 1..600, default 30
-	Cwd     string               `json:"cwd,omitempty"`
-	Reset   bool                 `json:"reset,omitempty"`
-	Mode    string               `json:"mode,omitempty"` // session (default) or per_call
+	Cells   []PythonCell `json:"cells"`
+	Timeout int          `json:"timeout,omitempty"` // seconds, 1..600, default 30
+	Cwd     string       `json:"cwd,omitempty"`
+	Reset   bool         `json:"reset,omitempty"`
+	Mode    string       `json:"mode,omitempty"` // session (default) or per_call
 	// SaveImages keeps every image the cells produce as an artifact (the
 	// key needs the artifacts capability); their ids are in the cells'
 	// artifacts.
 	SaveImages bool `json:"save_images,omitempty"`
+}
+
+// PythonCell is one cell of a python request.
+type PythonCell struct {
+	Code  string `json:"code"`
+	Title string `json:"title,omitempty"`
+}
+
+// SandboxCells are cells as the sandbox runs them.
+func SandboxCells(cells []PythonCell) []sandbox.PythonCell {
+	out := make([]sandbox.PythonCell, len(cells))
+	for i, c := range cells {
+		out[i] = sandbox.PythonCell(c)
+	}
+	return out
 }
 
 // CellView is one cell of a python answer.
@@ -133,7 +148,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		outs[i] = kernel.NewAccumulator(m.cfg.MaxOutputBytes)
 	}
 	start := time.Now()
-	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: req.Cells, Timeout: sandbox.Millis(time.Duration(timeout) * time.Second),
+	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: SandboxCells(req.Cells), Timeout: time.Duration(timeout) * time.Second,
 		Cwd: req.Cwd, Reset: req.Reset, Mode: req.Mode, Prelude: m.cfg.Prelude, MaxOutput: m.cfg.MaxOutputBytes},
 		func(o sandbox.PythonOutput) {
 			if o.Cell >= 0 && o.Cell < len(cells) {
@@ -217,9 +232,9 @@ func (m *Manager) PythonControl(ctx context.Context, p governance.Principal, id,
 
 // warmKernel starts a pool computer's session kernel with the prelude, so
 // the first cell of its user does not pay the kernel's start.
-func (m *Manager) warmKernel(ctx context.Context, sb sandbox.Sandbox) error {
+func (m *Manager) warmKernel(ctx context.Context, sb sandbox.Python) error {
 	res, err := sb.Python(ctx, sandbox.PythonRequest{Prelude: m.cfg.Prelude, Mode: "session",
-		Timeout: sandbox.Millis(time.Minute)}, nil)
+		Timeout: time.Minute}, nil)
 	if err == nil && res.Status != "ok" {
 		err = fmt.Errorf("prelude: %s", res.Message)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
@@ -67,7 +66,7 @@ func TestPythonLifetimeEndsDuringKernelStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := m.Python(ctx, p, v.ID, PythonRequest{Cells: []sandbox.PythonCell{{Code: "1"}}, Timeout: 30}, nil)
+	res, err := m.Python(ctx, p, v.ID, PythonRequest{Cells: []PythonCell{{Code: "1"}}, Timeout: 30}, nil)
 	want := v.ID + " reached the end of its lifetime (2 seconds) while the call ran"
 	if !errors.Is(err, ErrGone) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("python in a computer whose lifetime ran out: %+v %v", res, err)

@@ -3,9 +3,9 @@ package computer
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
@@ -25,7 +25,7 @@ func (m *Manager) writeStop(ctx context.Context, s store.Stop) {
 	if err == nil || errors.Is(err, store.ErrConflict) {
 		return
 	}
-	slog.ErrorContext(ctx, "record computer stop; retrying until it is stored", "computer", s.ComputerID, "err", err)
+	log.From(ctx).ErrorContext(ctx, "record computer stop; retrying until it is stored", "computer", s.ComputerID, "err", err)
 	m.stops.mu.Lock()
 	m.stops.held = append(m.stops.held, s)
 	m.stops.mu.Unlock()
@@ -41,7 +41,7 @@ func (m *Manager) retryStops(ctx context.Context) int {
 		if err != nil && !errors.Is(err, store.ErrConflict) {
 			break
 		}
-		slog.InfoContext(ctx, "recorded a held computer stop", "computer", m.stops.held[0].ComputerID)
+		log.From(ctx).InfoContext(ctx, "recorded a held computer stop", "computer", m.stops.held[0].ComputerID)
 		m.stops.held = m.stops.held[1:]
 	}
 	return len(m.stops.held)

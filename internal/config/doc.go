@@ -4,6 +4,6 @@
 // key. Keys hold time as whole seconds (*_seconds); the sections' methods
 // (Server.BodyTimeout, Computers.Lifetime, …) turn them into the
 // time.Duration everything past this package holds. cmd/cubicle/serve.go
-// turns the sections into each component's own configuration. It imports
+// turns the sections into each component's own configuration. It may import
 // only the standard library and BurntSushi/toml.
 package config

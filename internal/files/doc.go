@@ -3,6 +3,8 @@
 // files capability; artifacts are what computers export for keys with the
 // artifacts capability. Both belong to an organisation (the key that made
 // them is recorded); another organisation's id is simply not found. It
-// imports internal/store, internal/blob, internal/governance,
-// internal/sandbox and internal/tools (the Artifact an export returns).
+// may import internal/store, internal/blob, internal/governance,
+// internal/sandbox (only its Files part: exports and inputs read and write a
+// computer's workspace, nothing else), internal/tools (the Artifact an
+// export returns), internal/errdefs and internal/log.
 package files

@@ -7,14 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -26,7 +27,7 @@ const DefaultMaxBytes = 64 << 20
 // Errors. A refused capability is governance.ErrForbidden, an unknown or
 // foreign id store.ErrNotFound.
 var (
-	ErrTooLarge        = errors.New("file too large")
+	ErrTooLarge        = errdefs.New(errdefs.TooLarge, "", "file too large")
 	ErrInvalidFilename = fmt.Errorf("%w: filename is not valid", governance.ErrInvalid)
 )
 
@@ -136,7 +137,7 @@ func (s *Service) Upload(ctx context.Context, p governance.Principal, filename, 
 // which the client does not see) when the server's disk is full.
 func storeErr(ctx context.Context, what string, err error) error {
 	if full := store.Full(err); errors.Is(full, store.ErrFull) {
-		slog.WarnContext(ctx, what+": the server's disk is full", "err", err)
+		log.From(ctx).WarnContext(ctx, what+": the server's disk is full", "err", err)
 		return full
 	}
 	return err
@@ -229,7 +230,7 @@ func (s *Service) OpenArtifact(ctx context.Context, p governance.Principal, id s
 // tools.ErrExportTooLarge), as it was when the read started: a file that
 // changed while it was read is read once more, then refused with
 // sandbox.ErrChanging. Sandbox errors are returned as they are.
-func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, computerID, filePath string) (tools.Artifact, error) {
+func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, filePath string) (tools.Artifact, error) {
 	if err := needArtifacts(p); err != nil {
 		return tools.Artifact{}, err
 	}
@@ -245,7 +246,7 @@ func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox
 }
 
 // snapshot reads a file whole for an export, at most tools.MaxExportBytes.
-func snapshot(ctx context.Context, sb sandbox.Sandbox, filePath string) (*bytes.Buffer, error) {
+func snapshot(ctx context.Context, sb sandbox.Files, filePath string) (*bytes.Buffer, error) {
 	for try := 0; ; try++ {
 		var buf bytes.Buffer
 		end, err := sb.ReadFile(ctx, sandbox.FileRead{Path: filePath, Limit: tools.MaxExportBytes, Snapshot: true}, &buf)

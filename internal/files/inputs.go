@@ -83,7 +83,7 @@ type input struct {
 // An input whose path already exists in the computer is not copied again:
 // it is reported as skipped (SkipPresent) and counts toward MaxFiles but
 // not toward MaxBytes. The error return is for a computer that failed.
-func (s *Service) CopyInputs(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, req InputsRequest) (InputsReport, error) {
+func (s *Service) CopyInputs(ctx context.Context, p governance.Principal, sb sandbox.Files, req InputsRequest) (InputsReport, error) {
 	rep := InputsReport{Copied: []Copied{}, Skipped: []Skipped{}}
 	maxFiles, left := req.MaxFiles, req.MaxBytes
 	if maxFiles <= 0 {
@@ -180,7 +180,7 @@ func (s *Service) CopyInputs(ctx context.Context, p governance.Principal, sb san
 }
 
 // copyBlob writes at most size bytes of the blob key to target.
-func (s *Service) copyBlob(ctx context.Context, sb sandbox.Sandbox, key, target string, size int64) (int64, error) {
+func (s *Service) copyBlob(ctx context.Context, sb sandbox.Files, key, target string, size int64) (int64, error) {
 	rc, _, err := s.blobs.Open(ctx, key)
 	if err != nil {
 		return 0, err

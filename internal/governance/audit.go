@@ -2,10 +2,10 @@ package governance
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
@@ -30,7 +30,7 @@ func (a *auditRetry) hold(ctx context.Context, e store.Event, err error) {
 		return
 	}
 	if len(a.held) == 0 {
-		slog.WarnContext(ctx, "audit write failed; holding events to retry", "type", e.Type, "err", err)
+		log.From(ctx).WarnContext(ctx, "audit write failed; holding events to retry", "type", e.Type, "err", err)
 	}
 	a.held = append(a.held, e)
 }
@@ -38,7 +38,7 @@ func (a *auditRetry) hold(ctx context.Context, e store.Event, err error) {
 // drop counts and logs an event given up (a.mu held).
 func (a *auditRetry) drop(ctx context.Context, e store.Event, why string, err error) {
 	a.dropped.Add(1)
-	slog.ErrorContext(ctx, "audit event dropped: "+why, "type", e.Type, "org", e.OrgID, "computer", e.ComputerID,
+	log.From(ctx).ErrorContext(ctx, "audit event dropped: "+why, "type", e.Type, "org", e.OrgID, "computer", e.ComputerID,
 		"at", e.CreatedAt, "err", err)
 }
 

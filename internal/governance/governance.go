@@ -8,19 +8,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
-// Error kinds, translated to HTTP at the edge.
+// Error kinds, classified by errdefs and translated to HTTP at the edge.
 var (
-	ErrUnauthenticated = errors.New("invalid or missing API key")
-	ErrForbidden       = errors.New("this key may not do that")
-	ErrInvalid         = errors.New("invalid request")
+	ErrUnauthenticated = errdefs.New(errdefs.Unauthenticated, "", "invalid or missing API key")
+	ErrForbidden       = errdefs.New(errdefs.PermissionDenied, "", "this key may not do that")
+	ErrInvalid         = errdefs.New(errdefs.InvalidArgument, "", "invalid request")
 )
 
 // keyPrefix starts every secret so leaked keys are easy to recognise.
@@ -111,7 +112,7 @@ func (s *Service) Bootstrap(ctx context.Context, adminKey string) (string, error
 	if _, err := s.createKey(ctx, org.ID, "admin", AllCapabilities(), true, secret); err != nil {
 		return "", err
 	}
-	slog.InfoContext(ctx, "created the first organisation and admin key", "org", org.ID)
+	log.From(ctx).InfoContext(ctx, "created the first organisation and admin key", "org", org.ID)
 	return secret, nil
 }
 

@@ -143,7 +143,7 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, p governance.Pri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list.Entries, "truncated": list.Truncated})
+	writeJSON(w, http.StatusOK, listingView(list))
 	return nil
 }
 
@@ -163,7 +163,7 @@ func (a *API) putFile(w http.ResponseWriter, r *http.Request, p governance.Princ
 	if err != nil {
 		return bodyError(r, err)
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"path": written.Path, "bytes": written.Bytes})
+	writeJSON(w, http.StatusCreated, writtenView(written))
 	return nil
 }
 

@@ -13,8 +13,6 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-var errBadRequest = errors.New("bad request")
-
 const maxJSONBody = 16 << 20
 
 // decode reads a strict JSON body: unknown fields, field names in another

@@ -1,13 +1,20 @@
 // Package httpapi is the REST transport: authentication of bearer keys, JSON
 // and Server-Sent Events for the computers API, usage and audit, admin
 // endpoints, health, readiness and Prometheus metrics, and the Responses
-// gateway's POST, SSE and WebSocket transports (responses*.go). It
-// translates service errors to HTTP statuses in one place (errors.go) and
-// holds no business logic. Everything it serves is given to New in one
-// Options value (the files service, the gateway, the Jupyter API as a
-// Mount, the body timeout); the only state that changes while serving is
-// readiness (SetReady, after the isolation probe). It imports internal/computer, internal/files,
-// internal/responses, internal/governance, internal/sandbox (its error kinds and
-// file types), internal/store, internal/tools and
+// gateway's POST, SSE and WebSocket transports (responses*.go). Service
+// errors are errdefs kinds, rendered by internal/errdefs/errhttp (the one
+// table of statuses; errors.go adds the transport's own errors and client
+// messages). Every request gets its id and logger (internal/log) in
+// ServeHTTP; middleware.go attaches the route, key, organisation and
+// computer. Bodies that carry values of the layers below have their own
+// types, converted in one place (models.go) and pinned byte for byte by
+// testdata/golden (TestGoldenJSON). It holds no business logic.
+// Everything it serves is given to New in one Options value (the files
+// service, the gateway, the Jupyter API as a Mount, the body timeout); the
+// only state that changes while serving is readiness (SetReady, after the
+// isolation probe). It may import internal/computer, internal/files, internal/responses,
+// internal/governance, internal/sandbox (its error kinds and file types),
+// internal/kernel (outputs), internal/store, internal/tools,
+// internal/errdefs, internal/errdefs/errhttp, internal/log and
 // github.com/coder/websocket.
 package httpapi

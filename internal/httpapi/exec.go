@@ -84,8 +84,7 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 	res, err := a.comp.Exec(r.Context(), p, id, req, out.write)
 	out.flush()
 	if err != nil {
-		code, name := status(err)
-		sse.send("error", map[string]any{"error": newAPIError(code, name, err.Error())})
+		sse.send("error", map[string]any{"error": streamError(r.Context(), err)})
 		return nil
 	}
 	res.Stdout, res.Stderr = "", "" // already streamed

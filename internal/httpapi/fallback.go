@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http"
 	"strings"
+
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 )
 
 // routeMethods are the methods a route may serve (HEAD follows GET).
@@ -25,11 +27,9 @@ func (a *API) noRoute(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allow) == 0 {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": newAPIError(http.StatusNotFound, "not_found",
-			"no route for "+r.Method+" "+r.URL.Path)})
+		writeError(w, r, errdefs.New(errdefs.NotFound, "", "no route for "+r.Method+" "+r.URL.Path))
 		return
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": newAPIError(http.StatusMethodNotAllowed, "method_not_allowed",
-		r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(allow, ", "))})
+	writeError(w, r, errdefs.New(errdefs.MethodNotAllowed, "", r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(allow, ", ")))
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
@@ -95,6 +96,16 @@ func newEnv(t *testing.T, tweak func(*computer.Config), opts ...envOption) *env 
 // newEnvIn is newEnv with its data directory at dir.
 func newEnvIn(t *testing.T, dir string, tweak func(*computer.Config), opts ...envOption) *env {
 	t.Helper()
+	drv, err := linux.New(linux.Config{StateDir: dir, AgentPath: agentBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvOn(t, dir, drv, tweak, opts...)
+}
+
+// newEnvOn is newEnvIn on the driver drv (a fake, for tests of shapes).
+func newEnvOn(t *testing.T, dir string, drv sandbox.Driver, tweak func(*computer.Config), opts ...envOption) *env {
+	t.Helper()
 	var setup envSetup
 	for _, o := range opts {
 		o(&setup)
@@ -106,10 +117,6 @@ func newEnvIn(t *testing.T, dir string, tweak func(*computer.Config), opts ...en
 	}
 	gov := governance.New(st)
 	if _, err := gov.Bootstrap(ctx, adminSecret); err != nil {
-		t.Fatal(err)
-	}
-	drv, err := linux.New(linux.Config{StateDir: dir, AgentPath: agentBin})
-	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, gov: gov, st: st, dir: dir, admin: adminSecret, notReady: setup.notReady,

@@ -39,9 +39,9 @@ type sandboxCatcher struct {
 	sb sandbox.Sandbox
 }
 
-func (c *sandboxCatcher) Export(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, id, path string) (tools.Artifact, error) {
+func (c *sandboxCatcher) Export(ctx context.Context, p governance.Principal, sb sandbox.Files, id, path string) (tools.Artifact, error) {
 	c.mu.Lock()
-	c.sb = sb
+	c.sb, _ = sb.(sandbox.Sandbox) // the manager exports from the whole computer
 	c.mu.Unlock()
 	return c.Service.Export(ctx, p, sb, id, path)
 }

@@ -41,14 +41,13 @@ func (a *API) python(w http.ResponseWriter, r *http.Request, p governance.Princi
 	}
 	sse.open()
 	res, err := a.comp.Python(r.Context(), p, r.PathValue("id"), req, func(o sandbox.PythonOutput) {
-		sse.send("output", o)
+		sse.send("output", outputEvent(o))
 	})
 	if err != nil {
 		if !sse.started || errors.Is(err, context.Canceled) {
 			return err
 		}
-		code, name := status(err)
-		sse.send("error", map[string]any{"error": newAPIError(code, name, err.Error())})
+		sse.send("error", map[string]any{"error": streamError(r.Context(), err)})
 		return nil
 	}
 	for i := range res.Cells { // already streamed

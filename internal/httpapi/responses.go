@@ -1,11 +1,8 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -16,9 +13,7 @@ import (
 func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	g := a.gateway
 	if g == nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": newAPIError(http.StatusServiceUnavailable, "gateway_not_configured",
-			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[gateway.upstreams]]).")})
-		return nil
+		return errNoGateway
 	}
 	var req responses.Request
 	if err := decode(r, &req); err != nil {
@@ -66,12 +61,7 @@ func streamResponse(w http.ResponseWriter, r *http.Request, run *responses.Run) 
 		}
 		return rc.Flush()
 	})
-	var ge *responses.Error
-	if err != nil && !errors.As(err, &ge) && !errors.Is(err, context.Canceled) {
-		if code, _ := status(err); code == http.StatusInternalServerError {
-			slog.ErrorContext(r.Context(), "streamed response failed", "route", r.Pattern, "err", err)
-		}
-	}
+	streamFailed(r.Context(), err, "streamed response failed")
 	return nil
 }
 

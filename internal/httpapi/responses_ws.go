@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"reflect"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs/errhttp"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
@@ -43,15 +42,13 @@ type wsFrame struct {
 func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	g := a.gateway
 	if g == nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": newAPIError(http.StatusServiceUnavailable, "gateway_not_configured",
-			"The Responses gateway is not configured on this deployment: no upstream is configured ([gateway] upstream_url or [[gateway.upstreams]]).")})
-		return nil
+		return errNoGateway
 	}
 	if r.Header.Get("Upgrade") == "" {
 		return withParam("Upgrade", fmt.Errorf("%w: GET /v1/responses is the WebSocket mode; send an Upgrade: websocket request (or POST a response)", errBadRequest))
 	}
 	if !a.sockets.add() {
-		return fmt.Errorf("%w: the server is shutting down", computer.ErrUnavailable)
+		return fmt.Errorf("%w: %s", computer.ErrUnavailable, errhttp.ShuttingDownSentence)
 	}
 	defer a.sockets.wg.Done()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
@@ -65,7 +62,7 @@ func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governan
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	defer context.AfterFunc(a.sockets.ctx, func() {
-		c.Close(websocket.StatusGoingAway, "the server is shutting down")
+		c.Close(websocket.StatusGoingAway, errhttp.ShuttingDownSentence)
 		cancel()
 	})()
 	frames := make(chan wsFrame, wsQueue)
@@ -220,12 +217,7 @@ func (s *socket) serve(g *responses.Gateway, p governance.Principal, f wsFrame) 
 		}
 		return s.send(ev)
 	})
-	var ge *responses.Error
-	if err != nil && !errors.As(err, &ge) && !errors.Is(err, context.Canceled) {
-		if code, _ := status(err); code == http.StatusInternalServerError {
-			slog.ErrorContext(s.ctx, "response over WebSocket failed", "err", err)
-		}
-	}
+	streamFailed(s.ctx, err, "response over WebSocket failed")
 }
 
 // validStreamID is openai-go's rule for a stream_id.

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"cmp"
 	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -126,13 +126,19 @@ func (a *API) routes() {
 	m.HandleFunc("/", a.noRoute)
 }
 
-// ServeHTTP logs every request with its duration.
+// ServeHTTP gives every request its id and logger (middleware.go) and logs
+// it with its duration.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	log.HTTP(http.HandlerFunc(a.serve)).ServeHTTP(w, r)
+}
+
+func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	a.withBodyDeadline(w, r)
+	a.attachRoute(r)
 	a.mux.ServeHTTP(rec, r)
-	slog.DebugContext(r.Context(), "http", "method", r.Method, "route", r.Pattern, "status", rec.code,
+	log.From(r.Context()).DebugContext(r.Context(), "http", "method", r.Method, "status", rec.code,
 		"ms", time.Since(start).Milliseconds())
 }
 
@@ -171,7 +177,9 @@ func bearer(r *http.Request) string {
 
 func (a *API) auth(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attachComputer(r)
 		p, err := a.gov.Authenticate(r.Context(), bearer(r))
+		attachPrincipal(r.Context(), p, err)
 		if err != nil {
 			writeError(w, r, err)
 			return

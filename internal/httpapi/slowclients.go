@@ -15,9 +15,6 @@ import (
 // DefaultBodyTimeout is how long a request body may go without a byte.
 const DefaultBodyTimeout = 30 * time.Second
 
-// errBodyTimeout: the client stopped sending its request body (408).
-var errBodyTimeout = errors.New("request timeout: the client sent no byte of the request body for too long")
-
 // withBodyDeadline gives r's body a read deadline that every byte that
 // arrives extends and the body's end lifts, so a client that stops sending
 // is cut while an upload at any steady rate, and whatever the handler does

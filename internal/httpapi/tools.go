@@ -7,14 +7,18 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-// Sentences of POST /v1/tools/{name}/call for a computer tool.
-const (
-	notConfiguredSentence = "This tool is not configured on this deployment."
-	outsideTurnSentence   = "A computer tool runs only in a turn of its own."
+// Errors of POST /v1/tools/{name}/call for a computer tool (422).
+var (
+	errOutsideTurn = withParam("name", errdefs.New(errdefs.FailedPrecondition, "computer_tool_outside_turn",
+		"A computer tool runs only in a turn of its own."))
+	errToolNotConfigured = withParam("name", errdefs.New(errdefs.FailedPrecondition, "computer_not_configured",
+		responses.NotConfiguredSentence))
 )
 
 // listTools answers the definitions the key may use, in OpenAI function format.
@@ -105,10 +109,8 @@ func answer(res tools.Result) toolAnswer {
 }
 
 // unknownTool is the 404 of a tool name that does not exist.
-func unknownTool(w http.ResponseWriter, name string) {
-	body := newAPIError(http.StatusNotFound, "not_found", "Unknown tool: "+name)
-	body.Param = ptr("name")
-	writeJSON(w, http.StatusNotFound, map[string]any{"error": body})
+func unknownTool(name string) error {
+	return withParam("name", errdefs.New(errdefs.NotFound, "", tools.UnknownTool(name)))
 }
 
 // computerTool runs a tool on a computer the caller holds.
@@ -123,8 +125,7 @@ func (a *API) computerTool(w http.ResponseWriter, r *http.Request, p governance.
 	name := r.PathValue("name")
 	t, ok := a.tools.Lookup(name)
 	if !ok {
-		unknownTool(w, name)
-		return nil
+		return unknownTool(name)
 	}
 	if err := body.checkNames(*t); err != nil {
 		return err
@@ -143,17 +144,15 @@ func (a *API) callTool(w http.ResponseWriter, r *http.Request, p governance.Prin
 	name := r.PathValue("name")
 	t, ok := a.tools.Lookup(name)
 	if !ok {
-		unknownTool(w, name)
-		return nil
+		return unknownTool(name)
 	}
 	if t.Computer {
-		reason, msg := "computer_tool_outside_turn", outsideTurnSentence
+		err := errOutsideTurn
 		if !a.comp.ToolsEnabled(p) {
-			reason, msg = "computer_not_configured", notConfiguredSentence
+			err = errToolNotConfigured
 		}
-		body := newAPIError(http.StatusUnprocessableEntity, reason, msg)
-		body.Param = ptr("name")
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": body, "reason_code": reason})
+		code, body := errorBody(r, err)
+		writeJSON(w, code, map[string]any{"error": body, "reason_code": body.Code})
 		return nil
 	}
 	var body toolCall

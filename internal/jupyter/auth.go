@@ -6,6 +6,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 )
 
 // handler is an authenticated handler of a principal that may use computers.
@@ -28,11 +29,14 @@ func token(r *http.Request) string {
 }
 
 // auth answers 401 for a missing or wrong key and 403 for a key that may
-// not use computers, before h runs.
+// not use computers, before h runs. It gives the request its id and
+// logger (internal/log; the REST listener's middleware already has when
+// the API is mounted there) and adds the key and its organisation.
 func (s *Server) auth(h handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return log.HTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.gov.Authenticate(r.Context(), token(r))
 		if err == nil {
+			log.Attach(r.Context(), "org", p.Org.ID, "key", p.Key.ID)
 			err = computer.Allowed(p)
 		}
 		if err == nil {
@@ -41,5 +45,5 @@ func (s *Server) auth(h handler) http.Handler {
 		if err != nil {
 			writeError(w, r, err)
 		}
-	})
+	}))
 }

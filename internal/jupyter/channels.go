@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 
 	"github.com/coder/websocket"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 )
 
 // channels serves GET /api/kernels/{id}/channels: the WebSocket that
@@ -18,7 +18,7 @@ import (
 // binary frames, or the v1.kernel.websocket.jupyter.org protocol when the
 // client offers it (jupyter_server 1.23 and 2.x do).
 func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	k, err := s.lookup(r.Context(), p, r.PathValue("id"))
+	k, err := s.kernelOf(r, p)
 	if err != nil {
 		return err
 	}
@@ -51,12 +51,12 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 		}
 		cf, err := decodeClient(typ, data, c.v1)
 		if err != nil {
-			slog.DebugContext(ctx, "jupyter: ignored a client message", "kernel", k.id, "err", truncate(err.Error(), 200))
+			log.From(ctx).DebugContext(ctx, "jupyter: ignored a client message", "err", truncate(err.Error(), 200))
 			continue
 		}
 		if cf.noChannel && !warned {
 			warned = true
-			slog.WarnContext(ctx, "jupyter: a client message names no channel; assuming shell, as jupyter_server does (later ones are not logged)", "kernel", k.id)
+			log.From(ctx).WarnContext(ctx, "jupyter: a client message names no channel; assuming shell, as jupyter_server does (later ones are not logged)")
 		}
 		m, msgID := cf.msg, cf.msgID
 		if err := k.send(ctx, c, m, msgID); err != nil {
@@ -70,7 +70,7 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 				}
 				continue
 			}
-			slog.DebugContext(ctx, "jupyter: relay a client message", "kernel", k.id, "err", err)
+			log.From(ctx).DebugContext(ctx, "jupyter: relay a client message", "err", err)
 		}
 	}
 }

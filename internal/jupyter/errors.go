@@ -1,68 +1,44 @@
 package jupyter
 
 import (
-	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
-	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs/errhttp"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Errors of the gateway itself.
 var (
-	errNoKernel   = errors.New("no such kernel")
-	errNoSpec     = errors.New("no such kernel spec")
-	errBadRequest = errors.New("bad request")
-	errClosed     = errors.New("the server is shutting down")
-	errDead       = errors.New("the kernel is dead; restart it")
-	errTooMany    = errors.New("too many connections")
+	errNoKernel   = errdefs.New(errdefs.NotFound, "", "no such kernel")
+	errNoSpec     = errdefs.New(errdefs.NotFound, "", "no such kernel spec")
+	errBadRequest = errdefs.New(errdefs.InvalidArgument, "", "bad request")
+	errClosed     = errdefs.New(errdefs.Unavailable, "", errhttp.ShuttingDownSentence)
+	errDead       = errdefs.New(errdefs.Conflict, "kernel_dead", "the kernel is dead; restart it")
+	errTooMany    = errdefs.New(errdefs.ResourceExhausted, "", "too many connections")
 )
 
-// status maps an error to its HTTP status and reason, once, at the edge.
-func status(err error) (int, string) {
+// reasonComputerGone is why a kernel whose computer is gone is removed.
+const reasonComputerGone = "the kernel's computer is gone"
+
+// classify reads the errors of the layers below as the Kernel Gateway API
+// does: a kernel whose computer is gone is a missing kernel, and a kernel
+// that dies as it starts (usually of what env asked for) a bad request.
+func classify(err error) error {
 	switch {
-	case errors.Is(err, governance.ErrUnauthenticated):
-		return http.StatusUnauthorized, "invalid_api_key"
-	case errors.Is(err, governance.ErrForbidden), errors.Is(err, computer.ErrForbidden):
-		return http.StatusForbidden, "forbidden"
-	case errors.Is(err, errNoKernel), errors.Is(err, errNoSpec), errors.Is(err, computer.ErrNotFound),
-		errors.Is(err, computer.ErrGone):
-		return http.StatusNotFound, "not_found"
-	case errors.Is(err, errDead):
-		return http.StatusConflict, "kernel_dead"
-	case errors.Is(err, sandbox.ErrKernelDead): // at start: usually what env asked for
-		return http.StatusBadRequest, "kernel_start_failed"
-	case errors.Is(err, computer.ErrCapacity), errors.Is(err, errTooMany):
-		return http.StatusTooManyRequests, "capacity_exceeded"
-	case errors.Is(err, errBadRequest), errors.Is(err, computer.ErrInvalid), errors.Is(err, computer.ErrTooLarge):
-		return http.StatusBadRequest, "invalid_request"
-	case errors.Is(err, computer.ErrUnavailable), errors.Is(err, errClosed):
-		return http.StatusServiceUnavailable, "unavailable"
+	case errors.Is(err, computer.ErrGone):
+		return errdefs.Wrap(errdefs.NotFound, "", err)
+	case errors.Is(err, sandbox.ErrKernelDead) && !errors.Is(err, errDead):
+		return errdefs.Wrap(errdefs.InvalidArgument, "kernel_start_failed", err)
 	}
-	return http.StatusInternalServerError, "internal_error"
+	return err
 }
 
-// writeError answers in jupyter_server's error shape: {"message", "reason"}.
+// writeError answers in jupyter_server's error shape (errhttp.WriteJupyter).
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	code, reason := status(err)
-	msg := err.Error()
-	if code == http.StatusInternalServerError {
-		slog.ErrorContext(r.Context(), "jupyter request failed", "method", r.Method, "route", r.Pattern, "err", err)
-		msg = "internal error; see the server log"
-	}
-	if code == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `token realm="cubicle"`)
-	}
-	writeJSON(w, code, map[string]any{"message": msg, "reason": reason})
+	errhttp.WriteJupyter(w, r, classify(err))
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-}
+func writeJSON(w http.ResponseWriter, code int, v any) { errhttp.WriteJSON(w, code, v) }

@@ -11,27 +11,29 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
 )
 
-// fakeDriver makes computers whose only ability is a fake kernel relay: the
-// transport's unit tests. The end-to-end tests use real computers.
+// fakeDriver makes computers (sandboxtest's) whose only ability is a fake
+// kernel relay: the transport's unit tests. The end-to-end tests use real
+// computers.
 type fakeDriver struct {
+	sandboxtest.Driver
 	mu  sync.Mutex
-	n   int
 	all []*fakeSB
 }
 
-func (d *fakeDriver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.n++
-	sb := &fakeSB{id: fmt.Sprintf("cmp_fake%020d", d.n), spec: spec}
-	d.all = append(d.all, sb)
-	return sb, nil
-}
-
-func (d *fakeDriver) GC(ctx context.Context) (sandbox.GCReport, error) {
-	return sandbox.GCReport{}, nil
+func newFakeDriver() *fakeDriver {
+	d := &fakeDriver{}
+	d.New = func(context.Context, sandbox.Spec) (*sandboxtest.Sandbox, error) {
+		sb := &fakeSB{}
+		sb.Sandbox = &sandboxtest.Sandbox{OpenKernelFunc: sb.openKernel, KillFunc: sb.end, DestroyFunc: sb.end}
+		d.mu.Lock()
+		d.all = append(d.all, sb)
+		d.mu.Unlock()
+		return sb.Sandbox, nil
+	}
+	return d
 }
 
 func (d *fakeDriver) last() *fakeSB {
@@ -40,25 +42,17 @@ func (d *fakeDriver) last() *fakeSB {
 	return d.all[len(d.all)-1]
 }
 
-// fakeSB is a computer; methods the gateway never calls are the embedded
-// nil interface's (a call panics and fails the test).
+// fakeSB is a computer with the relay's state; calls the gateway never
+// makes fail with sandboxtest.ErrNotScripted.
 type fakeSB struct {
-	sandbox.Sandbox
-	id        string
-	spec      sandbox.Spec
+	*sandboxtest.Sandbox
 	mu        sync.Mutex
 	starts    []sandbox.KernelStart
 	kernel    *fakeKernel
 	destroyed atomic.Bool
 }
 
-func (s *fakeSB) ID() string         { return s.id }
-func (s *fakeSB) Spec() sandbox.Spec { return s.spec }
-
-// Done: the fake's agent never dies by itself.
-func (s *fakeSB) Done() <-chan struct{} { return nil }
-
-func (s *fakeSB) OpenKernel(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error) {
+func (s *fakeSB) openKernel(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.destroyed.Load() {
@@ -69,11 +63,8 @@ func (s *fakeSB) OpenKernel(ctx context.Context, start sandbox.KernelStart) (san
 	return s.kernel, nil
 }
 
-// Kill ends the relay as a dying agent does.
-func (s *fakeSB) Kill(ctx context.Context) error { return s.Destroy(ctx) }
-
-// Destroy ends the relay as a dying agent does.
-func (s *fakeSB) Destroy(ctx context.Context) error {
+// end (Kill or Destroy) ends the relay as a dying agent does.
+func (s *fakeSB) end(ctx context.Context) error {
 	s.destroyed.Store(true)
 	s.mu.Lock()
 	k := s.kernel

@@ -35,7 +35,7 @@ type fakeEnv struct {
 
 func newFakeEnv(t *testing.T, cfg Config) *fakeEnv {
 	t.Helper()
-	drv := &fakeDriver{}
+	drv := newFakeDriver()
 	key := "cub_kgw_test_key_000001"
 	g := serveGateway(t, cfg, t.TempDir(), key, drv, computer.Config{Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20, Lifetime: 600 * time.Second,
 		ExecTimeout: 30 * time.Second, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20})
@@ -103,6 +103,7 @@ func (e *fakeEnv) newKey(allowComputer bool, caps governance.Capabilities) strin
 type httpResp struct {
 	code int
 	body []byte
+	hdr  http.Header
 }
 
 func (r httpResp) String() string { return fmt.Sprintf("%d %s", r.code, bytes.TrimSpace(r.body)) }
@@ -125,7 +126,7 @@ func doReq(t *testing.T, base, auth, method, path string, body any) httpResp {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return httpResp{res.StatusCode, b}
+	return httpResp{res.StatusCode, b, res.Header}
 }
 
 func (e *fakeEnv) do(method, path string, body any) httpResp {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -124,8 +124,9 @@ func (k *kernel) send(ctx context.Context, c *conn, m sandbox.KernelMessage, msg
 
 // pump delivers everything the relay sends until it ends.
 func (k *kernel) pump(s *Server, relay sandbox.Kernel) {
+	ctx := k.logContext()
 	for m := range relay.Messages() {
-		k.deliver(m)
+		k.deliver(ctx, m)
 	}
 	k.mu.Lock()
 	current := k.relay == relay && !k.gone
@@ -138,12 +139,19 @@ func (k *kernel) pump(s *Server, relay sandbox.Kernel) {
 	}
 }
 
+// logContext carries the logger of k's background work (its pump), which
+// outlives the request that started it.
+func (k *kernel) logContext() context.Context {
+	ctx := context.Background()
+	return log.Into(ctx, "", log.From(ctx).With("kernel", k.id, "computer", k.computerID))
+}
+
 // deliver routes one message from the kernel: iopub to every connection;
 // shell, stdin and control to the connection whose request is its parent,
 // or to every connection when that one is gone (a client that reconnected
 // still gets its reply). A connection too slow to take a message is
 // closed, never silently skipped.
-func (k *kernel) deliver(m sandbox.KernelMessage) {
+func (k *kernel) deliver(ctx context.Context, m sandbox.KernelMessage) {
 	switch m.Channel {
 	case chIOPub, chShell, chStdin, chControl:
 	default:
@@ -152,7 +160,7 @@ func (k *kernel) deliver(m sandbox.KernelMessage) {
 	f, err := encodeKernel(m)
 	if err != nil {
 		if k.malformed.Add(1) == 1 {
-			slog.Warn("jupyter: dropped a malformed message from a kernel (later ones are not logged)", "kernel", k.id, "err", truncate(err.Error(), 200))
+			log.From(ctx).WarnContext(ctx, "jupyter: dropped a malformed message from a kernel (later ones are not logged)", "kernel", k.id, "err", truncate(err.Error(), 200))
 		}
 		return
 	}
@@ -206,7 +214,7 @@ func (k *kernel) shut(ctx context.Context, reason string) {
 		c.kill(websocket.StatusGoingAway, reason)
 	}
 	if err := relay.Close(ctx); err != nil && !errors.Is(err, sandbox.ErrGone) {
-		slog.DebugContext(ctx, "jupyter: close relay", "kernel", k.id, "err", err)
+		log.From(ctx).DebugContext(ctx, "jupyter: close relay", "kernel", k.id, "err", err)
 	}
 }
 

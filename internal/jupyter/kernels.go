@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"sort"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
@@ -83,11 +83,12 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 	if err != nil {
 		return nil, err
 	}
+	log.Attach(ctx, "kernel", id, "computer", view.ID)
 	// ctx bounds the kernel's start only: a client that gives up stops it.
 	relay, err := s.mgr.OpenKernel(ctx, p, view.ID, env, cwd)
 	if err != nil {
 		if derr := s.mgr.Delete(context.WithoutCancel(ctx), p, view.ID); derr != nil && !errors.Is(derr, computer.ErrGone) {
-			slog.ErrorContext(ctx, "jupyter: delete the computer of a kernel that did not start", "computer", view.ID, "err", derr)
+			log.From(ctx).ErrorContext(ctx, "jupyter: delete the computer of a kernel that did not start", "err", derr)
 		}
 		return nil, err
 	}
@@ -96,13 +97,13 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		s.discard(context.WithoutCancel(ctx), k, "the server is shutting down")
+		s.discard(context.WithoutCancel(ctx), k, errClosed.Error())
 		return nil, errClosed
 	}
 	s.kernels[id] = k
 	s.pump(k, relay) // under s.mu: Close waits for pumps only once closed is set
 	s.mu.Unlock()
-	slog.InfoContext(ctx, "jupyter: kernel started", "kernel", id, "computer", view.ID, "key", p.Key.ID, "mounted", cwd != "")
+	log.From(ctx).InfoContext(ctx, "jupyter: kernel started", "mounted", cwd != "")
 	return k, nil
 }
 
@@ -123,6 +124,16 @@ func withoutBreaking(env map[string]string) map[string]string {
 	return out
 }
 
+// kernelOf is lookup of the kernel of r's path, whose id and computer it
+// adds to the request's logger.
+func (s *Server) kernelOf(r *http.Request, p governance.Principal) (*kernel, error) {
+	k, err := s.lookup(r.Context(), p, r.PathValue("id"))
+	if err == nil {
+		log.Attach(r.Context(), "kernel", k.id, "computer", k.computerID)
+	}
+	return k, err
+}
+
 // lookup returns a kernel of p's organisation that is still alive: a
 // kernel whose computer is gone (lifetime over, deleted through the
 // computers API) is removed and reported as not found.
@@ -134,7 +145,7 @@ func (s *Server) lookup(ctx context.Context, p governance.Principal, id string) 
 		return nil, fmt.Errorf("%w: %.64q", errNoKernel, id)
 	}
 	if !s.computerAlive(ctx, k) {
-		s.remove(context.WithoutCancel(ctx), k, "the kernel's computer is gone")
+		s.remove(context.WithoutCancel(ctx), k, reasonComputerGone)
 		return nil, fmt.Errorf("%w: %.64q (its computer is gone)", errNoKernel, id)
 	}
 	return k, nil
@@ -167,23 +178,23 @@ func (s *Server) discard(ctx context.Context, k *kernel, reason string) {
 	k.shut(ctx, reason)
 	err := s.mgr.Delete(ctx, k.p, k.computerID)
 	if err != nil && !errors.Is(err, computer.ErrGone) && !errors.Is(err, computer.ErrNotFound) {
-		slog.ErrorContext(ctx, "jupyter: delete a kernel's computer", "kernel", k.id, "computer", k.computerID, "err", err)
+		log.From(ctx).ErrorContext(ctx, "jupyter: delete a kernel's computer", "kernel", k.id, "computer", k.computerID, "err", err)
 	}
-	slog.InfoContext(ctx, "jupyter: kernel removed", "kernel", k.id, "computer", k.computerID, "reason", reason)
+	log.From(ctx).InfoContext(ctx, "jupyter: kernel removed", "kernel", k.id, "computer", k.computerID, "reason", reason)
 }
 
 // relayEnded runs when a relay's messages end: when the computer is gone
 // the kernel goes too; otherwise the kernel stays, dead, until a restart.
 func (s *Server) relayEnded(k *kernel, err error) {
-	ctx := context.Background()
+	ctx := k.logContext()
 	if s.isClosed() {
 		return
 	}
 	if !s.computerAlive(ctx, k) {
-		s.remove(ctx, k, "the kernel's computer is gone")
+		s.remove(ctx, k, reasonComputerGone)
 		return
 	}
-	slog.WarnContext(ctx, "jupyter: kernel relay ended", "kernel", k.id, "err", err)
+	log.From(ctx).WarnContext(ctx, "jupyter: kernel relay ended", "err", err)
 }
 
 func (s *Server) listKernels(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
@@ -205,7 +216,7 @@ func (s *Server) listKernels(w http.ResponseWriter, r *http.Request, p governanc
 }
 
 func (s *Server) getKernel(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	k, err := s.lookup(r.Context(), p, r.PathValue("id"))
+	k, err := s.kernelOf(r, p)
 	if err != nil {
 		return err
 	}
@@ -214,7 +225,7 @@ func (s *Server) getKernel(w http.ResponseWriter, r *http.Request, p governance.
 }
 
 func (s *Server) deleteKernel(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	k, err := s.lookup(r.Context(), p, r.PathValue("id"))
+	k, err := s.kernelOf(r, p)
 	if err != nil {
 		return err
 	}
@@ -224,7 +235,7 @@ func (s *Server) deleteKernel(w http.ResponseWriter, r *http.Request, p governan
 }
 
 func (s *Server) interruptKernel(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	k, err := s.lookup(r.Context(), p, r.PathValue("id"))
+	k, err := s.kernelOf(r, p)
 	if err != nil {
 		return err
 	}
@@ -236,7 +247,7 @@ func (s *Server) interruptKernel(w http.ResponseWriter, r *http.Request, p gover
 }
 
 func (s *Server) restartKernel(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	k, err := s.lookup(r.Context(), p, r.PathValue("id"))
+	k, err := s.kernelOf(r, p)
 	if err != nil {
 		return err
 	}

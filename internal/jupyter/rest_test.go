@@ -160,7 +160,7 @@ func TestKernelComputerMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := e.mgr.Get(t.Context(), p, e.drv.last().id)
+	v, err := e.mgr.Get(t.Context(), p, e.drv.last().ID())
 	if err != nil || v.Metadata[metaKernelID] != k.ID {
 		t.Fatalf("computer %+v: %v", v, err)
 	}
@@ -171,7 +171,7 @@ func TestComputerGone(t *testing.T) {
 	e := newFakeEnv(t, Config{})
 	k := startKernel(t, e.url, e.key, nil)
 	p, _ := e.gov.Authenticate(t.Context(), e.key)
-	if err := e.mgr.Delete(t.Context(), p, e.drv.last().id); err != nil {
+	if err := e.mgr.Delete(t.Context(), p, e.drv.last().ID()); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the kernel is gone", func() bool {

@@ -87,7 +87,7 @@ func (s *Server) Close(ctx context.Context) {
 	close(s.stop)
 	s.bg.Wait()
 	for _, k := range all {
-		k.shut(ctx, "the server is shutting down")
+		k.shut(ctx, errClosed.Error())
 	}
 	done := make(chan struct{})
 	go func() { s.pumps.Wait(); close(done) }()

@@ -3,7 +3,6 @@ package jupyter
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -35,7 +35,7 @@ func (s *Server) workdir(ctx context.Context, env map[string]string) (string, []
 	target := filepath.Clean(dir)
 	source, err := filepath.EvalSymlinks(target)
 	if err != nil {
-		slog.InfoContext(ctx, "jupyter: the working directory does not exist on this host; the kernel starts in /workspace")
+		log.From(ctx).InfoContext(ctx, "jupyter: the working directory does not exist on this host; the kernel starts in /workspace")
 		return "", nil
 	}
 	if fi, err := os.Stat(source); err != nil || !fi.IsDir() {
@@ -54,12 +54,12 @@ func (s *Server) workdir(ctx context.Context, env map[string]string) (string, []
 		spec := sandbox.DefaultSpec()
 		spec.Mounts = []sandbox.Mount{m}
 		if err := spec.Validate(); err != nil {
-			slog.InfoContext(ctx, "jupyter: the working directory cannot be mounted at its own path (a reserved path); the kernel starts in /workspace")
+			log.From(ctx).InfoContext(ctx, "jupyter: the working directory cannot be mounted at its own path (a reserved path); the kernel starts in /workspace")
 			return "", nil
 		}
 		return target, spec.Mounts
 	}
-	slog.InfoContext(ctx, "jupyter: the working directory is not under an allowed mount root; the kernel starts in /workspace")
+	log.From(ctx).InfoContext(ctx, "jupyter: the working directory is not under an allowed mount root; the kernel starts in /workspace")
 	return "", nil
 }
 
@@ -74,7 +74,7 @@ func (s *Server) createComputer(ctx context.Context, p governance.Principal, id 
 		Metadata: map[string]string{metaKernelID: id}, Mounts: mounts, NoPool: true}
 	view, err := s.mgr.Create(ctx, p, req)
 	if err != nil && len(mounts) > 0 && errors.Is(err, sandbox.ErrMountSource) {
-		slog.InfoContext(ctx, "jupyter: the working directory changed while it was mounted; the kernel starts in /workspace")
+		log.From(ctx).InfoContext(ctx, "jupyter: the working directory changed while it was mounted; the kernel starts in /workspace")
 		req.Mounts, cwd = nil, ""
 		view, err = s.mgr.Create(ctx, p, req)
 	}

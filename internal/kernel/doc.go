@@ -27,7 +27,7 @@
 //     client's messages and every kernel message unchanged, for the
 //     Kernel Gateway API; its trust rules are at the top of the file.
 //
-// Imports: the standard library only. Not github.com/go-zeromq/zmq4: a forged
+// It may import the standard library only. Not github.com/go-zeromq/zmq4: a forged
 // frame length made it panic and kill the process.
 //
 // # Failure model

@@ -3,9 +3,10 @@ package responses
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 )
 
 // deleteTimeout bounds deleting one response's computer.
@@ -59,7 +60,7 @@ func (r *Run) deleteComputer(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(ctx, deleteTimeout)
 	defer cancel()
 	if err := r.g.comp.Delete(ctx, r.p, id); err != nil {
-		slog.WarnContext(ctx, "gateway: deleting the response's computer failed", "computer", id,
+		log.From(ctx).WarnContext(ctx, "gateway: deleting the response's computer failed", "computer", id,
 			"response", r.resp.ID, "err", err)
 	}
 }

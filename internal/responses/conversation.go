@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
@@ -173,7 +173,7 @@ func (r *Run) conversation(ctx context.Context) json.RawMessage {
 	if r.computerID != "" && r.g.files != nil && r.p.Caps.HasArtifacts() {
 		arts, err := r.g.files.ListArtifacts(ctx, r.p, r.computerID, "")
 		if err != nil {
-			slog.WarnContext(ctx, "gateway: listing the response's artifacts failed", "response", r.resp.ID, "err", err)
+			log.From(ctx).WarnContext(ctx, "gateway: listing the response's artifacts failed", "response", r.resp.ID, "err", err)
 		}
 		for _, a := range arts {
 			kept = append(kept, a.ID)
@@ -185,7 +185,7 @@ func (r *Run) conversation(ctx context.Context) json.RawMessage {
 		err = fmt.Errorf("%d bytes, more than %d", len(body), MaxConversationBytes)
 	}
 	if err != nil {
-		slog.WarnContext(ctx, "gateway: the response's conversation is not kept; it cannot be continued",
+		log.From(ctx).WarnContext(ctx, "gateway: the response's conversation is not kept; it cannot be continued",
 			"response", r.resp.ID, "err", err)
 		return nil
 	}

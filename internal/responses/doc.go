@@ -3,17 +3,42 @@
 // routed by model), executing the gateway's own tools (code_interpreter,
 // computer tools) in one computer per response.
 //
-// What lives here: the request types of the supported Responses subset and
-// their strict validation (OpenAI's create parameters and how each upstream
-// API names them: params.go; item_reference inputs: references.go), the upstream clients (upstream*.go: streamed
-// SSE parsing, routing), the tool loop, the streaming of an upstream answer
-// into output items (turn.go, codestream.go for code deltas), where a
-// response's time went (timing.go, the Server-Timing header), the
-// Responses output objects, the input items as Chat Completions turns
-// (input.go, chatcontent.go) and the stored, replayable conversation
-// behind previous_response_id (conversation.go), and the deletes of the
-// responses' computers after their answers (cleanup.go). It may import
-// internal/tools, internal/computer, internal/files, internal/governance,
-// internal/sandbox, internal/store and the standard library; HTTP routing
-// and error rendering stay in internal/httpapi.
+// A response is a Run: Gateway.Begin validates the request and loads what
+// it refers to (every request error is found there, before any upstream
+// call), Run.Do runs the loop and streams its events, Run.Close deletes the
+// response's computer in the background.
+//
+// Where things live:
+//   - gateway.go: Config, New, the Gateway; services.go: the two interfaces
+//     the gateway runs on, Computers (*computer.Manager: make, run tools in,
+//     delete a computer) and Files (*files.Service: uploads, input files,
+//     image artifacts). Tests satisfy them with fakes.
+//   - request.go, params.go, input.go, chatcontent.go, references.go: the
+//     supported request subset, its strict validation, OpenAI's create
+//     parameters in each upstream API's names, the input items as Chat
+//     Completions turns, item_reference inputs.
+//   - run.go: Begin, Do, storing the response, failing it; loop.go: the
+//     rounds with the upstream (limits: max_tool_calls, MaxRounds) and the
+//     assistant turns they add; calls.go: the gateway's tool calls in the
+//     computer (made at the first call, input files copied in), images kept
+//     as artifacts.
+//   - turn.go, codestream.go: an upstream answer streamed into output
+//     items as it arrives (code_interpreter code decoded from its JSON
+//     arguments while they stream); output.go: the output objects and events.
+//   - upstream*.go: the upstream clients (one HTTP call, bounded and timed:
+//     upstream.go; SSE: upstream_sse.go; each API; routing by model).
+//   - conversation.go: the stored, replayable conversation behind
+//     previous_response_id, and the request's files and images;
+//     cleanup.go: the background deletes; timing.go: Server-Timing.
+//
+// Tests run in-package, in well under a second, on fakes of Computers,
+// Files and store.Responses against a scripted upstream (the upstreamtest
+// subpackage, which internal/httpapi's end-to-end tests with real
+// computers use too).
+//
+// It may import internal/tools, internal/computer, internal/files,
+// internal/governance, internal/sandbox, internal/store, internal/errdefs
+// (its Error carries a kind, not a status), internal/log (the request's
+// logger, from ctx) and the standard library; HTTP routing and error
+// rendering stay in internal/httpapi and internal/errdefs/errhttp.
 package responses

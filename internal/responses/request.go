@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
@@ -141,7 +142,7 @@ func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
 		return nil, err
 	}
 	if (p.codeInterpreter || len(p.gatewayTools) > 0) && !computers {
-		return nil, &Error{Status: 400, Code: "computer_not_configured", Message: NotConfiguredSentence, Param: "tools"}
+		return nil, &Error{Kind: errdefs.InvalidArgument, Code: "computer_not_configured", Message: NotConfiguredSentence, Param: "tools"}
 	}
 	if err := p.parseToolChoice(r.ToolChoice); err != nil {
 		return nil, err
@@ -181,76 +182,19 @@ func (p *plan) parseTools(raw []json.RawMessage) error {
 		if err := json.Unmarshal(t, &head); err != nil {
 			return invalid(param, "%s must be an object with a type", param)
 		}
+		var err error
 		switch head.Type {
 		case "code_interpreter":
-			var ci struct {
-				Type      string          `json:"type"`
-				Container json.RawMessage `json:"container"`
-			}
-			if err := strict(t, &ci, param); err != nil {
-				return err
-			}
-			var c struct {
-				Type string `json:"type"`
-			}
-			if len(ci.Container) == 0 || strict(ci.Container, &c, param+".container") != nil || c.Type != "auto" {
-				return invalid(param+".container", `only {"type":"auto"} is supported as the code_interpreter container`)
-			}
-			if p.codeInterpreter {
-				return invalid(param, "code_interpreter is declared twice")
-			}
-			p.codeInterpreter = true
-			ciTool := tools.CodeInterpreterTool()
-			def := ciTool.Definition()
-			p.tools = append(p.tools, chatTool{Type: "function", Function: chatFunction{Name: def.Function.Name,
-				Description: def.Function.Description, Parameters: def.Function.Parameters, Strict: ptr(true)}})
+			err = p.codeInterpreterTool(t, param)
 		case "tool":
-			var gt struct {
-				Type string `json:"type"`
-				Name string `json:"name"`
-			}
-			if err := strict(t, &gt, param); err != nil {
-				return err
-			}
-			matched := gatewayToolset.Match(gt.Name)
-			if len(matched) == 0 {
-				return invalid(param+".name", "unknown gateway tool %q; supported: %s, the toolset builtin__computer_*",
-					gt.Name, strings.Join(gatewayToolset.Names(), ", "))
-			}
-			for _, tl := range matched {
-				if p.gatewayTools[tl.Name] {
-					continue // named twice (e.g. exactly and by the toolset): offered once
-				}
-				p.gatewayTools[tl.Name] = true
-				def := tl.Definition()
-				p.tools = append(p.tools, chatTool{Type: "function", Function: chatFunction{Name: def.Function.Name,
-					Description: def.Function.Description, Parameters: def.Function.Parameters, Strict: ptr(true)}})
-			}
+			err = p.gatewayTool(t, param)
 		case "function":
-			var f struct {
-				Type        string          `json:"type"`
-				Name        string          `json:"name"`
-				Description *string         `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-				Strict      *bool           `json:"strict"`
-			}
-			if err := strict(t, &f, param); err != nil {
-				return err
-			}
-			if f.Name == "" {
-				return invalid(param+".name", "a function tool needs a name")
-			}
-			if p.clientFuncs[f.Name] {
-				return invalid(param+".name", "function %q is declared twice", f.Name)
-			}
-			p.clientFuncs[f.Name] = true
-			ft := chatFunction{Name: f.Name, Parameters: f.Parameters, Strict: f.Strict}
-			if f.Description != nil {
-				ft.Description = *f.Description
-			}
-			p.tools = append(p.tools, chatTool{Type: "function", Function: ft})
+			err = p.functionTool(t, param)
 		default:
-			return invalid(param+".type", "unsupported tool type %q; supported: code_interpreter, tool, function", head.Type)
+			err = invalid(param+".type", "unsupported tool type %q; supported: code_interpreter, tool, function", head.Type)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if p.codeInterpreter && p.clientFuncs[tools.CodeInterpreterName] {
@@ -261,6 +205,88 @@ func (p *plan) parseTools(raw []json.RawMessage) error {
 			return invalid("tools", "the function name %q collides with the gateway tool of that name", name)
 		}
 	}
+	return nil
+}
+
+// codeInterpreterTool adds the gateway's code_interpreter (container auto only).
+func (p *plan) codeInterpreterTool(t json.RawMessage, param string) error {
+	var ci struct {
+		Type      string          `json:"type"`
+		Container json.RawMessage `json:"container"`
+	}
+	if err := strict(t, &ci, param); err != nil {
+		return err
+	}
+	var c struct {
+		Type string `json:"type"`
+	}
+	if len(ci.Container) == 0 || strict(ci.Container, &c, param+".container") != nil || c.Type != "auto" {
+		return invalid(param+".container", `only {"type":"auto"} is supported as the code_interpreter container`)
+	}
+	if p.codeInterpreter {
+		return invalid(param, "code_interpreter is declared twice")
+	}
+	p.codeInterpreter = true
+	p.tools = append(p.tools, offered(tools.CodeInterpreterTool()))
+	return nil
+}
+
+// gatewayTool adds the gateway function tools {"type":"tool","name":…}
+// names (one tool, or a toolset pattern).
+func (p *plan) gatewayTool(t json.RawMessage, param string) error {
+	var gt struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if err := strict(t, &gt, param); err != nil {
+		return err
+	}
+	matched := gatewayToolset.Match(gt.Name)
+	if len(matched) == 0 {
+		return invalid(param+".name", "unknown gateway tool %q; supported: %s, the toolset builtin__computer_*",
+			gt.Name, strings.Join(gatewayToolset.Names(), ", "))
+	}
+	for _, tl := range matched {
+		if p.gatewayTools[tl.Name] {
+			continue // named twice (e.g. exactly and by the toolset): offered once
+		}
+		p.gatewayTools[tl.Name] = true
+		p.tools = append(p.tools, offered(*tl))
+	}
+	return nil
+}
+
+// offered is a gateway tool as the upstream sees it (strict arguments).
+func offered(tl tools.Tool) chatTool {
+	def := tl.Definition()
+	return chatTool{Type: "function", Function: chatFunction{Name: def.Function.Name,
+		Description: def.Function.Description, Parameters: def.Function.Parameters, Strict: ptr(true)}}
+}
+
+// functionTool adds a client function tool.
+func (p *plan) functionTool(t json.RawMessage, param string) error {
+	var f struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description *string         `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict"`
+	}
+	if err := strict(t, &f, param); err != nil {
+		return err
+	}
+	if f.Name == "" {
+		return invalid(param+".name", "a function tool needs a name")
+	}
+	if p.clientFuncs[f.Name] {
+		return invalid(param+".name", "function %q is declared twice", f.Name)
+	}
+	p.clientFuncs[f.Name] = true
+	ft := chatFunction{Name: f.Name, Parameters: f.Parameters, Strict: f.Strict}
+	if f.Description != nil {
+		ft.Description = *f.Description
+	}
+	p.tools = append(p.tools, chatTool{Type: "function", Function: ft})
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 )
 
 func TestValidate(t *testing.T) {
@@ -69,7 +71,7 @@ func TestValidate(t *testing.T) {
 		json.Unmarshal([]byte(c.body), &r)
 		_, err := r.validate("d", false)
 		var ge *Error
-		if !errors.As(err, &ge) || ge.Code != c.code || ge.Param != c.param || ge.Status != 400 {
+		if !errors.As(err, &ge) || ge.Code != c.code || ge.Param != c.param || ge.Kind != errdefs.InvalidArgument {
 			t.Fatalf("%s: got %v (%+v), want %s param %s", c.body, err, ge, c.code, c.param)
 		}
 	}
@@ -170,7 +172,7 @@ func TestParseInputImages(t *testing.T) {
 	} {
 		_, err := parseInput(json.RawMessage(body))
 		var ge *Error
-		if !errors.As(err, &ge) || ge.Param != param || ge.Status != 400 {
+		if !errors.As(err, &ge) || ge.Param != param || ge.Kind != errdefs.InvalidArgument {
 			t.Fatalf("%s: got %v (%+v), want param %s", body, err, ge, param)
 		}
 	}

@@ -2,7 +2,6 @@ package responses
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -213,17 +212,14 @@ func (t *turnOutput) closeText(m *openMessage) {
 // it, when the arguments could not be streamed) and code_done; the call
 // stays in progress until the loop runs it.
 func (t *turnOutput) finishCode(oc *openCode, tc chatToolCall) {
-	var a struct {
-		Code string `json:"code"`
-	}
-	json.Unmarshal([]byte(tc.Function.Arguments), &a) // malformed: the tool tells the model
-	if rest, ok := strings.CutPrefix(a.Code, oc.sent.String()); ok {
+	code := codeOf(tc.Function.Arguments) // malformed: the tool tells the model
+	if rest, ok := strings.CutPrefix(code, oc.sent.String()); ok {
 		t.codeDelta(oc, rest)
 	}
-	oc.item.Code = a.Code
+	oc.item.Code = code
 	t.r.resp.Output[oc.idx] = oc.item
 	t.r.emit("response.code_interpreter_call_code.done", map[string]any{"item_id": oc.item.ID,
-		"output_index": oc.idx, "code": a.Code})
+		"output_index": oc.idx, "code": code})
 }
 
 // abandon ends an answer that broke before finish: its items keep what
@@ -251,11 +247,4 @@ func (t *turnOutput) abandon() {
 			r.resp.Output[c.code.idx] = c.code.item
 		}
 	}
-}
-
-// addMessage adds a whole assistant message (as if streamed in one piece).
-func (r *Run) addMessage(text string) {
-	t := newTurnOutput(context.Background(), r, false)
-	t.text(text)
-	t.finish(&turn{text: text})
 }

@@ -73,28 +73,39 @@ func (u *chatUpstream) complete(ctx context.Context, req chatRequest, sink turnS
 	}
 	defer c.close()
 	if !u.stream {
-		data, err := c.readAll()
-		if err != nil {
+		return u.whole(c, b)
+	}
+	return u.streamed(c, b)
+}
+
+// whole reads a non-streamed chat completion.
+func (u *chatUpstream) whole(c *call, b *turnBuilder) (*turn, error) {
+	data, err := c.readAll()
+	if err != nil {
+		return nil, err
+	}
+	var out chatResponse
+	if err := json.Unmarshal(data, &out); err != nil || len(out.Choices) == 0 {
+		return nil, upstreamError("the upstream answer is not a chat completion")
+	}
+	msg := out.Choices[0].Message
+	if msg.Content != nil {
+		b.addText(*msg.Content)
+	}
+	for i, tc := range msg.ToolCalls {
+		if err := b.addCall(i, tc.ID, tc.Function.Name, tc.Function.Arguments); err != nil {
 			return nil, err
 		}
-		var out chatResponse
-		if err := json.Unmarshal(data, &out); err != nil || len(out.Choices) == 0 {
-			return nil, upstreamError("the upstream answer is not a chat completion")
-		}
-		msg := out.Choices[0].Message
-		if msg.Content != nil {
-			b.addText(*msg.Content)
-		}
-		for i, tc := range msg.ToolCalls {
-			if err := b.addCall(i, tc.ID, tc.Function.Name, tc.Function.Arguments); err != nil {
-				return nil, err
-			}
-		}
-		out.Usage.add(&b.usage)
-		return b.finish()
 	}
+	out.Usage.add(&b.usage)
+	return b.finish()
+}
+
+// streamed reads a streamed chat completion: chunks until [DONE] (or a
+// finish_reason, for servers that send no [DONE]).
+func (u *chatUpstream) streamed(c *call, b *turnBuilder) (*turn, error) {
 	done, finished := false, false
-	err = readSSE(c.body(), u.maxBytes, func(_, data string) error {
+	err := readSSE(c.body(), u.maxBytes, func(_, data string) error {
 		if data == "[DONE]" {
 			done = true
 			return errStopSSE

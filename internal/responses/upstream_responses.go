@@ -139,28 +139,39 @@ func (u *responsesUpstream) complete(ctx context.Context, req chatRequest, sink 
 	}
 	defer c.close()
 	if !u.stream {
-		data, err := c.readAll()
-		if err != nil {
+		return u.whole(c, b)
+	}
+	return u.streamed(c, b)
+}
+
+// whole reads a non-streamed response.
+func (u *responsesUpstream) whole(c *call, b *turnBuilder) (*turn, error) {
+	data, err := c.readAll()
+	if err != nil {
+		return nil, err
+	}
+	var a responsesAnswer
+	if err := json.Unmarshal(data, &a); err != nil || a.Output == nil {
+		return nil, upstreamError("the upstream answer is not a response")
+	}
+	if a.Status == "failed" {
+		return nil, upstreamError("the upstream model server reported a failed response")
+	}
+	for _, it := range a.Output {
+		if err := b.addItem(it); err != nil {
 			return nil, err
 		}
-		var a responsesAnswer
-		if err := json.Unmarshal(data, &a); err != nil || a.Output == nil {
-			return nil, upstreamError("the upstream answer is not a response")
-		}
-		if a.Status == "failed" {
-			return nil, upstreamError("the upstream model server reported a failed response")
-		}
-		for _, it := range a.Output {
-			if err := b.addItem(it); err != nil {
-				return nil, err
-			}
-		}
-		a.Usage.add(&b.usage)
-		return b.finish()
 	}
+	a.Usage.add(&b.usage)
+	return b.finish()
+}
+
+// streamed reads a streamed response: events until response.completed
+// (or response.incomplete).
+func (u *responsesUpstream) streamed(c *call, b *turnBuilder) (*turn, error) {
 	calls := map[int]int{} // upstream output_index → call index
 	done := false
-	err = readSSE(c.body(), u.maxBytes, func(_, data string) error {
+	err := readSSE(c.body(), u.maxBytes, func(_, data string) error {
 		var ev responsesEvent
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
 			return upstreamError("the upstream stream has a malformed event")

@@ -1,27 +1,10 @@
 package sandbox
 
-import (
-	"context"
-
-	"github.com/cubicle-sandbox/cubicle/internal/agent"
-)
-
-type (
-	KernelStart   = agent.KernelStart
-	KernelMessage = agent.KernelMessage
-)
+import "context"
 
 // MaxKernelMessage bounds one relayed Jupyter message (JSON parts and
 // buffers); Send refuses a larger one with ErrInvalid (the relay goes on).
-const MaxKernelMessage = agent.MaxKernelMessage
-
-// Why a relay ended (Kernel.Err) or could not open.
-var (
-	ErrKernelClosed  = agent.ErrKernelClosed  // Close was called
-	ErrKernelBacklog = agent.ErrKernelBacklog // Messages was not read fast enough
-	ErrKernelDead    = agent.ErrKernelDead    // crashed too often, could not start, or broke the protocol
-	ErrKernelBusy    = agent.ErrBusy          // the computer already has a relay open
-)
+const MaxKernelMessage = 32 << 20
 
 // Kernel relays Jupyter messages between a client and a kernel of its own
 // inside a computer (the Kernel Gateway API).

@@ -2,63 +2,11 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path"
 	"strings"
 	"time"
-
-	"github.com/cubicle-sandbox/cubicle/internal/agent"
-)
-
-// Shared types: what a process and a file look like on both sides.
-type (
-	ExecRequest = agent.ExecStart
-	ExecIO      = agent.ExecIO
-	ExitStatus  = agent.ExitStatus
-	FileInfo    = agent.FileInfo
-	Listing     = agent.Listing
-	FileWrite   = agent.FileWrite
-	FileRead    = agent.FileRead
-	Written     = agent.Written
-	DataEnd     = agent.DataEnd
-
-	PythonRequest = agent.PythonRequest
-	PythonCell    = agent.PythonCell
-	PythonOutput  = agent.PythonOutput
-	PythonResult  = agent.PythonResult
-	CellResult    = agent.CellResult
-)
-
-// Millis converts a duration for ExecRequest.Timeout.
-var Millis = agent.Millis
-
-// Error kinds a caller may test with errors.Is.
-var (
-	ErrNotFound   = agent.ErrNotFound
-	ErrPathEscape = agent.ErrPathEscape
-	ErrNotRegular = agent.ErrNotRegular
-	ErrTooLarge   = agent.ErrTooLarge
-	ErrNoSpace    = agent.ErrNoSpace
-	ErrPermission = agent.ErrPermission
-	ErrProcLimit  = agent.ErrProcLimit
-	ErrGone       = agent.ErrAgentGone
-	ErrInvalid    = agent.ErrInvalid
-	ErrNotDir     = agent.ErrNotDir
-	ErrIsDir      = agent.ErrIsDir
-	ErrExists     = agent.ErrExists
-	ErrNotEmpty   = agent.ErrNotEmpty
-	ErrLocked     = agent.ErrLocked   // a process in the computer holds a lease on the file
-	ErrChanging   = agent.ErrChanging // a snapshot read of a file open for writing
-	// ErrUnsupported means the host cannot enforce what a computer needs
-	// (a cgroup controller, a namespace, loop devices...).
-	ErrUnsupported = errors.New("this host cannot enforce the computer's limits")
-	// ErrInvalidSpec reports limits out of range.
-	ErrInvalidSpec = errors.New("invalid computer spec")
-	// ErrMountSource means a mount's source beneath its Root is not (or is
-	// no longer) a directory reached without symlinks.
-	ErrMountSource = errors.New("mount source is not a directory beneath its root without symlinks")
 )
 
 // Driver creates computers.
@@ -78,28 +26,20 @@ type GCReport struct {
 	Mounts    int `json:"mounts"`
 }
 
-// Sandbox is one running computer.
+// Sandbox is one running computer: everything a driver's computer does.
+// Consumers take the narrowest of its parts that they need.
 type Sandbox interface {
+	Lifecycle
+	Processes
+	Files
+	Python
+	Kernels
+}
+
+// Lifecycle is who a computer is and how it ends.
+type Lifecycle interface {
 	ID() string
 	Spec() Spec
-	// Exec runs a process to completion. Cancelling ctx kills the process
-	// tree; Exec returns after it was reaped.
-	Exec(ctx context.Context, req ExecRequest, sio ExecIO) (ExitStatus, error)
-	WriteFile(ctx context.Context, req FileWrite, r io.Reader) (Written, error)
-	ReadFile(ctx context.Context, req FileRead, w io.Writer) (DataEnd, error)
-	Stat(ctx context.Context, path string) (FileInfo, error)
-	List(ctx context.Context, path string) (Listing, error)
-	Mkdir(ctx context.Context, path string, parents bool) error
-	Remove(ctx context.Context, path string, recursive bool) error
-	// Python runs cells in the computer's kernel; onOutput (may be nil) receives every
-	// output as it happens, from one goroutine. Cancelling ctx interrupts the kernel
-	// (escalating to a restart) and returns a cancelled result.
-	Python(ctx context.Context, req PythonRequest, onOutput func(PythonOutput)) (PythonResult, error)
-	// PythonControl interrupts ("interrupt") or restarts ("restart") the session kernel.
-	PythonControl(ctx context.Context, action string) error
-	// OpenKernel starts a kernel of its own in the computer (not the session
-	// kernel) and relays its messages; one per computer at a time.
-	OpenKernel(ctx context.Context, start KernelStart) (Kernel, error)
 	// Kill SIGKILLs every process in the computer and returns once none of
 	// them can run code or make a system call again. It frees nothing:
 	// Destroy must still be called. It is idempotent.
@@ -118,6 +58,42 @@ type Sandbox interface {
 	// ExitReason says how the agent ended ("killed by signal 9 (SIGKILL)"),
 	// once Done is closed; "" before.
 	ExitReason() string
+}
+
+// Processes runs processes in a computer.
+type Processes interface {
+	// Exec runs a process to completion. Cancelling ctx kills the process
+	// tree; Exec returns after it was reaped.
+	Exec(ctx context.Context, req ExecRequest, sio ExecIO) (ExitStatus, error)
+}
+
+// Files moves files in and out of a computer's /workspace, with the
+// sandbox user's permissions.
+type Files interface {
+	// WriteFile uploads r; the file appears atomically when complete.
+	WriteFile(ctx context.Context, req FileWrite, r io.Reader) (Written, error)
+	ReadFile(ctx context.Context, req FileRead, w io.Writer) (DataEnd, error)
+	Stat(ctx context.Context, path string) (FileInfo, error)
+	List(ctx context.Context, path string) (Listing, error)
+	Mkdir(ctx context.Context, path string, parents bool) error
+	Remove(ctx context.Context, path string, recursive bool) error
+}
+
+// Python runs code in a computer's session kernel.
+type Python interface {
+	// Python runs cells in the computer's kernel; onOutput (may be nil) receives every
+	// output as it happens, from one goroutine. Cancelling ctx interrupts the kernel
+	// (escalating to a restart) and returns a cancelled result.
+	Python(ctx context.Context, req PythonRequest, onOutput func(PythonOutput)) (PythonResult, error)
+	// PythonControl interrupts ("interrupt") or restarts ("restart") the session kernel.
+	PythonControl(ctx context.Context, action string) error
+}
+
+// Kernels relays a kernel of the computer's own to a Jupyter client.
+type Kernels interface {
+	// OpenKernel starts a kernel of its own in the computer (not the session
+	// kernel) and relays its messages; one per computer at a time.
+	OpenKernel(ctx context.Context, start KernelStart) (Kernel, error)
 }
 
 // NetworkMode says what a computer can reach.

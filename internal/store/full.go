@@ -3,12 +3,14 @@ package store
 import (
 	"errors"
 	"syscall"
+
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 )
 
 // ErrFull means the server's own disk (the data directory's filesystem)
 // is full, so what was asked cannot be stored: HTTP 507
 // insufficient_storage. Deleting never fails for it (see docs/api.md).
-var ErrFull = errors.New("insufficient storage: the server's disk is full")
+var ErrFull = errdefs.New(errdefs.InsufficientStorage, "", "insufficient storage: the server's disk is full")
 
 // fullError is ErrFull with what could not be stored and its cause, which
 // stays out of the message (it names host paths).

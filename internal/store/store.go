@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 )
 
-// Error kinds.
+// Error kinds. ErrConflict (a write that lost a race, handled inside the
+// service) is deliberately unclassified: should one reach a client it is a
+// server error.
 var (
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = errdefs.New(errdefs.NotFound, "", "not found")
 	ErrConflict = errors.New("conflict")
 )
 

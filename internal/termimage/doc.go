@@ -8,4 +8,6 @@
 // the escape sequences. Everything else gets None, and the caller saves the
 // image to a file instead. Nothing here reads from the terminal: the kitty
 // sequence asks for no answer (q=2), so no reply lands in the caller's stdin.
+//
+// It may import the standard library only (the caller detects the terminal).
 package termimage

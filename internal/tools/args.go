@@ -18,6 +18,9 @@ const Workspace = "/workspace"
 // JSON string holding one, as OpenAI sends them), no unknown fields, the
 // required fields present and not null, the right types. It returns the
 // error sentence for the model, or "".
+// notAnObject is the sentence of arguments that are not a JSON object.
+const notAnObject = "Invalid arguments: expected a JSON object."
+
 func decodeArgs(raw json.RawMessage, v any, required ...string) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -26,13 +29,13 @@ func decodeArgs(raw json.RawMessage, v any, required ...string) string {
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "Invalid arguments: expected a JSON object."
+			return notAnObject
 		}
 		raw = bytes.TrimSpace([]byte(s))
 	}
 	var fields map[string]json.RawMessage
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
-		return "Invalid arguments: expected a JSON object."
+		return notAnObject
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -41,14 +44,14 @@ func decodeArgs(raw json.RawMessage, v any, required ...string) string {
 	switch {
 	case err == nil:
 		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
-			return "Invalid arguments: expected a JSON object."
+			return notAnObject
 		}
 	case errors.As(err, &typeErr):
 		return fmt.Sprintf("Invalid arguments: %s must be %s.", typeErr.Field, JSONKind(typeErr.Type))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return fmt.Sprintf("Invalid arguments: unknown field %s.", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	default:
-		return "Invalid arguments: expected a JSON object."
+		return notAnObject
 	}
 	for _, f := range required {
 		if r, ok := fields[f]; !ok || string(bytes.TrimSpace(r)) == "null" {

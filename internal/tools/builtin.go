@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
@@ -34,7 +35,7 @@ const (
 const MaxExportBytes = 25 << 20
 
 // ErrExportTooLarge: the exported file is larger than MaxExportBytes.
-var ErrExportTooLarge = errors.New("file is too large to export")
+var ErrExportTooLarge = errdefs.New(errdefs.TooLarge, "", "file is too large to export")
 
 // ExecTool runs a shell command.
 func ExecTool() Tool {
@@ -88,7 +89,7 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 	}
 	out, errb := &capture{max: lim.MaxStreamBytes}, &capture{max: lim.MaxStreamBytes}
 	st, err := env.Sandbox.Exec(ctx, sandbox.ExecRequest{Command: *a.Command,
-		Timeout: sandbox.Millis(time.Duration(timeout) * time.Second)}, sandbox.ExecIO{Stdout: out, Stderr: errb})
+		Timeout: time.Duration(timeout) * time.Second}, sandbox.ExecIO{Stdout: out, Stderr: errb})
 	if err != nil {
 		switch {
 		case errors.Is(err, sandbox.ErrProcLimit):
@@ -297,7 +298,7 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 		timeout = *a.Timeout
 	}
 	timeout = min(timeout, lim.ExecTimeoutSeconds)
-	req.Timeout = sandbox.Millis(time.Duration(timeout) * time.Second)
+	req.Timeout = time.Duration(timeout) * time.Second
 	if a.Cwd != nil {
 		cwd, msg := ResolvePath(*a.Cwd)
 		if msg != "" {

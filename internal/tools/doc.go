@@ -1,6 +1,7 @@
 // Package tools is the LLM-facing tool registry: each tool has a name, a
 // description, a strict JSON schema (OpenAI function format) and an
-// executor that runs on one computer (a sandbox.Sandbox) and returns the
+// executor that runs on one computer (a Computer: the processes, files and
+// Python parts of a sandbox.Sandbox, nothing of its lifecycle) and returns the
 // fixed-format text the model sees plus structured extras (images, and
 // later artifacts).
 //
@@ -10,7 +11,8 @@
 // infrastructure failures (the computer is gone or unreachable) are Go
 // errors.
 //
-// This package may import only internal/sandbox, internal/kernel and the
-// standard library: it knows nothing of keys, HTTP, storage or audit; the
+// This package may import only internal/sandbox, internal/kernel,
+// internal/errdefs (the kind of ErrExportTooLarge) and the standard
+// library: it knows nothing of keys, HTTP, storage or audit; the
 // computer service (internal/computer) wraps it with those.
 package tools

@@ -68,9 +68,17 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// Computer is what the tools use of a computer: processes, files and
+// Python.
+type Computer interface {
+	sandbox.Processes
+	sandbox.Files
+	sandbox.Python
+}
+
 // Env is what a tool runs with.
 type Env struct {
-	Sandbox sandbox.Sandbox
+	Sandbox Computer
 	Limits  Limits
 	// Artifacts: the key may keep files (the artifacts capability).
 	Artifacts bool
@@ -215,11 +223,14 @@ func (r *Registry) Names() []string {
 	return slices.Clip(out)
 }
 
+// UnknownTool is the sentence of a tool name that does not exist.
+func UnknownTool(name string) string { return "Unknown tool: " + name }
+
 // Run calls a tool by name. An unknown tool is a tool error.
 func (r *Registry) Run(ctx context.Context, env Env, name string, args json.RawMessage) (Result, error) {
 	t, ok := r.Lookup(name)
 	if !ok {
-		return failed("Unknown tool: %s", name), nil
+		return failed("%s", UnknownTool(name)), nil
 	}
 	return t.Run(ctx, env, args)
 }

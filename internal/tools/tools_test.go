@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -14,56 +13,40 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
 )
 
-// fake is a sandbox whose calls are scripted.
+// fake is a computer (sandboxtest's) whose exec and python are scripted,
+// with an in-memory workspace holding files; run attaches it.
 type fake struct {
-	sandbox.Sandbox // nil: unscripted calls panic
-	exec            func(req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error)
-	files           map[string][]byte
-	writes          []string
-	python          func(req sandbox.PythonRequest, on func(sandbox.PythonOutput)) (sandbox.PythonResult, error)
-	lastExec        sandbox.ExecRequest
+	*sandboxtest.Sandbox
+	ws       *sandboxtest.Workspace
+	exec     func(req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error)
+	files    map[string][]byte
+	python   func(req sandbox.PythonRequest, on func(sandbox.PythonOutput)) (sandbox.PythonResult, error)
+	lastExec sandbox.ExecRequest
 }
 
-func (f *fake) Exec(_ context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
-	f.lastExec = req
-	return f.exec(req, sio)
-}
-
-func (f *fake) WriteFile(_ context.Context, req sandbox.FileWrite, r io.Reader) (sandbox.Written, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return sandbox.Written{}, err
+// attach scripts the computer with f's functions and files, once.
+func (f *fake) attach() *fake {
+	if f.Sandbox != nil {
+		return f
 	}
 	if f.files == nil {
 		f.files = map[string][]byte{}
 	}
-	f.files[req.Path] = b
-	f.writes = append(f.writes, req.Path)
-	return sandbox.Written{Path: req.Path, Bytes: int64(len(b))}, nil
-}
-
-func (f *fake) ReadFile(_ context.Context, req sandbox.FileRead, w io.Writer) (sandbox.DataEnd, error) {
-	b, ok := f.files[req.Path]
-	if !ok {
-		return sandbox.DataEnd{}, fmt.Errorf("%w: %s", sandbox.ErrNotFound, req.Path)
+	f.ws = sandboxtest.NewWorkspace(f.files)
+	f.Sandbox = f.ws.Attach(&sandboxtest.Sandbox{})
+	f.ExecFunc = func(_ context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
+		f.lastExec = req
+		return f.exec(req, sio)
 	}
-	n := min(int64(len(b)), req.Limit)
-	w.Write(b[:n])
-	return sandbox.DataEnd{Path: req.Path, Size: int64(len(b)), Truncated: n < int64(len(b))}, nil
-}
-
-func (f *fake) Stat(_ context.Context, p string) (sandbox.FileInfo, error) {
-	b, ok := f.files[p]
-	if !ok {
-		return sandbox.FileInfo{}, fmt.Errorf("%w: %s", sandbox.ErrNotFound, p)
+	if f.python != nil {
+		f.PythonFunc = func(_ context.Context, req sandbox.PythonRequest, on func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
+			return f.python(req, on)
+		}
 	}
-	return sandbox.FileInfo{Path: p, Type: "file", Size: int64(len(b))}, nil
-}
-
-func (f *fake) Python(_ context.Context, req sandbox.PythonRequest, on func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
-	return f.python(req, on)
+	return f
 }
 
 // printing makes an exec that writes fixed streams.
@@ -82,7 +65,7 @@ func printing(stdout, stderr string, st sandbox.ExitStatus) func(sandbox.ExecReq
 
 func run(t *testing.T, f *fake, env Env, name, args string) Result {
 	t.Helper()
-	env.Sandbox = f
+	env.Sandbox = f.attach()
 	res, err := Default().Run(context.Background(), env, name, json.RawMessage(args))
 	if err != nil {
 		t.Fatalf("%s %s: %v", name, args, err)
@@ -150,7 +133,7 @@ func TestExecFormat(t *testing.T) {
 	t.Run("passes the command and timeout", func(t *testing.T) {
 		f := &fake{exec: printing("", "", sandbox.ExitStatus{})}
 		run(t, f, Env{Limits: Limits{ExecTimeoutSeconds: 20}}, ExecName, `{"command":"echo hi","timeout_seconds":3}`)
-		if f.lastExec.Command != "echo hi" || f.lastExec.Timeout != sandbox.Millis(3e9) {
+		if f.lastExec.Command != "echo hi" || f.lastExec.Timeout != 3e9 {
 			t.Fatalf("exec request %+v", f.lastExec)
 		}
 	})
@@ -166,7 +149,7 @@ func TestExecFormat(t *testing.T) {
 		f := &fake{exec: func(sandbox.ExecRequest, sandbox.ExecIO) (sandbox.ExitStatus, error) {
 			return sandbox.ExitStatus{}, sandbox.ErrGone
 		}}
-		_, err := Default().Run(context.Background(), Env{Sandbox: f}, ExecName, json.RawMessage(`{"command":"x"}`))
+		_, err := Default().Run(context.Background(), Env{Sandbox: f.attach()}, ExecName, json.RawMessage(`{"command":"x"}`))
 		if !errors.Is(err, sandbox.ErrGone) {
 			t.Fatalf("err %v", err)
 		}
@@ -222,11 +205,11 @@ func TestWriteFile(t *testing.T) {
 		if res.Output != tc.want {
 			t.Errorf("%s: %q, want %q", tc.args, res.Output, tc.want)
 		}
-		if tc.path != "" && (len(f.writes) != 1 || f.writes[0] != tc.path || res.Failed) {
-			t.Errorf("%s: writes %v", tc.args, f.writes)
+		if tc.path != "" && (len(f.ws.Writes()) != 1 || f.ws.Writes()[0] != tc.path || res.Failed) {
+			t.Errorf("%s: writes %v", tc.args, f.ws.Writes())
 		}
-		if tc.path == "" && (len(f.writes) != 0 || !res.Failed) {
-			t.Errorf("%s: wrote %v on an error", tc.args, f.writes)
+		if tc.path == "" && (len(f.ws.Writes()) != 0 || !res.Failed) {
+			t.Errorf("%s: wrote %v on an error", tc.args, f.ws.Writes())
 		}
 	}
 	res := run(t, &fake{}, Env{Limits: Limits{MaxFileBytes: 3}}, WriteFileName, `{"path":"a","content":"abcd"}`)
@@ -276,7 +259,7 @@ func TestPythonRendering(t *testing.T) {
 	png := []byte("\x89PNG fake")
 	f := &fake{python: func(req sandbox.PythonRequest, on func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
 		if len(req.Cells) != 2 || req.Cells[0].Code != "print(1)" || req.Cwd != "/workspace/sub" || !req.Reset ||
-			req.Timeout != sandbox.Millis(10e9) {
+			req.Timeout != 10e9 {
 			return sandbox.PythonResult{}, fmt.Errorf("unexpected request %+v", req)
 		}
 		on(sandbox.PythonOutput{Cell: 0, Output: kernel.Output{Type: kernel.OutStream, Name: "stdout", Text: "1\n"}})
@@ -399,7 +382,7 @@ func TestRunBatchInOrder(t *testing.T) {
 		sio.Stdout.Write([]byte("ran\n"))
 		return sandbox.ExitStatus{}, nil
 	}
-	out := Default().RunBatch(context.Background(), Env{Sandbox: f}, []Call{
+	out := Default().RunBatch(context.Background(), Env{Sandbox: f.attach()}, []Call{
 		{Name: WriteFileName, Arguments: json.RawMessage(`{"path":"run.sh","content":"echo ran"}`)},
 		{Name: "nope", Arguments: json.RawMessage(`{}`)},
 		{Name: ExecName, Arguments: json.RawMessage(`"{\"command\":\"sh run.sh\"}"`)},
@@ -414,7 +397,7 @@ func TestRunBatchInOrder(t *testing.T) {
 	f.exec = func(sandbox.ExecRequest, sandbox.ExecIO) (sandbox.ExitStatus, error) {
 		return sandbox.ExitStatus{}, sandbox.ErrGone
 	}
-	out = Default().RunBatch(context.Background(), Env{Sandbox: f}, []Call{
+	out = Default().RunBatch(context.Background(), Env{Sandbox: f.attach()}, []Call{
 		{Name: ExecName, Arguments: json.RawMessage(`{"command":"x"}`)},
 		{Name: WriteFileName, Arguments: json.RawMessage(`{"path":"later","content":""}`)},
 	})

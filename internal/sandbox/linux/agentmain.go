@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // AgentArg is the hidden subcommand that runs the agent.
@@ -72,8 +73,8 @@ func AgentMain() int {
 }
 
 func reportError(conn *os.File, err error) {
-	b, _ := json.Marshal(agent.WireError{Code: "internal", Message: "computer setup failed: " + err.Error()})
-	buf, _ := agent.AppendFrame(nil, agent.Frame{Kind: agent.KindError, Payload: b})
+	b, _ := json.Marshal(protocol.WireError{Code: "internal", Message: "computer setup failed: " + err.Error()})
+	buf, _ := protocol.AppendFrame(nil, protocol.Frame{Kind: protocol.KindError, Payload: b})
 	conn.Write(buf)
 }
 
@@ -100,7 +101,7 @@ func serveMain(conn *os.File, initFD int) int {
 
 // seal prepares the server stage: orphans come to it, limits, the
 // workspace descriptor, the spawner thread, privileges and seccomp.
-func seal(init agent.Init) (*os.File, *agent.Spawner, error) {
+func seal(init protocol.Init) (*os.File, *agent.Spawner, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, nil, fmt.Errorf("become the subreaper: %w", err)
 	}
@@ -132,12 +133,12 @@ func seal(init agent.Init) (*os.File, *agent.Spawner, error) {
 // build turns this fresh PID 1 into a computer and starts the server
 // stage in it: root filesystem, hostname, network, the user namespace.
 func build(conn *os.File) (*serverStage, error) {
-	f, err := agent.ReadFrame(conn)
+	f, err := protocol.ReadFrame(conn)
 	if err != nil {
 		return nil, fmt.Errorf("read init: %w", err)
 	}
-	var init agent.Init
-	if f.Kind != agent.KindInit || json.Unmarshal(f.Payload, &init) != nil {
+	var init protocol.Init
+	if f.Kind != protocol.KindInit || json.Unmarshal(f.Payload, &init) != nil {
 		return nil, fmt.Errorf("first frame is not a valid init")
 	}
 	if init.HostUID == 0 {
@@ -157,7 +158,7 @@ func build(conn *os.File) (*serverStage, error) {
 }
 
 // finish builds the computer around the waiting server and hands it over.
-func finish(init agent.Init, server *serverStage) error {
+func finish(init protocol.Init, server *serverStage) error {
 	if err := buildRoot(init); err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/opencontainers/cgroups/manager"
 	"golang.org/x/sys/unix"
 
-	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -216,9 +216,9 @@ func contains(list []string, s string) bool {
 // agentFDs opens the directories and files the agent needs to place and
 // track processes, as descriptors it inherits (it has no /sys inside).
 // The returned files must be closed by the caller after the agent started.
-func (u *userCgroup) agentFDs(firstFD int) ([]*os.File, agent.CgroupFDs, error) {
+func (u *userCgroup) agentFDs(firstFD int) ([]*os.File, protocol.CgroupFDs, error) {
 	var files []*os.File
-	var cfg agent.CgroupFDs
+	var cfg protocol.CgroupFDs
 	openDir := func(p string) (int, error) {
 		f, err := os.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
@@ -227,11 +227,11 @@ func (u *userCgroup) agentFDs(firstFD int) ([]*os.File, agent.CgroupFDs, error) 
 		files = append(files, f)
 		return firstFD + len(files) - 1, nil
 	}
-	fail := func(err error) ([]*os.File, agent.CgroupFDs, error) {
+	fail := func(err error) ([]*os.File, protocol.CgroupFDs, error) {
 		for _, f := range files {
 			f.Close()
 		}
-		return nil, agent.CgroupFDs{}, fmt.Errorf("%w: open cgroup for the agent: %v", sandbox.ErrUnsupported, err)
+		return nil, protocol.CgroupFDs{}, fmt.Errorf("%w: open cgroup for the agent: %v", sandbox.ErrUnsupported, err)
 	}
 	track, oom := "pids", filepath.Join(u.paths["memory"], "memory.oom_control")
 	if u.v2 {

@@ -15,6 +15,7 @@
 // Kill returns once no task of the computer can run code (kill.go), Destroy
 // then waits for the kernel to finish and frees the resources.
 //
-// It may import internal/sandbox, internal/agent, its own subpackages
+// It may import internal/sandbox, internal/agent and internal/agent/protocol (the
+// Init and Ready frames it builds the computer with), its own subpackages
 // (seccomp, disk), x/sys and opencontainers/cgroups.
 package linux

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux/disk"
 )
@@ -182,10 +183,10 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		hostEnd.Close()
 		return fmt.Errorf("write computer record: %w", err)
 	}
-	init := agent.Init{
+	init := protocol.Init{
 		Hostname: "computer", RootDir: c.dir.path(rootDir), Device: device,
 		TmpBytes: tmpBytes(c.spec), ShmBytes: min(64<<20, c.spec.MemoryBytes/4),
-		Env: c.spec.Env, Cgroup: cgfds, Timeout: agent.Millis(c.spec.Timeout),
+		Env: c.spec.Env, Cgroup: cgfds, Timeout: protocol.Millis(c.spec.Timeout),
 		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes, Mounts: mounts, HostUID: c.uid.uid,
 	}
 	if err := handshake(ctx, hostEnd, init); err != nil {
@@ -209,12 +210,12 @@ func (c *computer) bootError(err error) error {
 }
 
 // handshake sends Init and waits for Ready.
-func handshake(ctx context.Context, conn *os.File, init agent.Init) error {
+func handshake(ctx context.Context, conn *os.File, init protocol.Init) error {
 	payload, err := json.Marshal(init)
 	if err != nil {
 		return err
 	}
-	buf, err := agent.AppendFrame(nil, agent.Frame{Kind: agent.KindInit, Payload: payload})
+	buf, err := protocol.AppendFrame(nil, protocol.Frame{Kind: protocol.KindInit, Payload: payload})
 	if err != nil {
 		return err
 	}
@@ -229,15 +230,15 @@ func handshake(ctx context.Context, conn *os.File, init agent.Init) error {
 	if _, err := conn.Write(buf); err != nil {
 		return fmt.Errorf("start computer: send init: %w", err)
 	}
-	f, err := agent.ReadFrame(conn)
+	f, err := protocol.ReadFrame(conn)
 	if err != nil {
 		return fmt.Errorf("start computer: the agent did not answer: %w", err)
 	}
 	switch f.Kind {
-	case agent.KindReady:
+	case protocol.KindReady:
 		return nil
-	case agent.KindError:
-		var w agent.WireError
+	case protocol.KindError:
+		var w protocol.WireError
 		json.Unmarshal(f.Payload, &w)
 		return fmt.Errorf("start computer: %s", truncate(w.Message, 2048))
 	}

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cubicle-sandbox/cubicle/internal/agent"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -130,7 +129,7 @@ func TestFileRoundTrip(t *testing.T) {
 	if err := sb.Mkdir(ctx, "x/y/z", true); err != nil {
 		t.Errorf("Mkdir -p of an existing directory: %v", err)
 	}
-	if err := sb.Mkdir(ctx, "x/y", false); !errors.Is(err, agent.ErrExists) {
+	if err := sb.Mkdir(ctx, "x/y", false); !errors.Is(err, sandbox.ErrExists) {
 		t.Errorf("Mkdir of an existing directory: %v, want ErrExists", err)
 	}
 	if err := sb.Mkdir(ctx, "a.bin/sub", true); err == nil {
@@ -158,7 +157,7 @@ func TestFileRoundTrip(t *testing.T) {
 	if err := sb.Remove(ctx, "a.bin", false); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("second Remove: %v, want ErrNotFound", err)
 	}
-	if err := sb.Remove(ctx, "x", false); !errors.Is(err, agent.ErrNotEmpty) {
+	if err := sb.Remove(ctx, "x", false); !errors.Is(err, sandbox.ErrNotEmpty) {
 		t.Errorf("Remove of a non-empty directory: %v, want ErrNotEmpty", err)
 	}
 	if err := sb.Remove(ctx, "/workspace/x", true); err != nil {
@@ -220,7 +219,7 @@ func TestFileList(t *testing.T) {
 	if fmt.Sprint(types) != fmt.Sprint(want) {
 		t.Errorf("types = %v, want %v", types, want)
 	}
-	if _, err := sb.List(ctx, "kinds/f"); !errors.Is(err, agent.ErrNotDir) {
+	if _, err := sb.List(ctx, "kinds/f"); !errors.Is(err, sandbox.ErrNotDir) {
 		t.Errorf("List of a file: %v, want ErrNotDir", err)
 	}
 	if _, err := sb.List(ctx, "kinds/l"); !errors.Is(err, sandbox.ErrPathEscape) {
@@ -355,19 +354,19 @@ func TestFileSpecialFiles(t *testing.T) {
 
 	var buf bytes.Buffer
 	_, err = sb.ReadFile(ctx, sandbox.FileRead{Path: "dir"}, &buf)
-	fileRefused(t, "ReadFile(dir)", err, agent.ErrIsDir, "/workspace/dir")
+	fileRefused(t, "ReadFile(dir)", err, sandbox.ErrIsDir, "/workspace/dir")
 	_, err = sb.ReadFile(ctx, sandbox.FileRead{Path: "/workspace"}, &buf)
-	fileRefused(t, "ReadFile(/workspace)", err, agent.ErrIsDir, "/workspace")
+	fileRefused(t, "ReadFile(/workspace)", err, sandbox.ErrIsDir, "/workspace")
 	_, err = sb.WriteFile(ctx, sandbox.FileWrite{Path: "dir"}, strings.NewReader("x"))
-	fileRefused(t, "WriteFile(dir)", err, agent.ErrIsDir, "/workspace/dir")
+	fileRefused(t, "WriteFile(dir)", err, sandbox.ErrIsDir, "/workspace/dir")
 	_, err = sb.WriteFile(ctx, sandbox.FileWrite{Path: "/workspace/"}, strings.NewReader("x"))
-	fileRefused(t, "WriteFile(/workspace/)", err, agent.ErrIsDir, "/workspace")
+	fileRefused(t, "WriteFile(/workspace/)", err, sandbox.ErrIsDir, "/workspace")
 
 	for _, p := range []string{".", "/workspace", "/workspace/", "sub/..", ""} {
 		err := sb.Remove(ctx, p, true)
 		if err == nil {
 			t.Errorf("Remove(%q, recursive) succeeded", p)
-		} else if !errors.Is(err, agent.ErrInvalid) {
+		} else if !errors.Is(err, sandbox.ErrInvalid) {
 			t.Errorf("Remove(%q): %v, want ErrInvalid", p, err)
 		}
 	}
@@ -376,12 +375,12 @@ func TestFileSpecialFiles(t *testing.T) {
 	}
 	// A NUL byte or an absurd length is refused before touching anything.
 	_, err = sb.Stat(ctx, "a\x00b")
-	fileRefused(t, "Stat(NUL)", err, agent.ErrInvalid, "")
+	fileRefused(t, "Stat(NUL)", err, sandbox.ErrInvalid, "")
 	_, err = sb.Stat(ctx, strings.Repeat("a/", 5000))
-	fileRefused(t, "Stat(10000 bytes)", err, agent.ErrInvalid, "")
+	fileRefused(t, "Stat(10000 bytes)", err, sandbox.ErrInvalid, "")
 	// A path component longer than NAME_MAX.
 	_, err = sb.WriteFile(ctx, sandbox.FileWrite{Path: strings.Repeat("n", 300)}, strings.NewReader("x"))
-	fileRefused(t, "WriteFile(300-byte name)", err, agent.ErrInvalid, "")
+	fileRefused(t, "WriteFile(300-byte name)", err, sandbox.ErrInvalid, "")
 }
 
 func TestFileRemoveTreeKeepsSymlinkTargets(t *testing.T) {

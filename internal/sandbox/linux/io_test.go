@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cubicle-sandbox/cubicle/internal/agent"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -290,7 +289,7 @@ func TestOutputOneGiBStreamsInBoundedMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	st, err := sb.Exec(ctx, sandbox.ExecRequest{Command: "head -c 1G /dev/zero", Timeout: agent.Millis(3 * time.Minute)}, sandbox.ExecIO{Stdout: &out, Stderr: &errOut})
+	st, err := sb.Exec(ctx, sandbox.ExecRequest{Command: "head -c 1G /dev/zero", Timeout: 3 * time.Minute}, sandbox.ExecIO{Stdout: &out, Stderr: &errOut})
 	elapsed := time.Since(start)
 	if err != nil || st.ExitCode != 0 {
 		t.Fatalf("head -c 1G: %+v, %v", st, err)

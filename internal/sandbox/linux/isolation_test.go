@@ -183,7 +183,7 @@ func processNames(t testing.TB, sb sandbox.Sandbox) []string {
 		" if p.isdigit() and int(p)!=me:\n  try: print(open('/proc/'+p+'/comm').read().strip())\n  except OSError: pass\n"
 	// Its own timeout: the computer's default may be tiny in timeout tests,
 	// and python's start is slow on a loaded machine.
-	r := runReq(t, sb, sandbox.ExecRequest{Argv: []string{python, "-c", code}, Timeout: sandbox.Millis(time.Minute)}, nil)
+	r := runReq(t, sb, sandbox.ExecRequest{Argv: []string{python, "-c", code}, Timeout: time.Minute}, nil)
 	if r.ExitCode != 0 {
 		t.Fatalf("list processes: exit %d signal %d: %s", r.ExitCode, r.Signal, r.Stderr)
 	}

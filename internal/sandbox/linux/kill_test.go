@@ -25,7 +25,7 @@ func TestKillStopsAllCode(t *testing.T) {
 		s.Mounts = []sandbox.Mount{{Source: out, Target: "/mnt/out"}}
 	})
 	ctx := context.Background()
-	res, err := sb.Python(ctx, sandbox.PythonRequest{Mode: "session", Timeout: sandbox.Millis(time.Minute), Cells: []sandbox.PythonCell{{Code: `
+	res, err := sb.Python(ctx, sandbox.PythonRequest{Mode: "session", Timeout: time.Minute, Cells: []sandbox.PythonCell{{Code: `
 import threading
 def write():
     with open("/mnt/out/python", "a") as f:

@@ -100,7 +100,7 @@ func TestLimitForkBomb(t *testing.T) {
 			// A single process that never forks counts what it sees,
 			// itself included, during the bomb.
 			counter := startBackground(t, sb, sandbox.ExecRequest{
-				Argv: []string{python, script, "count_procs", "4.5"}, Timeout: 20000, // ms, beyond the computer's
+				Argv: []string{python, script, "count_procs", "4.5"}, Timeout: 20 * time.Second, // beyond the computer's
 			})
 			time.Sleep(300 * time.Millisecond) // let it start counting
 
@@ -216,7 +216,7 @@ func TestLimitTimeout(t *testing.T) {
 		t.Parallel()
 		sb := newComputer(t, d, func(s *sandbox.Spec) { s.Timeout = time.Minute })
 		start := time.Now()
-		r := runReq(t, sb, sandbox.ExecRequest{Command: "setsid sleep 1000 & sleep 1000", Timeout: 1000}, nil)
+		r := runReq(t, sb, sandbox.ExecRequest{Command: "setsid sleep 1000 & sleep 1000", Timeout: time.Second}, nil)
 		if !r.TimedOut || time.Since(start) > 11*time.Second {
 			t.Errorf("request timeout 1s: %+v after %v", r.ExitStatus, time.Since(start))
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
 )
 
 // agentBin is the real cubicle binary, built without cgo as in production;
@@ -37,23 +38,7 @@ func newDriver(t testing.TB) *linux.Driver {
 // destroyed when the test ends.
 func newComputer(t testing.TB, d *linux.Driver, tweak func(*sandbox.Spec)) sandbox.Sandbox {
 	t.Helper()
-	spec := sandbox.DefaultSpec()
-	spec.DiskBytes = 64 << 20
-	if tweak != nil {
-		tweak(&spec)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sb, err := d.Create(ctx, spec)
-	if err != nil {
-		t.Fatalf("create computer: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := sb.Destroy(context.Background()); err != nil {
-			t.Errorf("destroy: %v", err)
-		}
-	})
-	return sb
+	return sandboxtest.Start(t, d, tweak)
 }
 
 // result is a finished process with its captured output.

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -20,9 +20,9 @@ import (
 // check redirects nothing. (A plain O_PATH descriptor would not do: a bind
 // mount from a mount of another mount namespace is refused.) The caller
 // closes the files once the agent started.
-func openMounts(spec sandbox.Spec, firstFD int) ([]*os.File, []agent.Mount, error) {
+func openMounts(spec sandbox.Spec, firstFD int) ([]*os.File, []protocol.Mount, error) {
 	var files []*os.File
-	var mounts []agent.Mount
+	var mounts []protocol.Mount
 	for _, m := range spec.Mounts {
 		f, err := openMount(m)
 		if err != nil {
@@ -30,7 +30,7 @@ func openMounts(spec sandbox.Spec, firstFD int) ([]*os.File, []agent.Mount, erro
 			return nil, nil, err
 		}
 		files = append(files, f)
-		mounts = append(mounts, agent.Mount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly,
+		mounts = append(mounts, protocol.Mount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly,
 			FD: firstFD + len(files) - 1})
 	}
 	return files, mounts, nil

@@ -264,7 +264,7 @@ func TestPython(t *testing.T) {
 	})
 
 	t.Run("InputDoesNotHang", func(t *testing.T) {
-		c := pyRun(t, sb, sandbox.PythonRequest{Cells: pyCells("name = input('name? ')", "print('not reached')"), Timeout: sandbox.Millis(20 * time.Second)})
+		c := pyRun(t, sb, sandbox.PythonRequest{Cells: pyCells("name = input('name? ')", "print('not reached')"), Timeout: 20 * time.Second})
 		if c.res.Status != "error" || c.res.FailedCell != 0 || !c.res.Cells[0].InputRequested || c.res.Cells[1].Status != "skipped" ||
 			!strings.HasPrefix(c.res.Message, "Cell 1 failed: EOFError") || !strings.Contains(c.res.Message, "input() is not supported") {
 			t.Fatalf("%s", c.summary())
@@ -287,7 +287,7 @@ func TestPython(t *testing.T) {
 
 	t.Run("TimeoutBusyLoop", func(t *testing.T) {
 		pyOK(t, sb, "kept = 'yes'")
-		c := pyRun(t, sb, sandbox.PythonRequest{Cells: pyCells("while True: pass", "print('skipped')"), Timeout: sandbox.Millis(2 * time.Second)})
+		c := pyRun(t, sb, sandbox.PythonRequest{Cells: pyCells("while True: pass", "print('skipped')"), Timeout: 2 * time.Second})
 		timedOut(t, c)
 		if c.res.KernelRestarted || c.took > 3500*time.Millisecond {
 			t.Errorf("interrupt: restarted %v, took %v", c.res.KernelRestarted, c.took)
@@ -302,7 +302,7 @@ func TestPython(t *testing.T) {
 
 	t.Run("TimeoutSleepKeepsState", func(t *testing.T) {
 		pyOK(t, sb, "y = 5")
-		c := pyRun(t, sb, sandbox.PythonRequest{Cells: pyCells("import time\nprint('sleeping', flush=True)\ntime.sleep(100)"), Timeout: sandbox.Millis(2 * time.Second)})
+		c := pyRun(t, sb, sandbox.PythonRequest{Cells: pyCells("import time\nprint('sleeping', flush=True)\ntime.sleep(100)"), Timeout: 2 * time.Second})
 		timedOut(t, c)
 		t.Logf("sleep interrupted: call took %v", c.took)
 		if c.res.KernelRestarted || c.took > 3500*time.Millisecond {
@@ -323,7 +323,7 @@ func TestPython(t *testing.T) {
 		pyOK(t, sb, "z = 1")
 		// sum's fast path over a range is a C loop that never checks for
 		// signals (unlike the regex engine, which does).
-		c := pyRun(t, sb, sandbox.PythonRequest{Cells: pyCells("sum(range(10**12))"), Timeout: sandbox.Millis(2 * time.Second)})
+		c := pyRun(t, sb, sandbox.PythonRequest{Cells: pyCells("sum(range(10**12))"), Timeout: 2 * time.Second})
 		timedOut(t, c)
 		t.Logf("GIL-holding loop: call took %v (2 s timeout, 2 s grace, restart)", c.took)
 		if !c.res.KernelRestarted {
@@ -342,7 +342,7 @@ func TestPython(t *testing.T) {
 	})
 
 	t.Run("ManyLines", func(t *testing.T) {
-		c := pyRun(t, sb, sandbox.PythonRequest{Cells: pyCells("for i in range(1000000):\n    print(i)"), Timeout: sandbox.Millis(60 * time.Second)})
+		c := pyRun(t, sb, sandbox.PythonRequest{Cells: pyCells("for i in range(1000000):\n    print(i)"), Timeout: 60 * time.Second})
 		t.Logf("1M lines: %v", c.took)
 		if c.res.Status != "ok" {
 			t.Fatalf("%s", c.summary())
@@ -437,7 +437,7 @@ func TestPython(t *testing.T) {
 			}
 		}
 		pyRun(t, sb, sandbox.PythonRequest{Mode: "per_call", Cells: pyCells("import os; os.kill(os.getpid(), 9)")})
-		pyRun(t, sb, sandbox.PythonRequest{Mode: "per_call", Cells: pyCells("import time; time.sleep(10)"), Timeout: sandbox.Millis(time.Second)})
+		pyRun(t, sb, sandbox.PythonRequest{Mode: "per_call", Cells: pyCells("import time; time.sleep(10)"), Timeout: time.Second})
 		deadline := time.Now().Add(3 * time.Second)
 		for countFDs(t, agent) != before && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
@@ -520,7 +520,7 @@ func TestPython(t *testing.T) {
 		}
 		return pyCall{}
 	}
-	sleeper := sandbox.PythonRequest{Cells: pyCells("import time\nprint('go', flush=True)\ntime.sleep(60)", "print('skipped')"), Timeout: sandbox.Millis(60 * time.Second)}
+	sleeper := sandbox.PythonRequest{Cells: pyCells("import time\nprint('go', flush=True)\ntime.sleep(60)", "print('skipped')"), Timeout: 60 * time.Second}
 
 	t.Run("ControlInterrupt", func(t *testing.T) {
 		pyOK(t, sb, "w = 'kept'")

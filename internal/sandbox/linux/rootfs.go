@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // runtimePaths are bound read-only from the host: the programs and
@@ -44,7 +45,7 @@ const roBind = unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID 
 
 // buildRoot assembles the computer's root filesystem under init.RootDir.
 // It runs as PID 1 in the new mount namespace, before pivot_root.
-func buildRoot(init agent.Init) error {
+func buildRoot(init protocol.Init) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
@@ -54,7 +55,7 @@ func buildRoot(init agent.Init) error {
 	}
 	// Extra mounts come later (bindExtra, after pivot_root): they are
 	// idmapped to the user namespace of the agent's server stage.
-	steps := []func(string, agent.Init) error{mountDev, bindHost, mountWorkspace, mountTmp, mountProc}
+	steps := []func(string, protocol.Init) error{mountDev, bindHost, mountWorkspace, mountTmp, mountProc}
 	for _, step := range steps {
 		if err := step(root, init); err != nil {
 			return err
@@ -65,7 +66,7 @@ func buildRoot(init agent.Init) error {
 
 // bindHost binds the runtime and the curated /etc entries from the host,
 // through a neutral source mount when possible (neutral.go).
-func bindHost(root string, init agent.Init) error {
+func bindHost(root string, init protocol.Init) error {
 	rs, err := openRuntimeSource(root)
 	if err != nil {
 		return err
@@ -151,7 +152,7 @@ func makeMountPoint(dir bool, dst string) error {
 	return f.Close()
 }
 
-func writeEtc(root string, init agent.Init, rs *runtimeSource) error {
+func writeEtc(root string, init protocol.Init, rs *runtimeSource) error {
 	etc := root + "/etc"
 	if err := os.Mkdir(etc, 0o755); err != nil {
 		return err
@@ -210,7 +211,7 @@ func runtimeLink(src string) (string, bool) {
 	return "", false
 }
 
-func mountWorkspace(root string, init agent.Init) error {
+func mountWorkspace(root string, init protocol.Init) error {
 	ws := root + agent.WorkspacePath
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		return err
@@ -230,7 +231,7 @@ func mountWorkspace(root string, init agent.Init) error {
 	return os.Chmod(ws, 0o755)
 }
 
-func mountTmp(root string, init agent.Init) error {
+func mountTmp(root string, init protocol.Init) error {
 	tmp := root + "/tmp"
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return err
@@ -244,7 +245,7 @@ func mountTmp(root string, init agent.Init) error {
 
 // mountProc mounts the computer's /proc; masked files are covered with the
 // computer's own /dev/null (mountDev runs first).
-func mountProc(root string, _ agent.Init) error {
+func mountProc(root string, _ protocol.Init) error {
 	proc := root + "/proc"
 	if err := os.Mkdir(proc, 0o555); err != nil {
 		return err
@@ -286,7 +287,7 @@ func mountProc(root string, _ agent.Init) error {
 	return nil
 }
 
-func mountDev(root string, init agent.Init) error {
+func mountDev(root string, init protocol.Init) error {
 	dev := root + "/dev"
 	if err := os.Mkdir(dev, 0o755); err != nil {
 		return err
@@ -326,7 +327,7 @@ func mountDev(root string, init agent.Init) error {
 // files as the sandbox user does inside (uid 1000 there, the computer's
 // own uid on the host), as without a user namespace; a filesystem that
 // cannot be idmapped is attached as it is.
-func bindExtra(root string, init agent.Init, userns *os.File) error {
+func bindExtra(root string, init protocol.Init, userns *os.File) error {
 	for _, m := range init.Mounts {
 		if strings.Contains(m.Target, "..") {
 			return fmt.Errorf("mount target %q must not contain ..", m.Target)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
 // serverStage is the agent's server process as PID 1 sees it.
@@ -38,7 +39,7 @@ func userMap(hostID uint32) []syscall.SysProcIDMap {
 // server's root and working directory to the new root). The server
 // inherits the control channel and the cgroup descriptors under the same
 // numbers, and waits for its Init on a pipe.
-func startServer(conn *os.File, init agent.Init) (*serverStage, error) {
+func startServer(conn *os.File, init protocol.Init) (*serverStage, error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("make mounts private: %w", err)
 	}
@@ -94,7 +95,7 @@ func startServer(conn *os.File, init agent.Init) (*serverStage, error) {
 // handOver finishes the computer (extra mounts, idmapped to the server's
 // user namespace; / read-only), gives the server its Init, and seals PID 1:
 // no capabilities, no descriptors, seccomp.
-func (s *serverStage) handOver(init agent.Init) error {
+func (s *serverStage) handOver(init protocol.Init) error {
 	if err := bindExtra("", init, s.userns); err != nil {
 		return err
 	}
@@ -138,10 +139,10 @@ func (s *serverStage) kill() {
 
 // receiveInit reads the Init PID 1 writes once the computer is complete;
 // end of file without one means PID 1 failed (and reported it).
-func receiveInit(f *os.File) (agent.Init, error) {
+func receiveInit(f *os.File) (protocol.Init, error) {
 	defer f.Close()
-	var init agent.Init
-	b, err := io.ReadAll(io.LimitReader(f, agent.MaxPayload+1))
+	var init protocol.Init
+	b, err := io.ReadAll(io.LimitReader(f, protocol.MaxPayload+1))
 	if err != nil || len(b) == 0 {
 		return init, fmt.Errorf("no init from PID 1: %v", err)
 	}

@@ -1,8 +1,8 @@
 package sqlite
 
 import (
+	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"sync"
 	"syscall"
@@ -10,6 +10,7 @@ import (
 	sqlite3 "modernc.org/sqlite"
 	sqlitelib "modernc.org/sqlite/lib"
 
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
@@ -34,7 +35,7 @@ type headroom struct {
 func newHeadroom(dbPath string) *headroom {
 	h := &headroom{path: dbPath + ".headroom"}
 	if !h.restore() {
-		slog.Warn("the data directory's disk is too full to reserve headroom for deletes and stops",
+		log.From(context.Background()).Warn("the data directory's disk is too full to reserve headroom for deletes and stops",
 			"want_bytes", HeadroomBytes, "path", h.path)
 	}
 	return h
@@ -78,7 +79,7 @@ func (h *headroom) release() bool {
 	if err := os.Truncate(h.path, 0); err != nil {
 		return false
 	}
-	slog.Warn("the data directory's disk is full: released the database's headroom for a delete or a stop", "path", h.path)
+	log.From(context.Background()).Warn("the data directory's disk is full: released the database's headroom for a delete or a stop", "path", h.path)
 	return true
 }
 

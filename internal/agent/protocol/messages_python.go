@@ -1,6 +1,6 @@
-package agent
+package protocol
 
-import "github.com/cubicle-sandbox/cubicle/internal/kernel"
+import "encoding/json"
 
 // Python frames. A call is KindPython (JSON PythonRequest) on a new stream;
 // the agent answers with KindPythonOutput frames as outputs happen, then one
@@ -43,8 +43,27 @@ type PythonRequest struct {
 
 // PythonOutput is one output of one cell, streamed as it happens.
 type PythonOutput struct {
-	Cell   int           `json:"cell"`
-	Output kernel.Output `json:"output"`
+	Cell   int    `json:"cell"`
+	Output Output `json:"output"`
+}
+
+// Output is one kernel output as it travels (internal/kernel's Output,
+// which both ends convert from and to: the protocol imports nothing).
+type Output struct {
+	Type           string          `json:"type"`
+	Name           string          `json:"name,omitempty"`
+	Text           string          `json:"text,omitempty"`
+	MIME           string          `json:"mime,omitempty"`
+	JSON           json.RawMessage `json:"json,omitempty"`
+	PNG            []byte          `json:"png,omitempty"`
+	Width          int             `json:"width,omitempty"`
+	Height         int             `json:"height,omitempty"`
+	ExecutionCount int             `json:"execution_count,omitempty"`
+	EName          string          `json:"ename,omitempty"`
+	EValue         string          `json:"evalue,omitempty"`
+	Traceback      []string        `json:"traceback,omitempty"`
+	Omitted        []string        `json:"omitted,omitempty"`
+	DisplayID      string          `json:"display_id,omitempty"`
 }
 
 // Cell statuses.

@@ -1,9 +1,6 @@
-package agent
+package protocol
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // Sentinel errors for the kinds of failure a caller may want to tell apart.
 // They cross the control channel as codes (see WireError) and come back as
@@ -51,8 +48,8 @@ type WireError struct {
 	Message string `json:"message"`
 }
 
-// toWire turns an agent-side error into its wire form.
-func toWire(err error) WireError {
+// ToWire turns an agent-side error into its wire form.
+func ToWire(err error) WireError {
 	for code, sentinel := range codes {
 		if errors.Is(err, sentinel) {
 			return WireError{Code: code, Message: err.Error()}
@@ -61,8 +58,8 @@ func toWire(err error) WireError {
 	return WireError{Code: "internal", Message: err.Error()}
 }
 
-// fromWire turns a wire error back into a wrapped sentinel.
-func fromWire(w WireError) error {
+// FromWire turns a wire error back into a wrapped sentinel.
+func FromWire(w WireError) error {
 	sentinel, ok := codes[w.Code]
 	if !ok {
 		sentinel = ErrInternal
@@ -77,6 +74,11 @@ func fromWire(w WireError) error {
 	return &codedError{sentinel: sentinel, msg: msg}
 }
 
+// WithMessage is sentinel (for errors.Is) with its own message msg.
+func WithMessage(sentinel error, msg string) error {
+	return &codedError{sentinel: sentinel, msg: msg}
+}
+
 type codedError struct {
 	sentinel error
 	msg      string
@@ -84,8 +86,3 @@ type codedError struct {
 
 func (e *codedError) Error() string { return e.msg }
 func (e *codedError) Unwrap() error { return e.sentinel }
-
-// pathError wraps a sentinel with the path it concerns.
-func pathError(sentinel error, path string) error {
-	return fmt.Errorf("%s: %w", path, sentinel)
-}

@@ -1,4 +1,4 @@
-package agent
+package protocol
 
 import "encoding/json"
 
@@ -32,6 +32,10 @@ const (
 	KindKernelClose        Kind = 50
 	KindKernelControlReply Kind = 115
 )
+
+// MaxKernelMessage bounds one relayed Jupyter message: its four JSON parts
+// and its buffers. Both sides refuse a larger one.
+const MaxKernelMessage = 32 << 20
 
 // KernelStart starts a relayed kernel.
 type KernelStart struct {

@@ -1,0 +1,49 @@
+package responses
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/files"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
+)
+
+// Computers is what the gateway asks of the computers service:
+// *computer.Manager in production, a fake in this package's tests. A
+// response makes at most one computer (Create, at its first gateway tool
+// call), runs its tool calls there (RunTool), copies the request's input
+// files in (WithSandbox, with Files.CopyInputs) and deletes it after the
+// answer (Delete).
+type Computers interface {
+	// ToolsEnabled reports whether p may use computer tools at all.
+	ToolsEnabled(p governance.Principal) bool
+	Create(ctx context.Context, p governance.Principal, req computer.CreateRequest) (computer.View, error)
+	// RunTool runs the tool name of reg; a tool's own failure is the
+	// Result's (Failed, Output), the error is for the computer's.
+	RunTool(ctx context.Context, p governance.Principal, id string, reg *tools.Registry, name string, args json.RawMessage) (tools.Result, error)
+	WithSandbox(ctx context.Context, p governance.Principal, id string, fn func(sandbox.Sandbox) error) error
+	Delete(ctx context.Context, p governance.Principal, id string) error
+}
+
+// Files is what the gateway asks of the files service (*files.Service):
+// storing input_file uploads, reading input_image files, copying a
+// request's inputs into its computer, keeping image outputs as artifacts
+// and listing a computer's artifacts for the stored conversation.
+type Files interface {
+	Upload(ctx context.Context, p governance.Principal, filename, purpose string, r io.Reader) (store.File, error)
+	MaxBytes() int64
+	OpenFile(ctx context.Context, p governance.Principal, id string) (store.File, io.ReadCloser, error)
+	CopyInputs(ctx context.Context, p governance.Principal, sb sandbox.Files, req files.InputsRequest) (files.InputsReport, error)
+	SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error)
+	ListArtifacts(ctx context.Context, p governance.Principal, computerID, responseID string) ([]store.Artifact, error)
+}
+
+var (
+	_ Computers = (*computer.Manager)(nil)
+	_ Files     = (*files.Service)(nil)
+)

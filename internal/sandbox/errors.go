@@ -1,0 +1,49 @@
+package sandbox
+
+import "errors"
+
+// Error kinds a caller may test with errors.Is. A driver returns them
+// wrapped with its own message (the path, the limit).
+var (
+	ErrNotFound   = errors.New("no such file or directory")
+	ErrExists     = errors.New("file exists")
+	ErrNotDir     = errors.New("not a directory")
+	ErrIsDir      = errors.New("is a directory")
+	ErrNotEmpty   = errors.New("directory not empty")
+	ErrPathEscape = errors.New("path escapes the workspace")
+	ErrNotRegular = errors.New("not a regular file")
+	ErrPermission = errors.New("permission denied")
+	ErrTooLarge   = errors.New("file too large")
+	ErrNoSpace    = errors.New("no space left on the computer's disk")
+	ErrInvalid    = errors.New("invalid request")
+	ErrProcLimit  = errors.New("process limit reached")
+	// ErrLocked: a process in the computer holds a lease on the file; the
+	// same call may succeed later.
+	ErrLocked = errors.New("the file is locked by a process in the computer (a lease); try again later")
+	// ErrChanging refuses a snapshot read of a file that a process in the
+	// computer has open for writing.
+	ErrChanging = errors.New("the file is open for writing by a process in the computer; try again once it is complete")
+	// ErrGone: the computer's agent is gone (it died or was killed).
+	ErrGone = errors.New("the computer's agent is gone")
+
+	// ErrUnsupported means the host cannot enforce what a computer needs
+	// (a cgroup controller, a namespace, loop devices...).
+	ErrUnsupported = errors.New("this host cannot enforce the computer's limits")
+	// ErrInvalidSpec reports limits out of range.
+	ErrInvalidSpec = errors.New("invalid computer spec")
+	// ErrMountSource means a mount's source beneath its Root is not (or is
+	// no longer) a directory reached without symlinks.
+	ErrMountSource = errors.New("mount source is not a directory beneath its root without symlinks")
+)
+
+// Why a kernel relay ended (Kernel.Err) or could not open.
+var (
+	ErrKernelClosed = errors.New("kernel relay closed") // Close was called
+	// ErrKernelBacklog: Messages was not read fast enough.
+	ErrKernelBacklog = errors.New("the client did not read the kernel's messages fast enough; the relay was closed")
+	// ErrKernelDead: the kernel crashed too often, could not start, or
+	// broke the protocol.
+	ErrKernelDead = errors.New("kernel dead")
+	// ErrKernelBusy: the computer already has a relay open.
+	ErrKernelBusy = errors.New("busy")
+)

@@ -1,0 +1,174 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+)
+
+// ExecRequest starts a process. Exactly one of Argv and Command is set;
+// Command runs through /bin/sh -c.
+type ExecRequest struct {
+	Argv    []string
+	Command string
+	Env     []string // NAME=value, on top of the computer's
+	Cwd     string
+	Timeout time.Duration // 0: the computer's default
+}
+
+// ExecIO connects a process's standard streams. Nil Stdin means /dev/null;
+// nil Stdout or Stderr discards. Writers are called from the caller's
+// goroutine, never concurrently.
+type ExecIO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Started, when set, is called once the process runs, with its pid
+	// inside the computer.
+	Started func(pid int)
+}
+
+// ExitStatus is how a process ended.
+type ExitStatus struct {
+	ExitCode  int // -1 when killed by a signal
+	Signal    int
+	TimedOut  bool
+	OOMKilled bool
+	Duration  time.Duration
+}
+
+// FileInfo describes one file inside the workspace.
+type FileInfo struct {
+	Name    string
+	Path    string // absolute path inside the computer
+	Type    string // file, dir, symlink, fifo, socket, device
+	Size    int64
+	Mode    uint32 // permission bits
+	ModTime time.Time
+}
+
+// Listing is a directory's entries.
+type Listing struct {
+	Entries   []FileInfo
+	Truncated bool
+}
+
+// FileWrite starts a file upload.
+type FileWrite struct {
+	Path    string
+	Mode    uint32
+	Parents bool
+}
+
+// FileRead asks for a file's content, at most Limit bytes.
+type FileRead struct {
+	Path  string
+	Limit int64
+	// Snapshot asks for the file as it was when the read started: a
+	// process opening it for writing waits until the read is done, and a
+	// file a process has open for writing is refused with ErrChanging.
+	Snapshot bool
+}
+
+// Written is a completed upload.
+type Written struct {
+	Path  string
+	Bytes int64
+}
+
+// DataEnd ends a file read.
+type DataEnd struct {
+	Path      string
+	Size      int64 // the file's full size
+	Truncated bool
+	// Changed: the file was modified while it was read, so what was sent
+	// may mix old and new content (never with a Snapshot).
+	Changed bool
+}
+
+// Python execution modes.
+const (
+	ModeSession = "session"  // one kernel per computer, reused, calls serialized
+	ModePerCall = "per_call" // a fresh kernel for this call, discarded after
+)
+
+// PythonCell is one cell of a call.
+type PythonCell struct {
+	Code  string
+	Title string
+}
+
+// PythonRequest runs cells in order in one kernel.
+type PythonRequest struct {
+	Cells   []PythonCell
+	Timeout time.Duration // the whole call
+	Cwd     string
+	Reset   bool   // restart the session kernel before the first cell
+	Mode    string // ModeSession (default) or ModePerCall
+	// Prelude runs in every new kernel before its first cell (imports).
+	Prelude string
+	// MaxOutput caps each cell's outputs in bytes (0: the agent's default).
+	MaxOutput int64
+}
+
+// PythonOutput is one output of one cell, delivered as it happens.
+type PythonOutput struct {
+	Cell   int
+	Output kernel.Output
+}
+
+// Cell statuses.
+const (
+	CellOK        = "ok"
+	CellError     = "error"
+	CellCancelled = "cancelled"
+	CellSkipped   = "skipped" // after a failing or cancelled cell
+)
+
+// CellResult is one cell's end (its outputs came as PythonOutputs).
+type CellResult struct {
+	Index          int
+	Title          string
+	Status         string
+	ExecutionCount int
+	InputRequested bool
+	Truncated      bool
+}
+
+// PythonResult ends a call.
+type PythonResult struct {
+	Status     string // ok, error or cancelled
+	Cells      []CellResult
+	FailedCell int // -1 when none failed
+	Cancelled  bool
+	TimedOut   bool
+	// Message explains a failure in one sentence ("Cell 2 (load data)
+	// failed: ZeroDivisionError: division by zero").
+	Message string
+	// KernelRestarted: the session kernel was (re)started during this call;
+	// earlier state is gone.
+	KernelRestarted bool
+}
+
+// KernelStart starts a relayed kernel.
+type KernelStart struct {
+	Env []string // NAME=value, already filtered by the caller
+	Cwd string   // default /workspace
+	// RestartLimit is how many crashes in a row (each within 10 s of the
+	// previous restart) are followed by an automatic restart; the next one
+	// ends the relay with status "dead". 0 means 5, jupyter_client's.
+	RestartLimit int
+}
+
+// KernelMessage is one Jupyter message: its four JSON parts unchanged,
+// binary buffers and the channel it travels on (shell, control, stdin,
+// iopub).
+type KernelMessage struct {
+	Channel      string
+	Header       json.RawMessage
+	ParentHeader json.RawMessage
+	Metadata     json.RawMessage
+	Content      json.RawMessage
+	Buffers      [][]byte
+}
