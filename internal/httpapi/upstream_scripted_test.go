@@ -54,7 +54,11 @@ var (
 // withGatewayConfig wires a gateway with cfg (the test's model default),
 // with the env's files service when it has one (the withFiles option).
 func (e *env) withGatewayConfig(cfg responses.Config) {
-	g, err := responses.New(cfg, responses.Deps{Computers: e.mgr, Files: e.files, Store: e.st.Responses()})
+	deps := responses.Deps{Computers: e.mgr, Store: e.st.Responses()}
+	if e.files != nil { // a nil *files.Service is not a nil responses.Files
+		deps.Files = e.files
+	}
+	g, err := responses.New(cfg, deps)
 	if err != nil {
 		e.t.Fatal(err)
 	}
