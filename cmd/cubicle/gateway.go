@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
@@ -15,8 +14,7 @@ import (
 // variables. A bad upstream list is a startup error naming the key
 // (gateway.upstreams[i].<key>).
 func gatewayConfig(gc config.Gateway) (responses.Config, error) {
-	out := responses.Config{Model: gc.Model, Timeout: time.Duration(gc.TimeoutSeconds) * time.Second,
-		IdleTimeout: time.Duration(gc.IdleTimeoutSeconds) * time.Second, MaxRounds: gc.MaxRounds,
+	out := responses.Config{Model: gc.Model, Timeout: gc.Timeout(), IdleTimeout: gc.IdleTimeout(), MaxRounds: gc.MaxRounds,
 		UpstreamURL: gc.UpstreamURL, UpstreamKey: keyFromEnv(gc.UpstreamKeyEnv)}
 	for _, u := range gc.Upstreams {
 		out.Upstreams = append(out.Upstreams, responses.UpstreamConfig{Name: u.Name, BaseURL: u.BaseURL,

@@ -63,7 +63,6 @@ Flags:
 
 const (
 	defaultCubicleURL = "http://127.0.0.1:8080"
-	maxPythonSeconds  = 600
 	cellSkipped       = "skipped"
 )
 
@@ -129,8 +128,8 @@ func parsePythonArgs(args []string) (*pythonArgs, int, bool) {
 		return nil, pythonUsageError("give at most one FILE, got %d arguments", len(a.rest)), false
 	case len(a.rest) == 1 && a.set["c"]:
 		return nil, pythonUsageError("give -c CODE or FILE, not both"), false
-	case timeout.D < time.Second || timeout.D > maxPythonSeconds*time.Second:
-		return nil, pythonUsageError("--timeout must be between 1s and %ds, got %s", maxPythonSeconds, timeout.D), false
+	case timeout.D < time.Second || timeout.D > sandbox.MaxPythonTimeout:
+		return nil, pythonUsageError("--timeout must be between 1s and %ds, got %s", int(sandbox.MaxPythonTimeout/time.Second), timeout.D), false
 	case a.computer == "" && a.set["url"]:
 		return nil, pythonUsageError("--url needs --computer"), false
 	}

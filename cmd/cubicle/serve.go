@@ -85,6 +85,9 @@ func setupLogging(c config.Log) {
 	slog.SetDefault(slog.New(h))
 }
 
+// serve opens the data directory, builds the server (build) and serves
+// until ctx ends. What must follow listening (the admin key, readiness
+// after the isolation probe) happens after net.Listen.
 func serve(ctx context.Context, cfg config.Config) error {
 	gwc, err := gatewayConfig(cfg.Gateway)
 	if err != nil {
@@ -105,55 +108,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	defer st.Close()
 	gov := governance.New(st)
-	uidStart, uidCount, _ := cfg.Computers.UIDs() // validated by config.Load
-	drv, err := linux.New(linux.Config{StateDir: cfg.Server.Data, UIDStart: uidStart, UIDCount: uidCount})
-	if errors.Is(err, linux.ErrUIDRange) {
-		return fmt.Errorf("config: computers.uid_range: %w", err)
-	}
+	s, err := build(ctx, cfg, gwc, st, gov)
 	if err != nil {
 		return err
 	}
-	c := cfg.Computers
-	mgr := computer.New(computer.Config{Memory: int64(c.Memory), Pids: c.Pids, CPUs: c.CPUs, Disk: int64(c.Disk),
-		LifetimeSeconds: c.LifetimeSeconds, ExecTimeoutSeconds: c.ExecTimeoutSeconds, MaxConcurrent: c.MaxConcurrent,
-		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
-		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude}, drv, st, gov)
-	if err := mgr.Start(ctx); err != nil {
-		return err
-	}
-	defer closeManager(mgr)
-	blobDir := cfg.Files.Dir
-	if blobDir == "" {
-		blobDir = filepath.Join(cfg.Server.Data, "blobs")
-	}
-	blobs, err := blob.NewDir(blobDir)
-	if err != nil {
-		return err
-	}
-	fsvc := files.New(st, blobs, int64(cfg.Files.MaxBytes))
-	fsvc.SetInputLimits(cfg.Files.InputMaxFiles, int64(cfg.Files.InputMaxBytes))
-	mgr.SetExporter(fsvc.Export)
-	mgr.SetImageSaver(fsvc.SaveImage)
-	api := httpapi.New(gov, mgr, st)
-	api.SetFiles(fsvc)
-	var gw *responses.Gateway
-	if cfg.Gateway.Enabled() {
-		gw, err = responses.New(gwc, mgr)
-		if err != nil {
-			return err
-		}
-		gw.SetFiles(fsvc)
-		gw.SetStore(st.Responses())
-		api.SetGateway(gw)
-		slog.Info("gateway enabled", "upstreams", len(cfg.Gateway.Upstreams), "upstream_url", cfg.Gateway.UpstreamURL)
-	}
-	if jc := cfg.Jupyter; jc.Enabled {
-		kg := jupyter.New(jupyter.Config{CullIdle: time.Duration(jc.CullIdleSeconds) * time.Second, MemoryMB: int64(jc.Memory) >> 20,
-			LifetimeSeconds: jc.LifetimeSeconds, MountRoots: jc.MountRoots}, mgr, gov)
-		defer kg.Close(context.Background())
-		kg.Routes(api.Handle)
-		slog.Info("jupyter kernel gateway API enabled", "path", "/api/kernels", "mount_roots", len(jc.MountRoots))
-	}
+	defer s.close()
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -162,16 +121,15 @@ func serve(ctx context.Context, cfg config.Config) error {
 		ln.Close()
 		return err
 	}
-	api.SetBodyTimeout(time.Duration(cfg.Server.BodyTimeoutSeconds) * time.Second)
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnContext: jupyter.ConnContext,
-		IdleTimeout: time.Duration(cfg.Server.IdleTimeoutSeconds) * time.Second}
+	srv := &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second, ConnContext: jupyter.ConnContext,
+		IdleTimeout: cfg.Server.IdleTimeout()}
 	ln = httpapi.LimitListener(ln, cfg.Server.MaxConnections)
 	go func() {
-		if err := mgr.Probe(ctx); err != nil {
+		if err := s.mgr.Probe(ctx); err != nil {
 			slog.Error("isolation probe failed: the server stays unready", "err", err)
 			return
 		}
-		api.SetReady(true)
+		s.api.SetReady(true)
 		slog.Info("ready", "listen", ln.Addr().String())
 	}()
 	slog.Info("serving", "listen", ln.Addr().String(), "data", cfg.Server.Data)
@@ -182,24 +140,117 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	case <-ctx.Done():
 	}
+	return s.shutdown(srv)
+}
+
+// components are every part of a running server.
+type components struct {
+	mgr *computer.Manager
+	gw  *responses.Gateway // nil: no upstream is configured
+	kg  *jupyter.Server    // nil: the Jupyter API is off
+	api *httpapi.API
+}
+
+// build makes the components from cfg in dependency order (the driver,
+// the files service, the computer manager, the gateway, the Jupyter API,
+// the REST API), each given all it needs at construction. The manager is
+// started.
+func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sqlite.DB, gov *governance.Service) (*components, error) {
+	uidStart, uidCount, _ := cfg.Computers.UIDs() // validated by config.Load
+	drv, err := linux.New(linux.Config{StateDir: cfg.Server.Data, UIDStart: uidStart, UIDCount: uidCount})
+	if errors.Is(err, linux.ErrUIDRange) {
+		return nil, fmt.Errorf("config: computers.uid_range: %w", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fsvc, err := filesService(cfg, st)
+	if err != nil {
+		return nil, err
+	}
+	s := &components{mgr: computer.New(managerConfig(cfg, fsvc), drv, st, gov)}
+	if cfg.Gateway.Enabled() {
+		s.gw, err = responses.New(gwc, responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses()})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := s.mgr.Start(ctx); err != nil {
+		return nil, err
+	}
+	opts := httpapi.Options{Governance: gov, Computers: s.mgr, Store: st, Files: fsvc, Gateway: s.gw,
+		BodyTimeout: cfg.Server.BodyTimeout()}
+	if s.gw != nil {
+		slog.Info("gateway enabled", "upstreams", len(cfg.Gateway.Upstreams), "upstream_url", cfg.Gateway.UpstreamURL)
+	}
+	if !cfg.Computers.Enabled {
+		slog.Warn("computers are disabled (computers.enabled = false): no new computer, no computer tools, no Jupyter API")
+	}
+	if jc := cfg.Jupyter; jc.Enabled && cfg.Computers.Enabled {
+		s.kg = jupyter.New(jupyter.Config{CullIdle: jc.CullIdle(), MemoryMB: int64(jc.Memory) >> 20,
+			Lifetime: jc.Lifetime(), MountRoots: jc.MountRoots}, s.mgr, gov)
+		opts.Mounts = append(opts.Mounts, s.kg)
+		slog.Info("jupyter kernel gateway API enabled", "path", "/api/kernels", "mount_roots", len(jc.MountRoots))
+	}
+	s.api = httpapi.New(opts)
+	return s, nil
+}
+
+// shutdown stops serving: the HTTP server, the hijacked WebSockets, then
+// the gateway's pending deletes (close destroys the rest).
+func (s *components) shutdown(srv *http.Server) error {
 	slog.Info("shutting down: destroying computers")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	// Hijacked WebSocket connections are not waited for by Shutdown.
-	if err := api.CloseSockets(shutdownCtx); err != nil {
+	if err := s.api.CloseSockets(ctx); err != nil {
 		slog.Warn("shutting down", "err", err)
 	}
 	// Responses delete their computers after answering: wait for those
 	// deletes before the manager closes (it destroys what is left).
-	if gw != nil {
-		if err := gw.Close(shutdownCtx); err != nil {
+	if s.gw != nil {
+		if err := s.gw.Close(ctx); err != nil {
 			slog.Warn("shutting down", "err", err)
 		}
 	}
 	return nil
+}
+
+// close ends the Jupyter API's relays, then destroys every computer and
+// waits (bounded) for their cleanup.
+func (s *components) close() {
+	if s.kg != nil {
+		s.kg.Close(context.Background())
+	}
+	closeManager(s.mgr)
+}
+
+// filesService is the files and artifacts service over the blob directory
+// (files.dir, else <data>/blobs).
+func filesService(cfg config.Config, st *sqlite.DB) (*files.Service, error) {
+	dir := cfg.Files.Dir
+	if dir == "" {
+		dir = filepath.Join(cfg.Server.Data, "blobs")
+	}
+	blobs, err := blob.NewDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return files.New(st, blobs, files.Limits{MaxBytes: int64(cfg.Files.MaxBytes),
+		InputMaxFiles: cfg.Files.InputMaxFiles, InputMaxBytes: int64(cfg.Files.InputMaxBytes)}), nil
+}
+
+// managerConfig is the [computers] and [python] sections as the computer
+// manager's configuration, exporting to fsvc.
+func managerConfig(cfg config.Config, fsvc *files.Service) computer.Config {
+	c := cfg.Computers
+	return computer.Config{Disabled: !c.Enabled, Memory: int64(c.Memory), Pids: c.Pids, CPUs: c.CPUs, Disk: int64(c.Disk),
+		Lifetime: c.Lifetime(), ExecTimeout: c.ExecTimeout(), MaxConcurrent: c.MaxConcurrent,
+		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
+		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude, Artifacts: fsvc}
 }
 
 // managerCloseTimeout bounds how long shutdown waits for computers'

@@ -38,7 +38,7 @@ func newExporter(t *testing.T, sb sandbox.Sandbox) *exporter {
 		t.Fatal(err)
 	}
 	p := governance.Principal{Org: store.Org{ID: "org_x"}, Key: store.Key{ID: "key_x"}, Caps: governance.AllCapabilities()}
-	return &exporter{svc: files.New(st, b, 64<<20), blobs: b, p: p, sb: sb}
+	return &exporter{svc: files.New(st, b, files.Limits{MaxBytes: 64 << 20}), blobs: b, p: p, sb: sb}
 }
 
 // export exports p and returns the artifact's bytes.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Python calls. The session kernel (one per computer) is started lazily, or
@@ -130,9 +131,9 @@ func validatePython(req *protocol.PythonRequest) error {
 	}
 	switch {
 	case req.Timeout <= 0:
-		req.Timeout = protocol.Millis(defaultCallTimeout)
-	case req.Timeout.D() > maxCallTimeout:
-		req.Timeout = protocol.Millis(maxCallTimeout)
+		req.Timeout = protocol.Millis(sandbox.DefaultPythonTimeout)
+	case req.Timeout.D() > sandbox.MaxPythonTimeout:
+		req.Timeout = protocol.Millis(sandbox.MaxPythonTimeout)
 	}
 	switch {
 	case req.MaxOutput <= 0:

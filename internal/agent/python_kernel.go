@@ -40,12 +40,10 @@ const (
 // kernel package's defaults; a PythonOutput must also fit in one control
 // frame (MaxPayload), which the image bound leaves room for.
 const (
-	kernelMaxFrame     = 16 << 20
-	kernelMaxImage     = 700 << 10
-	defaultMaxOutput   = 1 << 20  // per cell, when the request does not say
-	maxOutputLimit     = 16 << 20 // the most a request may ask for
-	defaultCallTimeout = 30 * time.Second
-	maxCallTimeout     = 600 * time.Second
+	kernelMaxFrame   = 16 << 20
+	kernelMaxImage   = 700 << 10
+	defaultMaxOutput = 1 << 20  // per cell, when the request does not say
+	maxOutputLimit   = 16 << 20 // the most a request may ask for
 )
 
 // Reasons the agent kills a kernel on purpose (anything else is a crash).

@@ -325,11 +325,11 @@ func equalInts(a, b []int) bool {
 
 func TestValidatePython(t *testing.T) {
 	req := protocol.PythonRequest{}
-	if err := validatePython(&req); err != nil || req.Mode != protocol.ModeSession || req.Timeout.D() != defaultCallTimeout || req.MaxOutput != defaultMaxOutput {
+	if err := validatePython(&req); err != nil || req.Mode != protocol.ModeSession || req.Timeout.D() != sandbox.DefaultPythonTimeout || req.MaxOutput != defaultMaxOutput {
 		t.Fatalf("defaults: %v %+v", err, req)
 	}
 	req = protocol.PythonRequest{Mode: protocol.ModePerCall, Timeout: protocol.Millis(time.Hour), MaxOutput: 1 << 40}
-	if err := validatePython(&req); err != nil || req.Timeout.D() != maxCallTimeout || req.MaxOutput != maxOutputLimit {
+	if err := validatePython(&req); err != nil || req.Timeout.D() != sandbox.MaxPythonTimeout || req.MaxOutput != maxOutputLimit {
 		t.Fatalf("clamps: %v %+v", err, req)
 	}
 	for _, bad := range []protocol.PythonRequest{{Mode: "forever"}, {Cells: make([]protocol.PythonCell, maxCells+1)}} {

@@ -46,12 +46,12 @@ func realServer(t *testing.T) (*client.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := computer.New(computer.Config{Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20, LifetimeSeconds: 600,
-		ExecTimeoutSeconds: 30, MaxConcurrent: 4, MemoryBudget: 4 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20}, drv, st, gov)
+	mgr := computer.New(computer.Config{Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20, Lifetime: 600 * time.Second,
+		ExecTimeout: 30 * time.Second, MaxConcurrent: 4, MemoryBudget: 4 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20}, drv, st, gov)
 	if err := mgr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(gov, mgr, st)
+	api := httpapi.New(httpapi.Options{Governance: gov, Computers: mgr, Store: st})
 	api.SetReady(true)
 	srv := httptest.NewServer(api)
 	t.Cleanup(func() {

@@ -2,7 +2,12 @@
 // delete), exec and files on behalf of an authenticated principal, lifetime
 // enforcement by a reaper, non-blocking admission, a warm pool, usage and
 // audit rows, background cleanup of killed computers, and recovery after a
-// crash. Transports (internal/httpapi, the
+// crash. It is built once with a Config holding every limit (durations
+// as time.Duration; requests and keys count whole seconds) and its
+// artifact store (Artifacts); computers.enabled = false is Config.Disabled.
+// metrics.go keeps one latency histogram per kind of call (exec, python,
+// tool) and tool calls by tool and outcome, for /metrics. Transports
+// (internal/httpapi, the
 // CLI) call it; it calls internal/sandbox, internal/store and
 // internal/governance. Its error kinds (errors.go) are errdefs-classified
 // sentinels, and sandbox errors are mapped to them (files.go, exec.go); it

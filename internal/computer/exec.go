@@ -113,7 +113,7 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 	start := time.Now()
 	st, err := l.sb.Exec(ctx, wire, sio)
 	elapsed := time.Since(start)
-	m.metrics.observe(elapsed)
+	m.metrics.exec.observe(elapsed)
 	if err != nil {
 		m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "exec",
 			"duration_ms": elapsed.Milliseconds(), "exit_code": -1, "cancelled": true})

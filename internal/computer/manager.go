@@ -13,25 +13,53 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-// Config are the deployment's limits for computers.
+// Config are the deployment's limits for computers and what the manager
+// runs on besides its driver, store and governance. Everything is given
+// at construction (New); nothing is wired later.
 type Config struct {
-	Memory             int64
-	Pids               int64
-	CPUs               float64
-	Disk               int64
-	LifetimeSeconds    int
-	ExecTimeoutSeconds int
-	MaxConcurrent      int
-	MemoryBudget       int64
-	PoolSize           int
-	MaxFileBytes       int64
-	MaxOutputBytes     int64
+	// Disabled refuses every new computer (computers.enabled = false):
+	// Create answers ErrForbidden naming the key, ToolsEnabled is false
+	// (no computer tools, no code_interpreter) and there is no warm pool.
+	// Computers recovered from a previous run are still served until
+	// they end.
+	Disabled bool
+	Memory   int64
+	Pids     int64
+	CPUs     float64
+	Disk     int64
+	// Lifetime and ExecTimeout are the deployment's caps, which requests
+	// and keys may only shrink (in whole seconds, as the API counts).
+	Lifetime       time.Duration
+	ExecTimeout    time.Duration
+	MaxConcurrent  int
+	MemoryBudget   int64
+	PoolSize       int
+	MaxFileBytes   int64
+	MaxOutputBytes int64
 	// Prelude runs in every new Python kernel; pool computers start their
 	// kernel with it ahead of time ("" disables both).
 	Prelude string
+	// Artifacts keeps files and images as artifacts (export of
+	// builtin__computer_read_file, save_images of python); nil: export
+	// answers that it is not available and save_images is refused.
+	Artifacts Artifacts
 }
+
+// Artifacts is the artifact store the manager exports to
+// (internal/files.Service).
+type Artifacts interface {
+	// Export keeps a computer's file (path resolved inside it) as an
+	// artifact of p.
+	Export(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, path string) (tools.Artifact, error)
+	// SaveImage keeps an image a kernel produced as an artifact of p.
+	SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error)
+}
+
+// seconds is d in the whole seconds requests, keys and views count in.
+func seconds(d time.Duration) int { return int(d / time.Second) }
 
 // Manager runs computers for principals.
 type Manager struct {
@@ -42,13 +70,11 @@ type Manager struct {
 	instance string
 	now      func() time.Time
 
-	adm        admission
-	pool       *pool
-	cleaner    *cleaner
-	metrics    Metrics
-	starting   atomic.Int64 // creations in flight
-	exporter   atomic.Pointer[Exporter]
-	imageSaver atomic.Pointer[ImageSaver]
+	adm      admission
+	pool     *pool
+	cleaner  *cleaner
+	metrics  metrics
+	starting atomic.Int64 // creations in flight
 
 	mu    sync.Mutex
 	live  map[string]*live
@@ -79,7 +105,10 @@ func New(cfg Config, driver sandbox.Driver, st store.Store, gov *governance.Serv
 	m := &Manager{cfg: cfg, driver: driver, st: st, gov: gov, instance: governance.NewID("srv"),
 		now: time.Now, live: map[string]*live{}, stop: make(chan struct{}), cleaner: newCleaner()}
 	m.adm = admission{maxCount: cfg.MaxConcurrent, maxMemory: cfg.MemoryBudget}
-	m.pool = newPool(driver, m.spec(cfg.Memory, cfg.ExecTimeoutSeconds), cfg.PoolSize)
+	if cfg.Disabled {
+		cfg.PoolSize = 0
+	}
+	m.pool = newPool(driver, m.spec(cfg.Memory, seconds(cfg.ExecTimeout)), cfg.PoolSize)
 	if cfg.Prelude != "" {
 		m.pool.warm = m.warmKernel
 	}
@@ -176,6 +205,9 @@ func (r CreateRequest) validate() error {
 	return nil
 }
 
+// errDisabled refuses every new computer of a deployment that runs none.
+var errDisabled = fmt.Errorf("%w: this deployment does not run computers (computers.enabled = false)", ErrForbidden)
+
 // allowed checks the organisation and the key.
 func allowed(p governance.Principal) error {
 	if !p.Org.AllowComputer {
@@ -190,6 +222,9 @@ func allowed(p governance.Principal) error {
 // Create starts a computer for p. Requested limits are clamped to the key's
 // and the deployment's, never rejected for being too large.
 func (m *Manager) Create(ctx context.Context, p governance.Principal, req CreateRequest) (View, error) {
+	if m.cfg.Disabled {
+		return View{}, errDisabled
+	}
 	if err := allowed(p); err != nil {
 		return View{}, err
 	}
@@ -200,8 +235,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if p.Caps.Computer != nil {
 		keyLimits = *p.Caps.Computer
 	}
-	lifetime := governance.Clamp(m.cfg.LifetimeSeconds, keyLimits.LifetimeSeconds, req.LifetimeSeconds)
-	execLimit := governance.Clamp(m.cfg.ExecTimeoutSeconds, keyLimits.ExecTimeoutSeconds, req.ExecTimeoutSeconds)
+	lifetime := governance.Clamp(seconds(m.cfg.Lifetime), keyLimits.LifetimeSeconds, req.LifetimeSeconds)
+	execLimit := governance.Clamp(seconds(m.cfg.ExecTimeout), keyLimits.ExecTimeoutSeconds, req.ExecTimeoutSeconds)
 	memory := m.cfg.Memory
 	if req.MemoryMB > 0 && req.MemoryMB < memory>>20 {
 		memory = max(req.MemoryMB<<20, 32<<20)

@@ -137,8 +137,8 @@ type fixture struct {
 }
 
 func baseConfig() computer.Config {
-	return computer.Config{Memory: 256 << 20, Pids: 64, CPUs: 1, Disk: 64 << 20, LifetimeSeconds: 600,
-		ExecTimeoutSeconds: 30, MaxConcurrent: 8, MemoryBudget: 8 << 30, PoolSize: 0,
+	return computer.Config{Memory: 256 << 20, Pids: 64, CPUs: 1, Disk: 64 << 20, Lifetime: 600 * time.Second,
+		ExecTimeout: 30 * time.Second, MaxConcurrent: 8, MemoryBudget: 8 << 30, PoolSize: 0,
 		MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20}
 }
 

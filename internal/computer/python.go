@@ -12,12 +12,11 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-// Python call limits, from the seed's python tool.
+// Python call limits (sandbox.MaxPythonTimeout, …) in the whole seconds
+// the API counts.
 const (
-	defaultPythonTimeout = 30
-	maxPythonTimeout     = 600
-	maxCells             = 64
-	maxCellBytes         = 1 << 20
+	defaultPythonTimeout = int(sandbox.DefaultPythonTimeout / time.Second)
+	maxPythonTimeout     = int(sandbox.MaxPythonTimeout / time.Second)
 )
 
 // PythonRequest is the body of POST /v1/computers/{id}/python.
@@ -60,25 +59,19 @@ type CellView struct {
 	Artifacts      []tools.Artifact `json:"artifacts,omitempty"` // images kept with save_images
 }
 
-// ImageSaver keeps an image a kernel produced as an artifact of p.
-type ImageSaver func(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error)
-
-// SetImageSaver wires save_images to an artifact store, once at wiring time.
-func (m *Manager) SetImageSaver(fn ImageSaver) { m.imageSaver.Store(&fn) }
-
-// imageSaverFor returns the saver when p asked for it and may use it.
-func (m *Manager) imageSaverFor(p governance.Principal, want bool) (ImageSaver, error) {
+// imageSaverFor returns the artifact store when p asked for save_images
+// and may use it.
+func (m *Manager) imageSaverFor(p governance.Principal, want bool) (Artifacts, error) {
 	if !want {
 		return nil, nil
 	}
-	fn := m.imageSaver.Load()
-	if fn == nil || *fn == nil {
+	if m.cfg.Artifacts == nil {
 		return nil, fieldError("save_images", "images cannot be kept as artifacts on this deployment")
 	}
 	if !p.Caps.HasArtifacts() {
 		return nil, &FieldError{Field: "save_images", Err: fmt.Errorf("%w: save_images needs the artifacts capability", ErrForbidden)}
 	}
-	return *fn, nil
+	return m.cfg.Artifacts, nil
 }
 
 // PythonResult is the answer of a python call.
@@ -114,16 +107,16 @@ func (r *PythonRequest) Validate() error {
 	switch {
 	case len(r.Cells) == 0:
 		return fieldError("cells", "give at least one cell")
-	case len(r.Cells) > maxCells:
-		return fieldError("cells", "at most %d cells per call", maxCells)
+	case len(r.Cells) > sandbox.MaxPythonCells:
+		return fieldError("cells", "at most %d cells per call", sandbox.MaxPythonCells)
 	case r.Timeout < 0 || r.Timeout > maxPythonTimeout:
 		return fieldError("timeout", "timeout must be 1 to %d seconds", maxPythonTimeout)
 	case r.Mode != "" && r.Mode != "session" && r.Mode != "per_call":
 		return fieldError("mode", "mode must be session or per_call")
 	}
 	for i, c := range r.Cells {
-		if len(c.Code) > maxCellBytes {
-			return fmt.Errorf("%w: cell %d is larger than %d bytes", ErrTooLarge, i, maxCellBytes)
+		if len(c.Code) > sandbox.MaxPythonCellBytes {
+			return fmt.Errorf("%w: cell %d is larger than %d bytes", ErrTooLarge, i, sandbox.MaxPythonCellBytes)
 		}
 	}
 	if r.Timeout == 0 {
@@ -156,7 +149,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		func(o sandbox.PythonOutput) {
 			if ans.Add(o) && save != nil && len(o.Output.PNG) > 0 && saveErr == nil {
 				name := fmt.Sprintf("cell%d-image%d.png", o.Cell+1, len(artifacts[o.Cell])+1)
-				a, err := save(context.WithoutCancel(ctx), p, id, name, o.Output.PNG)
+				a, err := save.SaveImage(context.WithoutCancel(ctx), p, id, name, o.Output.PNG)
 				if err != nil {
 					saveErr = err
 				} else {
@@ -168,7 +161,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 			}
 		})
 	elapsed := time.Since(start)
-	m.metrics.observe(elapsed)
+	m.metrics.python.observe(elapsed)
 	if serr := m.stoppedDuring(id, l); serr != nil {
 		err = serr // the call's own answer (a kernel killed by SIGKILL) would not say why
 	}

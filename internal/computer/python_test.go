@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
@@ -54,7 +55,7 @@ func TestPythonLifetimeEndsDuringKernelStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The prelude (part of a kernel's start) outlasts the lifetime.
-	m := New(Config{Memory: 256 << 20, Pids: 256, CPUs: 1, Disk: 64 << 20, LifetimeSeconds: 600, ExecTimeoutSeconds: 30,
+	m := New(Config{Memory: 256 << 20, Pids: 256, CPUs: 1, Disk: 64 << 20, Lifetime: 600 * time.Second, ExecTimeout: 30 * time.Second,
 		MaxConcurrent: 4, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20,
 		Prelude: "import time\ntime.sleep(60)"}, drv, st, gov)
 	if err := m.Start(ctx); err != nil {

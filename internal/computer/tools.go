@@ -9,24 +9,15 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-// Exporter keeps a computer's file (path resolved inside it) as an
-// artifact of p: the artifact store behind builtin__computer_read_file's
-// export.
-type Exporter func(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, path string) (tools.Artifact, error)
-
-// SetExporter wires export to an artifact store, once at wiring time;
-// without one, export answers that it is not available.
-func (m *Manager) SetExporter(fn Exporter) { m.exporter.Store(&fn) }
-
 // ToolsEnabled reports whether p may use the computer tools here: the
-// deployment runs computers, the organisation allows them, the key has the
-// computer capability and the "computer" system tool.
+// deployment runs computers (Config.Disabled is false), the organisation
+// allows them, the key has the computer capability and the "computer"
+// system tool.
 func (m *Manager) ToolsEnabled(p governance.Principal) bool {
-	return m != nil && allowed(p) == nil && p.Caps.HasSystemTool("computer")
+	return m != nil && !m.cfg.Disabled && allowed(p) == nil && p.Caps.HasSystemTool("computer")
 }
 
 // RunTool runs one tool of reg on a live computer of p's organisation. A
@@ -51,24 +42,23 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 	env := tools.Env{Sandbox: l.sb, Artifacts: p.Caps.HasArtifacts(), Limits: tools.Limits{
 		ExecTimeoutSeconds: l.execLimit, MaxStreamBytes: m.cfg.MaxOutputBytes,
 		MaxFileBytes: m.cfg.MaxFileBytes, Prelude: m.cfg.Prelude}}
-	if fn := m.exporter.Load(); fn != nil && *fn != nil && env.Artifacts {
+	if a := m.cfg.Artifacts; a != nil && env.Artifacts {
 		env.Export = func(ctx context.Context, path string) (tools.Artifact, error) {
-			return (*fn)(ctx, p, l.sb, id, path)
+			return a.Export(ctx, p, l.sb, id, path)
 		}
 	}
 	start := time.Now()
 	res, err := t.Run(ctx, env, args)
 	elapsed := time.Since(start)
-	m.metrics.observe(elapsed)
-	data := map[string]any{"kind": toolKind(name), "duration_ms": elapsed.Milliseconds()}
+	outcome := OutcomeOK
 	switch {
 	case err != nil:
-		data["status"] = "error"
+		outcome = OutcomeError
 	case res.Failed:
-		data["status"] = "failed"
-	default:
-		data["status"] = "ok"
+		outcome = OutcomeFailed
 	}
+	m.metrics.toolCall(name, outcome, elapsed)
+	data := map[string]any{"kind": toolKind(name), "duration_ms": elapsed.Milliseconds(), "status": outcome}
 	if res.ExitCode != nil {
 		data["exit_code"] = *res.ExitCode
 	}

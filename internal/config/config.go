@@ -70,6 +70,12 @@ type GatewayUpstream struct {
 // Enabled reports whether any upstream is configured.
 func (g Gateway) Enabled() bool { return g.UpstreamURL != "" || len(g.Upstreams) > 0 }
 
+// Timeout is timeout_seconds.
+func (g Gateway) Timeout() time.Duration { return seconds(g.TimeoutSeconds) }
+
+// IdleTimeout is idle_timeout_seconds.
+func (g Gateway) IdleTimeout() time.Duration { return seconds(g.IdleTimeoutSeconds) }
+
 // Files configures uploaded files and artifacts.
 type Files struct {
 	// MaxBytes bounds one upload (artifacts have their own 25 MiB cap).
@@ -109,9 +115,24 @@ type Server struct {
 	IdleTimeoutSeconds int `toml:"idle_timeout_seconds"`
 }
 
+// BodyTimeout is body_timeout_seconds.
+func (s Server) BodyTimeout() time.Duration { return seconds(s.BodyTimeoutSeconds) }
+
+// IdleTimeout is idle_timeout_seconds.
+func (s Server) IdleTimeout() time.Duration { return seconds(s.IdleTimeoutSeconds) }
+
+// seconds is a *_seconds key as the program counts time. Keys are whole
+// seconds in the file and the environment only; everything past this
+// package holds a time.Duration.
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
+
 // Computers are the deployment's limits for computers. Keys may only shrink
 // the time limits (lifetime, exec timeout); memory and CPU are fixed here.
 type Computers struct {
+	// Enabled runs computers (default true). false: no new computer
+	// (POST /v1/computers answers 403 naming this key), no computer tools
+	// and no code_interpreter in the Responses gateway, no warm pool and
+	// no Jupyter Kernel Gateway API; the rest of the API is served.
 	Enabled            bool    `toml:"enabled"`
 	Memory             Size    `toml:"memory"`
 	Pids               int64   `toml:"pids"`
@@ -158,7 +179,7 @@ func Default() Config {
 		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle", MaxConnections: 1024,
 			BodyTimeoutSeconds: 30, IdleTimeoutSeconds: 120},
 		Computers: Computers{
-			Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
+			Enabled: true, Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: 1 << 20,
 			UIDRange: DefaultUIDRange,
@@ -176,13 +197,11 @@ func Default() Config {
 // DefaultPrelude imports the scientific stack, with matplotlib inline.
 const DefaultPrelude = "import numpy as np\nimport pandas as pd\nimport matplotlib\nimport matplotlib.pyplot as plt\n%matplotlib inline\n"
 
-// Lifetime is the deployment's lifetime cap.
-func (c Computers) Lifetime() time.Duration { return time.Duration(c.LifetimeSeconds) * time.Second }
+// Lifetime is the deployment's lifetime cap (lifetime_seconds).
+func (c Computers) Lifetime() time.Duration { return seconds(c.LifetimeSeconds) }
 
-// ExecTimeout is the deployment's per-process cap.
-func (c Computers) ExecTimeout() time.Duration {
-	return time.Duration(c.ExecTimeoutSeconds) * time.Second
-}
+// ExecTimeout is the deployment's per-process cap (exec_timeout_seconds).
+func (c Computers) ExecTimeout() time.Duration { return seconds(c.ExecTimeoutSeconds) }
 
 // Load reads path (empty: defaults only), then applies environment
 // overrides from env (os.Environ() form), then validates.

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 )
@@ -254,5 +255,36 @@ stream = false
 	if _, err := config.Load("", []string{"CUBICLE_GATEWAY_IDLE_TIMEOUT_SECONDS=0"}); err == nil ||
 		!strings.Contains(err.Error(), "gateway.idle_timeout_seconds") {
 		t.Fatalf("bad idle timeout: %v", err)
+	}
+}
+
+// TestComputersEnabledAndDurations: computers run unless computers.enabled
+// says false, and every *_seconds key reads as the time.Duration the
+// program holds.
+func TestComputersEnabledAndDurations(t *testing.T) {
+	d := config.Default()
+	if !d.Computers.Enabled {
+		t.Fatal("computers.enabled defaults to false")
+	}
+	cfg, err := config.Load(writeFile(t, "[computers]\nenabled = false\n"), []string{
+		"CUBICLE_SERVER_BODY_TIMEOUT_SECONDS=7", "CUBICLE_SERVER_IDLE_TIMEOUT_SECONDS=8",
+		"CUBICLE_GATEWAY_TIMEOUT_SECONDS=9", "CUBICLE_GATEWAY_IDLE_TIMEOUT_SECONDS=10",
+		"CUBICLE_JUPYTER_CULL_IDLE_SECONDS=11", "CUBICLE_JUPYTER_LIFETIME_SECONDS=12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Computers.Enabled {
+		t.Fatal("computers.enabled = false was not read")
+	}
+	for name, got := range map[string]time.Duration{
+		"server.body_timeout": cfg.Server.BodyTimeout(), "server.idle_timeout": cfg.Server.IdleTimeout(),
+		"gateway.timeout": cfg.Gateway.Timeout(), "gateway.idle_timeout": cfg.Gateway.IdleTimeout(),
+		"jupyter.cull_idle": cfg.Jupyter.CullIdle(), "jupyter.lifetime": cfg.Jupyter.Lifetime(),
+	} {
+		want := map[string]time.Duration{"server.body_timeout": 7, "server.idle_timeout": 8, "gateway.timeout": 9,
+			"gateway.idle_timeout": 10, "jupyter.cull_idle": 11, "jupyter.lifetime": 12}[name] * time.Second
+		if got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Jupyter configures the Jupyter Kernel Gateway–compatible API (/api/kernels,
 // /api/kernelspecs), served on the same listener as the REST API.
 type Jupyter struct {
-	// Enabled serves the API (default true).
+	// Enabled serves the API (default true), unless computers.enabled is
+	// false (kernels run in computers).
 	Enabled bool `toml:"enabled"`
 	// CullIdleSeconds deletes a kernel (and its computer) that had no
 	// WebSocket connection and no activity for this long; 0 never culls
@@ -25,6 +27,12 @@ type Jupyter struct {
 	// computer at the same path. Empty (the default): nothing is mounted.
 	MountRoots MountRoots `toml:"mount_roots"`
 }
+
+// CullIdle is cull_idle_seconds (0: never cull).
+func (j Jupyter) CullIdle() time.Duration { return seconds(j.CullIdleSeconds) }
+
+// Lifetime is lifetime_seconds (0: computers.lifetime_seconds).
+func (j Jupyter) Lifetime() time.Duration { return seconds(j.LifetimeSeconds) }
 
 // MountRoot is one host directory under which working directories may be
 // mounted.

@@ -2,6 +2,7 @@ package files
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,13 +42,22 @@ type Service struct {
 	inputMaxBytes int64
 }
 
-// New returns the service; maxBytes (≤ 0: DefaultMaxBytes) bounds uploads.
-func New(st store.Store, blobs blob.Store, maxBytes int64) *Service {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBytes
-	}
-	return &Service{st: st, blobs: blobs, maxBytes: maxBytes, now: time.Now,
-		inputMaxFiles: DefaultInputMaxFiles, inputMaxBytes: DefaultInputMaxBytes}
+// Limits are the deployment's bounds of the service; a field ≤ 0 is its
+// default.
+type Limits struct {
+	// MaxBytes bounds one upload (DefaultMaxBytes).
+	MaxBytes int64
+	// InputMaxFiles and InputMaxBytes bound what CopyInputs copies into a
+	// computer by default (DefaultInputMaxFiles, DefaultInputMaxBytes).
+	InputMaxFiles int
+	InputMaxBytes int64
+}
+
+// New returns the service.
+func New(st store.Store, blobs blob.Store, lim Limits) *Service {
+	return &Service{st: st, blobs: blobs, now: time.Now, maxBytes: cmp.Or(max(lim.MaxBytes, 0), DefaultMaxBytes),
+		inputMaxFiles: cmp.Or(max(lim.InputMaxFiles, 0), DefaultInputMaxFiles),
+		inputMaxBytes: cmp.Or(max(lim.InputMaxBytes, 0), DefaultInputMaxBytes)}
 }
 
 // MaxBytes is the upload limit.

@@ -28,7 +28,7 @@ func newService(t *testing.T, max int64) (*Service, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(st, b, max), bdir
+	return New(st, b, Limits{MaxBytes: max}), bdir
 }
 
 func principal(org string, caps governance.Capabilities) governance.Principal {

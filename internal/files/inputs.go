@@ -67,17 +67,6 @@ type InputsReport struct {
 	Skipped []Skipped `json:"skipped"`
 }
 
-// SetInputLimits sets the deployment's default input limits (≤ 0 keeps
-// the defaults). Call it once at wiring time.
-func (s *Service) SetInputLimits(maxFiles int, maxBytes int64) {
-	if maxFiles > 0 {
-		s.inputMaxFiles = maxFiles
-	}
-	if maxBytes > 0 {
-		s.inputMaxBytes = maxBytes
-	}
-}
-
 // input is one candidate of CopyInputs.
 type input struct {
 	id       string

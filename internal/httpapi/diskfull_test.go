@@ -104,8 +104,8 @@ func fillDisk(t *testing.T, dir string, hold bool) (free func()) {
 // lost.
 func TestHostDiskFull(t *testing.T) {
 	dir := smallDisk(t, 96<<20)
-	e := newEnvIn(t, dir, nil)
-	bdir := e.withFiles()
+	e := newEnvIn(t, dir, nil, withFiles)
+	bdir := e.blobDir()
 	upload := func(name string, data []byte) resp {
 		return e.do(e.admin, "POST", "/v1/files?filename="+name, data)
 	}
@@ -203,8 +203,8 @@ func TestStopHeldUntilDiskHasRoom(t *testing.T) {
 // it still answers 204 and the space comes back.
 func TestFileDeleteWithoutHeadroom(t *testing.T) {
 	dir := smallDisk(t, 96<<20)
-	e := newEnvIn(t, dir, nil)
-	bdir := e.withFiles()
+	e := newEnvIn(t, dir, nil, withFiles)
+	bdir := e.blobDir()
 	r := e.do(e.admin, "POST", "/v1/files?filename=a.bin", bytes.Repeat([]byte("x"), 512<<10))
 	var file fileObj
 	r.json(t, &file)

@@ -8,8 +8,11 @@
 // ServeHTTP; middleware.go attaches the route, key, organisation and
 // computer. Bodies that carry values of the layers below have their own
 // types, converted in one place (models.go) and pinned byte for byte by
-// testdata/golden (TestGoldenJSON). It holds no business logic. It may
-// import internal/computer, internal/files, internal/responses,
+// testdata/golden (TestGoldenJSON). It holds no business logic.
+// Everything it serves is given to New in one Options value (the files
+// service, the gateway, the Jupyter API as a Mount, the body timeout); the
+// only state that changes while serving is readiness (SetReady, after the
+// isolation probe). It may import internal/computer, internal/files, internal/responses,
 // internal/governance, internal/sandbox (its error kinds and file types),
 // internal/kernel (outputs), internal/store, internal/tools,
 // internal/errdefs, internal/errdefs/errhttp, internal/log and

@@ -951,7 +951,7 @@ func TestAuditHasNoCommandsOrFileNames(t *testing.T) {
 // /metrics in the Prometheus text format.
 func TestHealthReadyMetrics(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil, true)
+	e := newEnv(t, nil, notReady)
 	if r := e.do("", "GET", "/healthz", nil); r.code != 200 {
 		t.Fatalf("healthz: %s", r)
 	}
@@ -1003,7 +1003,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 
 func computerBuckets() []string {
 	var out []string
-	for _, b := range computer.ExecBuckets {
+	for _, b := range computer.DurationBuckets {
 		out = append(out, strings.TrimSuffix(fmt.Sprintf("%g", b), ".0"))
 	}
 	return out

@@ -17,6 +17,10 @@ import (
 type execBody struct {
 	computer.ExecRequest
 	Encoding string `json:"encoding,omitempty"`
+	// TimeoutSeconds (shadowing the request's) and its alias Timeout:
+	// callTimeout.
+	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
+	Timeout        *int `json:"timeout,omitempty"`
 }
 
 // execAnswer is the exec result as sent, naming a non-default encoding.
@@ -33,6 +37,11 @@ func (b *execBody) check() error {
 	default:
 		return withParam("encoding", fmt.Errorf("%w: encoding must be utf-8 or base64", errBadRequest))
 	}
+	t, err := callTimeout(b.TimeoutSeconds, b.Timeout)
+	if err != nil {
+		return err
+	}
+	b.ExecRequest.TimeoutSeconds = t
 	return checkExec(b.ExecRequest)
 }
 

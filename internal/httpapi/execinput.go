@@ -57,3 +57,21 @@ func checkExec(req computer.ExecRequest) error {
 	}
 	return nil
 }
+
+// callTimeout is a call's timeout in seconds (0: not given), which exec
+// and python both accept under two names: timeout_seconds, the API's name
+// (every duration field of it ends in _seconds), and its alias timeout,
+// the python seed's name (and the python tool's, internal/tools). Both
+// given with different values is a 400 naming the two.
+func callTimeout(seconds, alias *int) (int, error) {
+	switch {
+	case seconds == nil && alias == nil:
+		return 0, nil
+	case seconds == nil:
+		return *alias, nil
+	case alias == nil || *alias == *seconds:
+		return *seconds, nil
+	}
+	return 0, withParam("timeout_seconds", fmt.Errorf("%w: timeout_seconds (%d) and timeout (%d) differ; send one of them (timeout is an alias of timeout_seconds)",
+		errBadRequest, *seconds, *alias))
+}

@@ -14,9 +14,6 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
-// SetFiles enables /v1/files and /v1/artifacts.
-func (a *API) SetFiles(svc *files.Service) { a.files.Store(svc) }
-
 // multipartSlack is what a multipart body may carry beyond the file itself
 // (boundaries, headers, the purpose field) before Content-Length alone
 // refuses it.
@@ -25,11 +22,10 @@ const multipartSlack = 64 << 10
 var errFilesOff = fmt.Errorf("%w: files and artifacts are not configured on this deployment", store.ErrNotFound)
 
 func (a *API) filesService() (*files.Service, error) {
-	svc := a.files.Load()
-	if svc == nil {
+	if a.files == nil {
 		return nil, errFilesOff
 	}
-	return svc, nil
+	return a.files, nil
 }
 
 type fileObject struct {

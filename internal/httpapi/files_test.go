@@ -10,35 +10,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
-	"github.com/cubicle-sandbox/cubicle/internal/files"
 )
 
 const filesTestMax = 1 << 20
 
-// newFilesEnv is newEnv with the files service wired as serve does.
+// newFilesEnv is newEnv with the files service wired as serve does; it
+// returns the blob directory.
 func newFilesEnv(t *testing.T, tweak func(*computer.Config)) (*env, string) {
 	t.Helper()
-	e := newEnv(t, tweak)
-	return e, e.withFiles()
+	e := newEnv(t, tweak, withFiles)
+	return e, e.blobDir()
 }
 
-// withFiles wires the files service as serve does and returns its blob
-// directory.
-func (e *env) withFiles() string {
-	e.t.Helper()
-	bdir := filepath.Join(e.dir, "blobs")
-	b, err := blob.NewDir(bdir)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	svc := files.New(e.st, b, filesTestMax)
-	e.mgr.SetExporter(svc.Export)
-	e.mgr.SetImageSaver(svc.SaveImage)
-	e.api.SetFiles(svc)
-	return bdir
-}
+// blobDir is where the withFiles option keeps blobs.
+func (e *env) blobDir() string { return filepath.Join(e.dir, "blobs") }
 
 type fileObj struct {
 	ID         string `json:"id"`

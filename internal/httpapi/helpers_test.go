@@ -13,13 +13,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 
+	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/client"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
@@ -45,41 +48,69 @@ type env struct {
 	url   string
 	api   *httpapi.API
 	mgr   *computer.Manager
+	gov   *governance.Service
 	st    *sqlite.DB
 	dir   string             // data directory (SQLite file, driver state)
 	admin string             // admin secret
+	files *files.Service     // wired by the withFiles option; nil: none
 	gw    *responses.Gateway // the last gateway wired (withGatewayConfig, …)
+	// opts built api; rewire builds it again with changes, and the
+	// server serves the newest.
+	opts     httpapi.Options
+	handler  *atomic.Pointer[httpapi.API] // shared by copies (pySub)
+	notReady bool                         // the API is built unready
 }
+
+// envOption changes what newEnv wires before the manager is built
+// (everything is given at construction, as serve does).
+type envOption func(*envSetup)
+
+type envSetup struct {
+	notReady bool
+	files    bool
+	// artifacts wraps the files service the manager exports to.
+	artifacts func(*files.Service) computer.Artifacts
+}
+
+// notReady leaves the server unready (the isolation probe has not passed).
+func notReady(s *envSetup) { s.notReady = true }
+
+// withFiles wires the files service as serve does (blobs in <dir>/blobs).
+func withFiles(s *envSetup) { s.files = true }
 
 // testConfig is a small deployment: cheap computers, no warm pool.
 func testConfig() computer.Config {
 	return computer.Config{
 		Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20,
-		LifetimeSeconds: 600, ExecTimeoutSeconds: 30, MaxConcurrent: 8,
+		Lifetime: 600 * time.Second, ExecTimeout: 30 * time.Second, MaxConcurrent: 8,
 		MemoryBudget: 8 << 30, PoolSize: 0, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20,
 	}
 }
 
 // newEnv starts a server; tweak adjusts the deployment's limits. The
-// server is ready (SetReady) unless notReady is given.
-func newEnv(t *testing.T, tweak func(*computer.Config), notReady ...bool) *env {
+// server is ready (SetReady) unless the notReady option is given.
+func newEnv(t *testing.T, tweak func(*computer.Config), opts ...envOption) *env {
 	t.Helper()
-	return newEnvIn(t, t.TempDir(), tweak, notReady...)
+	return newEnvIn(t, t.TempDir(), tweak, opts...)
 }
 
 // newEnvIn is newEnv with its data directory at dir.
-func newEnvIn(t *testing.T, dir string, tweak func(*computer.Config), notReady ...bool) *env {
+func newEnvIn(t *testing.T, dir string, tweak func(*computer.Config), opts ...envOption) *env {
 	t.Helper()
 	drv, err := linux.New(linux.Config{StateDir: dir, AgentPath: agentBin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newEnvOn(t, dir, drv, tweak, notReady...)
+	return newEnvOn(t, dir, drv, tweak, opts...)
 }
 
 // newEnvOn is newEnvIn on the driver drv (a fake, for tests of shapes).
-func newEnvOn(t *testing.T, dir string, drv sandbox.Driver, tweak func(*computer.Config), notReady ...bool) *env {
+func newEnvOn(t *testing.T, dir string, drv sandbox.Driver, tweak func(*computer.Config), opts ...envOption) *env {
 	t.Helper()
+	var setup envSetup
+	for _, o := range opts {
+		o(&setup)
+	}
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "cubicle.db"))
 	if err != nil {
@@ -89,27 +120,51 @@ func newEnvOn(t *testing.T, dir string, drv sandbox.Driver, tweak func(*computer
 	if _, err := gov.Bootstrap(ctx, adminSecret); err != nil {
 		t.Fatal(err)
 	}
+	e := &env{t: t, gov: gov, st: st, dir: dir, admin: adminSecret, notReady: setup.notReady,
+		handler: new(atomic.Pointer[httpapi.API])}
 	cfg := testConfig()
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	mgr := computer.New(cfg, drv, st, gov)
-	if err := mgr.Start(ctx); err != nil {
+	if setup.files || setup.artifacts != nil {
+		b, err := blob.NewDir(filepath.Join(dir, "blobs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.files = files.New(st, b, files.Limits{MaxBytes: filesTestMax})
+		cfg.Artifacts = e.files
+		if setup.artifacts != nil {
+			cfg.Artifacts = setup.artifacts(e.files)
+		}
+	}
+	e.mgr = computer.New(cfg, drv, st, gov)
+	if err := e.mgr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(gov, mgr, st)
-	if len(notReady) == 0 || !notReady[0] {
-		api.SetReady(true)
-	}
-	srv := httptest.NewServer(api)
-	e := &env{t: t, url: srv.URL, api: api, mgr: mgr, st: st, dir: dir, admin: adminSecret}
+	e.opts = httpapi.Options{Governance: gov, Computers: e.mgr, Store: st, Files: e.files}
+	e.rewire(func(*httpapi.Options) {})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.handler.Load().ServeHTTP(w, r)
+	}))
+	e.url = srv.URL
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
-		mgr.Close(context.Background())
+		e.mgr.Close(context.Background())
 		st.Close()
 	})
 	return e
+}
+
+// rewire builds the API again with change applied to its options (a
+// gateway, a body timeout) and serves it from the next request on: the
+// test's stand-in for a restart with another configuration.
+func (e *env) rewire(change func(*httpapi.Options)) {
+	change(&e.opts)
+	api := httpapi.New(e.opts)
+	api.SetReady(!e.notReady)
+	e.api = api
+	e.handler.Store(api)
 }
 
 // resp is a finished HTTP exchange.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
@@ -31,23 +31,32 @@ type liveEnv struct {
 	art   tools.Artifact
 }
 
+// sandboxCatcher is the files service as the manager's artifact store,
+// keeping the sandbox of the last export.
+type sandboxCatcher struct {
+	*files.Service
+	mu sync.Mutex
+	sb sandbox.Sandbox
+}
+
+func (c *sandboxCatcher) Export(ctx context.Context, p governance.Principal, sb sandbox.Files, id, path string) (tools.Artifact, error) {
+	c.mu.Lock()
+	c.sb, _ = sb.(sandbox.Sandbox) // the manager exports from the whole computer
+	c.mu.Unlock()
+	return c.Service.Export(ctx, p, sb, id, path)
+}
+
 func newLiveEnv(t *testing.T) *liveEnv {
 	t.Helper()
-	e := newEnv(t, nil)
-	b, err := blob.NewDir(filepath.Join(e.dir, "blobs"))
+	catcher := &sandboxCatcher{}
+	e := newEnv(t, nil, func(s *envSetup) {
+		s.artifacts = func(svc *files.Service) computer.Artifacts { catcher.Service = svc; return catcher }
+	})
+	b, err := blob.NewDir(e.blobDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := files.New(e.st, b, filesTestMax)
-	l := &liveEnv{env: e, svc: svc, blobs: b}
-	var mu sync.Mutex
-	e.mgr.SetExporter(func(ctx context.Context, p governance.Principal, sb sandbox.Files, id, path string) (tools.Artifact, error) {
-		mu.Lock()
-		l.sb, _ = sb.(sandbox.Sandbox) // the manager exports from the whole computer
-		mu.Unlock()
-		return svc.Export(ctx, p, sb, id, path)
-	})
-	e.api.SetFiles(svc)
+	l := &liveEnv{env: e, svc: e.files, blobs: b}
 	l.org = e.newOrg("inputs", true)
 	_, key := e.newKey(l.org, computerCaps)
 	c := e.create(key, map[string]any{})
@@ -57,8 +66,9 @@ func newLiveEnv(t *testing.T) *liveEnv {
 		t.Fatalf("export: %+v", a)
 	}
 	l.art = tools.Artifact{ID: a.Artifacts[0].ID, Filename: a.Artifacts[0].Filename, Bytes: a.Artifacts[0].Bytes}
-	mu.Lock()
-	defer mu.Unlock()
+	catcher.mu.Lock()
+	defer catcher.mu.Unlock()
+	l.sb = catcher.sb
 	if l.sb == nil {
 		t.Fatal("no sandbox caught")
 	}

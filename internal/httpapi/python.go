@@ -15,14 +15,18 @@ import (
 // python runs cells; with Accept: text/event-stream every output is an
 // "output" event {cell, output} and the answer ends as a "result" event.
 func (a *API) python(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	var req computer.PythonRequest
-	if err := decode(r, &req); err != nil {
+	var body pythonBody
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	req, err := body.request()
+	if err != nil {
 		return err
 	}
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		res, err := a.comp.Python(r.Context(), p, r.PathValue("id"), req, nil)
 		if err != nil {
-			return err
+			return body.fieldError(err)
 		}
 		writeJSON(w, http.StatusOK, res)
 		return nil
@@ -30,7 +34,7 @@ func (a *API) python(w http.ResponseWriter, r *http.Request, p governance.Princi
 	sse := newSSE(w)
 	defer sse.close()
 	if err := req.Validate(); err != nil {
-		return err
+		return body.fieldError(err)
 	}
 	if err := a.comp.CheckRunning(r.Context(), p, r.PathValue("id")); err != nil {
 		return err // a plain error status while nothing was sent yet
@@ -51,6 +55,31 @@ func (a *API) python(w http.ResponseWriter, r *http.Request, p governance.Princi
 	}
 	sse.send("result", res)
 	return nil
+}
+
+// pythonBody is the python request with its timeout under either name
+// (callTimeout).
+type pythonBody struct {
+	computer.PythonRequest
+	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
+	Timeout        *int `json:"timeout,omitempty"` // shadows the request's
+}
+
+// request is the call the body asks for.
+func (b *pythonBody) request() (computer.PythonRequest, error) {
+	t, err := callTimeout(b.TimeoutSeconds, b.Timeout)
+	req := b.PythonRequest
+	req.Timeout = t
+	return req, err
+}
+
+// fieldError is err naming the timeout field the client sent.
+func (b *pythonBody) fieldError(err error) error {
+	var fe *computer.FieldError
+	if b.TimeoutSeconds != nil && errors.As(err, &fe) && fe.Field == "timeout" {
+		fe.Field = "timeout_seconds"
+	}
+	return err
 }
 
 func (a *API) pythonControl(action string) handler {

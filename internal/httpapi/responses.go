@@ -9,13 +9,9 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
-// SetGateway enables POST /v1/responses, once at wiring time; without a
-// gateway the route answers 503 gateway_not_configured.
-func (a *API) SetGateway(g *responses.Gateway) { a.gateway.Store(g) }
-
 // createResponse is POST /v1/responses (non-streaming).
 func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	g := a.gateway.Load()
+	g := a.gateway
 	if g == nil {
 		return errNoGateway
 	}

@@ -40,7 +40,7 @@ func TestResponsesPreviousResponse(t *testing.T) {
 }
 
 func testPreviousResponse(t *testing.T, api string) {
-	e := newEnv(t, nil)
+	e := newEnv(t, nil, withFiles)
 	var step string
 	up := newScriptedAPI(t, api, func(n int, req map[string]any) (int, any) {
 		switch step {
@@ -227,7 +227,7 @@ func TestResponsesMaxToolCallsClientCall(t *testing.T) {
 // image_url parts; a stored file is sent as a data URL; a file that is no
 // image is a 400 naming the part.
 func TestResponsesInputImage(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, nil, withFiles)
 	up := newScripted(t, func(n int, req map[string]any) (int, any) {
 		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "a pixel"})
 	})
@@ -286,7 +286,7 @@ func TestResponsesInputImage(t *testing.T) {
 // call, continued with the client's output: the note about the input
 // files goes before the turn, so the outputs follow their calls.
 func TestResponsesContinueMixedTurn(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, nil, withFiles)
 	up := newScripted(t, func(n int, req map[string]any) (int, any) {
 		if n == 1 {
 			return 200, toolCallsAnswer("builtin__computer_exec", `{"command":"ls /workspace/inputs","timeout_seconds":null}`,
@@ -346,7 +346,7 @@ func TestResponsesContinueFailed(t *testing.T) {
 // stored as a file of the organisation and copied into the computer like
 // one sent by id; without the files capability it is a 400.
 func TestResponsesInputFileData(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, nil, withFiles)
 	up := newScripted(t, func(n int, req map[string]any) (int, any) {
 		if len(toolMessages(req)) == 0 {
 			return 200, toolCallAnswer("builtin__computer_exec", `{"command":"cat /workspace/inputs/*/data.csv","timeout_seconds":null}`)

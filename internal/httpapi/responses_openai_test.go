@@ -42,7 +42,7 @@ func plotAndPrint(t *testing.T) *scripted {
 // gives an SDK client of it with a key that may use computers.
 func newPlotAndPrintClient(t *testing.T) (*scripted, openai.Client) {
 	t.Helper()
-	e := newEnv(t, nil)
+	e := newEnv(t, nil, withFiles)
 	up := plotAndPrint(t)
 	e.withFilesGateway(up)
 	_, key := e.newKey("", computerCaps)

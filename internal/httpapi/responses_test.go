@@ -5,14 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/client"
-	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
@@ -362,29 +359,18 @@ func TestResponsesStreamingUpstreamError(t *testing.T) {
 	})
 }
 
-// withFilesGateway wires the files service (as serve does) and a gateway
-// copying input files.
+// withFilesGateway wires a gateway copying input files: the env must be
+// built withFiles.
 func (e *env) withFilesGateway(up *scripted) {
 	e.withFilesGatewayConfig(responses.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model"})
 }
 
 // withFilesGatewayConfig is withFilesGateway with any gateway config.
 func (e *env) withFilesGatewayConfig(cfg responses.Config) {
-	b, err := blob.NewDir(filepath.Join(e.dir, "blobs"))
-	if err != nil {
-		e.t.Fatal(err)
+	if e.files == nil {
+		e.t.Fatal("withFilesGateway needs an env built withFiles")
 	}
-	svc := files.New(e.st, b, filesTestMax)
-	e.mgr.SetExporter(svc.Export)
-	e.mgr.SetImageSaver(svc.SaveImage)
-	e.api.SetFiles(svc)
-	g, err := responses.New(cfg, e.mgr)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	g.SetFiles(svc)
-	g.SetStore(e.st.Responses())
-	e.setGateway(g)
+	e.withGatewayConfig(cfg)
 }
 
 // toolCallsAnswer is one assistant turn with several tool calls
@@ -494,7 +480,7 @@ func TestResponsesComputerTools(t *testing.T) {
 }
 
 func TestResponsesInputFile(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, nil, withFiles)
 	var fileID string
 	up := newScripted(t, func(n int, req map[string]any) (int, any) {
 		tm := toolMessages(req)
@@ -662,7 +648,7 @@ func imageURLs(t *testing.T, out responseObj) []string {
 // output's url is the artifact's content (a PNG); without it, a data URL.
 func TestResponsesImageArtifacts(t *testing.T) {
 	t.Run("public URL", func(t *testing.T) {
-		e := newEnv(t, nil)
+		e := newEnv(t, nil, withFiles)
 		up := plotScript(t)
 		e.withFilesGatewayConfig(responses.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model", PublicURL: "https://cubicle.example.com"})
 		_, key := e.newKey("", computerCaps)
@@ -674,7 +660,7 @@ func TestResponsesImageArtifacts(t *testing.T) {
 			t.Fatalf("image urls %q: %s", urls, r)
 		}
 	})
-	e := newEnv(t, nil)
+	e := newEnv(t, nil, withFiles)
 	e.withFilesGateway(plotScript(t))
 	body := map[string]any{"model": "m", "input": "plot", "tools": ciTool,
 		"include": []any{"code_interpreter_call.outputs"}}

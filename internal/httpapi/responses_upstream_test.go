@@ -257,13 +257,13 @@ func TestResponsesRouting(t *testing.T) {
 		{responses.UpstreamConfig{Name: "c", BaseURL: "http://x/v1"}, "upstreams[0].models"},
 		{responses.UpstreamConfig{Name: "c", BaseURL: "http://x/v1", Models: []string{"[a"}}, "upstreams[0].models"},
 	} {
-		if _, err := responses.New(responses.Config{Upstreams: []responses.UpstreamConfig{c.up}}, e.mgr); err == nil ||
+		if _, err := responses.New(responses.Config{Upstreams: []responses.UpstreamConfig{c.up}}, responses.Deps{Computers: e.mgr}); err == nil ||
 			!strings.Contains(err.Error(), c.want) {
 			t.Fatalf("%+v: %v, want %s", c.up, err, c.want)
 		}
 	}
 	dup := []responses.UpstreamConfig{ups[0], ups[0]}
-	if _, err := responses.New(responses.Config{Upstreams: dup}, e.mgr); err == nil || !strings.Contains(err.Error(), "upstreams[1].name") {
+	if _, err := responses.New(responses.Config{Upstreams: dup}, responses.Deps{Computers: e.mgr}); err == nil || !strings.Contains(err.Error(), "upstreams[1].name") {
 		t.Fatalf("duplicate name: %v", err)
 	}
 }

@@ -40,7 +40,7 @@ type wsFrame struct {
 
 // responsesSocket is GET /v1/responses: the WebSocket transport.
 func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	g := a.gateway.Load()
+	g := a.gateway
 	if g == nil {
 		return errNoGateway
 	}

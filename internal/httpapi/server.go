@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strings"
@@ -16,15 +17,43 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
+// Options are what the API serves, all given at construction (New): the
+// services first, then the transports mounted beside it.
+type Options struct {
+	Governance *governance.Service
+	Computers  *computer.Manager
+	Store      store.Store
+	// Files serves /v1/files and /v1/artifacts; nil: they answer 404
+	// "not configured".
+	Files *files.Service
+	// Gateway serves /v1/responses; nil (no upstream is configured): it
+	// answers 503 gateway_not_configured.
+	Gateway *responses.Gateway
+	// BodyTimeout is how long a request body may go without a byte
+	// before the request ends with 408 (slowclients.go); 0:
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// Mounts are other transports served on the same listener (the
+	// Jupyter Kernel Gateway API, internal/jupyter), which do their own
+	// authentication.
+	Mounts []Mount
+}
+
+// Mount is a transport whose routes the API serves beside its own.
+type Mount interface {
+	// Routes registers its routes with handle (a ServeMux's Handle).
+	Routes(handle func(pattern string, h http.Handler))
+}
+
 // API serves Cubicle's REST endpoints.
 type API struct {
 	gov   *governance.Service
 	comp  *computer.Manager
 	st    store.Store
 	tools *tools.Registry
-	files atomic.Pointer[files.Service] // nil: files and artifacts are not configured
+	files *files.Service // nil: files and artifacts are not configured
 	// gateway serves /v1/responses; nil: no upstream is configured.
-	gateway atomic.Pointer[responses.Gateway]
+	gateway *responses.Gateway
 	ready   atomic.Bool
 	mux     *http.ServeMux
 	// sockets are the Responses WebSocket connections, hijacked from the
@@ -34,19 +63,19 @@ type API struct {
 	bodyTimeout time.Duration
 }
 
-// New builds the handler. Readiness starts false; call SetReady once the
-// isolation probe passed.
-func New(gov *governance.Service, comp *computer.Manager, st store.Store) *API {
-	a := &API{gov: gov, comp: comp, st: st, tools: tools.Default(), mux: http.NewServeMux(), bodyTimeout: DefaultBodyTimeout}
+// New builds the handler. Readiness starts false: SetReady, the one
+// state that changes while serving, flips it once the isolation probe
+// passed.
+func New(o Options) *API {
+	a := &API{gov: o.Governance, comp: o.Computers, st: o.Store, tools: tools.Default(), files: o.Files,
+		gateway: o.Gateway, mux: http.NewServeMux(), bodyTimeout: cmp.Or(o.BodyTimeout, DefaultBodyTimeout)}
 	a.sockets.ctx, a.sockets.cancel = context.WithCancel(context.Background())
 	a.routes()
+	for _, m := range o.Mounts {
+		m.Routes(a.mux.Handle)
+	}
 	return a
 }
-
-// Handle adds a route served on the same listener by another transport
-// (the Jupyter Kernel Gateway API, internal/jupyter), which does its own
-// authentication. Call it at wiring time, before serving.
-func (a *API) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
 
 // SetReady marks the server ready (GET /readyz answers 200).
 func (a *API) SetReady(ok bool) { a.ready.Store(ok) }

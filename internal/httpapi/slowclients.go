@@ -15,16 +15,12 @@ import (
 // DefaultBodyTimeout is how long a request body may go without a byte.
 const DefaultBodyTimeout = 30 * time.Second
 
-// SetBodyTimeout sets how long a request body may go without a byte before
-// the request ends with 408 (0: no limit). Call it at wiring time.
-func (a *API) SetBodyTimeout(d time.Duration) { a.bodyTimeout = d }
-
 // withBodyDeadline gives r's body a read deadline that every byte that
 // arrives extends and the body's end lifts, so a client that stops sending
 // is cut while an upload at any steady rate, and whatever the handler does
 // once the body is read (an SSE stream, a long exec), is not.
 func (a *API) withBodyDeadline(w http.ResponseWriter, r *http.Request) {
-	if a.bodyTimeout <= 0 || r.Body == nil || r.Body == http.NoBody {
+	if r.Body == nil || r.Body == http.NoBody {
 		return
 	}
 	rc := http.NewResponseController(w)

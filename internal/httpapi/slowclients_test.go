@@ -18,7 +18,7 @@ import (
 // and a connection limit, as cubicle serve does.
 func serveLimited(t *testing.T, e *env, bodyTimeout time.Duration, maxConns int) string {
 	t.Helper()
-	e.api.SetBodyTimeout(bodyTimeout)
+	e.rewire(func(o *httpapi.Options) { o.BodyTimeout = bodyTimeout })
 	srv := httptest.NewUnstartedServer(e.api)
 	srv.Listener = httpapi.LimitListener(srv.Listener, maxConns)
 	srv.Start()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/responses/upstreamtest"
 )
@@ -50,13 +51,17 @@ var (
 	fragments = upstreamtest.Fragments
 )
 
-// withGatewayConfig wires a gateway with cfg (the test's model default).
+// withGatewayConfig wires a gateway with cfg (the test's model default),
+// with the env's files service when it has one (the withFiles option).
 func (e *env) withGatewayConfig(cfg responses.Config) {
-	g, err := responses.New(cfg, e.mgr)
+	deps := responses.Deps{Computers: e.mgr, Store: e.st.Responses()}
+	if e.files != nil { // a nil *files.Service is not a nil responses.Files
+		deps.Files = e.files
+	}
+	g, err := responses.New(cfg, deps)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	g.SetStore(e.st.Responses())
 	e.setGateway(g)
 }
 
@@ -64,7 +69,7 @@ func (e *env) withGatewayConfig(cfg responses.Config) {
 // computers its responses delete after answering.
 func (e *env) setGateway(g *responses.Gateway) {
 	e.gw = g
-	e.api.SetGateway(g)
+	e.rewire(func(o *httpapi.Options) { o.Gateway = g })
 	e.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

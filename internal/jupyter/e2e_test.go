@@ -49,8 +49,8 @@ func newRealEnv(t *testing.T, cfg Config) *realEnv {
 		t.Fatal(err)
 	}
 	key := "cub_kgw_e2e_key_0000001"
-	g := serveGateway(t, cfg, dir, key, drv, computer.Config{Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 64 << 20, LifetimeSeconds: 600,
-		ExecTimeoutSeconds: 30, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20})
+	g := serveGateway(t, cfg, dir, key, drv, computer.Config{Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 64 << 20, Lifetime: 600 * time.Second,
+		ExecTimeout: 30 * time.Second, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20})
 	return &realEnv{url: g.url, key: key, mgr: g.mgr, gov: g.gov}
 }
 

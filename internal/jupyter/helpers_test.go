@@ -37,8 +37,8 @@ func newFakeEnv(t *testing.T, cfg Config) *fakeEnv {
 	t.Helper()
 	drv := newFakeDriver()
 	key := "cub_kgw_test_key_000001"
-	g := serveGateway(t, cfg, t.TempDir(), key, drv, computer.Config{Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20, LifetimeSeconds: 600,
-		ExecTimeoutSeconds: 30, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20})
+	g := serveGateway(t, cfg, t.TempDir(), key, drv, computer.Config{Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20, Lifetime: 600 * time.Second,
+		ExecTimeout: 30 * time.Second, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20})
 	return &fakeEnv{t: t, url: g.url, srv: g.srv, mgr: g.mgr, gov: g.gov, drv: drv, key: key}
 }
 

@@ -18,10 +18,11 @@ type Config struct {
 	// CullIdle deletes a kernel without connections and without activity
 	// for this long; 0 never culls.
 	CullIdle time.Duration
-	// MemoryMB and LifetimeSeconds of a kernel's computer; 0: the
-	// deployment's defaults (keys and the deployment clamp them as usual).
-	MemoryMB        int64
-	LifetimeSeconds int
+	// MemoryMB and Lifetime of a kernel's computer; 0: the deployment's
+	// defaults (keys and the deployment clamp them as usual, the lifetime
+	// in whole seconds).
+	MemoryMB int64
+	Lifetime time.Duration
 	// MountRoots are where working directories may be mounted from.
 	MountRoots config.MountRoots
 }

@@ -221,12 +221,10 @@ func newHarness(t *testing.T, api string, step upstreamtest.Step, edit func(*Con
 	if edit != nil {
 		edit(&cfg)
 	}
-	g, err := New(cfg, h.comp)
+	g, err := New(cfg, Deps{Computers: h.comp, Files: h.files, Store: h.store})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.SetStore(h.store)
-	g.SetFiles(h.files)
 	h.g = g
 	empty := json.RawMessage("{}")
 	h.p = governance.Principal{Org: store.Org{ID: "org_1"}, Key: store.Key{ID: "key_1"},

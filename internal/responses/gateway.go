@@ -82,17 +82,21 @@ type Gateway struct {
 	pending pendingDeletes
 }
 
-// SetStore enables keeping finished responses (request field store,
-// default true); call it once at wiring time.
-func (g *Gateway) SetStore(rs store.Responses) { g.responses = rs }
+// Deps are what the gateway runs on, given at construction.
+type Deps struct {
+	// Computers run the tools.
+	Computers Computers
+	// Files copies a request's input_file items into the response's
+	// computer and keeps its images as artifacts; nil: they are skipped.
+	Files Files
+	// Store keeps finished responses (request field store, default
+	// true); nil: nothing is kept.
+	Store store.Responses
+}
 
-// SetFiles enables copying a request's input_file items into the
-// response's computer; call it once at wiring time.
-func (g *Gateway) SetFiles(svc Files) { g.files = svc }
-
-// New returns a gateway running its tools on comp's computers. A bad
+// New returns a gateway running its tools on deps.Computers. A bad
 // upstream list (see UpstreamConfig) is an error naming the upstream.
-func New(cfg Config, comp Computers) (*Gateway, error) {
+func New(cfg Config, deps Deps) (*Gateway, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -112,6 +116,6 @@ func New(cfg Config, comp Computers) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, routes: rt, comp: comp, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
+	return &Gateway{cfg: cfg, routes: rt, comp: deps.Computers, files: deps.Files, responses: deps.Store, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
 		tools.WriteFileTool(), tools.ReadFileTool(), tools.PythonTool())}, nil
 }

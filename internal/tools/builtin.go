@@ -252,12 +252,11 @@ func PythonTool() Tool {
 		Run: runPython}
 }
 
-// Python limits (as the computers API's).
+// Python limits (the computers API's, sandbox.MaxPythonTimeout, …) in the
+// whole seconds the tool's timeout counts.
 const (
-	maxCells             = 64
-	maxCellBytes         = 1 << 20
-	defaultPythonTimeout = 30
-	maxPythonTimeout     = 600
+	defaultPythonTimeout = int(sandbox.DefaultPythonTimeout / time.Second)
+	maxPythonTimeout     = int(sandbox.MaxPythonTimeout / time.Second)
 )
 
 func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error) {
@@ -274,16 +273,16 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 		return failed("%s", msg), nil
 	}
 	lim := env.Limits.withDefaults()
-	if len(a.Cells) == 0 || len(a.Cells) > maxCells {
-		return failed("Invalid arguments: cells must hold 1 to %d cells.", maxCells), nil
+	if len(a.Cells) == 0 || len(a.Cells) > sandbox.MaxPythonCells {
+		return failed("Invalid arguments: cells must hold 1 to %d cells.", sandbox.MaxPythonCells), nil
 	}
 	req := sandbox.PythonRequest{Prelude: lim.Prelude, MaxOutput: lim.MaxStreamBytes}
 	for i, c := range a.Cells {
 		if c.Code == nil {
 			return failed("Invalid arguments: cells[%d].code is required.", i), nil
 		}
-		if len(*c.Code) > maxCellBytes {
-			return failed("Invalid arguments: cell %d is larger than %d bytes.", i, maxCellBytes), nil
+		if len(*c.Code) > sandbox.MaxPythonCellBytes {
+			return failed("Invalid arguments: cell %d is larger than %d bytes.", i, sandbox.MaxPythonCellBytes), nil
 		}
 		cell := sandbox.PythonCell{Code: *c.Code}
 		if c.Title != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
@@ -45,7 +46,7 @@ type Limits struct {
 
 // Defaults of Limits.
 const (
-	DefaultExecTimeout    = 30
+	DefaultExecTimeout    = int(sandbox.DefaultTimeout / time.Second) // seconds
 	DefaultMaxStreamBytes = 1 << 20
 	DefaultMaxAnswerBytes = 32 << 10
 	DefaultMaxFileBytes   = 1 << 20
