@@ -14,7 +14,8 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
-	"github.com/cubicle-sandbox/cubicle/internal/tools"
+
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 )
 
 // exporter exports files of sb as artifacts, as read_file with export does.
@@ -81,7 +82,7 @@ open("/workspace/grown", "w").close()
 		mustRun(t, sb, "rm -f /workspace/grown; head -c 22020096 /dev/zero > /workspace/big && { /usr/bin/python3 /workspace/grow.py /workspace/big "+[]string{"0", "0.02", "0.05", "0.1"}[i%4]+" >/dev/null 2>&1 & }")
 		b, err := e.export(t, "/workspace/big")
 		switch {
-		case errors.Is(err, tools.ErrExportTooLarge):
+		case errors.Is(err, artifact.ErrTooLarge):
 			outcomes["too large"]++
 		case errors.Is(err, sandbox.ErrChanging):
 			outcomes["being written"]++

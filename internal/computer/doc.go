@@ -8,8 +8,10 @@
 // metrics.go keeps one latency histogram per kind of call (exec, python,
 // tool) and tool calls by tool and outcome, for /metrics. Transports
 // (internal/httpapi, the
-// CLI) call it; it calls internal/sandbox, internal/store and
-// internal/governance. Its error kinds (errors.go) are errdefs-classified
+// CLI) call it. It may import internal/sandbox, internal/store,
+// internal/governance, internal/tools (it runs the LLM tools with a key's
+// limits, audit and artifacts), internal/kernel (it merges python outputs),
+// internal/artifact, internal/errdefs and internal/log. Its error kinds (errors.go) are errdefs-classified
 // sentinels, and sandbox errors are mapped to them (files.go, exec.go); it
 // logs with the caller's logger (internal/log). A python call's answer is
 // assembled in one place, PythonAnswer (pythonresult.go), which 'cubicle

@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
-	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // Config are the deployment's limits for computers and what the manager
@@ -53,9 +53,9 @@ type Config struct {
 type Artifacts interface {
 	// Export keeps a computer's file (path resolved inside it) as an
 	// artifact of p.
-	Export(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, path string) (tools.Artifact, error)
+	Export(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, path string) (artifact.Ref, error)
 	// SaveImage keeps an image a kernel produced as an artifact of p.
-	SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error)
+	SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (artifact.Ref, error)
 }
 
 // seconds is d in the whole seconds requests, keys and views count in.

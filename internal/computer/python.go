@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
-	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // Python call limits (sandbox.MaxPythonTimeout, …) in the whole seconds
@@ -49,14 +49,14 @@ func SandboxCells(cells []PythonCell) []sandbox.PythonCell {
 
 // CellView is one cell of a python answer.
 type CellView struct {
-	Index          int              `json:"index"`
-	Title          string           `json:"title,omitempty"`
-	Status         string           `json:"status"`
-	ExecutionCount int              `json:"execution_count,omitempty"`
-	InputRequested bool             `json:"input_requested,omitempty"`
-	Truncated      bool             `json:"truncated,omitempty"`
-	Outputs        []kernel.Output  `json:"outputs"`
-	Artifacts      []tools.Artifact `json:"artifacts,omitempty"` // images kept with save_images
+	Index          int             `json:"index"`
+	Title          string          `json:"title,omitempty"`
+	Status         string          `json:"status"`
+	ExecutionCount int             `json:"execution_count,omitempty"`
+	InputRequested bool            `json:"input_requested,omitempty"`
+	Truncated      bool            `json:"truncated,omitempty"`
+	Outputs        []kernel.Output `json:"outputs"`
+	Artifacts      []artifact.Ref  `json:"artifacts,omitempty"` // images kept with save_images
 }
 
 // imageSaverFor returns the artifact store when p asked for save_images
@@ -142,7 +142,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 	var saveErr error
 	timeout := governance.Clamp(req.Timeout, l.execLimit)
 	ans := NewPythonAnswer(req.Cells, m.cfg.MaxOutputBytes)
-	artifacts := make([][]tools.Artifact, len(req.Cells))
+	artifacts := make([][]artifact.Ref, len(req.Cells))
 	start := time.Now()
 	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: SandboxCells(req.Cells), Timeout: time.Duration(timeout) * time.Second,
 		Cwd: req.Cwd, Reset: req.Reset, Mode: req.Mode, Prelude: m.cfg.Prelude, MaxOutput: m.cfg.MaxOutputBytes},

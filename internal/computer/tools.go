@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
@@ -43,7 +44,7 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 		ExecTimeoutSeconds: l.execLimit, MaxStreamBytes: m.cfg.MaxOutputBytes,
 		MaxFileBytes: m.cfg.MaxFileBytes, Prelude: m.cfg.Prelude}}
 	if a := m.cfg.Artifacts; a != nil && env.Artifacts {
-		env.Export = func(ctx context.Context, path string) (tools.Artifact, error) {
+		env.Export = func(ctx context.Context, path string) (artifact.Ref, error) {
 			return a.Export(ctx, p, l.sb, id, path)
 		}
 	}

@@ -5,6 +5,6 @@
 // them is recorded); another organisation's id is simply not found. It
 // may import internal/store, internal/blob, internal/governance,
 // internal/sandbox (only its Files part: exports and inputs read and write a
-// computer's workspace, nothing else), internal/tools (the Artifact an
-// export returns), internal/errdefs and internal/log.
+// computer's workspace, nothing else), internal/artifact (the Ref an export
+// returns), internal/errdefs and internal/log.
 package files

@@ -12,13 +12,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
-	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // DefaultMaxBytes is the default upload limit.
@@ -226,17 +226,17 @@ func (s *Service) OpenArtifact(ctx context.Context, p governance.Principal, id s
 }
 
 // Export copies the file at path (resolved, inside the computer) into a
-// new artifact of p, at most tools.MaxExportBytes (else
-// tools.ErrExportTooLarge), as it was when the read started: a file that
+// new artifact of p, at most artifact.MaxBytes (else
+// artifact.ErrTooLarge), as it was when the read started: a file that
 // changed while it was read is read once more, then refused with
 // sandbox.ErrChanging. Sandbox errors are returned as they are.
-func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, filePath string) (tools.Artifact, error) {
+func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, filePath string) (artifact.Ref, error) {
 	if err := needArtifacts(p); err != nil {
-		return tools.Artifact{}, err
+		return artifact.Ref{}, err
 	}
 	buf, err := snapshot(ctx, sb, filePath)
 	if err != nil {
-		return tools.Artifact{}, err
+		return artifact.Ref{}, err
 	}
 	name, err := SanitizeFilename(path.Base(filePath))
 	if err != nil {
@@ -245,16 +245,16 @@ func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox
 	return s.keep(ctx, p, computerID, name, buf)
 }
 
-// snapshot reads a file whole for an export, at most tools.MaxExportBytes.
+// snapshot reads a file whole for an export, at most artifact.MaxBytes.
 func snapshot(ctx context.Context, sb sandbox.Files, filePath string) (*bytes.Buffer, error) {
 	for try := 0; ; try++ {
 		var buf bytes.Buffer
-		end, err := sb.ReadFile(ctx, sandbox.FileRead{Path: filePath, Limit: tools.MaxExportBytes, Snapshot: true}, &buf)
+		end, err := sb.ReadFile(ctx, sandbox.FileRead{Path: filePath, Limit: artifact.MaxBytes, Snapshot: true}, &buf)
 		switch {
 		case err != nil:
 			return nil, err
-		case end.Truncated || end.Size > tools.MaxExportBytes || int64(buf.Len()) > tools.MaxExportBytes:
-			return nil, tools.ErrExportTooLarge
+		case end.Truncated || end.Size > artifact.MaxBytes || int64(buf.Len()) > artifact.MaxBytes:
+			return nil, artifact.ErrTooLarge
 		case !end.Changed:
 			return &buf, nil
 		case try > 0:
@@ -265,31 +265,31 @@ func snapshot(ctx context.Context, sb sandbox.Files, filePath string) (*bytes.Bu
 
 // SaveImage keeps an image a kernel produced in computerID as an artifact
 // of p (python calls with save_images).
-func (s *Service) SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error) {
+func (s *Service) SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (artifact.Ref, error) {
 	if err := needArtifacts(p); err != nil {
-		return tools.Artifact{}, err
+		return artifact.Ref{}, err
 	}
 	return s.keep(ctx, p, computerID, filename, bytes.NewReader(png))
 }
 
 // keep stores r as a new artifact of p made in computerID.
-func (s *Service) keep(ctx context.Context, p governance.Principal, computerID, name string, r io.Reader) (tools.Artifact, error) {
+func (s *Service) keep(ctx context.Context, p governance.Principal, computerID, name string, r io.Reader) (artifact.Ref, error) {
 	a := store.Artifact{ID: governance.NewID("art"), OrgID: p.Org.ID, KeyID: p.Key.ID, ComputerID: computerID,
 		Filename: name, CreatedAt: s.now().UTC()}
 	if c, err := s.st.Computers().Get(ctx, p.Org.ID, computerID); err == nil {
 		a.ResponseID = c.ResponseID
 	}
-	n, sum, err := s.blobs.Put(ctx, artifactKey(a.ID), r, tools.MaxExportBytes)
+	n, sum, err := s.blobs.Put(ctx, artifactKey(a.ID), r, artifact.MaxBytes)
 	if errors.Is(err, blob.ErrTooLarge) {
-		return tools.Artifact{}, tools.ErrExportTooLarge
+		return artifact.Ref{}, artifact.ErrTooLarge
 	}
 	if err != nil {
-		return tools.Artifact{}, storeErr(ctx, "keep an artifact", err)
+		return artifact.Ref{}, storeErr(ctx, "keep an artifact", err)
 	}
 	a.Bytes, a.SHA256 = n, sum
 	if err := s.st.Artifacts().Create(ctx, a); err != nil {
 		s.blobs.Delete(context.WithoutCancel(ctx), artifactKey(a.ID))
-		return tools.Artifact{}, err
+		return artifact.Ref{}, err
 	}
-	return tools.Artifact{ID: a.ID, Filename: a.Filename, Bytes: a.Bytes}, nil
+	return artifact.Ref{ID: a.ID, Filename: a.Filename, Bytes: a.Bytes}, nil
 }

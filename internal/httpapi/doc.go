@@ -14,7 +14,8 @@
 // only state that changes while serving is readiness (SetReady, after the
 // isolation probe). It may import internal/computer, internal/files, internal/responses,
 // internal/governance, internal/sandbox (its error kinds and file types),
-// internal/kernel (outputs), internal/store, internal/tools,
+// internal/kernel (outputs), internal/artifact, internal/store,
+// internal/tools,
 // internal/errdefs, internal/errdefs/errhttp, internal/log and
 // github.com/coder/websocket.
 package httpapi

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
@@ -28,7 +29,7 @@ type liveEnv struct {
 	blobs blob.Store
 	sb    sandbox.Sandbox
 	org   string
-	art   tools.Artifact
+	art   artifact.Ref
 }
 
 // sandboxCatcher is the files service as the manager's artifact store,
@@ -39,7 +40,7 @@ type sandboxCatcher struct {
 	sb sandbox.Sandbox
 }
 
-func (c *sandboxCatcher) Export(ctx context.Context, p governance.Principal, sb sandbox.Files, id, path string) (tools.Artifact, error) {
+func (c *sandboxCatcher) Export(ctx context.Context, p governance.Principal, sb sandbox.Files, id, path string) (artifact.Ref, error) {
 	c.mu.Lock()
 	c.sb, _ = sb.(sandbox.Sandbox) // the manager exports from the whole computer
 	c.mu.Unlock()
@@ -65,7 +66,7 @@ func newLiveEnv(t *testing.T) *liveEnv {
 	if len(a.Artifacts) != 1 {
 		t.Fatalf("export: %+v", a)
 	}
-	l.art = tools.Artifact{ID: a.Artifacts[0].ID, Filename: a.Artifacts[0].Filename, Bytes: a.Artifacts[0].Bytes}
+	l.art = artifact.Ref{ID: a.Artifacts[0].ID, Filename: a.Artifacts[0].Filename, Bytes: a.Artifacts[0].Bytes}
 	catcher.mu.Lock()
 	defer catcher.mu.Unlock()
 	l.sb = catcher.sb

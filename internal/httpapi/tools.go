@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
@@ -91,7 +92,7 @@ type toolAnswer struct {
 	Output    string             `json:"output"`
 	IsError   bool               `json:"is_error"`
 	Images    []toolImage        `json:"images"`
-	Artifacts []tools.Artifact   `json:"artifacts"`
+	Artifacts []artifact.Ref     `json:"artifacts"`
 	Cells     []tools.PythonCell `json:"cells,omitempty"`
 	Outputs   []tools.CodeOutput `json:"outputs,omitempty"` // code_interpreter's OpenAI-shaped outputs
 }
@@ -100,7 +101,7 @@ func answer(res tools.Result) toolAnswer {
 	out := toolAnswer{Output: res.Output, IsError: res.Failed, Images: []toolImage{},
 		Artifacts: res.Artifacts, Cells: res.Cells, Outputs: res.Outputs}
 	if out.Artifacts == nil {
-		out.Artifacts = []tools.Artifact{}
+		out.Artifacts = []artifact.Ref{}
 	}
 	for _, im := range res.Images {
 		out.Images = append(out.Images, toolImage{PNG: im.PNG, Width: im.Width, Height: im.Height})

@@ -37,7 +37,8 @@
 // computers use too).
 //
 // It may import internal/tools, internal/computer, internal/files,
-// internal/governance, internal/sandbox, internal/store, internal/errdefs
+// internal/governance, internal/sandbox, internal/store, internal/artifact,
+// internal/errdefs
 // (its Error carries a kind, not a status), internal/log (the request's
 // logger, from ctx) and the standard library; HTTP routing and error
 // rendering stay in internal/httpapi and internal/errdefs/errhttp.

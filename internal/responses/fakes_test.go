@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -181,16 +182,16 @@ func (f *fakeFiles) CopyInputs(_ context.Context, _ governance.Principal, _ sand
 	return rep, nil
 }
 
-func (f *fakeFiles) SaveImage(_ context.Context, _ governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error) {
+func (f *fakeFiles) SaveImage(_ context.Context, _ governance.Principal, computerID, filename string, png []byte) (artifact.Ref, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if string(png) == "fail" {
-		return tools.Artifact{}, errors.New("disk full")
+		return artifact.Ref{}, errors.New("disk full")
 	}
 	f.saved = append(f.saved, filename)
 	a := store.Artifact{ID: fmt.Sprintf("art_%d", len(f.saved)), ComputerID: computerID, Filename: filename}
 	f.artifacts[computerID] = append(f.artifacts[computerID], a)
-	return tools.Artifact{ID: a.ID, Filename: filename, Bytes: int64(len(png))}, nil
+	return artifact.Ref{ID: a.ID, Filename: filename, Bytes: int64(len(png))}, nil
 }
 
 func (f *fakeFiles) ListArtifacts(_ context.Context, _ governance.Principal, computerID, _ string) ([]store.Artifact, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -39,7 +40,7 @@ type Files interface {
 	MaxBytes() int64
 	OpenFile(ctx context.Context, p governance.Principal, id string) (store.File, io.ReadCloser, error)
 	CopyInputs(ctx context.Context, p governance.Principal, sb sandbox.Files, req files.InputsRequest) (files.InputsReport, error)
-	SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (tools.Artifact, error)
+	SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (artifact.Ref, error)
 	ListArtifacts(ctx context.Context, p governance.Principal, computerID, responseID string) ([]store.Artifact, error)
 }
 

@@ -18,6 +18,9 @@ const module = "github.com/cubicle-sandbox/cubicle/"
 // internalPath matches the internal package paths a doc.go names.
 var internalPath = regexp.MustCompile(`\binternal(/[a-z0-9]+)+\b`)
 
+// sentenceEnd ends a "may import" list.
+var sentenceEnd = regexp.MustCompile(`[.;](\s|$)`)
+
 // TestLayering: every package under internal/ says in its doc.go, in a
 // paragraph with the words "may import", which internal packages it may
 // import ("its own subpackages" allows those); importing any other fails.
@@ -41,6 +44,25 @@ func TestLayering(t *testing.T) {
 			}
 			t.Errorf("%s imports %s, which its doc.go does not allow (may import: %v)", rel, imp, allowed)
 		}
+	}
+}
+
+// TestMayImportParsing: the list ends with its sentence, so a package named
+// after it ("stays in internal/x") is not allowed; a missing paragraph is
+// reported.
+func TestMayImportParsing(t *testing.T) {
+	dir := t.TempDir()
+	doc := "// Package p does things.\n//\n// It may import internal/a and\n// internal/b/c (its own subpackages too); routing stays in internal/x.\npackage p\n"
+	if err := os.WriteFile(filepath.Join(dir, "doc.go"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	allowed, subs, ok := mayImport(t, dir)
+	if !ok || !subs || !slices.Equal(allowed, []string{"internal/a", "internal/b/c"}) {
+		t.Fatalf("got %v subs=%v ok=%v", allowed, subs, ok)
+	}
+	os.WriteFile(filepath.Join(dir, "doc.go"), []byte("// Package p imports internal/a.\npackage p\n"), 0o644)
+	if _, _, ok := mayImport(t, dir); ok {
+		t.Fatal("a doc.go without \"may import\" passed")
 	}
 }
 
@@ -96,7 +118,13 @@ func mayImport(t *testing.T, dir string) (allowed []string, subs, ok bool) {
 		if !strings.Contains(strings.ToLower(flat), "may import") {
 			continue
 		}
-		return internalPath.FindAllString(flat, -1), strings.Contains(flat, "its own subpackages"), true
+		// The list runs from "may import" to the end of its sentence (or a
+		// semicolon): packages named after it are not allowed by it.
+		list := flat[strings.Index(strings.ToLower(flat), "may import"):]
+		if end := sentenceEnd.FindStringIndex(list); end != nil {
+			list = list[:end[0]]
+		}
+		return internalPath.FindAllString(list, -1), strings.Contains(list, "its own subpackages"), true
 	}
 	return nil, false, false
 }

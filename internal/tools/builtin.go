@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
@@ -27,15 +27,9 @@ const (
 	ExportPendingSentence = "Export is not available on this deployment yet."
 	ProcLimitSentence     = "The computer cannot start another process right now."
 	DiskFullSentence      = "The computer's disk is full."
-	// ExportTooLargeSentence is the answer for a file above MaxExportBytes.
+	// ExportTooLargeSentence is the answer for a file above artifact.MaxBytes.
 	ExportTooLargeSentence = "File is too large to export: the limit is 26214400 bytes."
 )
-
-// MaxExportBytes is the largest file export keeps (25 MiB, as any artifact).
-const MaxExportBytes = 25 << 20
-
-// ErrExportTooLarge: the exported file is larger than MaxExportBytes.
-var ErrExportTooLarge = errdefs.New(errdefs.TooLarge, "", "file is too large to export")
 
 // ExecTool runs a shell command.
 func ExecTool() Tool {
@@ -207,20 +201,20 @@ func runReadFile(ctx context.Context, env Env, raw json.RawMessage) (Result, err
 		if !env.Artifacts {
 			return Result{Output: OmittedSentence(fi.Size)}, nil
 		}
-		if fi.Size > MaxExportBytes {
+		if fi.Size > artifact.MaxBytes {
 			return failed("%s", ExportTooLargeSentence), nil
 		}
 		if env.Export == nil {
 			return failed("%s", ExportPendingSentence), nil
 		}
 		art, err := env.Export(ctx, p)
-		if errors.Is(err, ErrExportTooLarge) {
+		if errors.Is(err, artifact.ErrTooLarge) {
 			return failed("%s", ExportTooLargeSentence), nil
 		}
 		if err != nil {
 			return fileError(err, p, lim)
 		}
-		return Result{Output: fmt.Sprintf("Exported %d bytes from %s.", art.Bytes, p), Artifacts: []Artifact{art}}, nil
+		return Result{Output: fmt.Sprintf("Exported %d bytes from %s.", art.Bytes, p), Artifacts: []artifact.Ref{art}}, nil
 	}
 	var buf bytes.Buffer
 	end, err := env.Sandbox.ReadFile(ctx, sandbox.FileRead{Path: p, Limit: lim.MaxStreamBytes}, &buf)

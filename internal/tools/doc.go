@@ -12,7 +12,6 @@
 // errors.
 //
 // This package may import only internal/sandbox, internal/kernel,
-// internal/errdefs (the kind of ErrExportTooLarge) and the standard
-// library: it knows nothing of keys, HTTP, storage or audit; the
+// internal/artifact (what an export stores) and the standard library: it knows nothing of keys, HTTP, storage or audit; the
 // computer service (internal/computer) wraps it with those.
 package tools

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
@@ -84,9 +85,9 @@ type Env struct {
 	Artifacts bool
 	// Export stores the computer's file at path (already resolved) as an
 	// artifact of the caller; nil where the deployment has no artifact
-	// store. It returns ErrExportTooLarge past MaxExportBytes and the
+	// store. It returns artifact.ErrTooLarge past artifact.MaxBytes and the
 	// sandbox's errors for a file it cannot read.
-	Export func(ctx context.Context, path string) (Artifact, error)
+	Export func(ctx context.Context, path string) (artifact.Ref, error)
 }
 
 // Image is a PNG the tool produced; the model sees only Note.
@@ -95,13 +96,6 @@ type Image struct {
 	Width  int    `json:"width"`
 	Height int    `json:"height"`
 	Note   string `json:"note"`
-}
-
-// Artifact is a file a tool stored.
-type Artifact struct {
-	ID       string `json:"id"`
-	Filename string `json:"filename"`
-	Bytes    int64  `json:"bytes"`
 }
 
 // PythonCell is one cell's structured outputs.
@@ -114,9 +108,9 @@ type PythonCell struct {
 // Result is a tool's answer.
 type Result struct {
 	// Output is the fixed text the model sees.
-	Output    string     `json:"output"`
-	Images    []Image    `json:"images"`
-	Artifacts []Artifact `json:"artifacts"`
+	Output    string         `json:"output"`
+	Images    []Image        `json:"images"`
+	Artifacts []artifact.Ref `json:"artifacts"`
 	// Cells are python's structured outputs.
 	Cells []PythonCell `json:"cells,omitempty"`
 	// Logs is python's text without the image placeholders, for
@@ -274,7 +268,7 @@ func (r Result) normalize() Result {
 		r.Images = []Image{}
 	}
 	if r.Artifacts == nil {
-		r.Artifacts = []Artifact{}
+		r.Artifacts = []artifact.Ref{}
 	}
 	return r
 }
