@@ -157,6 +157,16 @@ func TestHostDiskFull(t *testing.T) {
 		t.Fatalf("usage of a computer deleted on a full disk after %v: %+v", lived, rows)
 	}
 
+	// A deleted computer's disk is freed in the background, after the 204:
+	// once it is, and the filler is gone, a computer fits again.
+	for gone := filepath.Join(dir, "computers", doomed.ID); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(gone); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Since(created) > time.Minute {
+			t.Fatalf("the deleted computer's directory %s is still there", gone)
+		}
+	}
 	free()
 	if r := upload("later.bin", []byte("room again")); r.code != http.StatusOK && r.code != http.StatusCreated {
 		t.Fatalf("upload once space is back: %s", r)
