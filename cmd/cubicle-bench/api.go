@@ -50,21 +50,17 @@ func benchAPI(args []string) int {
 	execs := fs.Int("execs", bench.DefaultAPIExecs, "execs of /bin/true per computer in the load phase")
 	pool := fs.Int("pool", bench.DefaultAPIPoolSize, "warm pool size of the server it starts (with --url: read off /metrics)")
 	withSandbox := fs.Bool("sandbox", true, "also measure the sandbox driver in this process, for comparison")
-	data := fs.String("data", os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	timeout := &cliflag.Duration{D: bench.DefaultTimeout}
-	fs.Var(timeout, "timeout", "bound on one request or run")
-	cubicle := cubicleFlag(fs)
+	c := commonFlags(fs, os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)", "bound on one request or run")
 	if code, ok := cliflag.Parse(fs, args); !ok {
 		return code
 	}
 	fail := benchUsageError("api")
 	cfg := bench.APIConfig{URL: *url, Key: *key, N: *n, Warmup: *warmup, Concurrency: *concurrency, Execs: *execs,
-		PoolSize: *pool, Timeout: timeout.D, Spec: sandbox.DefaultSpec(), Log: os.Stderr}
+		PoolSize: *pool, Timeout: c.timeout.D, Spec: sandbox.DefaultSpec(), Log: os.Stderr}
 	if *url != "" {
 		cfg.PoolSize = -1
 	}
-	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), timeout.D, cubicle); bad {
+	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), c.timeout.D, &c.cubicle); bad {
 		return code
 	}
 	switch {
@@ -74,13 +70,13 @@ func benchAPI(args []string) int {
 
 	ctx, stop := benchContext()
 	defer stop()
-	rep, err := runBenchAPI(ctx, cfg, place{*data, *cubicle}, *withSandbox)
+	rep, err := runBenchAPI(ctx, cfg, c.place, *withSandbox)
 	return benchOutcome{
 		name: "api", made: "computer, server and directory", err: err,
 		interrupted:   errors.Is(err, context.Canceled) && ctx.Err() != nil,
 		cleanupFailed: rep != nil && rep.CleanupFailed,
 		failed:        rep != nil && rep.Failed, failedWhat: "some runs or requests failed",
-		asJSON: *asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteAPITable(w, rep) },
+		asJSON: c.asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteAPITable(w, rep) },
 	}.finish()
 }
 

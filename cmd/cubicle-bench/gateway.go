@@ -44,18 +44,14 @@ func benchGateway(args []string) int {
 	concurrency := fs.Int("concurrency", bench.DefaultGatewayConcurrency, "streamed responses at once")
 	batches := fs.Int("batches", bench.DefaultGatewayBatches, "batches of --concurrency streamed responses (0: none)")
 	pool := fs.Int("pool", bench.DefaultGatewayConcurrency, "warm pool size of the server (kernels ran the default prelude)")
-	data := fs.String("data", os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	timeout := &cliflag.Duration{D: bench.DefaultTimeout}
-	fs.Var(timeout, "timeout", "bound on one response (pool refills: 3m)")
-	cubicle := cubicleFlag(fs)
+	c := commonFlags(fs, os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)", "bound on one response (pool refills: 3m)")
 	if code, ok := cliflag.Parse(fs, args); !ok {
 		return code
 	}
 	fail := benchUsageError("gateway")
 	cfg := bench.GatewayConfig{N: *n, Warmup: *warmup, Concurrency: *concurrency, Batches: *batches,
-		PoolSize: *pool, Timeout: timeout.D, Log: os.Stderr}
-	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), timeout.D, cubicle); bad {
+		PoolSize: *pool, Timeout: c.timeout.D, Log: os.Stderr}
+	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), c.timeout.D, &c.cubicle); bad {
 		return code
 	}
 	switch {
@@ -64,13 +60,13 @@ func benchGateway(args []string) int {
 	}
 	ctx, stop := benchContext()
 	defer stop()
-	rep, err := runBenchGateway(ctx, cfg, place{*data, *cubicle})
+	rep, err := runBenchGateway(ctx, cfg, c.place)
 	return benchOutcome{
 		name: "gateway", made: "computer, server, upstream and directory", err: err,
 		interrupted:   errors.Is(err, context.Canceled) && ctx.Err() != nil,
 		cleanupFailed: rep != nil && rep.CleanupFailed,
 		failed:        rep != nil && rep.Failed, failedWhat: "some responses failed",
-		asJSON: *asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteGatewayTable(w, rep) },
+		asJSON: c.asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteGatewayTable(w, rep) },
 	}.finish()
 }
 

@@ -18,6 +18,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/bench"
+	"github.com/cubicle-sandbox/cubicle/internal/cliflag"
 )
 
 const benchTopUsage = `Usage: cubicle-bench <benchmark> [flags]
@@ -148,10 +151,24 @@ func checkBenchArgs(fs *flag.FlagSet, fail func(format string, args ...any) int,
 // it runs (--cubicle).
 type place struct{ data, cubicle string }
 
-// cubicleFlag adds --cubicle to fs.
-func cubicleFlag(fs *flag.FlagSet) *string {
-	return fs.String("cubicle", "", "the cubicle binary that runs the servers and the agent of the computers started in this process "+
+// common are the flags every bench has: --data, --json, --timeout and
+// --cubicle.
+type common struct {
+	place
+	asJSON  bool
+	timeout cliflag.Duration
+}
+
+// commonFlags adds the flags every bench has to fs; data and timeout get
+// the bench's own default and help.
+func commonFlags(fs *flag.FlagSet, dataDefault, dataHelp, timeoutHelp string) *common {
+	c := &common{timeout: cliflag.Duration{D: bench.DefaultTimeout}}
+	fs.StringVar(&c.data, "data", dataDefault, dataHelp)
+	fs.BoolVar(&c.asJSON, "json", false, "print the report as JSON")
+	fs.Var(&c.timeout, "timeout", timeoutHelp)
+	fs.StringVar(&c.cubicle, "cubicle", "", "the cubicle binary that runs the servers and the agent of the computers started in this process "+
 		"(default: cubicle next to this binary, else on $PATH)")
+	return c
 }
 
 // resolveCubicle replaces *path (--cubicle) with the absolute path of the

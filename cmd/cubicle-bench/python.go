@@ -63,17 +63,13 @@ func benchPython(args []string) int {
 	host := fs.Bool("host", true, "also measure the floor: a kernel on the host, without computer, agent or HTTP")
 	withSandbox := fs.Bool("sandbox", true, "also measure 1+1 through the sandbox driver in this process, without HTTP")
 	python := fs.String("python", "/usr/bin/python3", "the Python that runs jupyter_server and the host kernel")
-	data := fs.String("data", os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	timeout := &cliflag.Duration{D: bench.DefaultTimeout}
-	fs.Var(timeout, "timeout", "bound on one 1+1 round trip (first cells and pool refills: 3m)")
-	cubicle := cubicleFlag(fs)
+	c := commonFlags(fs, os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)", "bound on one 1+1 round trip (first cells and pool refills: 3m)")
 	if code, ok := cliflag.Parse(fs, args); !ok {
 		return code
 	}
 	fail := benchUsageError("python")
-	cfg := bench.PythonConfig{N: *n, FirstN: *firstN, Warmup: *warmup, Timeout: timeout.D, KGW: *kgw, Log: os.Stderr}
-	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), timeout.D, cubicle); bad {
+	cfg := bench.PythonConfig{N: *n, FirstN: *firstN, Warmup: *warmup, Timeout: c.timeout.D, KGW: *kgw, Log: os.Stderr}
+	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), c.timeout.D, &c.cubicle); bad {
 		return code
 	}
 	switch {
@@ -83,13 +79,13 @@ func benchPython(args []string) int {
 
 	ctx, stop := benchContext()
 	defer stop()
-	rep, err := runBenchPython(ctx, cfg, place{*data, *cubicle}, *pool, *cold, *jupyter, *host, *withSandbox, *python)
+	rep, err := runBenchPython(ctx, cfg, c.place, *pool, *cold, *jupyter, *host, *withSandbox, *python)
 	return benchOutcome{
 		name: "python", made: "computer, kernel, server and directory", err: err,
 		interrupted:   errors.Is(err, context.Canceled) && ctx.Err() != nil,
 		cleanupFailed: rep != nil && rep.CleanupFailed,
 		failed:        rep != nil && rep.Failed, failedWhat: "some runs failed",
-		asJSON: *asJSON, report: rep, table: func(w io.Writer) error { return bench.WritePythonTable(w, rep) },
+		asJSON: c.asJSON, report: rep, table: func(w io.Writer) error { return bench.WritePythonTable(w, rep) },
 	}.finish()
 }
 

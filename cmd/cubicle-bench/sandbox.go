@@ -42,12 +42,8 @@ func benchSandbox(args []string) int {
 	fs := cliflag.NewFlags("cubicle-bench", "sandbox", benchUsage)
 	n := fs.Int("n", 50, "timed runs per path")
 	warmup := fs.Int("warmup", 3, "untimed warm-up runs per path")
-	data := fs.String("data", cliflag.DefaultData, "state directory for computers' disks and records")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
 	peers := fs.String("peers", strings.Join(bench.Peers, ","), "peers to compare with, comma-separated ('none' for none)")
-	timeout := &cliflag.Duration{D: bench.DefaultTimeout}
-	fs.Var(timeout, "timeout", "bound on one run of a path")
-	cubicle := cubicleFlag(fs)
+	c := commonFlags(fs, cliflag.DefaultData, "state directory for computers' disks and records", "bound on one run of a path")
 	if code, ok := cliflag.Parse(fs, args); !ok {
 		return code
 	}
@@ -59,10 +55,10 @@ func benchSandbox(args []string) int {
 		return fail("--n must be between 1 and 100000, got %d", *n)
 	case *warmup < 0 || *warmup > 1000:
 		return fail("--warmup must be between 0 and 1000, got %d", *warmup)
-	case timeout.D <= 0:
+	case c.timeout.D <= 0:
 		return fail("--timeout must be positive")
 	}
-	if err := resolveCubicle(cubicle); err != nil {
+	if err := resolveCubicle(&c.cubicle); err != nil {
 		return fail("%v", err)
 	}
 	var peerList []string
@@ -81,7 +77,7 @@ func benchSandbox(args []string) int {
 
 	ctx, stop := benchContext()
 	defer stop()
-	drv, err := linux.New(linux.Config{StateDir: *data, AgentPath: *cubicle})
+	drv, err := linux.New(linux.Config{StateDir: c.data, AgentPath: c.cubicle})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cubicle-bench sandbox: %v\n", err)
 		return 1
@@ -89,13 +85,13 @@ func benchSandbox(args []string) int {
 	drv.GC(ctx) // computers of killed earlier runs
 	rep, err := bench.Run(ctx, bench.Config{
 		Driver: drv, Spec: sandbox.DefaultSpec(), N: *n, Warmup: *warmup,
-		Peers: peerList, Timeout: timeout.D, Log: os.Stderr,
+		Peers: peerList, Timeout: c.timeout.D, Log: os.Stderr,
 	})
 	return benchOutcome{
 		name: "sandbox", made: "computer and container", err: err,
 		interrupted:   errors.Is(err, context.Canceled),
 		cleanupFailed: rep != nil && rep.CleanupFailed,
 		failed:        rep != nil && rep.Failed, failedWhat: "some cubicle runs failed",
-		asJSON: *asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteTable(w, rep) },
+		asJSON: c.asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteTable(w, rep) },
 	}.finish()
 }
