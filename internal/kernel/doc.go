@@ -20,9 +20,16 @@
 //   - conninfo.go: connection files and free-port selection.
 //   - client.go: Connect, the per-socket reader goroutines, dispatch.
 //   - execute.go: Run/Execute, completion, cancellation, WaitIdle.
-//   - outputs.go: turning iopub messages into Outputs (MIME choice, PNG
-//     validation, de-duplication, clear_output, the per-cell cap).
-//   - html.go: a small HTML→markdown converter for what pandas emits.
+//   - outputs.go: the Output type and the iopub content shapes.
+//   - collect.go: turning one cell's iopub messages into Outputs (stream
+//     merging, de-duplication, clear_output, the per-cell cap, the events
+//     streamed to a caller); accumulate.go rebuilds the same from streamed
+//     outputs.
+//   - mime.go: MIME choice for display_data and execute_result, PNG
+//     validation. text.go: cutting, ANSI stripping, byte counts.
+//   - html.go, html_tokenize.go, html_table.go: a small HTML→markdown
+//     converter for what pandas emits (block and list tags; the tokenizer;
+//     tables, spans and pipe-table rendering).
 //   - raw.go: raw mode (Options.OnMessage, SendRaw), which relays a
 //     client's messages and every kernel message unchanged, for the
 //     Kernel Gateway API; its trust rules are at the top of the file.

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"html"
 	"strconv"
 	"strings"
 )
@@ -20,10 +19,6 @@ func htmlToMarkdown(s string, limit int) string {
 	return cv.result()
 }
 
-// maxTableCells bounds the grid a table expands to (colspan × rowspan can
-// amplify a short input); a larger table is rendered without spans.
-const maxTableCells = 1 << 20
-
 type htmlConv struct {
 	out    strings.Builder
 	limit  int
@@ -32,20 +27,6 @@ type htmlConv struct {
 	nl     int  // trailing newlines already in out (for block spacing)
 	space  bool // a space is pending before the next word
 	list   []int
-}
-
-type htmlCell struct {
-	text             strings.Builder
-	header           bool
-	colspan, rowspan int
-}
-
-type htmlTable struct {
-	rows     [][]*htmlCell
-	headRows int // rows that came from <thead>
-	inHead   bool
-	inRow    bool
-	cell     *htmlCell
 }
 
 func (cv *htmlConv) table() *htmlTable {
@@ -133,6 +114,7 @@ func (cv *htmlConv) raw(s string) {
 	cv.nl = 0
 }
 
+// start handles an opening tag; table structure is in html_table.go.
 func (cv *htmlConv) start(name string, attrs string, selfClosing bool) {
 	switch name {
 	case "br":
@@ -184,43 +166,12 @@ func (cv *htmlConv) start(name string, attrs string, selfClosing bool) {
 		if !selfClosing {
 			cv.raw("**")
 		}
-	case "table":
-		if cv.table() == nil {
-			cv.block(2)
-		}
-		if len(cv.tables) < 8 {
-			cv.tables = append(cv.tables, &htmlTable{})
-		}
-	case "thead":
-		if t := cv.table(); t != nil {
-			t.inHead = true
-		}
-	case "tbody", "tfoot":
-		if t := cv.table(); t != nil {
-			t.inHead = false
-		}
-	case "tr":
-		if t := cv.table(); t != nil {
-			t.endRow()
-			t.rows = append(t.rows, nil)
-			t.inRow = true
-			if t.inHead {
-				t.headRows = len(t.rows)
-			}
-		}
-	case "td", "th":
-		if t := cv.table(); t != nil {
-			if !t.inRow {
-				t.rows = append(t.rows, nil)
-				t.inRow = true
-			}
-			c := &htmlCell{header: name == "th", colspan: spanAttr(attrs, "colspan"), rowspan: spanAttr(attrs, "rowspan")}
-			t.cell = c
-			t.rows[len(t.rows)-1] = append(t.rows[len(t.rows)-1], c)
-		}
+	case "table", "thead", "tbody", "tfoot", "tr", "td", "th":
+		cv.startTableTag(name, attrs)
 	}
 }
 
+// end handles a closing tag.
 func (cv *htmlConv) end(name string) {
 	switch name {
 	case "p", "div", "section", "article", "header", "footer", "blockquote", "figure", "details", "summary", "dl", "dt", "dd",
@@ -245,232 +196,9 @@ func (cv *htmlConv) end(name string) {
 		}
 	case "b", "strong":
 		cv.raw("**")
-	case "td", "th":
-		if t := cv.table(); t != nil {
-			t.cell = nil
-		}
-	case "tr":
-		if t := cv.table(); t != nil {
-			t.endRow()
-		}
-	case "thead":
-		if t := cv.table(); t != nil {
-			t.inHead = false
-		}
-	case "table":
-		if t := cv.table(); t != nil {
-			cv.tables = cv.tables[:len(cv.tables)-1]
-			md := t.markdown()
-			if outer := cv.table(); outer != nil {
-				if outer.cell != nil {
-					appendCollapsed(&outer.cell.text, md)
-				}
-				return
-			}
-			cv.block(2)
-			cv.out.WriteString(md)
-			cv.nl = 0
-			cv.block(2)
-		}
+	case "table", "thead", "tr", "td", "th":
+		cv.endTableTag(name)
 	}
-}
-
-func (t *htmlTable) endRow() {
-	t.cell = nil
-	t.inRow = false
-}
-
-func spanAttr(attrs, name string) int {
-	v, ok := attrValue(attrs, name)
-	if !ok {
-		return 1
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 1 {
-		return 1
-	}
-	return min(n, 1000)
-}
-
-// attrValue finds name="value" (or 'value' or bare) in a tag's attribute text.
-func attrValue(attrs, name string) (string, bool) {
-	s := attrs
-	for len(s) > 0 {
-		s = strings.TrimLeft(s, " \t\r\n\f/")
-		i := 0
-		for i < len(s) && s[i] != '=' && !isSpace(s[i]) && s[i] != '/' {
-			i++
-		}
-		key := strings.ToLower(s[:i])
-		s = strings.TrimLeft(s[i:], " \t\r\n\f")
-		val := ""
-		if strings.HasPrefix(s, "=") {
-			s = strings.TrimLeft(s[1:], " \t\r\n\f")
-			if len(s) > 0 && (s[0] == '"' || s[0] == '\'') {
-				q := s[0]
-				j := strings.IndexByte(s[1:], q)
-				if j < 0 {
-					val, s = s[1:], ""
-				} else {
-					val, s = s[1:1+j], s[2+j:]
-				}
-			} else {
-				j := 0
-				for j < len(s) && !isSpace(s[j]) {
-					j++
-				}
-				val, s = s[:j], s[j:]
-			}
-		}
-		if key == name {
-			return html.UnescapeString(val), true
-		}
-		if i == 0 && !strings.HasPrefix(s, "=") && len(s) > 0 {
-			s = s[1:] // stray character: make progress
-		}
-	}
-	return "", false
-}
-
-// markdown renders the table as a pipe table: header rows (from <thead>, or
-// leading rows of <th> cells, or else the first row) are joined per column.
-func (t *htmlTable) markdown() string {
-	rows := t.rows[:0:0]
-	for _, r := range t.rows {
-		if len(r) > 0 {
-			rows = append(rows, r)
-		}
-	}
-	if len(rows) == 0 {
-		return ""
-	}
-	headRows := t.headRows
-	if headRows == 0 {
-		for _, r := range rows {
-			allTH := true
-			for _, c := range r {
-				allTH = allTH && c.header
-			}
-			if !allTH {
-				break
-			}
-			headRows++
-		}
-	}
-	// Expand spans into a grid.
-	cells := 0
-	for _, r := range rows {
-		for _, c := range r {
-			cells += c.colspan * c.rowspan
-		}
-	}
-	spans := cells <= maxTableCells
-	grid := make([][]string, 0, len(rows))
-	var carry []int // per column: rows still covered by a rowspan from above
-	for ri, r := range rows {
-		var row []string
-		next := make([]int, len(carry))
-		col := 0
-		skipCovered := func() {
-			for col < len(carry) && carry[col] > 0 {
-				setCell(&row, col, "")
-				next[col] = carry[col] - 1
-				col++
-			}
-		}
-		for _, c := range r {
-			skipCovered()
-			txt := mdCell(c.text.String())
-			cs, rs := 1, 1
-			if spans {
-				cs, rs = c.colspan, c.rowspan
-			}
-			for dc := 0; dc < cs; dc++ {
-				v := ""
-				if dc == 0 || ri < headRows {
-					v = txt // header cells spanning columns label every column
-				}
-				setCell(&row, col+dc, v)
-				if rs > 1 {
-					for len(next) <= col+dc {
-						next = append(next, 0)
-					}
-					next[col+dc] = rs - 1
-				}
-			}
-			col += cs
-		}
-		for ; col < len(carry); col++ {
-			if carry[col] > 0 {
-				setCell(&row, col, "")
-				next[col] = carry[col] - 1
-			}
-		}
-		grid = append(grid, row)
-		carry = next
-	}
-	width := 0
-	for _, r := range grid {
-		width = max(width, len(r))
-	}
-	if width == 0 {
-		return ""
-	}
-	if headRows == 0 {
-		headRows = 1
-	}
-	headRows = min(headRows, len(grid))
-	head := make([]string, width)
-	for _, r := range grid[:headRows] {
-		for i := range width {
-			v := ""
-			if i < len(r) {
-				v = r[i]
-			}
-			if v != "" && head[i] != v {
-				if head[i] != "" {
-					head[i] += " / "
-				}
-				head[i] += v
-			}
-		}
-	}
-	var b strings.Builder
-	writeRow := func(r []string) {
-		b.WriteByte('|')
-		for i := range width {
-			v := ""
-			if i < len(r) {
-				v = r[i]
-			}
-			b.WriteByte(' ')
-			b.WriteString(v)
-			b.WriteString(" |")
-		}
-		b.WriteByte('\n')
-	}
-	writeRow(head)
-	b.WriteByte('|')
-	for range width {
-		b.WriteString(" --- |")
-	}
-	b.WriteByte('\n')
-	for _, r := range grid[headRows:] {
-		writeRow(r)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-func setCell(row *[]string, i int, v string) {
-	for len(*row) <= i {
-		*row = append(*row, "")
-	}
-	(*row)[i] = v
-}
-
-func mdCell(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	return strings.ReplaceAll(s, "|", `\|`)
 }
 
 func (cv *htmlConv) result() string {
@@ -482,114 +210,4 @@ func (cv *htmlConv) result() string {
 		cv.end("pre")
 	}
 	return strings.TrimSpace(cv.out.String())
-}
-
-// run tokenizes s: text, <tag attrs>, </tag>, comments, doctype; the
-// contents of <script> and <style> are skipped.
-func (cv *htmlConv) run(s string) {
-	for len(s) > 0 && cv.out.Len() <= cv.limit {
-		i := strings.IndexByte(s, '<')
-		if i < 0 {
-			cv.text(html.UnescapeString(s))
-			return
-		}
-		if i > 0 {
-			cv.text(html.UnescapeString(s[:i]))
-			s = s[i:]
-		}
-		// s starts with '<'
-		switch {
-		case strings.HasPrefix(s, "<!--"):
-			j := strings.Index(s[4:], "-->")
-			if j < 0 {
-				return
-			}
-			s = s[4+j+3:]
-			continue
-		case strings.HasPrefix(s, "<!") || strings.HasPrefix(s, "<?"):
-			j := strings.IndexByte(s, '>')
-			if j < 0 {
-				return
-			}
-			s = s[j+1:]
-			continue
-		}
-		closing := len(s) > 1 && s[1] == '/'
-		k := 1
-		if closing {
-			k = 2
-		}
-		n := k
-		for n < len(s) && isTagChar(s[n]) {
-			n++
-		}
-		if n == k || !isLetter(s[k]) || (n < len(s) && !isSpace(s[n]) && s[n] != '>' && s[n] != '/') {
-			cv.text("<") // not a tag: a literal '<'
-			s = s[1:]
-			continue
-		}
-		name := strings.ToLower(s[k:n])
-		end := tagEnd(s, n)
-		if end < 0 {
-			return // unterminated tag at the end: drop it
-		}
-		attrs := s[n:end]
-		s = s[end+1:]
-		if closing {
-			cv.end(name)
-			continue
-		}
-		selfClosing := strings.HasSuffix(attrs, "/")
-		if name == "script" || name == "style" {
-			j := indexFold(s, "</"+name)
-			if j < 0 {
-				return
-			}
-			s = s[j:]
-			continue
-		}
-		cv.start(name, attrs, selfClosing)
-	}
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-
-func isTagChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == ':'
-}
-
-// tagEnd returns the index of the '>' closing a tag whose attributes start
-// at i, honouring quoted attribute values.
-func tagEnd(s string, i int) int {
-	var q byte
-	for ; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case q != 0:
-			if c == q {
-				q = 0
-			}
-		case c == '"' || c == '\'':
-			q = c
-		case c == '>':
-			return i
-		}
-	}
-	return -1
-}
-
-// indexFold is strings.Index ignoring ASCII case of substr (lower case).
-func indexFold(s, substr string) int {
-	for i := 0; i+len(substr) <= len(s); {
-		j := strings.IndexByte(s[i:], '<')
-		if j < 0 {
-			return -1
-		}
-		i += j
-		if i+len(substr) <= len(s) && strings.EqualFold(s[i:i+len(substr)], substr) {
-			return i
-		}
-		i++
-	}
-	return -1
 }
