@@ -2,12 +2,9 @@ package kernel
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -124,140 +121,6 @@ type Client struct {
 	errOnce sync.Once
 	err     error
 	wg      sync.WaitGroup
-}
-
-// Connect dials the kernel's sockets (retrying while the kernel starts),
-// subscribes to iopub, then sends kernel_info_request until iopub delivers a
-// status message (iopub misses what is published before the subscription
-// takes effect) and the reply arrives. It is bounded by ctx.
-func Connect(ctx context.Context, ci ConnInfo, opts Options) (*Client, error) {
-	if err := ci.validate(); err != nil {
-		return nil, err
-	}
-	opts = opts.withDefaults()
-	var rnd [12]byte
-	_, _ = rand.Read(rnd[:])
-	sess := hex.EncodeToString(rnd[:8])
-	c := &Client{
-		opts:     opts,
-		sign:     &signer{key: []byte(ci.Key), session: sess, username: opts.Username},
-		identity: []byte("cubicle-" + hex.EncodeToString(rnd[8:])),
-		idPrefix: sess + "_",
-		pending:  map[string]*execution{},
-		waiters:  map[string]chan *Message{},
-		kinfoIDs: map[string]bool{},
-		iopubUp:  make(chan struct{}),
-		done:     make(chan struct{}),
-	}
-	lim := limits{maxFrame: opts.MaxFrameBytes, maxFrames: opts.MaxMessageFrames, maxMsg: opts.MaxMessageBytes, stall: opts.StallTimeout}
-	dial := func(name string, port int, typ string) (*zconn, error) {
-		network, addr := ci.addr(port)
-		conn, err := dialRetry(ctx, network, addr)
-		if err != nil {
-			return nil, fmt.Errorf("kernel %s socket (%s): %w", name, addr, err)
-		}
-		z, err := handshake(ctx, conn, name, typ, c.identity, lim, opts.WriteTimeout)
-		if err != nil {
-			conn.Close()
-			return nil, err
-		}
-		return z, nil
-	}
-	var err error
-	fail := func(err error) (*Client, error) {
-		c.fail(err)
-		c.Close()
-		return nil, c.err // the first failure (e.g. a reader's protocol error), not its consequences
-	}
-	if c.iopub, err = dial("iopub", ci.IOPubPort, "SUB"); err != nil {
-		return fail(err)
-	}
-	// Subscribe to everything: a message whose body is 0x01 + empty topic.
-	if err := c.iopub.writeMessage([][]byte{{1}}); err != nil {
-		return fail(err)
-	}
-	if c.shell, err = dial("shell", ci.ShellPort, "DEALER"); err != nil {
-		return fail(err)
-	}
-	if c.stdin, err = dial("stdin", ci.StdinPort, "DEALER"); err != nil {
-		return fail(err)
-	}
-	if c.control, err = dial("control", ci.ControlPort, "DEALER"); err != nil {
-		return fail(err)
-	}
-	for _, z := range []*zconn{c.iopub, c.shell, c.stdin, c.control} {
-		c.wg.Add(1)
-		go c.reader(z)
-	}
-
-	// kernel_info_request until iopub has answered.
-	replies := make(chan *Message, 64)
-	interval := 50 * time.Millisecond
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	var reply *Message
-	up := c.iopubUp
-	for reply == nil || !c.iopubReady() {
-		select {
-		case <-timer.C:
-			if c.iopubReady() {
-				continue // only waiting for a reply now
-			}
-			id := c.newID()
-			c.mu.Lock()
-			c.kinfoIDs[id] = true
-			c.waiters[id] = replies
-			c.mu.Unlock()
-			if err := c.send(c.shell, id, "kernel_info_request", map[string]any{}); err != nil {
-				return fail(err)
-			}
-			timer.Reset(interval)
-			interval = min(2*interval, time.Second)
-		case m := <-replies:
-			reply = m
-		case <-up:
-			up = nil
-		case <-c.done:
-			return fail(c.Err())
-		case <-ctx.Done():
-			return fail(fmt.Errorf("kernel: connecting: %w (no kernel_info reply and iopub status yet)", context.Cause(ctx)))
-		}
-	}
-	c.mu.Lock()
-	for id := range c.kinfoIDs {
-		delete(c.waiters, id)
-	}
-	c.mu.Unlock()
-	if err := json.Unmarshal(reply.Content, &c.info); err != nil {
-		return fail(&ProtocolError{Socket: "shell", Msg: "kernel sent a malformed kernel_info_reply"})
-	}
-	return c, nil
-}
-
-func (c *Client) iopubReady() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.iopubOK
-}
-
-func dialRetry(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	backoff := 10 * time.Millisecond
-	for {
-		conn, err := d.DialContext(ctx, network, addr)
-		if err == nil {
-			return conn, nil
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (last error: %v)", context.Cause(ctx), err)
-		}
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (last error: %v)", context.Cause(ctx), err)
-		}
-		backoff = min(2*backoff, 100*time.Millisecond)
-	}
 }
 
 // Info returns the kernel's kernel_info_reply.

@@ -18,7 +18,8 @@
 //     parent_header, metadata, content, buffers]), HMAC-SHA256 signing and
 //     constant-time verification, bounded JSON parts.
 //   - conninfo.go: connection files and free-port selection.
-//   - client.go: Connect, the per-socket reader goroutines, dispatch.
+//   - connect.go: Connect (dialling, the iopub subscription, kernel_info).
+//   - client.go: the Client, the per-socket reader goroutines, dispatch.
 //   - execute.go: Run/Execute, completion, cancellation, WaitIdle.
 //   - outputs.go: the Output type and the iopub content shapes.
 //   - collect.go: turning one cell's iopub messages into Outputs (stream

@@ -115,6 +115,16 @@ func (c *Client) Run(ctx context.Context, req Request) (Result, error) {
 	if err := c.Err(); err != nil {
 		return Result{}, err
 	}
+	e, err := c.startExecution(req)
+	if err != nil {
+		return Result{}, err
+	}
+	return e.wait(ctx, req.OnOutput)
+}
+
+// startExecution registers a pending execution for req and sends its
+// execute_request.
+func (c *Client) startExecution(req Request) (*execution, error) {
 	limit := req.MaxOutputBytes
 	if limit <= 0 {
 		limit = c.opts.MaxOutputBytes
@@ -142,15 +152,22 @@ func (c *Client) Run(ctx context.Context, req Request) (Result, error) {
 		c.mu.Lock()
 		delete(c.pending, e.id)
 		c.mu.Unlock()
-		return Result{}, err
+		return nil, err
 	}
+	return e, nil
+}
+
+// wait delivers e's outputs to onOutput (if not nil) until e completes, the
+// Client ends or ctx ends (then e is abandoned: see WaitIdle).
+func (e *execution) wait(ctx context.Context, onOutput func(Output)) (Result, error) {
+	c := e.c
 	deliver := func() {
 		e.mu.Lock()
 		ev := e.col.drainEvents()
 		e.mu.Unlock()
-		if req.OnOutput != nil {
+		if onOutput != nil {
 			for _, o := range ev {
-				req.OnOutput(o)
+				onOutput(o)
 			}
 		}
 	}
@@ -183,29 +200,41 @@ func (c *Client) Run(ctx context.Context, req Request) (Result, error) {
 			return e.result(), nil
 		case <-c.done:
 			deliver()
-			select {
-			case <-e.doneCh:
+			if e.completed() {
 				return e.result(), nil
-			default:
 			}
 			return e.result(), c.Err()
 		case <-ctx.Done():
 			deliver()
-			select {
-			case <-e.doneCh:
+			if e.completed() {
 				return e.result(), nil
-			default:
 			}
-			e.mu.Lock()
-			e.cancelled = true
-			e.col.stopEvents()
-			e.mu.Unlock()
-			c.mu.Lock()
-			c.abandoned = append(c.abandoned, e)
-			c.mu.Unlock()
+			e.abandon()
 			return e.result(), fmt.Errorf("kernel: execution cancelled: %w", context.Cause(ctx))
 		}
 	}
+}
+
+// completed reports whether e has finished.
+func (e *execution) completed() bool {
+	select {
+	case <-e.doneCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// abandon marks e cancelled: no more streamed events, and WaitIdle waits
+// for it.
+func (e *execution) abandon() {
+	e.mu.Lock()
+	e.cancelled = true
+	e.col.stopEvents()
+	e.mu.Unlock()
+	e.c.mu.Lock()
+	e.c.abandoned = append(e.c.abandoned, e)
+	e.c.mu.Unlock()
 }
 
 // WaitIdle waits until every cell abandoned by a cancelled Run has finished
@@ -232,9 +261,7 @@ func (c *Client) WaitIdle(ctx context.Context) ([]Result, error) {
 	c.mu.Lock()
 	kept := c.abandoned[:0]
 	for _, e := range c.abandoned {
-		select {
-		case <-e.doneCh:
-		default:
+		if !e.completed() {
 			kept = append(kept, e)
 		}
 	}
