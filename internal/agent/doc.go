@@ -10,7 +10,11 @@
 // It also runs Python: a session kernel per computer (or one per call),
 // started as the sandbox user and driven with internal/kernel, with calls
 // queued in order, crash and timeout policies, and every output fitted into
-// one bounded frame (python*.go).
+// one bounded frame: python.go (calls: validation, cells, per_call kernels),
+// python_session.go (the session kernel and its crash, idle and restart
+// policies), python_turnstile.go (the in-order queue), python_launch.go
+// (starting a kernel), python_kernel.go (a running kernel: process, kill,
+// cells), python_output.go (outputs fitted into frames).
 //
 // And it relays a Jupyter kernel of its own to the host for the Kernel
 // Gateway API: every message in both directions, chunked over the control

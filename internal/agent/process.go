@@ -134,49 +134,10 @@ func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart
 	if timeout <= 0 {
 		timeout = s.init.Timeout.D()
 	}
-	var timer <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		timer = t.C
-	}
-	var ws syscall.WaitStatus
-	select {
-	case ws = <-w.exited:
-	case <-timer:
-		p.mu.Lock()
-		p.timedOut = true
-		p.mu.Unlock()
-		s.killTree(p)
-		ws = <-w.exited
-	case <-ctx.Done():
-		s.killTree(p)
-		ws = <-w.exited
-	}
+	ws := s.waitProcess(ctx, p, w, timeout)
 	elapsed := time.Since(start)
-	p.mu.Lock()
-	timedOut := p.timedOut
-	if p.stdin != nil {
-		close(p.stdin)
-		p.stdin = nil
-	}
-	p.mu.Unlock()
-	if timedOut {
-		p.mu.Lock()
-		p.pid = 0 // reaped: its pid may be reused; only the leaf is swept
-		p.mu.Unlock()
-		s.killTree(p) // descendants that outlived the main process
-	}
-
-	done := make(chan struct{})
-	go func() { pumps.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(outputGrace):
-		stdoutR.Close()
-		stderrR.Close()
-		<-done
-	}
+	timedOut := s.afterExit(p)
+	awaitPumps(&pumps, stdoutR, stderrR)
 	s.releaseLeaf(p.leaf)
 
 	st := protocol.ExitStatus{ExitCode: -1, TimedOut: timedOut, Duration: protocol.Millis(elapsed)}
@@ -188,6 +149,64 @@ func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart
 	}
 	st.OOMKilled = s.oomKills() > oomBefore
 	return st, nil
+}
+
+// waitProcess waits for p's main process to exit, killing its tree when
+// timeout (if any) passes, marking it timed out, or when ctx ends.
+func (s *Server) waitProcess(ctx context.Context, p *process, w *waiter, timeout time.Duration) syscall.WaitStatus {
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case ws := <-w.exited:
+		return ws
+	case <-timer:
+		p.mu.Lock()
+		p.timedOut = true
+		p.mu.Unlock()
+		s.killTree(p)
+		return <-w.exited
+	case <-ctx.Done():
+		s.killTree(p)
+		return <-w.exited
+	}
+}
+
+// afterExit closes p's stdin once its main process has exited and, if it
+// timed out, kills the descendants that outlived it. It reports whether p
+// timed out.
+func (s *Server) afterExit(p *process) (timedOut bool) {
+	p.mu.Lock()
+	timedOut = p.timedOut
+	if p.stdin != nil {
+		close(p.stdin)
+		p.stdin = nil
+	}
+	p.mu.Unlock()
+	if timedOut {
+		p.mu.Lock()
+		p.pid = 0 // reaped: its pid may be reused; only the leaf is swept
+		p.mu.Unlock()
+		s.killTree(p) // descendants that outlived the main process
+	}
+	return timedOut
+}
+
+// awaitPumps waits for the output pumps to reach the end of the pipes,
+// closing them after outputGrace (a descendant may still hold them open).
+func awaitPumps(pumps *sync.WaitGroup, stdoutR, stderrR *os.File) {
+	done := make(chan struct{})
+	go func() { pumps.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(outputGrace):
+		stdoutR.Close()
+		stderrR.Close()
+		<-done
+	}
 }
 
 // argv resolves the program the way a shell would, inside the computer.

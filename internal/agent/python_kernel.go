@@ -3,10 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -15,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 )
 
@@ -77,181 +74,6 @@ type pyKernel struct {
 	oom      bool
 	killed   string        // why the agent killed it; empty for a death it did not cause
 	cellDone chan struct{} // the running cell's end, for the interrupt control
-}
-
-var errPortTaken = errors.New("a kernel port was taken")
-
-// kernelSpec says how to start a kernel: where, with what environment on
-// top of the computer's, and how the agent's client talks to it.
-type kernelSpec struct {
-	cwd  string
-	env  []string // after the computer's own (a relay client's variables)
-	opts kernel.Options
-}
-
-// sessionKernel is the spec of Python calls' kernels (session and per_call).
-func sessionKernel(cwd string) kernelSpec {
-	return kernelSpec{cwd: cwd, opts: kernel.Options{
-		MaxFrameBytes:   kernelMaxFrame,
-		MaxMessageBytes: kernelMaxFrame,
-		MaxImageBytes:   kernelMaxImage,
-		MaxOutputBytes:  defaultMaxOutput,
-	}}
-}
-
-// startKernel starts a kernel as the sandbox user and connects to it. A
-// port picked by NewConnInfo can be taken before the kernel binds it; that
-// is retried once.
-func (s *Server) startKernel(ctx context.Context, spec kernelSpec) (*pyKernel, error) {
-	k, err := s.launchKernel(ctx, spec)
-	if errors.Is(err, errPortTaken) {
-		k, err = s.launchKernel(ctx, spec)
-	}
-	return k, err
-}
-
-func (s *Server) launchKernel(ctx context.Context, spec kernelSpec) (*pyKernel, error) {
-	cwd := spec.cwd
-	ci, err := kernel.NewConnInfo("127.0.0.1")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", protocol.ErrInternal, err)
-	}
-	dir, file, err := s.writeConnFile(ci)
-	if err != nil {
-		return nil, err
-	}
-	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		s.removeConnDir(dir)
-		return nil, fmt.Errorf("%w: open %s: %v", protocol.ErrInternal, os.DevNull, err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		devnull.Close()
-		s.removeConnDir(dir)
-		return nil, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
-	}
-	argv := []string{pythonPath, "-m", "ipykernel_launcher", "-f", file,
-		"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False"}
-	// The computer's own environment (Spec.Env), then the spec's, may
-	// override these.
-	env := dedupEnv(append([]string{
-		"PYDEVD_DISABLE_FILE_VALIDATION=1",
-		"MPLBACKEND=module://matplotlib_inline.backend_inline",
-		"IPYTHONDIR=" + dir + "/ipython", // not in the user's /workspace
-	}, s.env(spec.env, cwd)...))
-
-	k := &pyKernel{
-		s: s, proc: &process{}, dir: dir, cwd: cwd,
-		oomBefore:  s.oomKills(),
-		stderrDone: make(chan struct{}),
-		exited:     make(chan struct{}),
-		cleaned:    make(chan struct{}),
-	}
-	// Kernel stdout is only fd-level output ipykernel echoes; cells' output
-	// arrives over iopub. stderr is drained into a small tail for messages.
-	w, err := s.spawn(k.proc, argv, env, cwd, []*os.File{devnull, devnull, errW})
-	devnull.Close()
-	errW.Close()
-	if err != nil {
-		errR.Close()
-		s.removeConnDir(dir)
-		return nil, err
-	}
-	k.pid = k.proc.getPid()
-	go k.drainStderr(errR)
-	go k.monitor(w, errR)
-
-	cctx, cancel := context.WithTimeout(ctx, kernelStartTimeout)
-	defer cancel()
-	go func() {
-		select {
-		case <-k.exited:
-			cancel()
-		case <-cctx.Done():
-		}
-	}()
-	c, err := kernel.Connect(cctx, ci, spec.opts)
-	if err == nil {
-		k.mu.Lock()
-		select {
-		case <-k.exited:
-			err = kernel.ErrDisconnected
-		default:
-			k.client = c
-		}
-		k.mu.Unlock()
-		if err != nil {
-			c.Close()
-		}
-	}
-	if err != nil {
-		if !k.waitExit(200 * time.Millisecond) {
-			k.stop(killStop)
-			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
-			}
-			return nil, &kernelStartError{msg: fmt.Sprintf("it did not answer (%v)", err)}
-		}
-		<-k.cleaned
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		tail := k.stderr.String()
-		if strings.Contains(tail, "Address already in use") {
-			return nil, errPortTaken
-		}
-		return nil, &kernelStartError{msg: "it exited while starting (" + k.death() + ")" + lastLine(tail), died: true}
-	}
-	return k, nil
-}
-
-// kernelStartError is a kernel that could not start for reasons of its own
-// (not the agent's): reported in the call's result, not as an agent error.
-// died: it exited by itself (a crash), rather than being stopped for not
-// answering.
-type kernelStartError struct {
-	msg  string
-	died bool
-}
-
-func (e *kernelStartError) Error() string { return e.msg }
-
-// writeConnFile creates a private directory under the computer's /tmp and
-// the connection file in it, as the sandbox user: the agent has no
-// CAP_DAC_OVERRIDE or CAP_CHOWN, and the kernel (uid 1000) must read it.
-func (s *Server) writeConnFile(ci kernel.ConnInfo) (dir, file string, err error) {
-	err = s.ws.as(func() error {
-		d, err := os.MkdirTemp("/tmp", "cubicle-kernel-") // mode 0700
-		if err != nil {
-			return err
-		}
-		f := filepath.Join(d, "kernel.json")
-		if err := ci.WriteConnectionFile(f); err != nil {
-			os.Remove(f)
-			os.Remove(d)
-			return err
-		}
-		dir, file = d, f
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, unix.ENOSPC) {
-			return "", "", fmt.Errorf("%w: cannot write the kernel's connection file: /tmp is full", protocol.ErrNoSpace)
-		}
-		return "", "", fmt.Errorf("%w: write the kernel's connection file: %v", protocol.ErrInternal, err)
-	}
-	return dir, file, nil
-}
-
-// removeConnDir removes the kernel's private directory (its connection
-// file and IPython's state), as the sandbox user, who owns it; RemoveAll
-// never follows a symlink out of it.
-func (s *Server) removeConnDir(dir string) {
-	if dir == "" {
-		return
-	}
-	s.ws.as(func() error { return os.RemoveAll(dir) })
 }
 
 func (k *pyKernel) drainStderr(r *os.File) {
