@@ -19,6 +19,7 @@ import (
 // by a call without cells (a warm-up that runs the prelude). Session calls
 // hold the session in arrival order (a turnstile), so concurrent calls queue;
 // per_call calls get a kernel of their own and do not touch the session.
+// The session kernel's lifecycle and crash policy are in python_session.go.
 
 const (
 	// idleEviction shuts an unused session kernel down.
