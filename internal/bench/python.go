@@ -193,15 +193,7 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	if cfg.Warm.URL == "" {
 		return nil, errors.New("bench: no server URL")
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.FirstTimeout <= 0 {
-		cfg.FirstTimeout = DefaultPythonFirstTimeout
-	}
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
+	cfg.defaults()
 	rep := &PythonReport{Date: time.Now().UTC(), Host: hostInfo(), WarmServer: cfg.Warm.Info, N: cfg.N, FirstN: cfg.FirstN, Warmup: cfg.Warmup}
 	rep.WarmServer.URL, rep.WarmServer.PoolSize = cfg.Warm.URL, cfg.Warm.PoolSize
 	var notes []string
@@ -211,23 +203,17 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 		fmt.Fprintln(cfg.Log, "note: "+msg)
 	}
 	defer func() { rep.Notes = append(notes, rep.Notes...) }()
-	cleanupFailed := func() { rep.Failed, rep.CleanupFailed = true, true }
+	// undone notes a clean-up that failed.
+	undone := func(format string, args ...any) {
+		note(format, args...)
+		rep.Failed, rep.CleanupFailed = true, true
+	}
 
-	warm, err := newAPIClient(cfg.Warm.URL, cfg.Warm.Key, 4, cfg.Timeout)
+	warm, warmTr, closeWarm, err := openTracked(ctx, cfg.Warm, cfg.Timeout, "the server", undone)
 	if err != nil {
 		return rep, err
 	}
-	defer warm.close()
-	warmTr := &tracker{ids: map[string]bool{}}
-	defer func() {
-		if err := warmTr.deleteAll(warm); err != nil {
-			note("clean-up incomplete: %v", err)
-			cleanupFailed()
-		}
-	}()
-	if err := warm.check(ctx); err != nil {
-		return rep, fmt.Errorf("the server does not answer GET /v1/computers with this key: %w", err)
-	}
+	defer closeWarm()
 	if cfg.Warm.PoolSize < 1 {
 		note("the warm server has no pool: its first cells are cold ones")
 	}
@@ -237,38 +223,15 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 		return rep, err
 	}
 
-	rt := []*path{pyRoundTrip(warm, warmTr, pool, cfg)}
-	if cfg.Driver != nil {
-		rt = append(rt, driverRoundTrip(cfg))
-	}
-	if cfg.HostKernel != nil {
-		rt = append(rt, hostRoundTrip(cfg))
-	}
-	if cfg.KGW {
-		rt = append(rt, kgwRoundTrip(cfg))
-	}
+	rt := append([]*path{pyRoundTrip(warm, warmTr, pool, cfg)}, cfg.moreRoundTrips()...)
 	if cfg.Jupyter != nil {
-		fmt.Fprintln(cfg.Log, "starting jupyter_server")
-		j, err := StartJupyter(ctx, *cfg.Jupyter)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return rep, ctx.Err()
-		case err != nil:
-			note("jupyter_server: %v; its row is skipped", err)
-		default:
-			fmt.Fprintf(cfg.Log, "jupyter_server %s is ready at %s\n", j.Version, j.URL)
-			defer func() {
-				fmt.Fprintln(cfg.Log, "stopping jupyter_server")
-				if err := j.Stop(); err != nil {
-					note("jupyter_server: %v", err)
-					cleanupFailed()
-				}
-			}()
-			rep.Jupyter = &JupyterInfo{Version: j.Version, Python: cfg.Jupyter.Python, KernelArgv: j.KernelArgv}
-			if len(j.KernelArgv) == 0 || j.KernelArgv[0] != cfg.Jupyter.Python {
-				note("jupyter_server's python3 kernel runs %q, not %s", j.KernelArgv, cfg.Jupyter.Python)
-			}
-			rt = append(rt, jupyterRoundTrip(j, cfg))
+		p, stop, err := startJupyterPath(ctx, cfg, rep, note)
+		if err != nil {
+			return rep, err
+		}
+		if p != nil {
+			defer stop(undone)
+			rt = append(rt, p)
 		}
 	}
 
@@ -276,21 +239,11 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	if cfg.FirstN > 0 {
 		fc = append(fc, pyFirstWarm(warm, warmTr, pool, cfg))
 		if cfg.Cold.URL != "" {
-			cold, err := newAPIClient(cfg.Cold.URL, cfg.Cold.Key, 4, cfg.Timeout)
+			cold, coldTr, closeCold, err := openTracked(ctx, cfg.Cold, cfg.Timeout, "the cold server", undone)
 			if err != nil {
 				return rep, err
 			}
-			defer cold.close()
-			coldTr := &tracker{ids: map[string]bool{}}
-			defer func() {
-				if err := coldTr.deleteAll(cold); err != nil {
-					note("clean-up incomplete: %v", err)
-					cleanupFailed()
-				}
-			}()
-			if err := cold.check(ctx); err != nil {
-				return rep, fmt.Errorf("the cold server does not answer GET /v1/computers with this key: %w", err)
-			}
+			defer closeCold()
 			info := cfg.Cold.Info
 			info.URL, info.PoolSize = cfg.Cold.URL, cfg.Cold.PoolSize
 			rep.ColdServer = &info
@@ -302,25 +255,109 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
 		if err := f(cctx); err != nil {
-			note("%s: clean-up incomplete: %v", name, err)
-			cleanupFailed()
+			undone("%s: clean-up incomplete: %v", name, err)
 		}
 	}); err != nil {
 		return rep, err
 	}
-	for _, p := range append(rt, fc...) {
-		if p.required && (p.disabled || p.failures > 0) {
-			rep.Failed = true
-		}
-		for _, r := range p.rows {
-			if !p.required && len(p.samples[r.id]) == 0 {
-				continue // the notes say why
-			}
-			rep.Rows = append(rep.Rows, Row{ID: r.id, Label: r.label, Summary: Summarize(p.samples[r.id]), Failures: p.failures})
-		}
-	}
+	rep.addRows(append(rt, fc...))
 	rep.Speedups, rep.Deltas, rep.Targets = pythonVerdicts(rep.Rows)
 	return rep, nil
+}
+
+// defaults fills in the zero timeouts and log.
+func (c *PythonConfig) defaults() {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.FirstTimeout <= 0 {
+		c.FirstTimeout = DefaultPythonFirstTimeout
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+}
+
+// moreRoundTrips are the round-trip paths besides the API's and
+// jupyter_server's: the driver's, the host kernel's and the warm server's
+// kernel gateway, as configured.
+func (c PythonConfig) moreRoundTrips() []*path {
+	var rt []*path
+	if c.Driver != nil {
+		rt = append(rt, driverRoundTrip(c))
+	}
+	if c.HostKernel != nil {
+		rt = append(rt, hostRoundTrip(c))
+	}
+	if c.KGW {
+		rt = append(rt, kgwRoundTrip(c))
+	}
+	return rt
+}
+
+// openTracked opens an API client of srv and checks its key (what names
+// srv in the error); closeAll deletes the computers the tracker still holds,
+// telling undone when it cannot, and closes the client.
+func openTracked(ctx context.Context, srv PythonServer, timeout time.Duration, what string, undone func(string, ...any)) (c *apiClient, tr *tracker, closeAll func(), err error) {
+	c, err = newAPIClient(srv.URL, srv.Key, 4, timeout)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tr = &tracker{ids: map[string]bool{}}
+	closeAll = func() {
+		if err := tr.deleteAll(c); err != nil {
+			undone("clean-up incomplete: %v", err)
+		}
+		c.close()
+	}
+	if err := c.check(ctx); err != nil {
+		closeAll()
+		return nil, nil, nil, fmt.Errorf("%s does not answer GET /v1/computers with this key: %w", what, err)
+	}
+	return c, tr, closeAll, nil
+}
+
+// startJupyterPath starts cfg.Jupyter's jupyter_server and returns its
+// round-trip path and how to stop it. A jupyter_server that does not start
+// is a note and a nil path, unless ctx is done.
+func startJupyterPath(ctx context.Context, cfg PythonConfig, rep *PythonReport, note func(string, ...any)) (*path, func(undone func(string, ...any)), error) {
+	fmt.Fprintln(cfg.Log, "starting jupyter_server")
+	j, err := StartJupyter(ctx, *cfg.Jupyter)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, nil, ctx.Err()
+	case err != nil:
+		note("jupyter_server: %v; its row is skipped", err)
+		return nil, nil, nil
+	}
+	fmt.Fprintf(cfg.Log, "jupyter_server %s is ready at %s\n", j.Version, j.URL)
+	stop := func(undone func(string, ...any)) {
+		fmt.Fprintln(cfg.Log, "stopping jupyter_server")
+		if err := j.Stop(); err != nil {
+			undone("jupyter_server: %v", err)
+		}
+	}
+	rep.Jupyter = &JupyterInfo{Version: j.Version, Python: cfg.Jupyter.Python, KernelArgv: j.KernelArgv}
+	if len(j.KernelArgv) == 0 || j.KernelArgv[0] != cfg.Jupyter.Python {
+		note("jupyter_server's python3 kernel runs %q, not %s", j.KernelArgv, cfg.Jupyter.Python)
+	}
+	return jupyterRoundTrip(j, cfg), stop, nil
+}
+
+// addRows adds the rows of paths that ran, and fails the report when a
+// required path failed.
+func (r *PythonReport) addRows(paths []*path) {
+	for _, p := range paths {
+		if p.required && (p.disabled || p.failures > 0) {
+			r.Failed = true
+		}
+		for _, row := range p.rows {
+			if !p.required && len(p.samples[row.id]) == 0 {
+				continue // the notes say why
+			}
+			r.Rows = append(r.Rows, Row{ID: row.id, Label: row.label, Summary: Summarize(p.samples[row.id]), Failures: p.failures})
+		}
+	}
 }
 
 // measurePython sets the paths up, warms them up and runs them: every
