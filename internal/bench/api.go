@@ -375,3 +375,67 @@ func targets(rows []Row) []Target {
 	}
 	return out
 }
+
+// apiCreatePath times POST /v1/computers with a full warm pool, waits for
+// the pool to refill (untimed), then times DELETE of that computer.
+func apiCreatePath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
+	return &path{
+		name: "api create and delete", required: true,
+		rows: []rowDef{
+			{RowAPICreate, "api      POST /v1/computers (warm pool)"},
+			{RowAPIDelete, "api      DELETE /v1/computers/{id}"},
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			if err := pool.wait(ctx); err != nil {
+				return nil, err
+			}
+			id, dc, err := c.create(ctx)
+			if err != nil {
+				return nil, err
+			}
+			tr.add(id)
+			// The claim started a refill (a cold start on the server);
+			// let it finish so that the DELETE is timed on a quiet server.
+			if err := pool.wait(ctx); err != nil {
+				return nil, err
+			}
+			dd, err := c.delete(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			tr.remove(id)
+			return map[string]time.Duration{RowAPICreate: dc, RowAPIDelete: dd}, nil
+		},
+	}
+}
+
+// apiExecPath times execs over HTTP into one computer made at set-up: a
+// unary /bin/true round trip and /bin/echo's first streamed byte (SSE).
+func apiExecPath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
+	var id string
+	return &path{
+		name: "api exec", required: true,
+		rows: []rowDef{
+			{RowAPIExecTrue, "api      exec /bin/true round trip"},
+			{RowAPIExecEcho, "api      exec /bin/echo → first byte (SSE)"},
+		},
+		setup: func(ctx context.Context) (err error) {
+			id, err = claim(ctx, c, tr, pool)
+			return err
+		},
+		close: func(ctx context.Context) error {
+			return deleteTracked(ctx, c, tr, id)
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			rt, err := c.exec(ctx, id, trueArgv, "")
+			if err != nil {
+				return nil, fmt.Errorf("/bin/true: %w", err)
+			}
+			fb, err := c.execSSE(ctx, id, echoArgv, echoOutput)
+			if err != nil {
+				return nil, fmt.Errorf("/bin/echo: %w", err)
+			}
+			return map[string]time.Duration{RowAPIExecTrue: rt, RowAPIExecEcho: fb}, nil
+		},
+	}
+}
