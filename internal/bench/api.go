@@ -245,14 +245,9 @@ func RunAPI(ctx context.Context, cfg APIConfig) (*APIReport, error) {
 	if err := measure(ctx, paths, cfg.N, cfg.Warmup, cfg.Log, note, rep.cleanup(note)); err != nil {
 		return rep, err
 	}
-	for _, p := range paths {
-		if p.disabled || p.failures > 0 {
-			rep.Failed = true
-		}
-		for _, r := range p.rows {
-			rep.Rows = append(rep.Rows, Row{ID: r.id, Label: r.label, Summary: Summarize(p.samples[r.id]), Failures: p.failures})
-		}
-	}
+	var failed bool
+	rep.Rows, failed = pathRows(paths)
+	rep.Failed = rep.Failed || failed
 	rep.Overheads = overheads(rep.Rows)
 
 	if cfg.Concurrency > 0 {
@@ -301,47 +296,6 @@ func (r *APIReport) cleanup(note func(string, ...any)) func(string, func(context
 			r.Failed, r.CleanupFailed = true, true
 		}
 	}
-}
-
-// measure sets the paths up, runs warmup untimed and n timed iterations
-// (interleaved, as Run does), and releases them before it returns.
-func measure(ctx context.Context, paths []*path, n, warmup int, log io.Writer, note func(string, ...any),
-	cleanup func(string, func(context.Context) error)) error {
-	for _, p := range paths {
-		p.samples = make(map[string][]time.Duration)
-		if p.close != nil {
-			defer cleanup(p.name, p.close)
-		}
-	}
-	for _, p := range paths {
-		if p.setup == nil {
-			continue
-		}
-		fmt.Fprintf(log, "setting up %s\n", p.name)
-		if err := p.setup(ctx); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("set up %s: %w", p.name, err)
-		}
-	}
-	fmt.Fprintf(log, "warming up: %d untimed runs per path\n", warmup)
-	for i := range warmup {
-		if err := iteration(ctx, paths, i, false, note); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(log, "measuring: %d runs per path, interleaved\n", n)
-	every := max(1, n/10)
-	for i := range n {
-		if err := iteration(ctx, paths, i, true, note); err != nil {
-			return err
-		}
-		if (i+1)%every == 0 || i+1 == n {
-			fmt.Fprintf(log, "  %d/%d\n", i+1, n)
-		}
-	}
-	return nil
 }
 
 func overheads(rows []Row) []Overhead {

@@ -260,7 +260,9 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	}); err != nil {
 		return rep, err
 	}
-	rep.addRows(append(rt, fc...))
+	var failed bool
+	rep.Rows, failed = pathRows(append(rt, fc...))
+	rep.Failed = rep.Failed || failed
 	rep.Speedups, rep.Deltas, rep.Targets = pythonVerdicts(rep.Rows)
 	return rep, nil
 }
@@ -344,22 +346,6 @@ func startJupyterPath(ctx context.Context, cfg PythonConfig, rep *PythonReport, 
 	return jupyterRoundTrip(j, cfg), stop, nil
 }
 
-// addRows adds the rows of paths that ran, and fails the report when a
-// required path failed.
-func (r *PythonReport) addRows(paths []*path) {
-	for _, p := range paths {
-		if p.required && (p.disabled || p.failures > 0) {
-			r.Failed = true
-		}
-		for _, row := range p.rows {
-			if !p.required && len(p.samples[row.id]) == 0 {
-				continue // the notes say why
-			}
-			r.Rows = append(r.Rows, Row{ID: row.id, Label: row.label, Summary: Summarize(p.samples[row.id]), Failures: p.failures})
-		}
-	}
-}
-
 // measurePython sets the paths up, warms them up and runs them: every
 // iteration runs the round-trip paths once, and the first-cell paths
 // cfg.FirstN times in all, spread evenly over the N iterations, so that
@@ -367,27 +353,10 @@ func (r *PythonReport) addRows(paths []*path) {
 // first in turn.
 func measurePython(ctx context.Context, rt, fc []*path, cfg PythonConfig, note func(string, ...any),
 	cleanup func(string, func(context.Context) error)) error {
-	for _, p := range append(rt, fc...) {
-		p.samples = make(map[string][]time.Duration)
-		if p.close != nil {
-			defer cleanup(p.name, p.close)
-		}
-	}
-	for _, p := range append(rt, fc...) {
-		if p.setup == nil {
-			continue
-		}
-		fmt.Fprintf(cfg.Log, "setting up %s\n", p.name)
-		if err := p.setup(ctx); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if p.required {
-				return fmt.Errorf("set up %s: %w", p.name, err)
-			}
-			note("%s: set-up failed, skipped: %v", p.name, err)
-			p.disabled = true
-		}
+	all := append(append([]*path(nil), rt...), fc...)
+	defer closePaths(all, cleanup)
+	if err := setUp(ctx, all, cfg.Log, note); err != nil {
+		return err
 	}
 	fcWarmup := min(cfg.Warmup, 1)
 	fmt.Fprintf(cfg.Log, "warming up: %d untimed round trips per path, %d first cells per path\n", cfg.Warmup, fcWarmup)
