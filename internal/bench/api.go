@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"sort"
 	"sync"
 	"time"
 
@@ -246,14 +245,9 @@ func RunAPI(ctx context.Context, cfg APIConfig) (*APIReport, error) {
 	if err := measure(ctx, paths, cfg.N, cfg.Warmup, cfg.Log, note, rep.cleanup(note)); err != nil {
 		return rep, err
 	}
-	for _, p := range paths {
-		if p.disabled || p.failures > 0 {
-			rep.Failed = true
-		}
-		for _, r := range p.rows {
-			rep.Rows = append(rep.Rows, Row{ID: r.id, Label: r.label, Summary: Summarize(p.samples[r.id]), Failures: p.failures})
-		}
-	}
+	var failed bool
+	rep.Rows, failed = pathRows(paths)
+	rep.Failed = rep.Failed || failed
 	rep.Overheads = overheads(rep.Rows)
 
 	if cfg.Concurrency > 0 {
@@ -304,47 +298,6 @@ func (r *APIReport) cleanup(note func(string, ...any)) func(string, func(context
 	}
 }
 
-// measure sets the paths up, runs warmup untimed and n timed iterations
-// (interleaved, as Run does), and releases them before it returns.
-func measure(ctx context.Context, paths []*path, n, warmup int, log io.Writer, note func(string, ...any),
-	cleanup func(string, func(context.Context) error)) error {
-	for _, p := range paths {
-		p.samples = make(map[string][]time.Duration)
-		if p.close != nil {
-			defer cleanup(p.name, p.close)
-		}
-	}
-	for _, p := range paths {
-		if p.setup == nil {
-			continue
-		}
-		fmt.Fprintf(log, "setting up %s\n", p.name)
-		if err := p.setup(ctx); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("set up %s: %w", p.name, err)
-		}
-	}
-	fmt.Fprintf(log, "warming up: %d untimed runs per path\n", warmup)
-	for i := range warmup {
-		if err := iteration(ctx, paths, i, false, note); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(log, "measuring: %d runs per path, interleaved\n", n)
-	every := max(1, n/10)
-	for i := range n {
-		if err := iteration(ctx, paths, i, true, note); err != nil {
-			return err
-		}
-		if (i+1)%every == 0 || i+1 == n {
-			fmt.Fprintf(log, "  %d/%d\n", i+1, n)
-		}
-	}
-	return nil
-}
-
 func overheads(rows []Row) []Overhead {
 	byID := map[string]Row{}
 	for _, r := range rows {
@@ -375,141 +328,6 @@ func targets(rows []Row) []Target {
 		}
 	}
 	return out
-}
-
-// tracker remembers the computers the bench created and has not deleted,
-// so that they are deleted whatever happens.
-type tracker struct {
-	mu  sync.Mutex
-	ids map[string]bool
-}
-
-func (t *tracker) add(id string) {
-	t.mu.Lock()
-	t.ids[id] = true
-	t.mu.Unlock()
-}
-
-func (t *tracker) remove(id string) {
-	t.mu.Lock()
-	delete(t.ids, id)
-	t.mu.Unlock()
-}
-
-func (t *tracker) list() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]string, 0, len(t.ids))
-	for id := range t.ids {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// deleteAll deletes what is left, a few at a time, within cleanupTimeout,
-// also after ctx was cancelled. A computer that is already gone counts as
-// deleted.
-func (t *tracker) deleteAll(c *apiClient) error {
-	ids := t.list()
-	if len(ids) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, 8)
-	)
-	for _, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			var err error
-			for attempt := 0; attempt < 3; attempt++ {
-				if _, err = c.delete(ctx, id); err == nil || isGone(err) {
-					t.remove(id)
-					return
-				}
-				if ctx.Err() != nil {
-					break
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-			mu.Lock()
-			errs = append(errs, fmt.Errorf("delete %s: %w", id, err))
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// poolWaiter waits until the server's warm pool is full, so that a create
-// claims from a full pool and the refill that a claim starts is not still
-// running when the next path is timed.
-type poolWaiter struct {
-	c       *apiClient
-	full    int
-	timeout time.Duration
-}
-
-// poolPoll is how often /metrics is read while waiting.
-const poolPoll = 5 * time.Millisecond
-
-func (p *poolWaiter) wait(ctx context.Context) error {
-	if p.full <= 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
-	last := -1
-	for {
-		n, err := p.c.poolDepth(ctx)
-		if err == nil && n >= p.full {
-			return nil
-		}
-		if err == nil {
-			last = n
-		}
-		select {
-		case <-ctx.Done():
-			if err != nil {
-				return fmt.Errorf("waiting for the warm pool to refill: %w", err)
-			}
-			return fmt.Errorf("the warm pool did not refill within %v (depth %d of %d)", p.timeout, last, p.full)
-		case <-time.After(poolPoll):
-		}
-	}
-}
-
-// discover sets full to the pool's depth once it stopped growing for a
-// second (at most 30 s).
-func (p *poolWaiter) discover(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
-	best, stable := -1, 0
-	for time.Now().Before(deadline) && stable < 10 {
-		n, err := p.c.poolDepth(ctx)
-		if err != nil {
-			return err
-		}
-		if n > best {
-			best, stable = n, 0
-		} else {
-			stable++
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	p.full = best
-	return nil
 }
 
 // apiCreatePath times POST /v1/computers with a full warm pool, waits for
@@ -574,30 +392,4 @@ func apiExecPath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
 			return map[string]time.Duration{RowAPIExecTrue: rt, RowAPIExecEcho: fb}, nil
 		},
 	}
-}
-
-// claim creates the computer a path keeps for its samples and waits for
-// the pool's refill, so that the first sample runs on a quiet server. The
-// id is tracked (and returned) as soon as it is known, so that clean-up
-// finds it even when the wait fails.
-func claim(ctx context.Context, c *apiClient, tr *tracker, pool *poolWaiter) (string, error) {
-	id, _, err := c.create(ctx)
-	if err != nil {
-		return "", err
-	}
-	tr.add(id)
-	return id, pool.wait(ctx)
-}
-
-// deleteTracked deletes a computer the bench made ("" or gone: nothing to
-// do).
-func deleteTracked(ctx context.Context, c *apiClient, tr *tracker, id string) error {
-	if id == "" {
-		return nil
-	}
-	if _, err := c.delete(ctx, id); err != nil && !isGone(err) {
-		return err
-	}
-	tr.remove(id)
-	return nil
 }

@@ -133,28 +133,7 @@ func runLoad(ctx context.Context, c *apiClient, tr *tracker, pool *poolWaiter, c
 			t.skip(execs)
 			return
 		}
-		failRun := 0
-		for k := range execs {
-			if ctx.Err() != nil {
-				return
-			}
-			d, err := c.exec(ctx, ids[i], trueArgv, "")
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				t.fail(RowLoadExecTrue, err)
-				// A computer that keeps failing (gone, broken) would
-				// cost a timeout per exec: give up on it.
-				if failRun++; failRun >= consecutiveFailures {
-					t.skip(execs - k - 1)
-					return
-				}
-				continue
-			}
-			failRun = 0
-			t.ok(RowLoadExecTrue, d)
-		}
+		loadExecs(ctx, c, t, ids[i], execs)
 	})
 	wall := time.Since(start)
 	cpu = cpu.stop()
@@ -383,4 +362,31 @@ func (d *cpuDelta) perExec(execs int) *CPUPerExec {
 	}
 	c.Other = max(0, c.Total-c.Client-c.Server-c.Computers)
 	return c
+}
+
+// loadExecs runs execs execs of /bin/true in computer id, one after the
+// other, into t.
+func loadExecs(ctx context.Context, c *apiClient, t *loadTally, id string, execs int) {
+	failRun := 0
+	for k := range execs {
+		if ctx.Err() != nil {
+			return
+		}
+		d, err := c.exec(ctx, id, trueArgv, "")
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			t.fail(RowLoadExecTrue, err)
+			// A computer that keeps failing (gone, broken) would cost a
+			// timeout per exec: give up on it.
+			if failRun++; failRun >= consecutiveFailures {
+				t.skip(execs - k - 1)
+				return
+			}
+			continue
+		}
+		failRun = 0
+		t.ok(RowLoadExecTrue, d)
+	}
 }

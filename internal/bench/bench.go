@@ -194,6 +194,30 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	paths := []*path{cubicleCold(cfg), cubicleExec(cfg), cubicleExecIdle(cfg), hostForkExec(cfg)}
+	peers, runc := peerPaths(cfg, note)
+	if runc != nil {
+		defer cleanup("runc", runc.close)
+	}
+	paths = append(paths, peers...)
+	if err := measure(ctx, paths, cfg.N, cfg.Warmup, cfg.Log, note, cleanup); err != nil {
+		return rep, err
+	}
+	var failed bool
+	rep.Rows, failed = pathRows(paths)
+	rep.Failed = rep.Failed || failed
+	for _, t := range Targets {
+		for _, r := range rep.Rows {
+			if r.ID == t.Row && r.N > 0 {
+				rep.Targets = append(rep.Targets, Target{Row: t.Row, What: t.What, Limit: Duration(t.Limit), P50: r.P50, Met: time.Duration(r.P50) <= t.Limit})
+			}
+		}
+	}
+	return rep, nil
+}
+
+// peerPaths are the paths of the peers cfg asks for; a peer that cannot run
+// here is a note. runc, when not nil, is to be closed after its paths.
+func peerPaths(cfg Config, note func(string, ...any)) (paths []*path, runc *runcEnv) {
 	for _, peer := range Peers {
 		if !contains(cfg.Peers, peer) {
 			continue
@@ -212,70 +236,90 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				note("%v", err)
 				continue
 			}
-			defer cleanup("runc", env.close)
+			runc = env
 			paths = append(paths, env.runPath(), env.execPath())
 		}
 	}
-	for _, p := range paths {
-		p.samples = make(map[string][]time.Duration)
-		if p.close != nil {
-			defer cleanup(p.name, p.close)
+	return paths, runc
+}
+
+// measure sets the paths up, runs warmup untimed and n timed iterations
+// (interleaved), and releases them before it returns.
+func measure(ctx context.Context, paths []*path, n, warmup int, log io.Writer, note func(string, ...any),
+	cleanup func(string, func(context.Context) error)) error {
+	defer closePaths(paths, cleanup)
+	if err := setUp(ctx, paths, log, note); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "warming up: %d untimed runs per path\n", warmup)
+	for i := range warmup {
+		if err := iteration(ctx, paths, i, false, note); err != nil {
+			return err
 		}
 	}
+	fmt.Fprintf(log, "measuring: %d runs per path, interleaved\n", n)
+	every := max(1, n/10)
+	for i := range n {
+		if err := iteration(ctx, paths, i, true, note); err != nil {
+			return err
+		}
+		if (i+1)%every == 0 || i+1 == n {
+			fmt.Fprintf(log, "  %d/%d\n", i+1, n)
+		}
+	}
+	return nil
+}
 
+// setUp gives every path its samples and runs its set-up. A required path
+// that cannot be set up fails the run; another one is noted and disabled.
+func setUp(ctx context.Context, paths []*path, log io.Writer, note func(string, ...any)) error {
+	for _, p := range paths {
+		p.samples = make(map[string][]time.Duration)
+	}
 	for _, p := range paths {
 		if p.setup == nil {
 			continue
 		}
-		fmt.Fprintf(cfg.Log, "setting up %s\n", p.name)
+		fmt.Fprintf(log, "setting up %s\n", p.name)
 		if err := p.setup(ctx); err != nil {
 			if ctx.Err() != nil {
-				return rep, ctx.Err()
+				return ctx.Err()
 			}
 			if p.required {
-				return rep, fmt.Errorf("set up %s: %w", p.name, err)
+				return fmt.Errorf("set up %s: %w", p.name, err)
 			}
 			note("%s: set-up failed, skipped: %v", p.name, err)
 			p.disabled = true
 		}
 	}
+	return nil
+}
 
-	fmt.Fprintf(cfg.Log, "warming up: %d untimed runs per path\n", cfg.Warmup)
-	for i := range cfg.Warmup {
-		if err := iteration(ctx, paths, i, false, note); err != nil {
-			return rep, err
+// closePaths closes the paths through cleanup, the last one first.
+func closePaths(paths []*path, cleanup func(string, func(context.Context) error)) {
+	for i := len(paths) - 1; i >= 0; i-- {
+		if p := paths[i]; p.close != nil {
+			cleanup(p.name, p.close)
 		}
 	}
-	fmt.Fprintf(cfg.Log, "measuring: %d runs per path, interleaved\n", cfg.N)
-	every := max(1, cfg.N/10)
-	for i := range cfg.N {
-		if err := iteration(ctx, paths, i, true, note); err != nil {
-			return rep, err
-		}
-		if (i+1)%every == 0 || i+1 == cfg.N {
-			fmt.Fprintf(cfg.Log, "  %d/%d\n", i+1, cfg.N)
-		}
-	}
+}
 
+// pathRows are the rows of paths, without those of a path that is not
+// required and never ran (the notes say why); failed says that a required
+// path was disabled or had a failed timed run.
+func pathRows(paths []*path) (rows []Row, failed bool) {
 	for _, p := range paths {
 		if p.required && (p.disabled || p.failures > 0) {
-			rep.Failed = true
+			failed = true
 		}
 		for _, r := range p.rows {
 			if !p.required && len(p.samples[r.id]) == 0 {
-				continue // a peer that could not run: the notes say why
+				continue
 			}
-			rep.Rows = append(rep.Rows, Row{ID: r.id, Label: r.label, Summary: Summarize(p.samples[r.id]), Failures: p.failures})
+			rows = append(rows, Row{ID: r.id, Label: r.label, Summary: Summarize(p.samples[r.id]), Failures: p.failures})
 		}
 	}
-	for _, t := range Targets {
-		for _, r := range rep.Rows {
-			if r.ID == t.Row && r.N > 0 {
-				rep.Targets = append(rep.Targets, Target{Row: t.Row, What: t.What, Limit: Duration(t.Limit), P50: r.P50, Met: time.Duration(r.P50) <= t.Limit})
-			}
-		}
-	}
-	return rep, nil
+	return rows, failed
 }
 
 // iteration runs every enabled path once, starting at a different path each

@@ -159,18 +159,38 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) (*GatewayReport, error) 
 		return rep, fmt.Errorf("the server does not answer GET /v1/computers with this key: %w", err)
 	}
 	pool := &poolWaiter{c: c, full: cfg.PoolSize, timeout: cfg.PoolTimeout}
+	if err := gatewaySequential(ctx, c, pool, cfg, rep); err != nil {
+		return rep, err
+	}
+	if cfg.Batches > 0 {
+		if err := gatewayBatches(ctx, c, pool, cfg, rep); err != nil {
+			return rep, err
+		}
+	}
+	for _, r := range rep.Rows {
+		if r.ID == RowGwOverhead && r.N > 0 {
+			rep.Targets = append(rep.Targets, Target{Row: r.ID, What: "gateway overhead per tool round",
+				Limit: Duration(gatewayOverheadMax), P50: r.P50, Met: time.Duration(r.P50) <= gatewayOverheadMax})
+		}
+	}
+	return rep, nil
+}
+
+// gatewaySequential times cfg.N responses with one code_interpreter round,
+// one after the other (after cfg.Warmup untimed ones), into rep's rows.
+func gatewaySequential(ctx context.Context, c *apiClient, pool *poolWaiter, cfg GatewayConfig, rep *GatewayReport) error {
 	ids := []string{RowGwClient, RowGwServer, RowGwUpstream, RowGwTools, RowGwCreate, RowGwOverheadAll, RowGwOverhead}
 	samples := map[string][]time.Duration{}
 	failures := 0
 	fmt.Fprintf(cfg.Log, "gateway: %d sequential responses with one code_interpreter round (after %d warm-up)\n", cfg.N, cfg.Warmup)
 	for i := -cfg.Warmup; i < cfg.N; i++ {
 		if err := pool.wait(ctx); err != nil {
-			return rep, err
+			return err
 		}
 		s, err := gatewayRound(ctx, c, cfg.Upstream)
 		if err != nil {
 			if ctx.Err() != nil {
-				return rep, ctx.Err()
+				return ctx.Err()
 			}
 			failures++
 			rep.AddNote(false, "sequential response %d failed: %v", i, err)
@@ -196,40 +216,37 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) (*GatewayReport, error) 
 	for _, id := range ids {
 		rep.Rows = append(rep.Rows, gatewayRow(id, labels[id], samples[id], failures))
 	}
+	return nil
+}
 
-	if cfg.Batches > 0 {
-		fmt.Fprintf(cfg.Log, "gateway: %d batches of %d concurrent streamed responses\n", cfg.Batches, cfg.Concurrency)
-		var first, total []time.Duration
-		var wall time.Duration
-		errs := 0
-		for b := 0; b < cfg.Batches; b++ {
-			if err := pool.wait(ctx); err != nil {
-				return rep, err
-			}
-			f, t, w, e := gatewayBatch(ctx, c, cfg.Concurrency, rep)
-			if ctx.Err() != nil {
-				return rep, ctx.Err()
-			}
-			first, total, wall, errs = append(first, f...), append(total, t...), wall+w, errs+e
+// gatewayBatches times cfg.Batches batches of cfg.Concurrency streamed
+// responses at once, into rep's rows and throughput.
+func gatewayBatches(ctx context.Context, c *apiClient, pool *poolWaiter, cfg GatewayConfig, rep *GatewayReport) error {
+	fmt.Fprintf(cfg.Log, "gateway: %d batches of %d concurrent streamed responses\n", cfg.Batches, cfg.Concurrency)
+	var first, total []time.Duration
+	var wall time.Duration
+	errs := 0
+	for b := 0; b < cfg.Batches; b++ {
+		if err := pool.wait(ctx); err != nil {
+			return err
 		}
-		rep.Rows = append(rep.Rows,
-			gatewayRow(RowGwStreamFirst, fmt.Sprintf("%d streamed at once: first text delta", cfg.Concurrency), first, errs),
-			gatewayRow(RowGwStreamTotal, fmt.Sprintf("%d streamed at once: response.completed", cfg.Concurrency), total, errs))
-		rep.StreamWall, rep.Errors = Duration(wall), errs
-		if wall > 0 {
-			rep.Throughput = float64(len(total)) / wall.Seconds()
+		f, t, w, e := gatewayBatch(ctx, c, cfg.Concurrency, rep)
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		if errs > 0 {
-			rep.Failed = true
-		}
+		first, total, wall, errs = append(first, f...), append(total, t...), wall+w, errs+e
 	}
-	for _, r := range rep.Rows {
-		if r.ID == RowGwOverhead && r.N > 0 {
-			rep.Targets = append(rep.Targets, Target{Row: r.ID, What: "gateway overhead per tool round",
-				Limit: Duration(gatewayOverheadMax), P50: r.P50, Met: time.Duration(r.P50) <= gatewayOverheadMax})
-		}
+	rep.Rows = append(rep.Rows,
+		gatewayRow(RowGwStreamFirst, fmt.Sprintf("%d streamed at once: first text delta", cfg.Concurrency), first, errs),
+		gatewayRow(RowGwStreamTotal, fmt.Sprintf("%d streamed at once: response.completed", cfg.Concurrency), total, errs))
+	rep.StreamWall, rep.Errors = Duration(wall), errs
+	if wall > 0 {
+		rep.Throughput = float64(len(total)) / wall.Seconds()
 	}
-	return rep, nil
+	if errs > 0 {
+		rep.Failed = true
+	}
+	return nil
 }
 
 func gatewayRow(id, label string, s []time.Duration, failures int) GatewayRow {

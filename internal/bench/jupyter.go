@@ -159,9 +159,31 @@ func startJupyterOnce(ctx context.Context, cfg JupyterConfig, root string) (*Jup
 	if cfg.NoToken {
 		j.Token = ""
 	}
+	if err := j.start(port, root); err != nil {
+		return nil, err
+	}
+	if err := j.waitReady(ctx); err != nil {
+		j.Stop()
+		if t := j.LogTail(2048); t != "" {
+			err = fmt.Errorf("%w; its log ends with:\n%s", err, t)
+		}
+		return nil, err
+	}
+	if b, err := j.do(ctx, http.MethodGet, "/api", nil, http.StatusOK); err == nil {
+		var v struct{ Version string }
+		json.Unmarshal(b, &v)
+		j.Version = v.Version
+	}
+	return j, nil
+}
+
+// start runs jupyter_server on port, serving root; j.done is closed when it
+// exits.
+func (j *Jupyter) start(port int, root string) error {
+	cfg := j.cfg
 	logf, err := os.OpenFile(j.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("jupyter_server log: %w", err)
+		return fmt.Errorf("jupyter_server log: %w", err)
 	}
 	argv := append(jupyterArgs(cfg.Python, j.Token, port, root), cfg.Args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -184,17 +206,15 @@ func startJupyterOnce(ctx context.Context, cfg JupyterConfig, root string) (*Jup
 	err = <-started
 	logf.Close()
 	if err != nil {
-		return nil, fmt.Errorf("start jupyter_server: %w", err)
+		return fmt.Errorf("start jupyter_server: %w", err)
 	}
-	fail := func(err error) (*Jupyter, error) {
-		j.Stop()
-		if t := j.LogTail(2048); t != "" {
-			err = fmt.Errorf("%w; its log ends with:\n%s", err, t)
-		}
-		return nil, err
-	}
+	return nil
+}
 
-	deadline := time.NewTimer(cfg.ReadyTimeout)
+// waitReady waits, within cfg.ReadyTimeout, for jupyter_server to list a
+// python3 kernelspec, whose argv it keeps in j.KernelArgv.
+func (j *Jupyter) waitReady(ctx context.Context) error {
+	deadline := time.NewTimer(j.cfg.ReadyTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -209,31 +229,25 @@ func startJupyterOnce(ctx context.Context, cfg JupyterConfig, root string) (*Jup
 		cancel()
 		if err == nil {
 			if err := json.Unmarshal(b, &specs); err != nil {
-				return fail(fmt.Errorf("GET /api/kernelspecs: %w", err))
+				return fmt.Errorf("GET /api/kernelspecs: %w", err)
 			}
 			ks, ok := specs.Kernelspecs["python3"]
 			if !ok {
-				return fail(errors.New("jupyter_server has no python3 kernelspec"))
+				return errors.New("jupyter_server has no python3 kernelspec")
 			}
 			j.KernelArgv = ks.Spec.Argv
-			break
+			return nil
 		}
 		select {
 		case <-tick.C:
 		case <-j.done:
-			return fail(fmt.Errorf("%w: %v", errJupyterExited, j.err))
+			return fmt.Errorf("%w: %v", errJupyterExited, j.err)
 		case <-deadline.C:
-			return fail(fmt.Errorf("jupyter_server did not answer GET /api/kernelspecs within %v", cfg.ReadyTimeout))
+			return fmt.Errorf("jupyter_server did not answer GET /api/kernelspecs within %v", j.cfg.ReadyTimeout)
 		case <-ctx.Done():
-			return fail(ctx.Err())
+			return ctx.Err()
 		}
 	}
-	if b, err := j.do(ctx, http.MethodGet, "/api", nil, http.StatusOK); err == nil {
-		var v struct{ Version string }
-		json.Unmarshal(b, &v)
-		j.Version = v.Version
-	}
-	return j, nil
 }
 
 // do sends a REST request with the token and reads the whole answer.

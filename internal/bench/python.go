@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -194,15 +193,7 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	if cfg.Warm.URL == "" {
 		return nil, errors.New("bench: no server URL")
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.FirstTimeout <= 0 {
-		cfg.FirstTimeout = DefaultPythonFirstTimeout
-	}
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
+	cfg.defaults()
 	rep := &PythonReport{Date: time.Now().UTC(), Host: hostInfo(), WarmServer: cfg.Warm.Info, N: cfg.N, FirstN: cfg.FirstN, Warmup: cfg.Warmup}
 	rep.WarmServer.URL, rep.WarmServer.PoolSize = cfg.Warm.URL, cfg.Warm.PoolSize
 	var notes []string
@@ -212,23 +203,17 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 		fmt.Fprintln(cfg.Log, "note: "+msg)
 	}
 	defer func() { rep.Notes = append(notes, rep.Notes...) }()
-	cleanupFailed := func() { rep.Failed, rep.CleanupFailed = true, true }
+	// undone notes a clean-up that failed.
+	undone := func(format string, args ...any) {
+		note(format, args...)
+		rep.Failed, rep.CleanupFailed = true, true
+	}
 
-	warm, err := newAPIClient(cfg.Warm.URL, cfg.Warm.Key, 4, cfg.Timeout)
+	warm, warmTr, closeWarm, err := openTracked(ctx, cfg.Warm, cfg.Timeout, "the server", undone)
 	if err != nil {
 		return rep, err
 	}
-	defer warm.close()
-	warmTr := &tracker{ids: map[string]bool{}}
-	defer func() {
-		if err := warmTr.deleteAll(warm); err != nil {
-			note("clean-up incomplete: %v", err)
-			cleanupFailed()
-		}
-	}()
-	if err := warm.check(ctx); err != nil {
-		return rep, fmt.Errorf("the server does not answer GET /v1/computers with this key: %w", err)
-	}
+	defer closeWarm()
 	if cfg.Warm.PoolSize < 1 {
 		note("the warm server has no pool: its first cells are cold ones")
 	}
@@ -238,38 +223,15 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 		return rep, err
 	}
 
-	rt := []*path{pyRoundTrip(warm, warmTr, pool, cfg)}
-	if cfg.Driver != nil {
-		rt = append(rt, driverRoundTrip(cfg))
-	}
-	if cfg.HostKernel != nil {
-		rt = append(rt, hostRoundTrip(cfg))
-	}
-	if cfg.KGW {
-		rt = append(rt, kgwRoundTrip(cfg))
-	}
+	rt := append([]*path{pyRoundTrip(warm, warmTr, pool, cfg)}, cfg.moreRoundTrips()...)
 	if cfg.Jupyter != nil {
-		fmt.Fprintln(cfg.Log, "starting jupyter_server")
-		j, err := StartJupyter(ctx, *cfg.Jupyter)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return rep, ctx.Err()
-		case err != nil:
-			note("jupyter_server: %v; its row is skipped", err)
-		default:
-			fmt.Fprintf(cfg.Log, "jupyter_server %s is ready at %s\n", j.Version, j.URL)
-			defer func() {
-				fmt.Fprintln(cfg.Log, "stopping jupyter_server")
-				if err := j.Stop(); err != nil {
-					note("jupyter_server: %v", err)
-					cleanupFailed()
-				}
-			}()
-			rep.Jupyter = &JupyterInfo{Version: j.Version, Python: cfg.Jupyter.Python, KernelArgv: j.KernelArgv}
-			if len(j.KernelArgv) == 0 || j.KernelArgv[0] != cfg.Jupyter.Python {
-				note("jupyter_server's python3 kernel runs %q, not %s", j.KernelArgv, cfg.Jupyter.Python)
-			}
-			rt = append(rt, jupyterRoundTrip(j, cfg))
+		p, stop, err := startJupyterPath(ctx, cfg, rep, note)
+		if err != nil {
+			return rep, err
+		}
+		if p != nil {
+			defer stop(undone)
+			rt = append(rt, p)
 		}
 	}
 
@@ -277,21 +239,11 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	if cfg.FirstN > 0 {
 		fc = append(fc, pyFirstWarm(warm, warmTr, pool, cfg))
 		if cfg.Cold.URL != "" {
-			cold, err := newAPIClient(cfg.Cold.URL, cfg.Cold.Key, 4, cfg.Timeout)
+			cold, coldTr, closeCold, err := openTracked(ctx, cfg.Cold, cfg.Timeout, "the cold server", undone)
 			if err != nil {
 				return rep, err
 			}
-			defer cold.close()
-			coldTr := &tracker{ids: map[string]bool{}}
-			defer func() {
-				if err := coldTr.deleteAll(cold); err != nil {
-					note("clean-up incomplete: %v", err)
-					cleanupFailed()
-				}
-			}()
-			if err := cold.check(ctx); err != nil {
-				return rep, fmt.Errorf("the cold server does not answer GET /v1/computers with this key: %w", err)
-			}
+			defer closeCold()
 			info := cfg.Cold.Info
 			info.URL, info.PoolSize = cfg.Cold.URL, cfg.Cold.PoolSize
 			rep.ColdServer = &info
@@ -303,25 +255,95 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
 		if err := f(cctx); err != nil {
-			note("%s: clean-up incomplete: %v", name, err)
-			cleanupFailed()
+			undone("%s: clean-up incomplete: %v", name, err)
 		}
 	}); err != nil {
 		return rep, err
 	}
-	for _, p := range append(rt, fc...) {
-		if p.required && (p.disabled || p.failures > 0) {
-			rep.Failed = true
-		}
-		for _, r := range p.rows {
-			if !p.required && len(p.samples[r.id]) == 0 {
-				continue // the notes say why
-			}
-			rep.Rows = append(rep.Rows, Row{ID: r.id, Label: r.label, Summary: Summarize(p.samples[r.id]), Failures: p.failures})
-		}
-	}
+	var failed bool
+	rep.Rows, failed = pathRows(append(rt, fc...))
+	rep.Failed = rep.Failed || failed
 	rep.Speedups, rep.Deltas, rep.Targets = pythonVerdicts(rep.Rows)
 	return rep, nil
+}
+
+// defaults fills in the zero timeouts and log.
+func (c *PythonConfig) defaults() {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.FirstTimeout <= 0 {
+		c.FirstTimeout = DefaultPythonFirstTimeout
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+}
+
+// moreRoundTrips are the round-trip paths besides the API's and
+// jupyter_server's: the driver's, the host kernel's and the warm server's
+// kernel gateway, as configured.
+func (c PythonConfig) moreRoundTrips() []*path {
+	var rt []*path
+	if c.Driver != nil {
+		rt = append(rt, driverRoundTrip(c))
+	}
+	if c.HostKernel != nil {
+		rt = append(rt, hostRoundTrip(c))
+	}
+	if c.KGW {
+		rt = append(rt, kgwRoundTrip(c))
+	}
+	return rt
+}
+
+// openTracked opens an API client of srv and checks its key (what names
+// srv in the error); closeAll deletes the computers the tracker still holds,
+// telling undone when it cannot, and closes the client.
+func openTracked(ctx context.Context, srv PythonServer, timeout time.Duration, what string, undone func(string, ...any)) (c *apiClient, tr *tracker, closeAll func(), err error) {
+	c, err = newAPIClient(srv.URL, srv.Key, 4, timeout)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tr = &tracker{ids: map[string]bool{}}
+	closeAll = func() {
+		if err := tr.deleteAll(c); err != nil {
+			undone("clean-up incomplete: %v", err)
+		}
+		c.close()
+	}
+	if err := c.check(ctx); err != nil {
+		closeAll()
+		return nil, nil, nil, fmt.Errorf("%s does not answer GET /v1/computers with this key: %w", what, err)
+	}
+	return c, tr, closeAll, nil
+}
+
+// startJupyterPath starts cfg.Jupyter's jupyter_server and returns its
+// round-trip path and how to stop it. A jupyter_server that does not start
+// is a note and a nil path, unless ctx is done.
+func startJupyterPath(ctx context.Context, cfg PythonConfig, rep *PythonReport, note func(string, ...any)) (*path, func(undone func(string, ...any)), error) {
+	fmt.Fprintln(cfg.Log, "starting jupyter_server")
+	j, err := StartJupyter(ctx, *cfg.Jupyter)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, nil, ctx.Err()
+	case err != nil:
+		note("jupyter_server: %v; its row is skipped", err)
+		return nil, nil, nil
+	}
+	fmt.Fprintf(cfg.Log, "jupyter_server %s is ready at %s\n", j.Version, j.URL)
+	stop := func(undone func(string, ...any)) {
+		fmt.Fprintln(cfg.Log, "stopping jupyter_server")
+		if err := j.Stop(); err != nil {
+			undone("jupyter_server: %v", err)
+		}
+	}
+	rep.Jupyter = &JupyterInfo{Version: j.Version, Python: cfg.Jupyter.Python, KernelArgv: j.KernelArgv}
+	if len(j.KernelArgv) == 0 || j.KernelArgv[0] != cfg.Jupyter.Python {
+		note("jupyter_server's python3 kernel runs %q, not %s", j.KernelArgv, cfg.Jupyter.Python)
+	}
+	return jupyterRoundTrip(j, cfg), stop, nil
 }
 
 // measurePython sets the paths up, warms them up and runs them: every
@@ -331,27 +353,10 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 // first in turn.
 func measurePython(ctx context.Context, rt, fc []*path, cfg PythonConfig, note func(string, ...any),
 	cleanup func(string, func(context.Context) error)) error {
-	for _, p := range append(rt, fc...) {
-		p.samples = make(map[string][]time.Duration)
-		if p.close != nil {
-			defer cleanup(p.name, p.close)
-		}
-	}
-	for _, p := range append(rt, fc...) {
-		if p.setup == nil {
-			continue
-		}
-		fmt.Fprintf(cfg.Log, "setting up %s\n", p.name)
-		if err := p.setup(ctx); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if p.required {
-				return fmt.Errorf("set up %s: %w", p.name, err)
-			}
-			note("%s: set-up failed, skipped: %v", p.name, err)
-			p.disabled = true
-		}
+	all := append(append([]*path(nil), rt...), fc...)
+	defer closePaths(all, cleanup)
+	if err := setUp(ctx, all, cfg.Log, note); err != nil {
+		return err
 	}
 	fcWarmup := min(cfg.Warmup, 1)
 	fmt.Fprintf(cfg.Log, "warming up: %d untimed round trips per path, %d first cells per path\n", cfg.Warmup, fcWarmup)
@@ -443,182 +448,6 @@ func pythonVerdicts(rows []Row) ([]Speedup, []Delta, []Target) {
 		}
 	}
 	return sp, ds, ts
-}
-
-// pyRoundTrip times 1+1 in one computer of the warm server, claimed from
-// its pool at set-up (so its session kernel is warm): unary JSON, and SSE
-// until the result event.
-func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
-	var (
-		id string
-		n  int // samples so far
-	)
-	req := pythonRequest(onePlusOne, 0)
-	ok := isResult(onePlusOneResult)
-	return &path{
-		name: "cubicle python 1+1", required: true,
-		rows: []rowDef{
-			{RowPyOnePlusOne, "cubicle  1+1  POST …/python (JSON)"},
-			{RowPyOnePlusOneSSE, "cubicle  1+1  POST …/python (SSE, to result)"},
-		},
-		setup: func(ctx context.Context) (err error) {
-			id, err = claim(ctx, c, tr, pool)
-			return err
-		},
-		close: func(ctx context.Context) error {
-			return deleteTracked(ctx, c, tr, id)
-		},
-		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			// The two go first in turn: the first call after the other
-			// paths ran may find colder caches than the second.
-			var d, ds time.Duration
-			var err error
-			unary := func() error { d, err = c.python(ctx, id, req, ok, cfg.Timeout); return err }
-			sse := func() error {
-				if ds, err = c.pythonSSE(ctx, id, req, ok, cfg.Timeout); err != nil {
-					return fmt.Errorf("SSE: %w", err)
-				}
-				return nil
-			}
-			first, second := unary, sse
-			if n%2 == 1 {
-				first, second = sse, unary
-			}
-			n++
-			if err := first(); err != nil {
-				return nil, err
-			}
-			if err := second(); err != nil {
-				return nil, err
-			}
-			return map[string]time.Duration{RowPyOnePlusOne: d, RowPyOnePlusOneSSE: ds}, nil
-		},
-	}
-}
-
-// jupyterRoundTrip times 1+1 through jupyter_server.
-func jupyterRoundTrip(j *Jupyter, cfg PythonConfig) *path {
-	return kernelChannelsPath(j, cfg, "jupyter_server 1+1", false,
-		rowDef{RowJupyterOnePlusOne, "jupyter  1+1  execute_request over WebSocket"})
-}
-
-// kgwRoundTrip times 1+1 through the warm server's Kernel Gateway API as
-// jupyterRoundTrip does through jupyter_server, with the same client; its
-// kernel is a computer of its own. The key is the gateway's token.
-func kgwRoundTrip(cfg PythonConfig) *path {
-	gw := &Jupyter{URL: cfg.Warm.URL, Token: cfg.Warm.Key, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
-	return kernelChannelsPath(gw, cfg, "cubicle kgw 1+1", true,
-		rowDef{RowKGWOnePlusOne, "kgw      1+1  execute_request over WebSocket"})
-}
-
-// kernelChannelsPath times 1+1 through a Jupyter server's REST and
-// WebSocket API: one kernel started with POST /api/kernels at set-up, one
-// channels WebSocket kept open, and per sample an execute_request until
-// its execute_reply and iopub idle.
-func kernelChannelsPath(j *Jupyter, cfg PythonConfig, name string, required bool, row rowDef) *path {
-	var (
-		kid string
-		ch  *jupyterChannels
-	)
-	return &path{
-		name: name, required: required,
-		rows: []rowDef{row},
-		setup: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, cfg.FirstTimeout)
-			defer cancel()
-			var err error
-			if kid, err = j.StartKernel(ctx); err != nil {
-				return err
-			}
-			if ch, err = j.OpenChannels(ctx, kid); err != nil {
-				return err
-			}
-			return ch.KernelInfo(ctx)
-		},
-		close: func(ctx context.Context) error {
-			if ch != nil {
-				ch.conn.CloseNow()
-			}
-			if kid == "" {
-				return nil
-			}
-			return j.ShutdownKernel(ctx, kid)
-		},
-		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-			defer cancel()
-			d, err := ch.Execute(ctx, onePlusOne, onePlusOneResult)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]time.Duration{row.id: d}, nil
-		},
-	}
-}
-
-// firstCellSample creates a computer and runs the first cell in it, timing
-// both; the computer is deleted afterwards (untimed), after settle.
-func firstCellSample(ctx context.Context, c *apiClient, tr *tracker, cfg PythonConfig, settle func(context.Context) error,
-	rowAll, rowCreate, rowCell string) (map[string]time.Duration, error) {
-	req := pythonRequest(firstCell, pythonFirstCellTimeout)
-	start := time.Now()
-	id, dc, err := c.create(ctx)
-	if err != nil {
-		return nil, err
-	}
-	tr.add(id)
-	dp, perr := c.python(ctx, id, req, firstCellOK, cfg.FirstTimeout)
-	all := time.Since(start)
-	var serr error
-	if settle != nil {
-		serr = settle(ctx)
-	}
-	if err := deleteTracked(ctx, c, tr, id); err != nil {
-		return nil, fmt.Errorf("delete %s: %w", id, err)
-	}
-	if perr != nil {
-		return nil, perr
-	}
-	if serr != nil {
-		return nil, serr
-	}
-	return map[string]time.Duration{rowAll: all, rowCreate: dc, rowCell: dp}, nil
-}
-
-// pyFirstWarm times POST /v1/computers from a full warm pool plus the
-// first cell in that computer, whose kernel already ran the prelude. The
-// pool's refill is waited for before each sample and after it (untimed).
-func pyFirstWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
-	return &path{
-		name: "cubicle first cell (warm pool)", required: true,
-		rows: []rowDef{
-			{RowPyFirstWarm, "warm     new computer + first cell"},
-			{RowPyFirstWarmCreate, "warm       POST /v1/computers (from the pool)"},
-			{RowPyFirstWarmCell, "warm       POST …/python (the cell)"},
-		},
-		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			if err := pool.wait(ctx); err != nil {
-				return nil, err
-			}
-			return firstCellSample(ctx, c, tr, cfg, pool.wait, RowPyFirstWarm, RowPyFirstWarmCreate, RowPyFirstWarmCell)
-		},
-	}
-}
-
-// pyFirstCold times a cold POST /v1/computers on the server without a pool
-// plus the first cell, which starts the kernel and runs the prelude.
-func pyFirstCold(c *apiClient, tr *tracker, cfg PythonConfig) *path {
-	return &path{
-		name: "cubicle first cell (cold)", required: true,
-		rows: []rowDef{
-			{RowPyFirstCold, "cold     new computer + first cell"},
-			{RowPyFirstColdCreate, "cold       POST /v1/computers (cold start)"},
-			{RowPyFirstColdCell, "cold       POST …/python (kernel, prelude, cell)"},
-		},
-		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			return firstCellSample(ctx, c, tr, cfg, nil, RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell)
-		},
-	}
 }
 
 // PythonTempDirs makes the directories of a python bench run inside a

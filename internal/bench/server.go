@@ -95,13 +95,28 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	var b [16]byte
 	rand.Read(b[:])
 	s := &Server{Key: "cub_bench_" + hex.EncodeToString(b[:]), done: make(chan struct{}), cfg: cfg}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		if tail := s.LogTail(2048); tail != "" {
+			err = fmt.Errorf("%w; the server's log ends with:\n%s", err, tail)
+		}
+		return nil, err
+	}
+	return s, nil
+}
 
+// start runs the server's process; s.done is closed when it exits.
+func (s *Server) start() error {
+	cfg := s.cfg
 	// The log goes to a file, not a pipe: should the bench die, a server
 	// writing to a broken pipe would be killed by SIGPIPE before it
 	// destroyed its computers.
 	logf, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("server log: %w", err)
+		return fmt.Errorf("server log: %w", err)
 	}
 	cmd := exec.Command(cfg.Binary, "serve", "--listen", "127.0.0.1:0", "--data", cfg.Data)
 	cmd.Env = serverEnv(os.Environ(), cfg, s.Key)
@@ -125,40 +140,27 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	err = <-started
 	logf.Close()
 	if err != nil {
-		return nil, fmt.Errorf("start cubicle serve: %w", err)
+		return fmt.Errorf("start cubicle serve: %w", err)
 	}
+	return nil
+}
 
-	fail := func(err error) (*Server, error) {
-		s.Stop()
-		if tail := s.LogTail(2048); tail != "" {
-			err = fmt.Errorf("%w; the server's log ends with:\n%s", err, tail)
-		}
-		return nil, err
-	}
-	deadline := time.NewTimer(cfg.ReadyTimeout)
+// waitReady waits, within cfg.ReadyTimeout, for the server to log where it
+// listens (s.URL) and then to answer GET /readyz.
+func (s *Server) waitReady(ctx context.Context) error {
+	deadline := time.NewTimer(s.cfg.ReadyTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for s.URL == "" {
-		if b, err := os.ReadFile(cfg.LogFile); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if a := listenAddr(line); a != "" {
-					s.URL = "http://" + a
-					break
-				}
-			}
-		}
-		if s.URL != "" {
-			break
-		}
+	for s.URL = s.loggedURL(); s.URL == ""; s.URL = s.loggedURL() {
 		select {
 		case <-tick.C:
 		case <-s.done:
-			return fail(fmt.Errorf("cubicle serve exited at start: %v", s.err))
+			return fmt.Errorf("cubicle serve exited at start: %v", s.err)
 		case <-deadline.C:
-			return fail(fmt.Errorf("cubicle serve did not log where it listens within %v", cfg.ReadyTimeout))
+			return fmt.Errorf("cubicle serve did not log where it listens within %v", s.cfg.ReadyTimeout)
 		case <-ctx.Done():
-			return fail(ctx.Err())
+			return ctx.Err()
 		}
 	}
 
@@ -170,19 +172,33 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s, nil
+				return nil
 			}
 		}
 		select {
 		case <-tick.C:
 		case <-s.done:
-			return fail(fmt.Errorf("cubicle serve exited before it was ready: %v", s.err))
+			return fmt.Errorf("cubicle serve exited before it was ready: %v", s.err)
 		case <-deadline.C:
-			return fail(fmt.Errorf("cubicle serve was not ready (GET /readyz) within %v", cfg.ReadyTimeout))
+			return fmt.Errorf("cubicle serve was not ready (GET /readyz) within %v", s.cfg.ReadyTimeout)
 		case <-ctx.Done():
-			return fail(ctx.Err())
+			return ctx.Err()
 		}
 	}
+}
+
+// loggedURL is the URL the server's log says it listens at, or "".
+func (s *Server) loggedURL() string {
+	b, err := os.ReadFile(s.cfg.LogFile)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if a := listenAddr(line); a != "" {
+			return "http://" + a
+		}
+	}
+	return ""
 }
 
 // listenAddr returns the address of the server's "serving" log line

@@ -3,6 +3,10 @@ package computer
 import (
 	"context"
 	"sync"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/log"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
 // cleanupSlots bounds how many killed computers have their resources freed
@@ -67,4 +71,54 @@ func (c *cleaner) wait(ctx context.Context) (int, error) {
 		defer c.mu.Unlock()
 		return c.pending, ctx.Err()
 	}
+}
+
+// destroy tears a computer down once and records its stop exactly once.
+// The caller has claimed l. It returns once the computer's processes are
+// dead and its stop is recorded; its resources are freed in the background
+// (cleanup), and its capacity stays taken until they are. A failed kill or
+// cleanup leaves l live, to be retried by the reaper.
+func (m *Manager) destroy(ctx context.Context, l *live, reason string) error {
+	m.mu.Lock()
+	killed := l.killed
+	m.mu.Unlock()
+	if !killed {
+		if err := l.sb.Kill(ctx); err != nil {
+			log.From(ctx).ErrorContext(ctx, "kill computer", "computer", l.rec.ID, "err", err)
+			m.retryLater(l, reason)
+			return err
+		}
+		m.mu.Lock()
+		l.killed = true
+		failure := l.failure
+		m.mu.Unlock()
+		m.adm.freeingStarted(l.memory)
+		m.recordStop(ctx, l.rec, store.Stop{At: m.now(), Reason: reason, Failure: failure})
+	}
+	ctx = context.WithoutCancel(ctx)
+	m.cleaner.run(func() { m.cleanup(ctx, l, reason) })
+	return nil
+}
+
+// cleanup frees a killed computer's resources, then its capacity.
+func (m *Manager) cleanup(ctx context.Context, l *live, reason string) {
+	if err := l.sb.Destroy(ctx); err != nil {
+		log.From(ctx).ErrorContext(ctx, "destroy computer", "computer", l.rec.ID, "err", err)
+		m.retryLater(l, reason)
+		return
+	}
+	m.mu.Lock()
+	if m.live[l.rec.ID] == l {
+		delete(m.live, l.rec.ID)
+		close(l.ended)
+	}
+	m.mu.Unlock()
+	m.adm.release(l.memory, true)
+}
+
+// retryLater hands a failed teardown back to the reaper.
+func (m *Manager) retryLater(l *live, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l.stopping, l.retryAt, l.reason = false, m.now().Add(time.Second), reason
 }

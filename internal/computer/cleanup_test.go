@@ -44,8 +44,8 @@ func TestDeleteAnswersAfterKillBeforeCleanup(t *testing.T) {
 	f := newFixture(t, "", drv, nil)
 	ctx := context.Background()
 	v := f.createAndDelete(ctx)
-	sb := drv.sandboxes()[0]
-	if n := sb.killed.Load(); n != 1 {
+	sb := drv.Sandboxes()[0]
+	if n := sb.Kills.Load(); n != 1 {
 		t.Fatalf("delete answered with the computer killed %d times, want 1", n)
 	}
 	<-started // the cleanup runs, and is held
@@ -66,7 +66,7 @@ func TestDeleteAnswersAfterKillBeforeCleanup(t *testing.T) {
 	}
 	close(release)
 	waitFor(t, "cleanup finished", func() bool { return f.mgr.Snapshot().ByState["stopping"] == 0 })
-	if n := sb.destroyed.Load(); n != 1 {
+	if n := sb.Destroys.Load(); n != 1 {
 		t.Fatalf("destroyed %d times", n)
 	}
 	if rows, evs := f.usage(v.ID), f.events(v.ID, "computer.destroyed"); len(rows) != 1 || len(evs) != 1 {
@@ -127,12 +127,12 @@ func TestFailedCleanupIsRetried(t *testing.T) {
 	if err := f.mgr.Delete(ctx, f.p, v.ID); err != nil {
 		t.Fatalf("delete with a failing cleanup: %v, want success (the computer is dead)", err)
 	}
-	sb := drv.sandboxes()[0]
-	waitFor(t, "cleanup retried", func() bool { return sb.destroyed.Load() >= 2 })
+	sb := drv.Sandboxes()[0]
+	waitFor(t, "cleanup retried", func() bool { return sb.Destroys.Load() >= 2 })
 	if _, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{}); err != nil {
 		t.Fatalf("create after the retried cleanup: %v", err)
 	}
-	if n := sb.killed.Load(); n != 1 {
+	if n := sb.Kills.Load(); n != 1 {
 		t.Fatalf("killed %d times, want 1", n)
 	}
 	if rows, evs := f.usage(v.ID), f.events(v.ID, "computer.destroyed"); len(rows) != 1 || len(evs) != 1 {
@@ -168,7 +168,7 @@ func TestCloseWaitsForCleanups(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("bounded=%v: Close still waiting 5 s later", bounded)
 		}
-		if !bounded && drv.sandboxes()[0].destroyed.Load() != 1 {
+		if !bounded && drv.Sandboxes()[0].Destroys.Load() != 1 {
 			t.Fatal("Close returned before the cleanup ended")
 		}
 		if bounded {

@@ -3,7 +3,6 @@ package computer_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 	"sync"
@@ -14,116 +13,97 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
 
-// fakeDriver makes in-memory computers whose behaviour a test controls, to
-// reach the manager's interleavings deterministically.
+// fakeDriver is sandboxtest's Driver with the hooks the manager's tests
+// use to reach its interleavings deterministically. Its computers answer
+// every call as a healthy agent does, unless a hook says otherwise.
 type fakeDriver struct {
-	mu      sync.Mutex
-	n       int
-	all     []*fakeSB
+	sandboxtest.Driver
 	gcCalls atomic.Int32
 	// createHook, when set, runs in Create; an error fails the create.
 	createHook func(ctx context.Context) error
 	// killHook, when set, runs in Kill (once per computer).
-	killHook func(sb *fakeSB)
+	killHook func(sb *sandboxtest.Sandbox)
 	// killErr, when set, is the result of the n-th (from 1) Kill.
 	killErr func(n int32) error
 	// destroyHook, when set, runs in Destroy (once per computer).
-	destroyHook func(sb *fakeSB)
+	destroyHook func(sb *sandboxtest.Sandbox)
 	// destroyErr, when set, is the result of the n-th (from 1) Destroy.
 	destroyErr func(n int32) error
 	// execHook, when set, answers Exec.
 	execHook func(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExitStatus, error)
+
+	once sync.Once
 }
 
 func (d *fakeDriver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	d.once.Do(func() { d.New = d.script })
+	return d.Driver.Create(ctx, spec)
+}
+
+func (d *fakeDriver) GC(ctx context.Context) (sandbox.GCReport, error) {
+	d.gcCalls.Add(1)
+	return d.Driver.GC(ctx)
+}
+
+// script makes one computer that answers through d's hooks.
+func (d *fakeDriver) script(ctx context.Context, spec sandbox.Spec) (*sandboxtest.Sandbox, error) {
 	if d.createHook != nil {
 		if err := d.createHook(ctx); err != nil {
 			return nil, err
 		}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.n++
-	sb := &fakeSB{id: fmt.Sprintf("cmp_fake%020d", d.n), spec: spec, d: d}
-	d.all = append(d.all, sb)
+	sb := &sandboxtest.Sandbox{
+		WriteFileFunc: func(ctx context.Context, req sandbox.FileWrite, r io.Reader) (sandbox.Written, error) {
+			n, err := io.Copy(io.Discard, r)
+			return sandbox.Written{Path: req.Path, Bytes: n}, err
+		},
+		ReadFileFunc: func(context.Context, sandbox.FileRead, io.Writer) (sandbox.DataEnd, error) {
+			return sandbox.DataEnd{}, nil
+		},
+		StatFunc: func(ctx context.Context, path string) (sandbox.FileInfo, error) {
+			return sandbox.FileInfo{Path: path, Type: "file"}, nil
+		},
+		ListFunc:   func(context.Context, string) (sandbox.Listing, error) { return sandbox.Listing{}, nil },
+		MkdirFunc:  func(context.Context, string, bool) error { return nil },
+		RemoveFunc: func(context.Context, string, bool) error { return nil },
+		PythonFunc: func(context.Context, sandbox.PythonRequest, func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
+			return sandbox.PythonResult{Status: "ok", FailedCell: -1}, nil
+		},
+		PythonControlFunc: func(context.Context, string) error { return nil },
+		OpenKernelFunc:    func(context.Context, sandbox.KernelStart) (sandbox.Kernel, error) { return nil, sandbox.ErrUnsupported },
+	}
+	sb.ExecFunc = func(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
+		if d.execHook != nil {
+			return d.execHook(ctx, req)
+		}
+		return sandbox.ExitStatus{}, nil
+	}
+	sb.KillFunc = func(context.Context) error {
+		n := sb.Kills.Load()
+		if n == 1 && d.killHook != nil {
+			d.killHook(sb)
+		}
+		if d.killErr != nil {
+			return d.killErr(n)
+		}
+		return nil
+	}
+	sb.DestroyFunc = func(context.Context) error {
+		n := sb.Destroys.Load()
+		if n == 1 && d.destroyHook != nil {
+			d.destroyHook(sb)
+		}
+		if d.destroyErr != nil {
+			return d.destroyErr(n)
+		}
+		return nil
+	}
 	return sb, nil
-}
-
-func (d *fakeDriver) GC(ctx context.Context) (sandbox.GCReport, error) {
-	d.gcCalls.Add(1)
-	return sandbox.GCReport{}, nil
-}
-
-func (d *fakeDriver) sandboxes() []*fakeSB {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]*fakeSB(nil), d.all...)
-}
-
-type fakeSB struct {
-	id        string
-	spec      sandbox.Spec
-	d         *fakeDriver
-	killed    atomic.Int32
-	destroyed atomic.Int32
-}
-
-func (s *fakeSB) ID() string         { return s.id }
-func (s *fakeSB) Spec() sandbox.Spec { return s.spec }
-func (s *fakeSB) Exec(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
-	if s.d.execHook != nil {
-		return s.d.execHook(ctx, req)
-	}
-	return sandbox.ExitStatus{}, nil
-}
-func (s *fakeSB) WriteFile(ctx context.Context, req sandbox.FileWrite, r io.Reader) (sandbox.Written, error) {
-	n, err := io.Copy(io.Discard, r)
-	return sandbox.Written{Path: req.Path, Bytes: n}, err
-}
-func (s *fakeSB) ReadFile(ctx context.Context, req sandbox.FileRead, w io.Writer) (sandbox.DataEnd, error) {
-	return sandbox.DataEnd{}, nil
-}
-func (s *fakeSB) Stat(ctx context.Context, path string) (sandbox.FileInfo, error) {
-	return sandbox.FileInfo{Path: path, Type: "file"}, nil
-}
-func (s *fakeSB) List(ctx context.Context, path string) (sandbox.Listing, error) {
-	return sandbox.Listing{}, nil
-}
-func (s *fakeSB) Mkdir(ctx context.Context, path string, parents bool) error    { return nil }
-func (s *fakeSB) Remove(ctx context.Context, path string, recursive bool) error { return nil }
-func (s *fakeSB) Kill(ctx context.Context) error {
-	n := s.killed.Add(1)
-	if n == 1 && s.d.killHook != nil {
-		s.d.killHook(s)
-	}
-	if s.d.killErr != nil {
-		return s.d.killErr(n)
-	}
-	return nil
-}
-func (s *fakeSB) Destroy(ctx context.Context) error {
-	n := s.destroyed.Add(1)
-	if n == 1 && s.d.destroyHook != nil {
-		s.d.destroyHook(s)
-	}
-	if s.d.destroyErr != nil {
-		return s.d.destroyErr(n)
-	}
-	return nil
-}
-func (s *fakeSB) Keep(ctx context.Context) (string, error) { return "", errors.New("not supported") }
-func (s *fakeSB) Done() <-chan struct{}                    { return nil }
-func (s *fakeSB) ExitReason() string                       { return "" }
-func (s *fakeSB) Python(ctx context.Context, req sandbox.PythonRequest, onOutput func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
-	return sandbox.PythonResult{Status: "ok", FailedCell: -1}, nil
-}
-func (s *fakeSB) PythonControl(ctx context.Context, action string) error { return nil }
-func (s *fakeSB) OpenKernel(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error) {
-	return nil, sandbox.ErrUnsupported
 }
 
 // fixture is a manager on a fake driver and a real SQLite store.
@@ -213,8 +193,8 @@ func (f *fixture) events(id, typ string) []store.Event {
 // blockingKill makes Kill signal started and wait for release.
 func blockingKill(drv *fakeDriver) (started chan string, release chan struct{}) {
 	started, release = make(chan string, 16), make(chan struct{})
-	drv.killHook = func(sb *fakeSB) {
-		started <- sb.id
+	drv.killHook = func(sb *sandboxtest.Sandbox) {
+		started <- sb.ID()
 		<-release
 	}
 	return started, release
@@ -224,8 +204,8 @@ func blockingKill(drv *fakeDriver) (started chan string, release chan struct{}) 
 // and wait for release.
 func blockingDestroy(drv *fakeDriver) (started chan string, release chan struct{}) {
 	started, release = make(chan string, 16), make(chan struct{})
-	drv.destroyHook = func(sb *fakeSB) {
-		started <- sb.id
+	drv.destroyHook = func(sb *sandboxtest.Sandbox) {
+		started <- sb.ID()
 		<-release
 	}
 	return started, release
@@ -429,9 +409,9 @@ func TestCloseStopsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	mgr.Close(ctx)
-	for _, sb := range drv.sandboxes() {
-		if n := sb.destroyed.Load(); n != 1 {
-			t.Errorf("%s destroyed %d times", sb.id, n)
+	for _, sb := range drv.Sandboxes() {
+		if n := sb.Destroys.Load(); n != 1 {
+			t.Errorf("%s destroyed %d times", sb.ID(), n)
 		}
 	}
 	rows, _ := st.Usage().List(ctx, p.Org.ID, time.Time{}, time.Time{})
@@ -541,12 +521,12 @@ func TestUnreachableDeleteIsCleanedUpLater(t *testing.T) {
 	if err := f.mgr.Delete(context.Background(), f.p, v.ID); !errors.Is(err, computer.ErrUnavailable) {
 		t.Fatalf("delete with a failing teardown: %v, want ErrUnavailable (503)", err)
 	}
-	sb := drv.sandboxes()[0]
+	sb := drv.Sandboxes()[0]
 	deadline := time.Now().Add(3 * time.Second)
-	for sb.destroyed.Load() < 1 && time.Now().Before(deadline) {
+	for sb.Destroys.Load() < 1 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if k, d := sb.killed.Load(), sb.destroyed.Load(); k < 2 || d != 1 {
+	if k, d := sb.Kills.Load(), sb.Destroys.Load(); k < 2 || d != 1 {
 		t.Fatalf("in 3 s after a failed delete: killed %d times, destroyed %d; it is never cleaned up", k, d)
 	}
 	for deadline := time.Now().Add(time.Second); len(f.usage(v.ID)) == 0 && time.Now().Before(deadline); {

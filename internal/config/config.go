@@ -2,8 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"reflect"
 	"strconv"
@@ -288,110 +286,6 @@ func setField(f reflect.Value, v string) error {
 		f.SetFloat(n)
 	default:
 		return fmt.Errorf("unsupported type %s", f.Kind())
-	}
-	return nil
-}
-
-// Validate checks every value and names the first bad key.
-func (c Config) Validate() error {
-	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
-	}
-	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
-		return bad("server.listen", "%q is not host:port", c.Server.Listen)
-	}
-	if c.Server.Data == "" || !strings.HasPrefix(c.Server.Data, "/") {
-		return bad("server.data", "must be an absolute path, got %q", c.Server.Data)
-	}
-	if u := c.Server.PublicURL; u != "" {
-		pu, err := url.Parse(u)
-		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || strings.TrimSuffix(pu.Path, "/") != "" || pu.RawQuery != "" {
-			return bad("server.public_url", "must be http(s)://host[:port] without a path, got %q", u)
-		}
-	}
-	switch {
-	case c.Server.MaxConnections < 1:
-		return bad("server.max_connections", "must be at least 1")
-	case c.Server.BodyTimeoutSeconds < 1:
-		return bad("server.body_timeout_seconds", "must be at least 1")
-	case c.Server.IdleTimeoutSeconds < 1:
-		return bad("server.idle_timeout_seconds", "must be at least 1")
-	}
-	k := c.Computers
-	switch {
-	case k.Memory < 16<<20:
-		return bad("computers.memory", "must be at least 16M")
-	case k.Pids < 8:
-		return bad("computers.pids", "must be at least 8")
-	case k.CPUs < 0:
-		return bad("computers.cpus", "must not be negative")
-	case k.Disk < 16<<20:
-		return bad("computers.disk", "must be at least 16M")
-	case k.LifetimeSeconds < 1:
-		return bad("computers.lifetime_seconds", "must be at least 1")
-	case k.ExecTimeoutSeconds < 1:
-		return bad("computers.exec_timeout_seconds", "must be at least 1")
-	case k.MaxConcurrent < 1:
-		return bad("computers.max_concurrent", "must be at least 1")
-	case k.MemoryBudget < k.Memory:
-		return bad("computers.memory_budget", "must hold at least one computer (%s)", k.Memory)
-	case k.PoolSize < 0 || k.PoolSize > k.MaxConcurrent:
-		return bad("computers.pool_size", "must be between 0 and computers.max_concurrent")
-	case k.MaxFileBytes < 1:
-		return bad("computers.max_file_bytes", "must be positive")
-	case k.MaxOutputBytes < 1024:
-		return bad("computers.max_output_bytes", "must be at least 1K")
-	}
-	if _, n, err := k.UIDs(); err != nil {
-		return bad("computers.uid_range", "%v", err)
-	} else if int64(n) < int64(k.MaxConcurrent) {
-		return bad("computers.uid_range", "holds %d uids, fewer than computers.max_concurrent (%d)", n, k.MaxConcurrent)
-	}
-	if c.Files.MaxBytes < 1 {
-		return bad("files.max_bytes", "must be positive")
-	}
-	if c.Files.InputMaxFiles < 1 {
-		return bad("files.input_max_files", "must be positive")
-	}
-	if c.Files.InputMaxBytes < 1 {
-		return bad("files.input_max_bytes", "must be positive")
-	}
-	if c.Files.Dir != "" && !strings.HasPrefix(c.Files.Dir, "/") {
-		return bad("files.dir", "must be an absolute path, got %q", c.Files.Dir)
-	}
-	if u := c.Gateway.UpstreamURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return bad("gateway.upstream_url", "must be an http:// or https:// URL, got %q", u)
-	}
-	if c.Gateway.UpstreamURL != "" && len(c.Gateway.Upstreams) > 0 {
-		return bad("gateway.upstream_url", "use either upstream_url or [[gateway.upstreams]], not both")
-	}
-	if c.Gateway.UpstreamKeyEnv != "" && len(c.Gateway.Upstreams) > 0 {
-		return bad("gateway.upstream_key_env", "belongs to upstream_url; give each [[gateway.upstreams]] its key_env")
-	}
-	if c.Gateway.IdleTimeoutSeconds < 1 {
-		return bad("gateway.idle_timeout_seconds", "must be at least 1")
-	}
-	if c.Gateway.TimeoutSeconds < 1 {
-		return bad("gateway.timeout_seconds", "must be at least 1")
-	}
-	if c.Gateway.MaxRounds < 1 {
-		return bad("gateway.max_rounds", "must be at least 1")
-	}
-	if err := c.Jupyter.validate(); err != nil {
-		return err
-	}
-	if err := c.Template.validate(); err != nil {
-		return err
-	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		return bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
-	}
-	switch c.Log.Format {
-	case "text", "json":
-	default:
-		return bad("log.format", "%q is not text or json", c.Log.Format)
 	}
 	return nil
 }

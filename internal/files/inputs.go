@@ -92,16 +92,9 @@ func (s *Service) CopyInputs(ctx context.Context, p governance.Principal, sb san
 	if left <= 0 {
 		left = s.inputMaxBytes
 	}
-	var all []input
-	for _, id := range req.FileIDs {
-		all = append(all, input{id: id})
-	}
-	for _, id := range req.ArtifactIDs {
-		all = append(all, input{id: id, artifact: true})
-	}
 	count := 0
 	skip := func(id, reason string) { rep.Skipped = append(rep.Skipped, Skipped{ID: id, Reason: reason}) }
-	for _, in := range all {
+	for _, in := range req.inputs() {
 		switch {
 		case !in.artifact && !p.Caps.HasFiles():
 			skip(in.id, SkipNoFilesCap)
@@ -113,70 +106,109 @@ func (s *Service) CopyInputs(ctx context.Context, p governance.Principal, sb san
 			skip(in.id, SkipCountLimit)
 			continue
 		}
-		if safe, err := SanitizeFilename(in.id); err != nil || safe != in.id {
-			skip(in.id, SkipInvalidID)
-			continue
-		}
-		var (
-			name, key, dir string
-			size           int64
-		)
-		if in.artifact {
-			a, err := s.st.Artifacts().Get(ctx, p.Org.ID, in.id)
-			if errors.Is(err, store.ErrNotFound) {
-				skip(in.id, SkipNotFound)
-				continue
-			} else if err != nil {
-				return rep, err
-			}
-			name, key, dir, size = a.Filename, artifactKey(a.ID), ArtifactsDir, a.Bytes
-		} else {
-			f, err := s.st.Files().Get(ctx, p.Org.ID, in.id)
-			if errors.Is(err, store.ErrNotFound) {
-				skip(in.id, SkipNotFound)
-				continue
-			} else if err != nil {
-				return rep, err
-			}
-			name, key, dir, size = f.Filename, fileKey(f.ID), InputsDir, f.Bytes
-		}
-		name, err := SanitizeFilename(name)
+		src, reason, err := s.locate(ctx, p, in)
 		if err != nil {
-			name = "file"
+			return rep, err
 		}
-		target := dir + "/" + in.id + "/" + name
-		if _, err := sb.Stat(ctx, target); err == nil {
-			count++
-			skip(in.id, SkipPresent)
-			continue
-		} else if !errors.Is(err, sandbox.ErrNotFound) {
-			if fatal(err) {
+		var n int64
+		if reason == "" {
+			if n, reason, err = s.copyInput(ctx, sb, src, left); err != nil {
 				return rep, err
 			}
-			skip(in.id, SkipUnwritable)
-			continue
 		}
-		if size > left {
-			skip(in.id, SkipByteLimit)
-			continue
+		switch reason {
+		case "":
+			count++
+			left -= n
+			rep.Copied = append(rep.Copied, Copied{ID: in.id, Path: src.target, Bytes: n})
+		case SkipPresent:
+			count++
+			skip(in.id, reason)
+		default:
+			skip(in.id, reason)
 		}
-		n, err := s.copyBlob(ctx, sb, key, target, size)
-		switch {
-		case errors.Is(err, blob.ErrNotFound):
-			skip(in.id, SkipNotFound)
-			continue
-		case err != nil && fatal(err):
-			return rep, err
-		case err != nil:
-			sb.Remove(context.WithoutCancel(ctx), target, false)
-			skip(in.id, SkipUnwritable)
-			continue
-		}
-		count++
-		left -= n
-		rep.Copied = append(rep.Copied, Copied{ID: in.id, Path: target, Bytes: n})
 	}
 	return rep, nil
+}
+
+// inputs lists req's files, then its artifacts.
+func (req InputsRequest) inputs() []input {
+	var all []input
+	for _, id := range req.FileIDs {
+		all = append(all, input{id: id})
+	}
+	for _, id := range req.ArtifactIDs {
+		all = append(all, input{id: id, artifact: true})
+	}
+	return all
+}
+
+// source is where an input's bytes are (a blob key) and where they go.
+type source struct {
+	key, target string
+	size        int64
+}
+
+// locate finds the input p's organisation may read and its target path in
+// the computer; a non-empty reason says why it is skipped instead.
+func (s *Service) locate(ctx context.Context, p governance.Principal, in input) (source, string, error) {
+	if safe, err := SanitizeFilename(in.id); err != nil || safe != in.id {
+		return source{}, SkipInvalidID, nil
+	}
+	var (
+		name, key, dir string
+		size           int64
+	)
+	if in.artifact {
+		a, err := s.st.Artifacts().Get(ctx, p.Org.ID, in.id)
+		if errors.Is(err, store.ErrNotFound) {
+			return source{}, SkipNotFound, nil
+		} else if err != nil {
+			return source{}, "", err
+		}
+		name, key, dir, size = a.Filename, artifactKey(a.ID), ArtifactsDir, a.Bytes
+	} else {
+		f, err := s.st.Files().Get(ctx, p.Org.ID, in.id)
+		if errors.Is(err, store.ErrNotFound) {
+			return source{}, SkipNotFound, nil
+		} else if err != nil {
+			return source{}, "", err
+		}
+		name, key, dir, size = f.Filename, fileKey(f.ID), InputsDir, f.Bytes
+	}
+	name, err := SanitizeFilename(name)
+	if err != nil {
+		name = "file"
+	}
+	return source{key: key, target: dir + "/" + in.id + "/" + name, size: size}, "", nil
+}
+
+// copyInput writes src into the computer if it is not there yet and fits in
+// left bytes, and returns the bytes written; a non-empty reason says why it
+// was not written. The error return is for a computer that failed.
+func (s *Service) copyInput(ctx context.Context, sb sandbox.Files, src source, left int64) (int64, string, error) {
+	if _, err := sb.Stat(ctx, src.target); err == nil {
+		return 0, SkipPresent, nil
+	} else if !errors.Is(err, sandbox.ErrNotFound) {
+		if fatal(err) {
+			return 0, "", err
+		}
+		return 0, SkipUnwritable, nil
+	}
+	if src.size > left {
+		return 0, SkipByteLimit, nil
+	}
+	n, err := s.copyBlob(ctx, sb, src.key, src.target, src.size)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return 0, SkipNotFound, nil
+	case err != nil && fatal(err):
+		return 0, "", err
+	case err != nil:
+		sb.Remove(context.WithoutCancel(ctx), src.target, false)
+		return 0, SkipUnwritable, nil
+	}
+	return n, "", nil
 }
 
 // copyBlob writes at most size bytes of the blob key to target.

@@ -254,53 +254,11 @@ const (
 )
 
 func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error) {
-	var a struct {
-		Cells []struct {
-			Code  *string `json:"code"`
-			Title *string `json:"title"`
-		} `json:"cells"`
-		Timeout *int    `json:"timeout"`
-		Cwd     *string `json:"cwd"`
-		Reset   *bool   `json:"reset"`
-	}
-	if msg := decodeArgs(raw, &a, "cells"); msg != "" {
+	lim := env.Limits.withDefaults()
+	req, msg := pythonRequest(raw, lim)
+	if msg != "" {
 		return failed("%s", msg), nil
 	}
-	lim := env.Limits.withDefaults()
-	if len(a.Cells) == 0 || len(a.Cells) > sandbox.MaxPythonCells {
-		return failed("Invalid arguments: cells must hold 1 to %d cells.", sandbox.MaxPythonCells), nil
-	}
-	req := sandbox.PythonRequest{Prelude: lim.Prelude, MaxOutput: lim.MaxStreamBytes}
-	for i, c := range a.Cells {
-		if c.Code == nil {
-			return failed("Invalid arguments: cells[%d].code is required.", i), nil
-		}
-		if len(*c.Code) > sandbox.MaxPythonCellBytes {
-			return failed("Invalid arguments: cell %d is larger than %d bytes.", i, sandbox.MaxPythonCellBytes), nil
-		}
-		cell := sandbox.PythonCell{Code: *c.Code}
-		if c.Title != nil {
-			cell.Title = *c.Title
-		}
-		req.Cells = append(req.Cells, cell)
-	}
-	timeout := defaultPythonTimeout
-	if a.Timeout != nil {
-		if *a.Timeout < 1 || *a.Timeout > maxPythonTimeout {
-			return failed("Invalid arguments: timeout must be 1 to %d seconds.", maxPythonTimeout), nil
-		}
-		timeout = *a.Timeout
-	}
-	timeout = min(timeout, lim.ExecTimeoutSeconds)
-	req.Timeout = time.Duration(timeout) * time.Second
-	if a.Cwd != nil {
-		cwd, msg := ResolvePath(*a.Cwd)
-		if msg != "" {
-			return failed("%s", msg), nil
-		}
-		req.Cwd = cwd
-	}
-	req.Reset = a.Reset != nil && *a.Reset
 	cells := make([]PythonCell, len(req.Cells))
 	outs := make([]*kernel.Accumulator, len(req.Cells))
 	for i := range cells {
@@ -335,6 +293,57 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 	logs, _ := renderPython(cells, res, false)
 	return Result{Output: Truncate(text, lim.MaxAnswerBytes), Images: images, Cells: cells,
 		Logs: Truncate(logs, lim.MaxAnswerBytes), Failed: res.Status != "ok"}, nil
+}
+
+// pythonRequest decodes the python tool's arguments into a request within
+// lim; a non-empty msg is the sentence for arguments that are invalid.
+func pythonRequest(raw json.RawMessage, lim Limits) (req sandbox.PythonRequest, msg string) {
+	var a struct {
+		Cells []struct {
+			Code  *string `json:"code"`
+			Title *string `json:"title"`
+		} `json:"cells"`
+		Timeout *int    `json:"timeout"`
+		Cwd     *string `json:"cwd"`
+		Reset   *bool   `json:"reset"`
+	}
+	if msg := decodeArgs(raw, &a, "cells"); msg != "" {
+		return req, msg
+	}
+	if len(a.Cells) == 0 || len(a.Cells) > sandbox.MaxPythonCells {
+		return req, fmt.Sprintf("Invalid arguments: cells must hold 1 to %d cells.", sandbox.MaxPythonCells)
+	}
+	req = sandbox.PythonRequest{Prelude: lim.Prelude, MaxOutput: lim.MaxStreamBytes}
+	for i, c := range a.Cells {
+		if c.Code == nil {
+			return req, fmt.Sprintf("Invalid arguments: cells[%d].code is required.", i)
+		}
+		if len(*c.Code) > sandbox.MaxPythonCellBytes {
+			return req, fmt.Sprintf("Invalid arguments: cell %d is larger than %d bytes.", i, sandbox.MaxPythonCellBytes)
+		}
+		cell := sandbox.PythonCell{Code: *c.Code}
+		if c.Title != nil {
+			cell.Title = *c.Title
+		}
+		req.Cells = append(req.Cells, cell)
+	}
+	timeout := defaultPythonTimeout
+	if a.Timeout != nil {
+		if *a.Timeout < 1 || *a.Timeout > maxPythonTimeout {
+			return req, fmt.Sprintf("Invalid arguments: timeout must be 1 to %d seconds.", maxPythonTimeout)
+		}
+		timeout = *a.Timeout
+	}
+	req.Timeout = time.Duration(min(timeout, lim.ExecTimeoutSeconds)) * time.Second
+	if a.Cwd != nil {
+		cwd, msg := ResolvePath(*a.Cwd)
+		if msg != "" {
+			return req, msg
+		}
+		req.Cwd = cwd
+	}
+	req.Reset = a.Reset != nil && *a.Reset
+	return req, ""
 }
 
 // shortTraceback is how many traceback lines the model sees.

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// pyRoundTrip times 1+1 in one computer of the warm server, claimed from
+// its pool at set-up (so its session kernel is warm): unary JSON, and SSE
+// until the result event.
+func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
+	var (
+		id string
+		n  int // samples so far
+	)
+	req := pythonRequest(onePlusOne, 0)
+	ok := isResult(onePlusOneResult)
+	return &path{
+		name: "cubicle python 1+1", required: true,
+		rows: []rowDef{
+			{RowPyOnePlusOne, "cubicle  1+1  POST …/python (JSON)"},
+			{RowPyOnePlusOneSSE, "cubicle  1+1  POST …/python (SSE, to result)"},
+		},
+		setup: func(ctx context.Context) (err error) {
+			id, err = claim(ctx, c, tr, pool)
+			return err
+		},
+		close: func(ctx context.Context) error {
+			return deleteTracked(ctx, c, tr, id)
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			// The two go first in turn: the first call after the other
+			// paths ran may find colder caches than the second.
+			var d, ds time.Duration
+			var err error
+			unary := func() error { d, err = c.python(ctx, id, req, ok, cfg.Timeout); return err }
+			sse := func() error {
+				if ds, err = c.pythonSSE(ctx, id, req, ok, cfg.Timeout); err != nil {
+					return fmt.Errorf("SSE: %w", err)
+				}
+				return nil
+			}
+			first, second := unary, sse
+			if n%2 == 1 {
+				first, second = sse, unary
+			}
+			n++
+			if err := first(); err != nil {
+				return nil, err
+			}
+			if err := second(); err != nil {
+				return nil, err
+			}
+			return map[string]time.Duration{RowPyOnePlusOne: d, RowPyOnePlusOneSSE: ds}, nil
+		},
+	}
+}
+
+// jupyterRoundTrip times 1+1 through jupyter_server.
+func jupyterRoundTrip(j *Jupyter, cfg PythonConfig) *path {
+	return kernelChannelsPath(j, cfg, "jupyter_server 1+1", false,
+		rowDef{RowJupyterOnePlusOne, "jupyter  1+1  execute_request over WebSocket"})
+}
+
+// kgwRoundTrip times 1+1 through the warm server's Kernel Gateway API as
+// jupyterRoundTrip does through jupyter_server, with the same client; its
+// kernel is a computer of its own. The key is the gateway's token.
+func kgwRoundTrip(cfg PythonConfig) *path {
+	gw := &Jupyter{URL: cfg.Warm.URL, Token: cfg.Warm.Key, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
+	return kernelChannelsPath(gw, cfg, "cubicle kgw 1+1", true,
+		rowDef{RowKGWOnePlusOne, "kgw      1+1  execute_request over WebSocket"})
+}
+
+// kernelChannelsPath times 1+1 through a Jupyter server's REST and
+// WebSocket API: one kernel started with POST /api/kernels at set-up, one
+// channels WebSocket kept open, and per sample an execute_request until
+// its execute_reply and iopub idle.
+func kernelChannelsPath(j *Jupyter, cfg PythonConfig, name string, required bool, row rowDef) *path {
+	var (
+		kid string
+		ch  *jupyterChannels
+	)
+	return &path{
+		name: name, required: required,
+		rows: []rowDef{row},
+		setup: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, cfg.FirstTimeout)
+			defer cancel()
+			var err error
+			if kid, err = j.StartKernel(ctx); err != nil {
+				return err
+			}
+			if ch, err = j.OpenChannels(ctx, kid); err != nil {
+				return err
+			}
+			return ch.KernelInfo(ctx)
+		},
+		close: func(ctx context.Context) error {
+			if ch != nil {
+				ch.conn.CloseNow()
+			}
+			if kid == "" {
+				return nil
+			}
+			return j.ShutdownKernel(ctx, kid)
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			defer cancel()
+			d, err := ch.Execute(ctx, onePlusOne, onePlusOneResult)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]time.Duration{row.id: d}, nil
+		},
+	}
+}
+
+// firstCellSample creates a computer and runs the first cell in it, timing
+// both; the computer is deleted afterwards (untimed), after settle.
+func firstCellSample(ctx context.Context, c *apiClient, tr *tracker, cfg PythonConfig, settle func(context.Context) error,
+	rowAll, rowCreate, rowCell string) (map[string]time.Duration, error) {
+	req := pythonRequest(firstCell, pythonFirstCellTimeout)
+	start := time.Now()
+	id, dc, err := c.create(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tr.add(id)
+	dp, perr := c.python(ctx, id, req, firstCellOK, cfg.FirstTimeout)
+	all := time.Since(start)
+	var serr error
+	if settle != nil {
+		serr = settle(ctx)
+	}
+	if err := deleteTracked(ctx, c, tr, id); err != nil {
+		return nil, fmt.Errorf("delete %s: %w", id, err)
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	if serr != nil {
+		return nil, serr
+	}
+	return map[string]time.Duration{rowAll: all, rowCreate: dc, rowCell: dp}, nil
+}
+
+// pyFirstWarm times POST /v1/computers from a full warm pool plus the
+// first cell in that computer, whose kernel already ran the prelude. The
+// pool's refill is waited for before each sample and after it (untimed).
+func pyFirstWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
+	return &path{
+		name: "cubicle first cell (warm pool)", required: true,
+		rows: []rowDef{
+			{RowPyFirstWarm, "warm     new computer + first cell"},
+			{RowPyFirstWarmCreate, "warm       POST /v1/computers (from the pool)"},
+			{RowPyFirstWarmCell, "warm       POST …/python (the cell)"},
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			if err := pool.wait(ctx); err != nil {
+				return nil, err
+			}
+			return firstCellSample(ctx, c, tr, cfg, pool.wait, RowPyFirstWarm, RowPyFirstWarmCreate, RowPyFirstWarmCell)
+		},
+	}
+}
+
+// pyFirstCold times a cold POST /v1/computers on the server without a pool
+// plus the first cell, which starts the kernel and runs the prelude.
+func pyFirstCold(c *apiClient, tr *tracker, cfg PythonConfig) *path {
+	return &path{
+		name: "cubicle first cell (cold)", required: true,
+		rows: []rowDef{
+			{RowPyFirstCold, "cold     new computer + first cell"},
+			{RowPyFirstColdCreate, "cold       POST /v1/computers (cold start)"},
+			{RowPyFirstColdCell, "cold       POST …/python (kernel, prelude, cell)"},
+		},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			return firstCellSample(ctx, c, tr, cfg, nil, RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell)
+		},
+	}
+}

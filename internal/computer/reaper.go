@@ -1,0 +1,88 @@
+package computer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/log"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+)
+
+// beatInterval is how often this server records that it is alive.
+const beatInterval = 5 * time.Second
+
+// reap destroys computers whose lifetime is over, and beats.
+func (m *Manager) reap(ctx context.Context) {
+	defer m.bg.Done()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	var lastBeat time.Time
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		m.retryStops(ctx)
+		m.gov.RetryAudit(ctx)
+		now := m.now()
+		if now.Sub(lastBeat) >= beatInterval {
+			if err := m.st.Instances().Beat(ctx, m.instance, now); err != nil {
+				log.From(ctx).WarnContext(ctx, "heartbeat", "err", err)
+			}
+			lastBeat = now
+		}
+		var expired []*live
+		m.mu.Lock()
+		for _, l := range m.live {
+			retry := !l.retryAt.IsZero() && now.After(l.retryAt)
+			if !l.stopping && (retry || now.After(l.rec.ExpiresAt)) {
+				l.stopping = true
+				expired = append(expired, l)
+			}
+		}
+		m.mu.Unlock()
+		for _, l := range expired {
+			reason := "expired"
+			if l.reason != "" {
+				reason = l.reason
+			}
+			m.destroy(ctx, l, reason)
+		}
+	}
+}
+
+// goneAt estimates when a crashed instance's computers died: with it (the
+// agents die with their owner), shortly after its last heartbeat.
+func (m *Manager) goneAt(ctx context.Context, instance string) time.Time {
+	now := m.now()
+	last, err := m.st.Instances().LastSeen(ctx, instance)
+	if err != nil {
+		return now
+	}
+	if gone := last.Add(beatInterval); gone.Before(now) {
+		return gone
+	}
+	return now
+}
+
+// recover stops every computer a previous server left behind: the driver
+// removes their processes and resources, and each gets its stop recorded
+// exactly once.
+func (m *Manager) recover(ctx context.Context) error {
+	if _, err := m.driver.GC(ctx); err != nil {
+		log.From(ctx).WarnContext(ctx, "recovery: cleanup incomplete", "err", err)
+	}
+	orphans, err := m.st.Computers().Alive(ctx)
+	if err != nil {
+		return fmt.Errorf("recovery: %w", err)
+	}
+	for _, rec := range orphans {
+		m.recordStop(ctx, rec, store.Stop{At: m.goneAt(ctx, rec.Instance), Reason: "server_restarted"})
+	}
+	if len(orphans) > 0 {
+		log.From(ctx).InfoContext(ctx, "recovery: stopped computers of a previous server", "count", len(orphans))
+	}
+	return nil
+}

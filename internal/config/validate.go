@@ -1,0 +1,135 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// Validate checks every value and names the first bad key.
+func (c Config) Validate() error {
+	for _, check := range []func() error{
+		c.Server.validate,
+		c.Computers.validate,
+		c.Files.validate,
+		c.Gateway.validate,
+		c.Jupyter.validate,
+		c.Template.validate,
+		c.Log.validate,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// invalid is the error Validate returns for one bad key (its full dotted name).
+func invalid(key, format string, args ...any) error {
+	return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+}
+
+func (s Server) validate() error {
+	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
+		return invalid("server.listen", "%q is not host:port", s.Listen)
+	}
+	if s.Data == "" || !strings.HasPrefix(s.Data, "/") {
+		return invalid("server.data", "must be an absolute path, got %q", s.Data)
+	}
+	if u := s.PublicURL; u != "" {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || strings.TrimSuffix(pu.Path, "/") != "" || pu.RawQuery != "" {
+			return invalid("server.public_url", "must be http(s)://host[:port] without a path, got %q", u)
+		}
+	}
+	switch {
+	case s.MaxConnections < 1:
+		return invalid("server.max_connections", "must be at least 1")
+	case s.BodyTimeoutSeconds < 1:
+		return invalid("server.body_timeout_seconds", "must be at least 1")
+	case s.IdleTimeoutSeconds < 1:
+		return invalid("server.idle_timeout_seconds", "must be at least 1")
+	}
+	return nil
+}
+
+func (k Computers) validate() error {
+	switch {
+	case k.Memory < 16<<20:
+		return invalid("computers.memory", "must be at least 16M")
+	case k.Pids < 8:
+		return invalid("computers.pids", "must be at least 8")
+	case k.CPUs < 0:
+		return invalid("computers.cpus", "must not be negative")
+	case k.Disk < 16<<20:
+		return invalid("computers.disk", "must be at least 16M")
+	case k.LifetimeSeconds < 1:
+		return invalid("computers.lifetime_seconds", "must be at least 1")
+	case k.ExecTimeoutSeconds < 1:
+		return invalid("computers.exec_timeout_seconds", "must be at least 1")
+	case k.MaxConcurrent < 1:
+		return invalid("computers.max_concurrent", "must be at least 1")
+	case k.MemoryBudget < k.Memory:
+		return invalid("computers.memory_budget", "must hold at least one computer (%s)", k.Memory)
+	case k.PoolSize < 0 || k.PoolSize > k.MaxConcurrent:
+		return invalid("computers.pool_size", "must be between 0 and computers.max_concurrent")
+	case k.MaxFileBytes < 1:
+		return invalid("computers.max_file_bytes", "must be positive")
+	case k.MaxOutputBytes < 1024:
+		return invalid("computers.max_output_bytes", "must be at least 1K")
+	}
+	if _, n, err := k.UIDs(); err != nil {
+		return invalid("computers.uid_range", "%v", err)
+	} else if int64(n) < int64(k.MaxConcurrent) {
+		return invalid("computers.uid_range", "holds %d uids, fewer than computers.max_concurrent (%d)", n, k.MaxConcurrent)
+	}
+	return nil
+}
+
+func (f Files) validate() error {
+	switch {
+	case f.MaxBytes < 1:
+		return invalid("files.max_bytes", "must be positive")
+	case f.InputMaxFiles < 1:
+		return invalid("files.input_max_files", "must be positive")
+	case f.InputMaxBytes < 1:
+		return invalid("files.input_max_bytes", "must be positive")
+	case f.Dir != "" && !strings.HasPrefix(f.Dir, "/"):
+		return invalid("files.dir", "must be an absolute path, got %q", f.Dir)
+	}
+	return nil
+}
+
+func (g Gateway) validate() error {
+	if u := g.UpstreamURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return invalid("gateway.upstream_url", "must be an http:// or https:// URL, got %q", u)
+	}
+	switch {
+	case g.UpstreamURL != "" && len(g.Upstreams) > 0:
+		return invalid("gateway.upstream_url", "use either upstream_url or [[gateway.upstreams]], not both")
+	case g.UpstreamKeyEnv != "" && len(g.Upstreams) > 0:
+		return invalid("gateway.upstream_key_env", "belongs to upstream_url; give each [[gateway.upstreams]] its key_env")
+	case g.IdleTimeoutSeconds < 1:
+		return invalid("gateway.idle_timeout_seconds", "must be at least 1")
+	case g.TimeoutSeconds < 1:
+		return invalid("gateway.timeout_seconds", "must be at least 1")
+	case g.MaxRounds < 1:
+		return invalid("gateway.max_rounds", "must be at least 1")
+	}
+	return nil
+}
+
+func (l Log) validate() error {
+	switch l.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return invalid("log.level", "%q is not debug, info, warn or error", l.Level)
+	}
+	switch l.Format {
+	case "text", "json":
+	default:
+		return invalid("log.format", "%q is not text or json", l.Format)
+	}
+	return nil
+}
