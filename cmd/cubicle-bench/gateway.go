@@ -89,12 +89,19 @@ func runBenchGateway(ctx context.Context, cfg bench.GatewayConfig, p place) (rep
 			s.note(false, "stopping the scripted upstream: %v", err)
 		}
 	})
-	scfg := bench.ServerConfig{PoolSize: cfg.PoolSize, MaxConcurrent: cfg.Concurrency + 8, MemoryBudget: "16G",
-		Env: []string{"CUBICLE_GATEWAY_UPSTREAM_URL=" + up.URL, "CUBICLE_GATEWAY_MODEL=bench"}}
+	scfg := gatewayServer(cfg, up.URL)
 	srv, info, err := s.startServer(ctx, "server", "", fmt.Sprintf("pool %d, gateway upstream %s", cfg.PoolSize, up.URL), scfg)
 	if err != nil {
 		return nil, err
 	}
 	cfg.URL, cfg.Key, cfg.Info, cfg.Upstream = srv.URL, srv.Key, info, up
 	return bench.RunGateway(ctx, cfg)
+}
+
+// gatewayServer is the server the gateway bench starts: room for a batch's
+// computers or the pool, whichever is larger (a pool above max_concurrent
+// is a config error), and a few more.
+func gatewayServer(cfg bench.GatewayConfig, upstream string) bench.ServerConfig {
+	return bench.ServerConfig{PoolSize: cfg.PoolSize, MaxConcurrent: max(cfg.Concurrency, cfg.PoolSize) + 8, MemoryBudget: "16G",
+		Env: []string{"CUBICLE_GATEWAY_UPSTREAM_URL=" + upstream, "CUBICLE_GATEWAY_MODEL=bench"}}
 }

@@ -3,8 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cubicle-sandbox/cubicle/internal/bench"
+	"github.com/cubicle-sandbox/cubicle/internal/config"
 )
 
 // TestResolveCubicle: --cubicle is a path or a name on $PATH, made
@@ -38,5 +42,22 @@ func TestDispatch(t *testing.T) {
 	}
 	if dispatch([]string{"api", "--cubicle", "/nonexistent/cubicle"}) != 2 {
 		t.Error("api with a missing --cubicle: want 2")
+	}
+}
+
+// TestGatewayServerConfigValid: the server the gateway bench starts is a
+// valid configuration for small batches under a large pool too (it was
+// refused: pool_size above max_concurrent).
+func TestGatewayServerConfigValid(t *testing.T) {
+	for _, c := range []bench.GatewayConfig{{Concurrency: 2, PoolSize: 20}, {Concurrency: 20, PoolSize: 20}, {Concurrency: 50, PoolSize: 4}} {
+		s := gatewayServer(c, "http://127.0.0.1:1/v1")
+		env := append([]string{
+			"CUBICLE_COMPUTERS_POOL_SIZE=" + strconv.Itoa(s.PoolSize),
+			"CUBICLE_COMPUTERS_MAX_CONCURRENT=" + strconv.Itoa(s.MaxConcurrent),
+			"CUBICLE_COMPUTERS_MEMORY_BUDGET=" + s.MemoryBudget,
+		}, s.Env...)
+		if _, err := config.Load("", env); err != nil {
+			t.Errorf("concurrency %d, pool %d: %v", c.Concurrency, c.PoolSize, err)
+		}
 	}
 }
