@@ -2,6 +2,7 @@ package computer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // fakeDriver makes in-memory computers whose behaviour a test controls, to
@@ -518,6 +520,13 @@ func TestExecTimeoutIsClamped(t *testing.T) {
 		}
 		if want := int64(time.Duration(c.want) * time.Second); got.Load() != want {
 			t.Fatalf("timeout_seconds %d: sent %d, want %d", c.req, got.Load(), want)
+		}
+		args := fmt.Sprintf(`{"command":"true","timeout_seconds":%d}`, max(c.req, 1))
+		if _, err := f.mgr.RunTool(ctx, kp, v.ID, tools.Default(), tools.ExecName, json.RawMessage(args)); err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(time.Duration(min(max(c.req, 1), 7)) * time.Second); got.Load() != want {
+			t.Fatalf("exec tool timeout_seconds %d: sent %d, want %d", c.req, got.Load(), want)
 		}
 	}
 }
