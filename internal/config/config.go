@@ -41,12 +41,14 @@ type Gateway struct {
 	Upstreams []GatewayUpstream `toml:"upstreams"`
 	// Model is used when a request names none.
 	Model string `toml:"model"`
-	// TimeoutSeconds bounds one upstream call (default 300).
+	// TimeoutSeconds bounds one upstream call; 0: the gateway's default
+	// (responses.DefaultTimeout, 300).
 	TimeoutSeconds int `toml:"timeout_seconds"`
-	// IdleTimeoutSeconds bounds the silence of a streamed upstream answer
-	// (default 120).
+	// IdleTimeoutSeconds bounds the silence of a streamed upstream answer;
+	// 0: the gateway's default (responses.DefaultIdleTimeout, 120).
 	IdleTimeoutSeconds int `toml:"idle_timeout_seconds"`
-	// MaxRounds bounds the upstream calls of one response (default 8).
+	// MaxRounds bounds the upstream calls of one response; 0: the
+	// gateway's default (responses.DefaultMaxRounds, 8).
 	MaxRounds int `toml:"max_rounds"`
 }
 
@@ -78,14 +80,17 @@ func (g Gateway) IdleTimeout() time.Duration { return seconds(g.IdleTimeoutSecon
 
 // Files configures uploaded files and artifacts.
 type Files struct {
-	// MaxBytes bounds one upload (artifacts have their own 25 MiB cap).
+	// MaxBytes bounds one upload (artifacts have their own 25 MiB cap);
+	// 0: files.DefaultMaxBytes (64M).
 	MaxBytes Size `toml:"max_bytes"`
 	// Dir is the blob directory; empty: <server.data>/blobs.
 	Dir string `toml:"dir"`
 	// InputMaxFiles bounds how many files and artifacts are copied into a
-	// computer at the first computer call of a turn (default 50).
+	// computer at the first computer call of a turn; 0:
+	// files.DefaultInputMaxFiles (50).
 	InputMaxFiles int `toml:"input_max_files"`
-	// InputMaxBytes bounds their total size (default 256M).
+	// InputMaxBytes bounds their total size; 0: files.DefaultInputMaxBytes
+	// (256M).
 	InputMaxBytes Size `toml:"input_max_bytes"`
 }
 
@@ -109,8 +114,8 @@ type Server struct {
 	// 503 and closed.
 	MaxConnections int `toml:"max_connections"`
 	// BodyTimeoutSeconds is how long a request body may go without a
-	// byte (408 then); IdleTimeoutSeconds closes an idle keep-alive
-	// connection.
+	// byte (408 then; 0: httpapi.DefaultBodyTimeout, 30);
+	// IdleTimeoutSeconds closes an idle keep-alive connection.
 	BodyTimeoutSeconds int `toml:"body_timeout_seconds"`
 	IdleTimeoutSeconds int `toml:"idle_timeout_seconds"`
 }
@@ -173,11 +178,14 @@ type Log struct {
 	Format string `toml:"format"`
 }
 
-// Default is the embedded default: everything works without a file.
+// Default is the embedded default: everything works without a file. The
+// keys a component has its own default for (server.body_timeout_seconds,
+// [files], the gateway's timeouts and rounds) are left 0 here: the
+// component takes 0 as "mine", so each such number is defined once.
 func Default() Config {
 	c := Config{
 		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle", MaxConnections: 1024,
-			BodyTimeoutSeconds: 30, IdleTimeoutSeconds: 120},
+			IdleTimeoutSeconds: 120},
 		Computers: Computers{
 			Enabled: true, Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
@@ -185,9 +193,7 @@ func Default() Config {
 			UIDRange: DefaultUIDRange,
 		},
 		Python:  Python{Prelude: DefaultPrelude},
-		Files:   Files{MaxBytes: 64 << 20, InputMaxFiles: 50, InputMaxBytes: 256 << 20},
 		Log:     Log{Level: "info", Format: "text"},
-		Gateway: Gateway{TimeoutSeconds: 300, IdleTimeoutSeconds: 120, MaxRounds: 8},
 		Jupyter: Jupyter{Enabled: true, CullIdleSeconds: 1800},
 	}
 	c.Template = DefaultTemplate()
@@ -312,8 +318,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Server.MaxConnections < 1:
 		return bad("server.max_connections", "must be at least 1")
-	case c.Server.BodyTimeoutSeconds < 1:
-		return bad("server.body_timeout_seconds", "must be at least 1")
+	case c.Server.BodyTimeoutSeconds < 0:
+		return bad("server.body_timeout_seconds", "must not be negative")
 	case c.Server.IdleTimeoutSeconds < 1:
 		return bad("server.idle_timeout_seconds", "must be at least 1")
 	}
@@ -347,14 +353,14 @@ func (c Config) Validate() error {
 	} else if int64(n) < int64(k.MaxConcurrent) {
 		return bad("computers.uid_range", "holds %d uids, fewer than computers.max_concurrent (%d)", n, k.MaxConcurrent)
 	}
-	if c.Files.MaxBytes < 1 {
-		return bad("files.max_bytes", "must be positive")
+	if c.Files.MaxBytes < 0 {
+		return bad("files.max_bytes", "must not be negative")
 	}
-	if c.Files.InputMaxFiles < 1 {
-		return bad("files.input_max_files", "must be positive")
+	if c.Files.InputMaxFiles < 0 {
+		return bad("files.input_max_files", "must not be negative")
 	}
-	if c.Files.InputMaxBytes < 1 {
-		return bad("files.input_max_bytes", "must be positive")
+	if c.Files.InputMaxBytes < 0 {
+		return bad("files.input_max_bytes", "must not be negative")
 	}
 	if c.Files.Dir != "" && !strings.HasPrefix(c.Files.Dir, "/") {
 		return bad("files.dir", "must be an absolute path, got %q", c.Files.Dir)
@@ -368,14 +374,14 @@ func (c Config) Validate() error {
 	if c.Gateway.UpstreamKeyEnv != "" && len(c.Gateway.Upstreams) > 0 {
 		return bad("gateway.upstream_key_env", "belongs to upstream_url; give each [[gateway.upstreams]] its key_env")
 	}
-	if c.Gateway.IdleTimeoutSeconds < 1 {
-		return bad("gateway.idle_timeout_seconds", "must be at least 1")
+	if c.Gateway.IdleTimeoutSeconds < 0 {
+		return bad("gateway.idle_timeout_seconds", "must not be negative")
 	}
-	if c.Gateway.TimeoutSeconds < 1 {
-		return bad("gateway.timeout_seconds", "must be at least 1")
+	if c.Gateway.TimeoutSeconds < 0 {
+		return bad("gateway.timeout_seconds", "must not be negative")
 	}
-	if c.Gateway.MaxRounds < 1 {
-		return bad("gateway.max_rounds", "must be at least 1")
+	if c.Gateway.MaxRounds < 0 {
+		return bad("gateway.max_rounds", "must not be negative")
 	}
 	if err := c.Jupyter.validate(); err != nil {
 		return err
