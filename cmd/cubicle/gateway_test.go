@@ -13,6 +13,7 @@ func TestGatewayConfig(t *testing.T) {
 	t.Setenv("TEST_UPSTREAM_KEY", "sk-test")
 	off := false
 	gc := config.Default().Gateway
+	gc.IdleTimeoutSeconds = 120
 	gc.Upstreams = []config.GatewayUpstream{{Name: "a", BaseURL: "http://127.0.0.1:1/v1", KeyEnv: "TEST_UPSTREAM_KEY",
 		Models: []string{"m"}, Stream: &off}}
 	out, err := gatewayConfig(gc)

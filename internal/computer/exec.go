@@ -8,6 +8,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // ExecRequest is the body of POST /v1/computers/{id}/exec.
@@ -98,9 +99,8 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 	if err != nil {
 		return ExecResult{}, err
 	}
-	timeout := governance.Clamp(l.execLimit, req.TimeoutSeconds)
-	wire := sandbox.ExecRequest{Argv: req.Argv, Command: req.Command, Cwd: req.Cwd,
-		Timeout: time.Duration(timeout) * time.Second}
+	timeout := tools.CapSeconds(l.execLimit, req.TimeoutSeconds)
+	wire := sandbox.ExecRequest{Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Timeout: timeout}
 	for k, v := range req.Env {
 		wire.Env = append(wire.Env, k+"="+v)
 	}
@@ -123,7 +123,7 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 		TimedOut: st.TimedOut, OOMKilled: st.OOMKilled, DurationMS: elapsed.Milliseconds(),
 		StdoutTruncated: out.truncated, StderrTruncated: errb.truncated}
 	if st.TimedOut {
-		line := fmt.Sprintf("timed out after %d seconds\n", timeout)
+		line := fmt.Sprintf("timed out after %d seconds\n", seconds(timeout))
 		if res.Stderr != "" && !strings.HasSuffix(res.Stderr, "\n") {
 			line = "\n" + line
 		}

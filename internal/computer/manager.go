@@ -14,6 +14,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // Config are the deployment's limits for computers and what the manager
@@ -91,7 +92,7 @@ type live struct {
 	rec       store.Computer
 	principal governance.Principal
 	memory    int64
-	execLimit int
+	execLimit time.Duration
 	stopping  bool          // under Manager.mu: someone is tearing it down
 	killed    bool          // under Manager.mu: its processes are dead and its stop recorded
 	retryAt   time.Time     // under Manager.mu: a failed teardown is retried then
@@ -108,17 +109,17 @@ func New(cfg Config, driver sandbox.Driver, st store.Store, gov *governance.Serv
 	if cfg.Disabled {
 		cfg.PoolSize = 0
 	}
-	m.pool = newPool(driver, m.spec(cfg.Memory, seconds(cfg.ExecTimeout)), cfg.PoolSize)
+	m.pool = newPool(driver, m.spec(cfg.Memory, cfg.ExecTimeout), cfg.PoolSize)
 	if cfg.Prelude != "" {
 		m.pool.warm = m.warmKernel
 	}
 	return m
 }
 
-func (m *Manager) spec(memory int64, execTimeout int) sandbox.Spec {
+func (m *Manager) spec(memory int64, execTimeout time.Duration) sandbox.Spec {
 	s := sandbox.DefaultSpec()
 	s.MemoryBytes, s.Pids, s.CPUs, s.DiskBytes = memory, m.cfg.Pids, m.cfg.CPUs, m.cfg.Disk
-	s.Timeout = time.Duration(execTimeout) * time.Second
+	s.Timeout = execTimeout
 	return s
 }
 
@@ -236,7 +237,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		keyLimits = *p.Caps.Computer
 	}
 	lifetime := governance.Clamp(seconds(m.cfg.Lifetime), keyLimits.LifetimeSeconds, req.LifetimeSeconds)
-	execLimit := governance.Clamp(seconds(m.cfg.ExecTimeout), keyLimits.ExecTimeoutSeconds, req.ExecTimeoutSeconds)
+	execLimit := tools.CapSeconds(m.cfg.ExecTimeout, keyLimits.ExecTimeoutSeconds, req.ExecTimeoutSeconds)
 	memory := m.cfg.Memory
 	if req.MemoryMB > 0 && req.MemoryMB < memory>>20 {
 		memory = max(req.MemoryMB<<20, 32<<20)
@@ -264,7 +265,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	}
 	ready := m.now()
 	limits, _ := json.Marshal(Limits{MemoryMB: memory >> 20, CPUs: spec.CPUs, Pids: spec.Pids,
-		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: execLimit})
+		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: seconds(execLimit)})
 	meta, _ := json.Marshal(req.Metadata)
 	rec := store.Computer{ID: sb.ID(), OrgID: p.Org.ID, KeyID: p.Key.ID, Status: store.StatusReady,
 		CreatedAt: created, ReadyAt: &ready, ExpiresAt: ready.Add(time.Duration(lifetime) * time.Second),

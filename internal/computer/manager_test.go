@@ -2,7 +2,9 @@ package computer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // fakeDriver is sandboxtest's Driver with the hooks the manager's tests
@@ -498,6 +501,13 @@ func TestExecTimeoutIsClamped(t *testing.T) {
 		}
 		if want := int64(time.Duration(c.want) * time.Second); got.Load() != want {
 			t.Fatalf("timeout_seconds %d: sent %d, want %d", c.req, got.Load(), want)
+		}
+		args := fmt.Sprintf(`{"command":"true","timeout_seconds":%d}`, max(c.req, 1))
+		if _, err := f.mgr.RunTool(ctx, kp, v.ID, tools.Default(), tools.ExecName, json.RawMessage(args)); err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(time.Duration(min(max(c.req, 1), 7)) * time.Second); got.Load() != want {
+			t.Fatalf("exec tool timeout_seconds %d: sent %d, want %d", c.req, got.Load(), want)
 		}
 	}
 }

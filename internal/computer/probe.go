@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
@@ -14,7 +15,7 @@ import (
 // process's identity and privileges, and overflows the memory limit to see
 // the OOM killer act inside the computer while the agent survives.
 func (m *Manager) Probe(ctx context.Context) error {
-	spec := m.spec(32<<20, 30)
+	spec := m.spec(32<<20, 30*time.Second)
 	spec.DiskBytes = 16 << 20
 	sb, err := m.driver.Create(ctx, spec)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // Python call limits (sandbox.MaxPythonTimeout, …) in the whole seconds
@@ -140,11 +141,11 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		return PythonResult{}, err
 	}
 	var saveErr error
-	timeout := governance.Clamp(req.Timeout, l.execLimit)
+	timeout := tools.CapSeconds(l.execLimit, req.Timeout)
 	ans := NewPythonAnswer(req.Cells, m.cfg.MaxOutputBytes)
 	artifacts := make([][]artifact.Ref, len(req.Cells))
 	start := time.Now()
-	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: SandboxCells(req.Cells), Timeout: time.Duration(timeout) * time.Second,
+	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: SandboxCells(req.Cells), Timeout: timeout,
 		Cwd: req.Cwd, Reset: req.Reset, Mode: req.Mode, Prelude: m.cfg.Prelude, MaxOutput: m.cfg.MaxOutputBytes},
 		func(o sandbox.PythonOutput) {
 			if ans.Add(o) && save != nil && len(o.Output.PNG) > 0 && saveErr == nil {

@@ -41,7 +41,7 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 		return tools.Result{}, err
 	}
 	env := tools.Env{Sandbox: l.sb, Artifacts: p.Caps.HasArtifacts(), Limits: tools.Limits{
-		ExecTimeoutSeconds: l.execLimit, MaxStreamBytes: m.cfg.MaxOutputBytes,
+		ExecTimeout: l.execLimit, MaxStreamBytes: m.cfg.MaxOutputBytes,
 		MaxFileBytes: m.cfg.MaxFileBytes, Prelude: m.cfg.Prelude}}
 	if a := m.cfg.Artifacts; a != nil && env.Artifacts {
 		env.Export = func(ctx context.Context, path string) (artifact.Ref, error) {

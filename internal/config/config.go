@@ -39,12 +39,14 @@ type Gateway struct {
 	Upstreams []GatewayUpstream `toml:"upstreams"`
 	// Model is used when a request names none.
 	Model string `toml:"model"`
-	// TimeoutSeconds bounds one upstream call (default 300).
+	// TimeoutSeconds bounds one upstream call; 0: the gateway's default
+	// (responses.DefaultTimeout, 300).
 	TimeoutSeconds int `toml:"timeout_seconds"`
-	// IdleTimeoutSeconds bounds the silence of a streamed upstream answer
-	// (default 120).
+	// IdleTimeoutSeconds bounds the silence of a streamed upstream answer;
+	// 0: the gateway's default (responses.DefaultIdleTimeout, 120).
 	IdleTimeoutSeconds int `toml:"idle_timeout_seconds"`
-	// MaxRounds bounds the upstream calls of one response (default 8).
+	// MaxRounds bounds the upstream calls of one response; 0: the
+	// gateway's default (responses.DefaultMaxRounds, 8).
 	MaxRounds int `toml:"max_rounds"`
 }
 
@@ -76,14 +78,17 @@ func (g Gateway) IdleTimeout() time.Duration { return seconds(g.IdleTimeoutSecon
 
 // Files configures uploaded files and artifacts.
 type Files struct {
-	// MaxBytes bounds one upload (artifacts have their own 25 MiB cap).
+	// MaxBytes bounds one upload (artifacts have their own 25 MiB cap);
+	// 0: files.DefaultMaxBytes (64M).
 	MaxBytes Size `toml:"max_bytes"`
 	// Dir is the blob directory; empty: <server.data>/blobs.
 	Dir string `toml:"dir"`
 	// InputMaxFiles bounds how many files and artifacts are copied into a
-	// computer at the first computer call of a turn (default 50).
+	// computer at the first computer call of a turn; 0:
+	// files.DefaultInputMaxFiles (50).
 	InputMaxFiles int `toml:"input_max_files"`
-	// InputMaxBytes bounds their total size (default 256M).
+	// InputMaxBytes bounds their total size; 0: files.DefaultInputMaxBytes
+	// (256M).
 	InputMaxBytes Size `toml:"input_max_bytes"`
 }
 
@@ -107,8 +112,8 @@ type Server struct {
 	// 503 and closed.
 	MaxConnections int `toml:"max_connections"`
 	// BodyTimeoutSeconds is how long a request body may go without a
-	// byte (408 then); IdleTimeoutSeconds closes an idle keep-alive
-	// connection.
+	// byte (408 then; 0: httpapi.DefaultBodyTimeout, 30);
+	// IdleTimeoutSeconds closes an idle keep-alive connection.
 	BodyTimeoutSeconds int `toml:"body_timeout_seconds"`
 	IdleTimeoutSeconds int `toml:"idle_timeout_seconds"`
 }
@@ -171,11 +176,14 @@ type Log struct {
 	Format string `toml:"format"`
 }
 
-// Default is the embedded default: everything works without a file.
+// Default is the embedded default: everything works without a file. The
+// keys a component has its own default for (server.body_timeout_seconds,
+// [files], the gateway's timeouts and rounds) are left 0 here: the
+// component takes 0 as "mine", so each such number is defined once.
 func Default() Config {
 	c := Config{
 		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle", MaxConnections: 1024,
-			BodyTimeoutSeconds: 30, IdleTimeoutSeconds: 120},
+			IdleTimeoutSeconds: 120},
 		Computers: Computers{
 			Enabled: true, Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
@@ -183,9 +191,7 @@ func Default() Config {
 			UIDRange: DefaultUIDRange,
 		},
 		Python:  Python{Prelude: DefaultPrelude},
-		Files:   Files{MaxBytes: 64 << 20, InputMaxFiles: 50, InputMaxBytes: 256 << 20},
 		Log:     Log{Level: "info", Format: "text"},
-		Gateway: Gateway{TimeoutSeconds: 300, IdleTimeoutSeconds: 120, MaxRounds: 8},
 		Jupyter: Jupyter{Enabled: true, CullIdleSeconds: 1800},
 	}
 	c.Template = DefaultTemplate()

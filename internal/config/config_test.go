@@ -103,7 +103,8 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"env negative size", "", []string{"CUBICLE_COMPUTERS_DISK=-1G"}, []string{"CUBICLE_COMPUTERS_DISK"}},
 		{"env invalid listen", "", []string{"CUBICLE_SERVER_LISTEN=nowhere"}, []string{"server.listen"}},
 		{"no connections", "", []string{"CUBICLE_SERVER_MAX_CONNECTIONS=0"}, []string{"server.max_connections"}},
-		{"no body timeout", "[server]\nbody_timeout_seconds = 0\n", nil, []string{"server.body_timeout_seconds"}},
+		{"negative body timeout", "[server]\nbody_timeout_seconds = -1\n", nil, []string{"server.body_timeout_seconds"}},
+		{"env negative input files", "", []string{"CUBICLE_FILES_INPUT_MAX_FILES=-1"}, []string{"files.input_max_files"}},
 		{"env relative data", "", []string{"CUBICLE_SERVER_DATA=relative/dir"}, []string{"server.data"}},
 		{"env log level", "", []string{"CUBICLE_LOG_LEVEL=verbose"}, []string{"log.level"}},
 		{"env pool over max", "", []string{"CUBICLE_COMPUTERS_POOL_SIZE=40"}, []string{"computers.pool_size"}},
@@ -196,14 +197,14 @@ func TestGatewaySection(t *testing.T) {
 	}
 	g := cfg.Gateway
 	if g.UpstreamURL != "http://127.0.0.1:11434/v1" || g.UpstreamKeyEnv != "OPENAI_API_KEY" || g.Model != "qwen" ||
-		g.MaxRounds != 4 || g.TimeoutSeconds != 300 {
+		g.MaxRounds != 4 || g.TimeoutSeconds != 0 {
 		t.Fatalf("gateway %+v", g)
 	}
 	if _, err := config.Load("", []string{"CUBICLE_GATEWAY_UPSTREAM_URL=localhost:11434"}); err == nil ||
 		!strings.Contains(err.Error(), "gateway.upstream_url") {
 		t.Fatalf("bad upstream_url: %v", err)
 	}
-	if _, err := config.Load("", []string{"CUBICLE_GATEWAY_TIMEOUT_SECONDS=0"}); err == nil ||
+	if _, err := config.Load("", []string{"CUBICLE_GATEWAY_TIMEOUT_SECONDS=-1"}); err == nil ||
 		!strings.Contains(err.Error(), "gateway.timeout_seconds") {
 		t.Fatalf("bad timeout: %v", err)
 	}
@@ -252,7 +253,7 @@ stream = false
 		!strings.Contains(err.Error(), "gateway.upstream_url") {
 		t.Fatalf("upstream_url next to upstreams: %v", err)
 	}
-	if _, err := config.Load("", []string{"CUBICLE_GATEWAY_IDLE_TIMEOUT_SECONDS=0"}); err == nil ||
+	if _, err := config.Load("", []string{"CUBICLE_GATEWAY_IDLE_TIMEOUT_SECONDS=-1"}); err == nil ||
 		!strings.Contains(err.Error(), "gateway.idle_timeout_seconds") {
 		t.Fatalf("bad idle timeout: %v", err)
 	}

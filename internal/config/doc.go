@@ -4,6 +4,11 @@
 // key. Keys hold time as whole seconds (*_seconds); the sections' methods
 // (Server.BodyTimeout, Computers.Lifetime, …) turn them into the
 // time.Duration everything past this package holds. cmd/cubicle/serve.go
-// turns the sections into each component's own configuration. It may import
-// only the standard library and BurntSushi/toml.
+// turns the sections into each component's own configuration. A key whose
+// component has its own default (server.body_timeout_seconds: httpapi;
+// [files]: files; the gateway's timeouts and max_rounds: responses) is 0
+// in Default and 0 means that default, so the number is defined once, in
+// the component; docs/api.md names it and cmd/cubicle's
+// TestComponentDefaults checks the two agree. It may import only the
+// standard library and BurntSushi/toml.
 package config

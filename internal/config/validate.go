@@ -46,8 +46,8 @@ func (s Server) validate() error {
 	switch {
 	case s.MaxConnections < 1:
 		return invalid("server.max_connections", "must be at least 1")
-	case s.BodyTimeoutSeconds < 1:
-		return invalid("server.body_timeout_seconds", "must be at least 1")
+	case s.BodyTimeoutSeconds < 0:
+		return invalid("server.body_timeout_seconds", "must not be negative")
 	case s.IdleTimeoutSeconds < 1:
 		return invalid("server.idle_timeout_seconds", "must be at least 1")
 	}
@@ -89,12 +89,12 @@ func (k Computers) validate() error {
 
 func (f Files) validate() error {
 	switch {
-	case f.MaxBytes < 1:
-		return invalid("files.max_bytes", "must be positive")
-	case f.InputMaxFiles < 1:
-		return invalid("files.input_max_files", "must be positive")
-	case f.InputMaxBytes < 1:
-		return invalid("files.input_max_bytes", "must be positive")
+	case f.MaxBytes < 0:
+		return invalid("files.max_bytes", "must not be negative")
+	case f.InputMaxFiles < 0:
+		return invalid("files.input_max_files", "must not be negative")
+	case f.InputMaxBytes < 0:
+		return invalid("files.input_max_bytes", "must not be negative")
 	case f.Dir != "" && !strings.HasPrefix(f.Dir, "/"):
 		return invalid("files.dir", "must be an absolute path, got %q", f.Dir)
 	}
@@ -110,12 +110,12 @@ func (g Gateway) validate() error {
 		return invalid("gateway.upstream_url", "use either upstream_url or [[gateway.upstreams]], not both")
 	case g.UpstreamKeyEnv != "" && len(g.Upstreams) > 0:
 		return invalid("gateway.upstream_key_env", "belongs to upstream_url; give each [[gateway.upstreams]] its key_env")
-	case g.IdleTimeoutSeconds < 1:
-		return invalid("gateway.idle_timeout_seconds", "must be at least 1")
-	case g.TimeoutSeconds < 1:
-		return invalid("gateway.timeout_seconds", "must be at least 1")
-	case g.MaxRounds < 1:
-		return invalid("gateway.max_rounds", "must be at least 1")
+	case g.IdleTimeoutSeconds < 0:
+		return invalid("gateway.idle_timeout_seconds", "must not be negative")
+	case g.TimeoutSeconds < 0:
+		return invalid("gateway.timeout_seconds", "must not be negative")
+	case g.MaxRounds < 0:
+		return invalid("gateway.max_rounds", "must not be negative")
 	}
 	return nil
 }

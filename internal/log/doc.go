@@ -11,5 +11,10 @@
 // (including the access log line written after the handler returns), so
 // Attach changes it in place rather than deriving a new context.
 //
+// A request's logger leaves out of a line any attribute it already carries
+// (same key and value), so a call site that also logs outside requests
+// (the reaper, cleanup) passes "computer", id unconditionally and a request
+// line still shows computer= once.
+//
 // It may import only the standard library.
 package log

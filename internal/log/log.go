@@ -28,9 +28,11 @@ func From(ctx context.Context) *slog.Logger {
 }
 
 // Into returns ctx carrying l (and request id id, which may be empty).
+// An attribute Attached or added with With to the request's logger is
+// left out of a line that passes it again (see unique).
 func Into(ctx context.Context, id string, l *slog.Logger) context.Context {
 	e := &entry{id: id}
-	e.l.Store(l)
+	e.l.Store(uniqueLogger(l))
 	return context.WithValue(ctx, ctxKey{}, e)
 }
 

@@ -63,3 +63,34 @@ func TestAttach(t *testing.T) {
 		t.Fatal("outside a request")
 	}
 }
+
+// TestAttributeOnce: a request path's line carries the computer id once
+// though the route Attached it and the call site passes it too; a
+// background line (no request) still carries it, and a different value or
+// a grouped attribute is kept.
+func TestAttributeOnce(t *testing.T) {
+	var buf bytes.Buffer
+	base := slog.New(slog.NewTextHandler(&buf, nil))
+	h := log.HTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log.Attach(r.Context(), "computer", "cmp_1")
+		log.From(r.Context()).Info("computer created", "computer", "cmp_1", "ms", 3)
+		log.From(r.Context()).Info("other", "computer", "cmp_2")
+		log.From(r.Context()).WithGroup("g").Info("grouped", "computer", "cmp_1")
+	}))
+	r := httptest.NewRequest("GET", "/v1/computers/cmp_1", nil)
+	h.ServeHTTP(httptest.NewRecorder(), r.WithContext(log.Into(r.Context(), "", base)))
+	base.Info("reaped", "computer", "cmp_1")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("lines %q", lines)
+	}
+	for i, want := range []int{1, 2, 1, 1} {
+		if n := strings.Count(lines[i], " computer="); n != want {
+			t.Errorf("line %q has %d computer= attributes, want %d", lines[i], n, want)
+		}
+	}
+	if !strings.Contains(lines[0], "ms=3") || !strings.Contains(lines[1], "computer=cmp_2") ||
+		!strings.Contains(lines[2], "g.computer=cmp_1") || !strings.Contains(lines[3], "computer=cmp_1") {
+		t.Fatalf("lines %q", lines)
+	}
+}

@@ -68,12 +68,12 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 		return failed("%s", msg), nil
 	}
 	lim := env.Limits.withDefaults()
-	timeout := lim.ExecTimeoutSeconds
+	timeout := lim.ExecTimeout
 	if a.TimeoutSeconds != nil {
 		if *a.TimeoutSeconds < 1 {
 			return failed("Invalid arguments: timeout_seconds must be at least 1."), nil
 		}
-		timeout = min(timeout, *a.TimeoutSeconds)
+		timeout = CapSeconds(timeout, *a.TimeoutSeconds)
 	}
 	if strings.TrimSpace(*a.Command) == "" {
 		return failed("Invalid arguments: command must not be empty."), nil
@@ -83,7 +83,7 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 	}
 	out, errb := &capture{max: lim.MaxStreamBytes}, &capture{max: lim.MaxStreamBytes}
 	st, err := env.Sandbox.Exec(ctx, sandbox.ExecRequest{Command: *a.Command,
-		Timeout: time.Duration(timeout) * time.Second}, sandbox.ExecIO{Stdout: out, Stderr: errb})
+		Timeout: timeout}, sandbox.ExecIO{Stdout: out, Stderr: errb})
 	if err != nil {
 		switch {
 		case errors.Is(err, sandbox.ErrProcLimit):
@@ -334,7 +334,7 @@ func pythonRequest(raw json.RawMessage, lim Limits) (req sandbox.PythonRequest, 
 		}
 		timeout = *a.Timeout
 	}
-	req.Timeout = time.Duration(min(timeout, lim.ExecTimeoutSeconds)) * time.Second
+	req.Timeout = CapSeconds(lim.ExecTimeout, timeout)
 	if a.Cwd != nil {
 		cwd, msg := ResolvePath(*a.Cwd)
 		if msg != "" {

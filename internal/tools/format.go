@@ -3,6 +3,7 @@ package tools
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -70,10 +71,10 @@ func truncateKeeping(body, trailer string, max int) string {
 //	<stderr>
 //	[output cut by the computer]   (when a stream was cut at the read limit)
 //	[truncated]                    (when the answer was cut at max bytes)
-func FormatExec(exitCode int, timedOut bool, timeoutSeconds int, stdout, stderr string, streamCut bool, max int) string {
+func FormatExec(exitCode int, timedOut bool, timeout time.Duration, stdout, stderr string, streamCut bool, max int) string {
 	head := fmt.Sprintf("exit_code: %d", exitCode)
 	if timedOut {
-		head = fmt.Sprintf("timed out after %d seconds", timeoutSeconds)
+		head = fmt.Sprintf("timed out after %d seconds", int(timeout/time.Second))
 	}
 	body := head + "\nstdout:\n" + strings.ToValidUTF8(stdout, "\uFFFD") + "\nstderr:\n" + strings.ToValidUTF8(stderr, "\uFFFD")
 	trailer := ""

@@ -32,9 +32,9 @@ type Tool struct {
 
 // Limits bound one call; zero values take the defaults.
 type Limits struct {
-	// ExecTimeoutSeconds caps a command's or a python call's time
-	// (the computer's exec limit).
-	ExecTimeoutSeconds int
+	// ExecTimeout caps a command's or a python call's time (the
+	// computer's exec limit).
+	ExecTimeout time.Duration
 	// MaxStreamBytes is how much of each output stream is read (1 MiB).
 	MaxStreamBytes int64
 	// MaxAnswerBytes is the size of the answer the model sees (32 KiB).
@@ -47,15 +47,15 @@ type Limits struct {
 
 // Defaults of Limits.
 const (
-	DefaultExecTimeout    = int(sandbox.DefaultTimeout / time.Second) // seconds
+	DefaultExecTimeout    = sandbox.DefaultTimeout
 	DefaultMaxStreamBytes = 1 << 20
 	DefaultMaxAnswerBytes = 32 << 10
 	DefaultMaxFileBytes   = 1 << 20
 )
 
 func (l Limits) withDefaults() Limits {
-	if l.ExecTimeoutSeconds <= 0 {
-		l.ExecTimeoutSeconds = DefaultExecTimeout
+	if l.ExecTimeout <= 0 {
+		l.ExecTimeout = DefaultExecTimeout
 	}
 	if l.MaxStreamBytes <= 0 {
 		l.MaxStreamBytes = DefaultMaxStreamBytes
@@ -67,6 +67,19 @@ func (l Limits) withDefaults() Limits {
 		l.MaxFileBytes = DefaultMaxFileBytes
 	}
 	return l
+}
+
+// CapSeconds is limit brought down to each positive count of whole
+// seconds below it (a key's or a request's own, smaller timeout): the one
+// place where a timeout counted in seconds at the API meets a
+// time.Duration. Zero and negative counts mean "unset".
+func CapSeconds(limit time.Duration, seconds ...int) time.Duration {
+	for _, n := range seconds {
+		if n > 0 && int64(n) <= int64(limit/time.Second) {
+			limit = time.Duration(n) * time.Second
+		}
+	}
+	return limit
 }
 
 // Computer is what the tools use of a computer: processes, files and

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
@@ -90,7 +91,7 @@ func TestExecFormat(t *testing.T) {
 		{name: "timeout", stdout: "partial\n", st: sandbox.ExitStatus{ExitCode: -1, Signal: 9, TimedOut: true},
 			args: `{"command":"x","timeout_seconds":5}`, want: "timed out after 5 seconds\nstdout:\npartial\n\nstderr:\n"},
 		{name: "timeout clamped to the limit", st: sandbox.ExitStatus{ExitCode: -1, TimedOut: true},
-			args: `{"command":"x","timeout_seconds":500}`, limits: Limits{ExecTimeoutSeconds: 7},
+			args: `{"command":"x","timeout_seconds":500}`, limits: Limits{ExecTimeout: 7 * time.Second},
 			want: "timed out after 7 seconds\nstdout:\n\nstderr:\n"},
 		{name: "stream cut, small limit", stdout: "0123456789", args: `{"command":"x"}`, limits: Limits{MaxStreamBytes: 4},
 			want: "exit_code: 0\nstdout:\n0123\nstderr:\n[output cut by the computer]"},
@@ -132,7 +133,7 @@ func TestExecFormat(t *testing.T) {
 	})
 	t.Run("passes the command and timeout", func(t *testing.T) {
 		f := &fake{exec: printing("", "", sandbox.ExitStatus{})}
-		run(t, f, Env{Limits: Limits{ExecTimeoutSeconds: 20}}, ExecName, `{"command":"echo hi","timeout_seconds":3}`)
+		run(t, f, Env{Limits: Limits{ExecTimeout: 20 * time.Second}}, ExecName, `{"command":"echo hi","timeout_seconds":3}`)
 		if f.lastExec.Command != "echo hi" || f.lastExec.Timeout != 3e9 {
 			t.Fatalf("exec request %+v", f.lastExec)
 		}
@@ -271,7 +272,7 @@ func TestPythonRendering(t *testing.T) {
 		return sandbox.PythonResult{Status: "error", FailedCell: 1, Message: "Cell 1 failed: ZeroDivisionError: division by zero",
 			Cells: []sandbox.CellResult{{Index: 0, Status: "ok"}, {Index: 1, Status: "error"}}}, nil
 	}}
-	res := run(t, f, Env{Limits: Limits{ExecTimeoutSeconds: 10}}, PythonName,
+	res := run(t, f, Env{Limits: Limits{ExecTimeout: 10 * time.Second}}, PythonName,
 		`{"cells":[{"code":"print(1)","title":null},{"code":"1/0"}],"timeout":60,"cwd":"sub","reset":true}`)
 	want := "[cell 0: ok]\n1\n[image: 640x480 PNG]\n42\n[cell 1: error]\nZeroDivisionError: division by zero\n" +
 		"Traceback (most recent call last):\n  Cell In[2], line 1\n    1/0\nCell 1 failed: ZeroDivisionError: division by zero"
@@ -406,5 +407,26 @@ func TestRunBatchInOrder(t *testing.T) {
 	}
 	if _, ok := f.files["/workspace/later"]; ok {
 		t.Fatal("a call after an infrastructure failure ran")
+	}
+}
+
+// TestCapSeconds: a count of seconds is seconds (not nanoseconds) against a
+// time.Duration limit; unset and larger counts leave the limit.
+func TestCapSeconds(t *testing.T) {
+	for _, c := range []struct {
+		limit   time.Duration
+		seconds []int
+		want    time.Duration
+	}{
+		{2 * time.Second, nil, 2 * time.Second},
+		{300 * time.Second, []int{2}, 2 * time.Second},
+		{2 * time.Second, []int{300}, 2 * time.Second},
+		{300 * time.Second, []int{0, -1, 7, 20}, 7 * time.Second},
+		{1500 * time.Millisecond, []int{1, 2}, time.Second},
+		{time.Minute, []int{1 << 62}, time.Minute},
+	} {
+		if got := CapSeconds(c.limit, c.seconds...); got != c.want {
+			t.Errorf("CapSeconds(%v, %v) = %v, want %v", c.limit, c.seconds, got, c.want)
+		}
 	}
 }
