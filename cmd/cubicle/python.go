@@ -307,7 +307,7 @@ func summarize(res computer.PythonResult, timeout int, kept bool) int {
 	case res.TimedOut:
 		msg := res.Message
 		if !strings.HasPrefix(msg, "Command timed out") {
-			msg = fmt.Sprintf("Command timed out after %d seconds", timeout)
+			msg = sandbox.PythonTimedOut(timeout)
 		}
 		fmt.Fprintln(os.Stderr, msg)
 		return 124

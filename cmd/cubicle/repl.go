@@ -168,7 +168,7 @@ func (r *repl) report(end callEnd, cancelled bool) (int, bool) {
 	r.ranBefore = true
 	switch {
 	case res.TimedOut:
-		r.out.note(true, cmp.Or(res.Message, fmt.Sprintf("Command timed out after %d seconds", r.opts.timeout)))
+		r.out.note(true, cmp.Or(res.Message, sandbox.PythonTimedOut(r.opts.timeout)))
 	case res.Cancelled:
 		r.out.note(true, "[cell cancelled]")
 	case res.Status != "ok" && !hasError(res):

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // streamPiece bounds the text of one streamed stream output. JSON escaping
@@ -152,7 +153,7 @@ const (
 	msgNoInput          = "input() is not supported: there is no interactive stdin; put the data in the code"
 )
 
-func msgTimedOut(secs int) string { return fmt.Sprintf("Command timed out after %d seconds", secs) }
+func msgTimedOut(secs int) string { return sandbox.PythonTimedOut(secs) }
 
 // cellName is "Cell 2" or "Cell 2 (load data)".
 func cellName(i int, title string) string {

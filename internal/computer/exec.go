@@ -123,7 +123,7 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 		TimedOut: st.TimedOut, OOMKilled: st.OOMKilled, DurationMS: elapsed.Milliseconds(),
 		StdoutTruncated: out.truncated, StderrTruncated: errb.truncated}
 	if st.TimedOut {
-		line := fmt.Sprintf("timed out after %d seconds\n", seconds(timeout))
+		line := sandbox.ExecTimedOut(seconds(timeout)) + "\n"
 		if res.Stderr != "" && !strings.HasSuffix(res.Stderr, "\n") {
 			line = "\n" + line
 		}

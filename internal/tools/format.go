@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Fixed markers of the answers.
@@ -74,7 +76,7 @@ func truncateKeeping(body, trailer string, max int) string {
 func FormatExec(exitCode int, timedOut bool, timeout time.Duration, stdout, stderr string, streamCut bool, max int) string {
 	head := fmt.Sprintf("exit_code: %d", exitCode)
 	if timedOut {
-		head = fmt.Sprintf("timed out after %d seconds", int(timeout/time.Second))
+		head = sandbox.ExecTimedOut(int(timeout / time.Second))
 	}
 	body := head + "\nstdout:\n" + strings.ToValidUTF8(stdout, "\uFFFD") + "\nstderr:\n" + strings.ToValidUTF8(stderr, "\uFFFD")
 	trailer := ""
