@@ -27,7 +27,7 @@ func TestServiceTreeBuildsForDarwin(t *testing.T) {
 	}
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
-		t.Skipf("no go toolchain: %v", err)
+		t.Fatalf("no go toolchain at %s: %v", gobin, err)
 	}
 	cmd := exec.Command(gobin, append([]string{"build", "-o", os.DevNull}, portable...)...)
 	cmd.Dir = filepath.Join("..", "..")
