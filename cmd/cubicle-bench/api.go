@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -73,7 +72,7 @@ func benchAPI(args []string) int {
 	rep, err := runBenchAPI(ctx, cfg, c.place, *withSandbox)
 	return benchOutcome{
 		name: "api", made: "computer, server and directory", err: err,
-		interrupted:   errors.Is(err, context.Canceled) && ctx.Err() != nil,
+		ctx:           ctx,
 		cleanupFailed: rep != nil && rep.CleanupFailed,
 		failed:        rep != nil && rep.Failed, failedWhat: "some runs or requests failed",
 		asJSON: c.asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteAPITable(w, rep) },

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,7 +62,7 @@ func benchGateway(args []string) int {
 	rep, err := runBenchGateway(ctx, cfg, c.place)
 	return benchOutcome{
 		name: "gateway", made: "computer, server, upstream and directory", err: err,
-		interrupted:   errors.Is(err, context.Canceled) && ctx.Err() != nil,
+		ctx:           ctx,
 		cleanupFailed: rep != nil && rep.CleanupFailed,
 		failed:        rep != nil && rep.Failed, failedWhat: "some responses failed",
 		asJSON: c.asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteGatewayTable(w, rep) },

@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -85,10 +86,10 @@ func benchUsageError(name string) func(format string, args ...any) int {
 // benchOutcome is how a bench ended; finish reports it the same way for
 // every bench.
 type benchOutcome struct {
-	name          string // as in 'cubicle-bench <name>'
-	made          string // what it makes and removes, for the clean-up line
+	name          string          // as in 'cubicle-bench <name>'
+	made          string          // what it makes and removes, for the clean-up line
+	ctx           context.Context // the bench's (benchContext): its end is the signal's
 	err           error
-	interrupted   bool // err is the signal's cancellation
 	cleanupFailed bool
 	failed        bool   // some runs failed; the report's notes say which
 	failedWhat    string // says so in the bench's words
@@ -106,7 +107,7 @@ func (o benchOutcome) finish() int {
 		cleaned = "clean-up was incomplete (see the notes above)"
 	}
 	switch {
-	case o.interrupted:
+	case errors.Is(o.err, context.Canceled) && o.ctx.Err() != nil:
 		fmt.Fprintf(os.Stderr, "%s interrupted; %s\n", prefix, cleaned)
 		return 130
 	case o.err != nil:

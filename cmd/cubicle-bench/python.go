@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -82,7 +81,7 @@ func benchPython(args []string) int {
 	rep, err := runBenchPython(ctx, cfg, c.place, *pool, *cold, *jupyter, *host, *withSandbox, *python)
 	return benchOutcome{
 		name: "python", made: "computer, kernel, server and directory", err: err,
-		interrupted:   errors.Is(err, context.Canceled) && ctx.Err() != nil,
+		ctx:           ctx,
 		cleanupFailed: rep != nil && rep.CleanupFailed,
 		failed:        rep != nil && rep.Failed, failedWhat: "some runs failed",
 		asJSON: c.asJSON, report: rep, table: func(w io.Writer) error { return bench.WritePythonTable(w, rep) },

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -89,7 +87,7 @@ func benchSandbox(args []string) int {
 	})
 	return benchOutcome{
 		name: "sandbox", made: "computer and container", err: err,
-		interrupted:   errors.Is(err, context.Canceled),
+		ctx:           ctx,
 		cleanupFailed: rep != nil && rep.CleanupFailed,
 		failed:        rep != nil && rep.Failed, failedWhat: "some cubicle runs failed",
 		asJSON: c.asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteTable(w, rep) },
