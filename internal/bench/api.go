@@ -367,18 +367,11 @@ func apiCreatePath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
 // unary /bin/true round trip and /bin/echo's first streamed byte (SSE).
 func apiExecPath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
 	var id string
-	return &path{
+	return ownComputer(&path{
 		name: "api exec", required: true,
 		rows: []rowDef{
 			{RowAPIExecTrue, "api      exec /bin/true round trip"},
 			{RowAPIExecEcho, "api      exec /bin/echo → first byte (SSE)"},
-		},
-		setup: func(ctx context.Context) (err error) {
-			id, err = claim(ctx, c, tr, pool)
-			return err
-		},
-		close: func(ctx context.Context) error {
-			return deleteTracked(ctx, c, tr, id)
 		},
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
 			rt, err := c.exec(ctx, id, trueArgv, "")
@@ -391,5 +384,5 @@ func apiExecPath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
 			}
 			return map[string]time.Duration{RowAPIExecTrue: rt, RowAPIExecEcho: fb}, nil
 		},
-	}
+	}, &id, c, tr, pool)
 }

@@ -169,3 +169,14 @@ func deleteTracked(ctx context.Context, c *apiClient, tr *tracker, id string) er
 	tr.remove(id)
 	return nil
 }
+
+// ownComputer gives p a computer of its own for all its samples: claimed
+// from the pool at set-up into *id, deleted at close.
+func ownComputer(p *path, id *string, c *apiClient, tr *tracker, pool *poolWaiter) *path {
+	p.setup = func(ctx context.Context) (err error) {
+		*id, err = claim(ctx, c, tr, pool)
+		return err
+	}
+	p.close = func(ctx context.Context) error { return deleteTracked(ctx, c, tr, *id) }
+	return p
+}

@@ -17,18 +17,11 @@ func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) 
 	)
 	req := pythonRequest(onePlusOne, 0)
 	ok := isResult(onePlusOneResult)
-	return &path{
+	return ownComputer(&path{
 		name: "cubicle python 1+1", required: true,
 		rows: []rowDef{
 			{RowPyOnePlusOne, "cubicle  1+1  POST …/python (JSON)"},
 			{RowPyOnePlusOneSSE, "cubicle  1+1  POST …/python (SSE, to result)"},
-		},
-		setup: func(ctx context.Context) (err error) {
-			id, err = claim(ctx, c, tr, pool)
-			return err
-		},
-		close: func(ctx context.Context) error {
-			return deleteTracked(ctx, c, tr, id)
 		},
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
 			// The two go first in turn: the first call after the other
@@ -55,7 +48,7 @@ func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) 
 			}
 			return map[string]time.Duration{RowPyOnePlusOne: d, RowPyOnePlusOneSSE: ds}, nil
 		},
-	}
+	}, &id, c, tr, pool)
 }
 
 // jupyterRoundTrip times 1+1 through jupyter_server.
