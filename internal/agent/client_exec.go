@@ -43,10 +43,12 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest, sio sandbox.
 			if sio.Stdout != nil {
 				sio.Stdout.Write(f.Payload)
 			}
+			protocol.Recycle(f)
 		case protocol.KindStderr:
 			if sio.Stderr != nil {
 				sio.Stderr.Write(f.Payload)
 			}
+			protocol.Recycle(f)
 		case protocol.KindStdinAck:
 			select {
 			case acks <- struct{}{}:

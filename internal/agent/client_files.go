@@ -88,5 +88,6 @@ func (c *Client) ReadFile(ctx context.Context, req sandbox.FileRead, w io.Writer
 		if werr == nil {
 			_, werr = w.Write(f.Payload)
 		}
+		protocol.Recycle(f)
 	}
 }

@@ -123,6 +123,7 @@ func (s *Server) uploadInput(f protocol.Frame) {
 			return
 		}
 		n, err := u.f.Write(f.Payload)
+		protocol.Recycle(f)
 		u.written += int64(n)
 		if err != nil {
 			u.err = errnoError(err, u.display)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // MaxPayload bounds every frame in both directions, so a compromised or buggy
@@ -72,7 +73,7 @@ func ReadFrame(r io.Reader) (Frame, error) {
 	}
 	f := Frame{Kind: Kind(hdr[4]), ID: binary.BigEndian.Uint32(hdr[5:9])}
 	if n > 0 {
-		f.Payload = make([]byte, n)
+		f.Payload = payload(f.Kind, int(n))
 		if _, err := io.ReadFull(r, f.Payload); err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
@@ -81,6 +82,31 @@ func ReadFrame(r io.Reader) (Frame, error) {
 		}
 	}
 	return f, nil
+}
+
+// chunks holds the buffers of raw data frames (process output, file
+// content) that their readers gave back with Recycle: a stream of any length
+// then reuses a few buffers instead of leaving a chunk of garbage per frame
+// (1 GiB of output would otherwise be 1 GiB for the garbage collector, and
+// the heap grows with it whenever the collector falls behind).
+var chunks = sync.Pool{New: func() any { return new([ChunkSize]byte) }}
+
+// payload returns n bytes for a frame of kind k: a pooled chunk for raw
+// data that fits one, fresh memory for everything else.
+func payload(k Kind, n int) []byte {
+	if n <= ChunkSize && (k == KindStdout || k == KindStderr || k == KindData) {
+		return chunks.Get().(*[ChunkSize]byte)[:n]
+	}
+	return make([]byte, n)
+}
+
+// Recycle gives a frame's payload back for reuse by ReadFrame. Call it only
+// when nothing refers to the payload any more (an io.Writer that was given
+// it has returned: Writers must not retain what they are given).
+func Recycle(f Frame) {
+	if cap(f.Payload) == ChunkSize {
+		chunks.Put((*[ChunkSize]byte)(f.Payload[:ChunkSize]))
+	}
 }
 
 // AppendFrame encodes a frame into buf so it can go out in one write.
