@@ -45,16 +45,19 @@ type runtimeSource struct {
 	dev uint64
 }
 
-// openRuntimeSource mounts the host's root filesystem at root/.runtime
-// when that is possible (a block device, mounted whole at /); otherwise it
-// returns a source that binds from the host paths as they are.
+// openRuntimeSource mounts the host's root filesystem next to root (in the
+// computer's host directory, never on the computer's own root: a
+// mountpoint removed there right after its lazy unmount can keep the root
+// tmpfs busy, and making it read-only then fails with EBUSY) when that is
+// possible (a block device, mounted whole at /); otherwise it returns a
+// source that binds from the host paths as they are.
 func openRuntimeSource(root string) (*runtimeSource, error) {
 	fstype, ok := rootFSType()
 	var st unix.Stat_t
 	if !ok || unix.Stat("/", &st) != nil || unix.Major(st.Dev) == 0 {
 		return &runtimeSource{}, nil
 	}
-	dir := root + "/.runtime"
+	dir := filepath.Join(filepath.Dir(root), runtimeDir)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ const (
 	lockFile   = "owner.lock"
 	imageFile  = "disk.img"
 	rootDir    = "root"
+	runtimeDir = "runtime" // where PID 1 mounts the host's root for a moment (neutral.go)
 	keptDir    = "workspace"
 )
 

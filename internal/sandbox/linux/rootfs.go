@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -368,8 +369,19 @@ func pivot(root string) error {
 }
 
 // rootReadOnly makes the computer's / read-only once everything is mounted.
+// The kernel refuses (EBUSY) while an inode removed from it is still being
+// released, which the detach of the old root can delay under load (an RCU
+// grace period): that is retried for a while, anything else is not.
 func rootReadOnly() error {
-	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+	var err error
+	for range 100 {
+		err = unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+		if err != unix.EBUSY {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
 		return fmt.Errorf("make / read-only: %w", err)
 	}
 	return nil
