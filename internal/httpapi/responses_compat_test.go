@@ -129,7 +129,8 @@ func TestResponsesParamsReachUpstream(t *testing.T) {
 		}
 		got := up.rawRequest(0)
 		want := map[string]any{"temperature": 0.2, "top_p": 0.9, "max_tokens": 64.0, "reasoning_effort": "high",
-			"verbosity": "high", "user": "u1", "service_tier": "priority", "prompt_cache_key": "k", "safety_identifier": "s"}
+			"verbosity": "high", "user": "u1", "service_tier": "priority", "prompt_cache_key": "k", "prompt_cache_retention": "24h",
+			"safety_identifier": "s"}
 		for k, v := range want {
 			if got[k] != v {
 				t.Errorf("upstream %s = %v, want %v", k, got[k], v)
@@ -152,7 +153,7 @@ func TestResponsesParamsReachUpstream(t *testing.T) {
 		}
 		got := up.rawRequest(0)
 		for k, v := range map[string]any{"temperature": 0.2, "top_p": 0.9, "max_output_tokens": 64.0, "top_logprobs": 2.0,
-			"truncation": "auto", "user": "u1", "service_tier": "priority"} {
+			"truncation": "auto", "user": "u1", "service_tier": "priority", "prompt_cache_retention": "24h"} {
 			if got[k] != v {
 				t.Errorf("upstream %s = %v, want %v", k, got[k], v)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
@@ -46,6 +47,14 @@ type Request struct {
 
 // IncludeOutputs is the include value that returns code_interpreter_call outputs.
 const IncludeOutputs = "code_interpreter_call.outputs"
+
+// includables are OpenAI's include values. Only IncludeOutputs has an
+// effect: the others name items the gateway never returns (file search,
+// web search, computer calls, reasoning), the input (which it does not
+// return) or logprobs (which it does not ask for).
+var includables = []string{IncludeOutputs, "file_search_call.results", "web_search_call.results",
+	"web_search_call.action.sources", "message.input_image.image_url", "computer_call_output.output.image_url",
+	"reasoning.encrypted_content", "message.output_text.logprobs"}
 
 // plan is a validated request, ready for the upstream.
 type plan struct {
@@ -127,10 +136,10 @@ func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
 		}
 	}
 	for i, inc := range r.Include {
-		if inc != IncludeOutputs {
-			return nil, invalid(fmt.Sprintf("include[%d]", i), "unsupported include %q; only %q is supported", inc, IncludeOutputs)
+		if !slices.Contains(includables, inc) {
+			return nil, invalid(fmt.Sprintf("include[%d]", i), "include[%d] must be one of %q, got %q", i, includables, inc)
 		}
-		p.includeOutputs = true
+		p.includeOutputs = p.includeOutputs || inc == IncludeOutputs
 	}
 	if r.MaxToolCalls != nil {
 		if *r.MaxToolCalls < 1 {
