@@ -68,6 +68,9 @@ func TestValidate(t *testing.T) {
 		{`{"model":"m"}`, "invalid_request", "input"},
 		{`{"input":[{"role":"user","content":"x","extra":1}]}`, "invalid_request", "input[0].extra"},
 		{`{"input":"hi","tool_choice":{"type":"function","name":"nope"}}`, "invalid_request", "tool_choice"},
+		{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"g"}]}}`, "invalid_request", "tool_choice.tools[0]"},
+		{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"none","tools":[{"type":"function","name":"f"}]}}`, "invalid_request", "tool_choice.mode"},
+		{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[]}}`, "invalid_request", "tool_choice.tools"},
 		{`{"input":"hi","include":["file_search_call.outputs"]}`, "invalid_request", "include[0]"},
 		{`{"input":[{"role":"user","content":[{"type":"input_file","file_id":"f","detail":"original"}]}]}`, "invalid_request", "input[0].content[0].detail"},
 		{`{"input":[{"role":"user","content":[{"type":"input_text","text":"a","prompt_cache_breakpoint":"now"}]}]}`, "invalid_request", "input[0].content[0].prompt_cache_breakpoint"},
@@ -87,10 +90,17 @@ func TestValidate(t *testing.T) {
 		t.Fatal("no model and no default: accepted")
 	}
 
-	// Include values other than the outputs have no effect.
-	p = ok(`{"input":"hi","include":["reasoning.encrypted_content","message.output_text.logprobs"]}`, true)
-	if p.includeOutputs {
-		t.Fatal("includeOutputs without code_interpreter_call.outputs")
+	// allowed_tools offers only the listed tools, with its mode as the
+	// tool_choice; include values other than the outputs have no effect.
+	p = ok(`{"input":"hi","tools":[{"type":"code_interpreter","container":{"type":"auto"}},{"type":"function","name":"f"},{"type":"function","name":"g"}],
+		"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"g"},{"type":"code_interpreter"}]},
+		"include":["reasoning.encrypted_content","message.output_text.logprobs"]}`, true)
+	names = nil
+	for _, tl := range p.tools {
+		names = append(names, tl.Function.Name)
+	}
+	if fmt.Sprint(names) != "[code_interpreter g]" || string(p.toolChoice) != `"required"` || p.includeOutputs {
+		t.Fatalf("allowed_tools: tools %v, tool_choice %s, includeOutputs %v", names, p.toolChoice, p.includeOutputs)
 	}
 }
 
@@ -129,6 +139,8 @@ func TestSDKEnums(t *testing.T) {
 			oai.ResponseIncludableComputerCallOutputOutputImageURL, oai.ResponseIncludableCodeInterpreterCallOutputs,
 			oai.ResponseIncludableReasoningEncryptedContent, oai.ResponseIncludableMessageOutputTextLogprobs)},
 		{`{"tool_choice":%q}`, strs(oai.ToolChoiceOptionsNone, oai.ToolChoiceOptionsAuto, oai.ToolChoiceOptionsRequired)},
+		{`{"tool_choice":{"type":"allowed_tools","mode":%q,"tools":[{"type":"function","name":"f"}]}}`,
+			strs(oai.ToolChoiceAllowedModeAuto, oai.ToolChoiceAllowedModeRequired)},
 		{`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"https://example.com/a.png","detail":%q}]}]}`,
 			strs(oai.ResponseInputImageDetailLow, oai.ResponseInputImageDetailHigh, oai.ResponseInputImageDetailAuto,
 				oai.ResponseInputImageDetailOriginal)},
