@@ -200,12 +200,18 @@ func (w *wsClient) send(channel, msgType string, content any, parent string) str
 	c, _ := json.Marshal(content)
 	frame := fmt.Sprintf(`{"channel":%q,"header":{"msg_id":%q,"msg_type":%q,"session":%q,"username":"t","date":"2026-01-01T00:00:00.000Z","version":"5.3"},"parent_header":%s,"metadata":{},"content":%s,"buffers":[]}`,
 		channel, id, msgType, w.sess, ph, c)
+	w.write(websocket.MessageText, []byte(frame))
+	return id
+}
+
+// write sends one frame as it is.
+func (w *wsClient) write(typ websocket.MessageType, frame []byte) {
+	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := w.c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
+	if err := w.c.Write(ctx, typ, frame); err != nil {
 		w.t.Fatal(err)
 	}
-	return id
 }
 
 // read returns the next message (binary frames decoded).
