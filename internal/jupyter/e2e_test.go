@@ -331,6 +331,32 @@ func TestRealAuth(t *testing.T) {
 	}
 }
 
+// TestV1Subprotocol: a client offering v1.kernel.websocket.jupyter.org
+// (jupyter_server 2.x and JupyterLab do) gets it, and an execute_request
+// and everything that answers it travel as v1 binary frames over the real
+// socket, to and from a real kernel; a client offering nothing gets the
+// legacy frames.
+func TestV1Subprotocol(t *testing.T) {
+	e := newRealEnv(t, Config{})
+	k := startKernel(t, e.url, e.key, nil)
+	ws := dialChannels(t, e.url, e.key, k.ID, "v0.kernel.websocket.jupyter.org", SubprotocolV1)
+	if got := ws.c.Subprotocol(); got != SubprotocolV1 || !ws.v1 {
+		t.Fatalf("selected subprotocol %q, want %q", got, SubprotocolV1)
+	}
+	reply, seen := ws.execute("print('hi')\n6 * 7", false)
+	if reply.Channel != "shell" || reply.status() != "ok" || stdout(seen) != "hi\n" || !hasResult(seen, "42") {
+		t.Fatalf("execute over v1: %s %s, messages %s", reply.Channel, reply.Content, dump(seen))
+	}
+	for _, m := range append(seen, reply) {
+		if !m.binary {
+			t.Fatalf("a message not in a v1 frame: %+v", m)
+		}
+	}
+	if legacy := dialChannels(t, e.url, e.key, k.ID); legacy.c.Subprotocol() != "" || legacy.v1 {
+		t.Fatalf("a client offering no subprotocol got %q", legacy.c.Subprotocol())
+	}
+}
+
 // TestOversizeHeaderRefused: a client message whose header the kernel
 // could not echo within the kernel wire's bound never reaches the kernel.
 // The header is 60 KB of 1e15s: under the wire's 64 KiB as sent, but
