@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Cubicle needs on a Debian 12 host, idempotently: the Python
 # stack that runs inside computers (from Debian, used as /usr/bin/python3),
-# mkfs.ext4 for computers' disks, and the tools the tests use.
+# mkfs.ext4 for computers' disks, and the tools the tests use (npm for
+# scripts/testdeps.sh: Debian's nodejs and npm, unless an npm is already
+# on the PATH, e.g. from NodeSource).
 set -euo pipefail
 
 packages=(
@@ -9,6 +11,7 @@ packages=(
   e2fsprogs util-linux procps iproute2 psmisc gcc libc6-dev
   python3-jupyter-server python3-nbclient python3-nbformat mmdebstrap
 )
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

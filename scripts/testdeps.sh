@@ -5,7 +5,7 @@
 # is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v npm >/dev/null || { echo "testdeps: npm is required (Node.js 20)" >&2; exit 1; }
+command -v npm >/dev/null || { echo "testdeps: npm is required: run scripts/setup.sh (it installs Debian's nodejs and npm)" >&2; exit 1; }
 for lock in internal/*/testdata/*/package-lock.json; do
   dir=$(dirname "$lock")
   if [ -f "$dir/node_modules/.package-lock.json" ] && [ "$dir/node_modules/.package-lock.json" -nt "$lock" ]; then

@@ -22,7 +22,7 @@ import (
 
 // responseFields are the fields of OpenAI's Response object the gateway
 // returns (openai-go's responses.Response, less the ones named in
-// docs/respgw.md as not returned).
+// docs/gateway.md as not returned).
 var responseFields = []string{"id", "object", "created_at", "completed_at", "status", "background", "error",
 	"incomplete_details", "instructions", "metadata", "model", "output", "parallel_tool_calls", "temperature",
 	"tool_choice", "tools", "top_p", "max_output_tokens", "max_tool_calls", "previous_response_id", "reasoning",
@@ -73,23 +73,78 @@ func TestOpenAIClientEveryResponseField(t *testing.T) {
 		t.Fatalf("defaults: %s", first.RawJSON())
 	}
 
+	// The follow-up sets every create parameter; every field is checked.
 	next, err := client.Responses.New(t.Context(), responses.ResponseNewParams{Model: "m",
 		PreviousResponseID: openai.String(first.ID),
 		Input:              responses.ResponseNewParamsInputUnion{OfString: openai.String("Again")},
-		Temperature:        openai.Float(0.25), TopP: openai.Float(0.5), MaxOutputTokens: openai.Int(100),
+		Instructions:       openai.String("be brief"), Metadata: shared.Metadata{"k": "v"}, Store: openai.Bool(true),
+		Tools: []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "f",
+			Parameters: map[string]any{"type": "object", "properties": map[string]any{}}, Strict: openai.Bool(false)}}},
+		ToolChoice: responses.ResponseNewParamsToolChoiceUnion{OfAllowedTools: &responses.ToolChoiceAllowedParam{
+			Mode: responses.ToolChoiceAllowedModeRequired, Tools: []map[string]any{{"type": "function", "name": "f"}}}},
+		ParallelToolCalls: openai.Bool(false), MaxToolCalls: openai.Int(3),
+		Temperature: openai.Float(0.25), TopP: openai.Float(0.5), MaxOutputTokens: openai.Int(100),
 		TopLogprobs: openai.Int(3), User: openai.String("user-1"), PromptCacheKey: openai.String("pck"),
-		SafetyIdentifier: openai.String("sid"), Truncation: responses.ResponseNewParamsTruncationAuto,
-		ServiceTier: responses.ResponseNewParamsServiceTierFlex, Background: openai.Bool(false),
-		Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortLow},
-		Text:      responses.ResponseTextConfigParam{Verbosity: responses.ResponseTextConfigVerbosityLow},
+		PromptCacheRetention: responses.ResponseNewParamsPromptCacheRetentionInMemory,
+		SafetyIdentifier:     openai.String("sid"), Truncation: responses.ResponseNewParamsTruncationAuto,
+		ServiceTier: responses.ResponseNewParamsServiceTierFast, Background: openai.Bool(false),
+		Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortMax, Summary: shared.ReasoningSummaryConcise},
+		Text: responses.ResponseTextConfigParam{Verbosity: responses.ResponseTextConfigVerbosityLow,
+			Format: responses.ResponseFormatTextConfigUnionParam{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if next.PreviousResponseID != first.ID || next.Temperature != 0.25 || next.TopP != 0.5 || next.MaxOutputTokens != 100 ||
-		next.TopLogprobs != 3 || next.User != "user-1" || next.PromptCacheKey != "pck" || next.SafetyIdentifier != "sid" ||
-		next.Truncation != "auto" || next.ServiceTier != "flex" || next.Reasoning.Effort != "low" ||
-		next.Text.Verbosity != "low" || next.OutputText() != "Hello" {
+	raw = nil
+	if err := json.Unmarshal([]byte(next.RawJSON()), &raw); err != nil {
+		t.Fatal(err)
+	}
+	u := next.Usage
+	checks := map[string]bool{
+		"id":                     strings.HasPrefix(next.ID, "resp_") && next.ID != first.ID,
+		"object":                 next.Object == "response",
+		"created_at":             next.CreatedAt >= first.CreatedAt,
+		"completed_at":           next.CompletedAt >= next.CreatedAt,
+		"status":                 next.Status == responses.ResponseStatusCompleted,
+		"background":             !next.Background && string(raw["background"]) == "false",
+		"error":                  string(raw["error"]) == "null",
+		"incomplete_details":     string(raw["incomplete_details"]) == "null",
+		"instructions":           next.Instructions.OfString == "be brief",
+		"metadata":               len(next.Metadata) == 1 && next.Metadata["k"] == "v",
+		"model":                  next.Model == "m",
+		"output":                 len(next.Output) == 1 && next.OutputText() == "Hello",
+		"parallel_tool_calls":    !next.ParallelToolCalls && string(raw["parallel_tool_calls"]) == "false",
+		"temperature":            next.Temperature == 0.25,
+		"tool_choice":            next.ToolChoice.Type == "allowed_tools" && next.ToolChoice.Mode == "required" && len(next.ToolChoice.Tools) == 1,
+		"tools":                  len(next.Tools) == 1 && next.Tools[0].Type == "function" && next.Tools[0].Name == "f",
+		"top_p":                  next.TopP == 0.5,
+		"max_output_tokens":      next.MaxOutputTokens == 100,
+		"max_tool_calls":         next.MaxToolCalls == 3,
+		"previous_response_id":   next.PreviousResponseID == first.ID,
+		"reasoning":              next.Reasoning.Effort == shared.ReasoningEffortMax && next.Reasoning.Summary == shared.ReasoningSummaryConcise,
+		"service_tier":           next.ServiceTier == responses.ResponseServiceTierPriority, // OpenAI serves "fast" as priority
+		"text":                   next.Text.Verbosity == "low" && next.Text.Format.Type == "json_object",
+		"top_logprobs":           next.TopLogprobs == 3,
+		"truncation":             next.Truncation == responses.ResponseTruncationAuto,
+		"usage":                  u.InputTokens == 10 && u.OutputTokens == 5 && u.TotalTokens == 15 && u.JSON.InputTokensDetails.Valid() && u.JSON.OutputTokensDetails.Valid(),
+		"user":                   next.User == "user-1",
+		"store":                  string(raw["store"]) == "true",
+		"conversation":           string(raw["conversation"]) == "null",
+		"prompt":                 string(raw["prompt"]) == "null",
+		"prompt_cache_key":       next.PromptCacheKey == "pck",
+		"prompt_cache_retention": next.PromptCacheRetention == responses.ResponsePromptCacheRetentionInMemory,
+		"safety_identifier":      next.SafetyIdentifier == "sid",
+	}
+	for _, f := range responseFields {
+		ok, checked := checks[f]
+		switch {
+		case !checked:
+			t.Errorf("the follow-up's %q is not checked", f)
+		case !ok:
+			t.Errorf("the follow-up's %s: %s", f, raw[f])
+		}
+	}
+	if t.Failed() {
 		t.Fatalf("follow-up: %s", next.RawJSON())
 	}
 	// Errors carry OpenAI's type, which SDKs read.
@@ -129,7 +184,8 @@ func TestResponsesParamsReachUpstream(t *testing.T) {
 		}
 		got := up.rawRequest(0)
 		want := map[string]any{"temperature": 0.2, "top_p": 0.9, "max_tokens": 64.0, "reasoning_effort": "high",
-			"verbosity": "high", "user": "u1", "service_tier": "priority", "prompt_cache_key": "k", "safety_identifier": "s"}
+			"verbosity": "high", "user": "u1", "service_tier": "priority", "prompt_cache_key": "k", "prompt_cache_retention": "24h",
+			"safety_identifier": "s"}
 		for k, v := range want {
 			if got[k] != v {
 				t.Errorf("upstream %s = %v, want %v", k, got[k], v)
@@ -152,7 +208,7 @@ func TestResponsesParamsReachUpstream(t *testing.T) {
 		}
 		got := up.rawRequest(0)
 		for k, v := range map[string]any{"temperature": 0.2, "top_p": 0.9, "max_output_tokens": 64.0, "top_logprobs": 2.0,
-			"truncation": "auto", "user": "u1", "service_tier": "priority"} {
+			"truncation": "auto", "user": "u1", "service_tier": "priority", "prompt_cache_retention": "24h"} {
 			if got[k] != v {
 				t.Errorf("upstream %s = %v, want %v", k, got[k], v)
 			}

@@ -213,7 +213,7 @@ func TestResponsesValidation(t *testing.T) {
 		{`{"model":"m","input":"hi","tools":[{"type":"web_search"}]}`, "tools[0].type"},
 		{`{"model":"m","input":"hi","tools":[{"type":"code_interpreter","container":{"type":"auto"}},{"type":"function","name":"code_interpreter","parameters":{}}]}`, "tools"},
 		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`, "input[0].content[0].image_url"},
-		{`{"model":"m","input":"hi","include":["reasoning.encrypted_content"]}`, "include[0]"},
+		{`{"model":"m","input":"hi","include":["code_interpreter_call.logs"]}`, "include[0]"},
 		{`{"model":"m","input":"hi","tools":[{"type":"tool","name":"builtin__computer_*"},{"type":"function","name":"builtin__computer_exec","parameters":{}}]}`, "tools"},
 		{`{"model":"m","input":"hi","tools":[{"type":"tool","name":"builtin__nothing"}]}`, "tools[0].name"},
 		{`{"model":"m","input":"hi","tools":[{"type":"tool","name":"python","strict":true}]}`, "tools[0].strict"},

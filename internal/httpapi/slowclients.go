@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs/errhttp"
 )
 
 // DefaultBodyTimeout is how long a request body may go without a byte.
@@ -126,9 +129,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// refuse answers a connection over the limit and closes it.
+// refuse answers a connection over the limit and closes it, with the
+// error body of every other error (no request was read, so no request id).
 func refuse(c net.Conn, max int64) {
-	body := fmt.Sprintf(`{"error":{"code":"too_many_connections","message":"the server holds its limit of %d connections (server.max_connections); retry shortly","param":null}}`, max)
+	msg := fmt.Sprintf("the server holds its limit of %d connections (server.max_connections); retry shortly", max)
+	body, _ := json.Marshal(map[string]any{"error": errhttp.NewBody(context.Background(), http.StatusServiceUnavailable, "too_many_connections", msg)})
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(c, tooManyConnections, len(body), body)
 	c.Close()

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs/errhttp"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 )
 
@@ -104,5 +106,37 @@ func TestSlowClients(t *testing.T) {
 	res, body = readResponse(t, c)
 	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "server.max_connections") {
 		t.Fatalf("over the limit: %d %s", res.StatusCode, body)
+	}
+}
+
+// TestTooManyConnectionsBody: the listener's 503 for a connection over the
+// limit carries the error body of every other error, OpenAI's type
+// included.
+func TestTooManyConnectionsBody(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := httpapi.LimitListener(ln, 1)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		l.Accept() // refuses the next connection; returns when the listener closes
+	}()
+	addr := ln.Addr().String()
+	rawRequest(t, addr, "", "")
+	res, body := readResponse(t, rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", ""))
+	var got struct{ Error *errhttp.Body }
+	if err := json.Unmarshal([]byte(body), &got); err != nil || got.Error == nil {
+		t.Fatalf("body %q: %v", body, err)
+	}
+	if e := got.Error; res.StatusCode != http.StatusServiceUnavailable || e.Type != "service_unavailable_error" ||
+		e.Code != "too_many_connections" || e.Param != nil || !strings.Contains(e.Message, "limit of 1 connections") {
+		t.Fatalf("%d %s", res.StatusCode, body)
 	}
 }

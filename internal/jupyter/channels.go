@@ -11,6 +11,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/log"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // channels serves GET /api/kernels/{id}/channels: the WebSocket that
@@ -59,20 +60,37 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 			log.From(ctx).WarnContext(ctx, "jupyter: a client message names no channel; assuming shell, as jupyter_server does (later ones are not logged)")
 		}
 		m, msgID := cf.msg, cf.msgID
+		if cf.refused != "" {
+			// Never sent to the kernel: a request is answered with why, and
+			// a connection that sends anything else so is closed with why.
+			log.From(ctx).InfoContext(ctx, "jupyter: refused a client message", "reason", cf.refused)
+			if !c.answer(errorReplies(m, refusedEName, cf.refused)) {
+				c.kill(websocket.StatusPolicyViolation, cf.refused)
+				return nil
+			}
+			continue
+		}
 		if err := k.send(ctx, c, m, msgID); err != nil {
 			if errors.Is(err, errDead) {
 				// The client saw the "dead" status; a restart revives the
 				// kernel. Its request is answered, so that it does not wait.
-				for _, r := range deadReplies(m) {
-					if f, err := encodeKernel(r); err == nil {
-						c.enqueue(f)
-					}
-				}
+				c.answer(errorReplies(m, deadEName, deadEValue))
 				continue
 			}
 			log.From(ctx).DebugContext(ctx, "jupyter: relay a client message", "err", err)
 		}
 	}
+}
+
+// answer queues replies of the gateway's own to a client's request; it
+// reports whether there were any.
+func (c *conn) answer(replies []sandbox.KernelMessage) bool {
+	for _, r := range replies {
+		if f, err := encodeKernel(r); err == nil {
+			c.enqueue(f)
+		}
+	}
+	return len(replies) > 0
 }
 
 type connKey struct{}

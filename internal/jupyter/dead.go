@@ -10,19 +10,21 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
-// deadEName and deadEValue are the error a dead kernel's requests get.
+// The errors of requests the kernel does not get: a dead kernel's, and a
+// refused message's (its evalue says why).
 const (
-	deadEName  = "DeadKernelError"
-	deadEValue = "The kernel is dead (it could not be restarted); restart it (POST /api/kernels/{id}/restart) or start a new one."
+	deadEName    = "DeadKernelError"
+	deadEValue   = "The kernel is dead (it could not be restarted); restart it (POST /api/kernels/{id}/restart) or start a new one."
+	refusedEName = "MessageRefused"
 )
 
-// deadReplies answers a request that a dead kernel cannot take, as a kernel
-// that fails a request would: iopub status busy, for an execute_request an
-// error output, the reply (status "error") on the request's channel, iopub
-// status idle. A client waiting for its reply (jupyter_client, nbclient)
-// then ends instead of hanging. Anything but a shell or control request
-// gets nothing.
-func deadReplies(req sandbox.KernelMessage) []sandbox.KernelMessage {
+// errorReplies answers a request that the kernel does not get (it is dead,
+// or the message was refused), as a kernel that fails a request would:
+// iopub status busy, for an execute_request an error output, the reply
+// (status "error") on the request's channel, iopub status idle. A client
+// waiting for its reply (jupyter_client, nbclient) then ends instead of
+// hanging. Anything but a shell or control request gets nothing.
+func errorReplies(req sandbox.KernelMessage, ename, evalue string) []sandbox.KernelMessage {
 	var h struct {
 		MsgType string `json:"msg_type"`
 		Session string `json:"session"`
@@ -42,11 +44,11 @@ func deadReplies(req sandbox.KernelMessage) []sandbox.KernelMessage {
 		c, _ := json.Marshal(content)
 		return sandbox.KernelMessage{Channel: channel, Header: hdr, ParentHeader: req.Header, Metadata: json.RawMessage("{}"), Content: c}
 	}
-	failure := map[string]any{"status": "error", "ename": deadEName, "evalue": deadEValue, "traceback": []string{deadEName + ": " + deadEValue}}
+	failure := map[string]any{"status": "error", "ename": ename, "evalue": evalue, "traceback": []string{ename + ": " + evalue}}
 	out := []sandbox.KernelMessage{msg(chIOPub, "status", map[string]string{"execution_state": "busy"})}
 	reply := failure
 	if base == "execute" {
-		out = append(out, msg(chIOPub, "error", map[string]any{"ename": deadEName, "evalue": deadEValue, "traceback": failure["traceback"]}))
+		out = append(out, msg(chIOPub, "error", map[string]any{"ename": ename, "evalue": evalue, "traceback": failure["traceback"]}))
 		reply = map[string]any{"execution_count": nil}
 		for k, v := range failure {
 			reply[k] = v

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/cubicle-sandbox/cubicle/internal/bench"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
@@ -326,6 +328,89 @@ func TestRealAuth(t *testing.T) {
 	}
 	if r := doReq(t, e.url, "token "+e.key, "GET", "/api/kernels/"+k.ID, nil); r.code != http.StatusOK {
 		t.Fatalf("the kernel after another org's attempts: %s", r)
+	}
+}
+
+// TestV1Subprotocol: a client offering v1.kernel.websocket.jupyter.org
+// (jupyter_server 2.x and JupyterLab do) gets it, and an execute_request
+// and everything that answers it travel as v1 binary frames over the real
+// socket, to and from a real kernel; a client offering nothing gets the
+// legacy frames.
+func TestV1Subprotocol(t *testing.T) {
+	e := newRealEnv(t, Config{})
+	k := startKernel(t, e.url, e.key, nil)
+	ws := dialChannels(t, e.url, e.key, k.ID, "v0.kernel.websocket.jupyter.org", SubprotocolV1)
+	if got := ws.c.Subprotocol(); got != SubprotocolV1 || !ws.v1 {
+		t.Fatalf("selected subprotocol %q, want %q", got, SubprotocolV1)
+	}
+	reply, seen := ws.execute("print('hi')\n6 * 7", false)
+	if reply.Channel != "shell" || reply.status() != "ok" || stdout(seen) != "hi\n" || !hasResult(seen, "42") {
+		t.Fatalf("execute over v1: %s %s, messages %s", reply.Channel, reply.Content, dump(seen))
+	}
+	for _, m := range append(seen, reply) {
+		if !m.binary {
+			t.Fatalf("a message not in a v1 frame: %+v", m)
+		}
+	}
+	if legacy := dialChannels(t, e.url, e.key, k.ID); legacy.c.Subprotocol() != "" || legacy.v1 {
+		t.Fatalf("a client offering no subprotocol got %q", legacy.c.Subprotocol())
+	}
+}
+
+// TestOversizeHeaderRefused: a client message whose header the kernel
+// could not echo within the kernel wire's bound never reaches the kernel.
+// The header is 60 KB of 1e15s: under the wire's 64 KiB as sent, but
+// Python writes each out as 1000000000000000.0, so the kernel's echo would
+// be 240 KB and the kernel would be stopped for it. A request gets an
+// error reply saying why; any other message closes the connection with the
+// reason; the kernel still runs code.
+func TestOversizeHeaderRefused(t *testing.T) {
+	e := newRealEnv(t, Config{})
+	k := startKernel(t, e.url, e.key, nil)
+	ws := dialChannels(t, e.url, e.key, k.ID)
+	reply, _ := ws.execute("x = 6", false)
+	if reply.status() != "ok" {
+		t.Fatalf("first cell: %s", reply.Content)
+	}
+
+	pad := strings.TrimSuffix(strings.Repeat("1e15,", 12000), ",")
+	big := func(id, msgType, channel string) []byte {
+		return fmt.Appendf(nil, `{"channel":%q,"header":{"msg_id":%q,"msg_type":%q,"session":"s","username":"t","version":"5.3","pad":[%s]},`+
+			`"parent_header":{},"metadata":{},"content":{"code":"x = 0","silent":false,"store_history":true,"user_expressions":{},"allow_stdin":false,"stop_on_error":false}}`,
+			channel, id, msgType, pad)
+	}
+	ws.write(websocket.MessageText, big("big-1", "execute_request", "shell"))
+	reply, seen := ws.finish("big-1")
+	var c struct{ Status, EName, EValue string }
+	json.Unmarshal(reply.Content, &c)
+	if c.Status != "error" || c.EName != "MessageRefused" || !strings.Contains(c.EValue, "at most 8192") || !hasError(seen, "MessageRefused") {
+		t.Fatalf("execute_reply %s, messages %s", reply.Content, dump(seen))
+	}
+
+	ws.write(websocket.MessageText, big("big-2", "comm_msg", "shell"))
+	for {
+		_, err := ws.read(10 * time.Second)
+		var ce websocket.CloseError
+		if errors.As(err, &ce) {
+			if ce.Code != websocket.StatusPolicyViolation || !strings.Contains(ce.Reason, "header") {
+				t.Fatalf("closed with %v", ce)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatalf("waiting for the close: %v", err)
+		}
+	}
+
+	ws = dialChannels(t, e.url, e.key, k.ID)
+	reply, seen = ws.execute("x * 7", false)
+	if reply.status() != "ok" || !hasResult(seen, "42") {
+		t.Fatalf("after the refused messages: %s, %s", reply.status(), dump(seen))
+	}
+	var m model
+	json.Unmarshal(doReq(t, e.url, "token "+e.key, "GET", "/api/kernels/"+k.ID, nil).body, &m)
+	if m.ExecutionState == "dead" {
+		t.Fatalf("the kernel is dead: %+v", m)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -153,22 +154,24 @@ type wsClient struct {
 	c    *websocket.Conn
 	sess string
 	n    int
+	v1   bool // the server selected SubprotocolV1: every frame is a v1 binary frame
 }
 
-func dialChannels(t *testing.T, base, key, kernelID string) *wsClient {
+// dialChannels opens the kernel's channels WebSocket, offering subprotocols.
+func dialChannels(t *testing.T, base, key, kernelID string, subprotocols ...string) *wsClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	u := "ws" + strings.TrimPrefix(base, "http") + "/api/kernels/" + kernelID + "/channels"
 	h := http.Header{}
 	h.Set("Authorization", "token "+key)
-	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h})
+	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h, Subprotocols: subprotocols})
 	if err != nil {
 		t.Fatalf("dial channels: %v", err)
 	}
 	c.SetReadLimit(64 << 20)
 	t.Cleanup(func() { c.CloseNow() })
-	return &wsClient{t: t, c: c, sess: fmt.Sprintf("s%p", c)}
+	return &wsClient{t: t, c: c, sess: fmt.Sprintf("s%p", c), v1: c.Subprotocol() == SubprotocolV1}
 }
 
 // wsMsg is a message as the gateway sends it.
@@ -198,23 +201,39 @@ func (w *wsClient) send(channel, msgType string, content any, parent string) str
 		ph = fmt.Sprintf(`{"msg_id":%q}`, parent)
 	}
 	c, _ := json.Marshal(content)
-	frame := fmt.Sprintf(`{"channel":%q,"header":{"msg_id":%q,"msg_type":%q,"session":%q,"username":"t","date":"2026-01-01T00:00:00.000Z","version":"5.3"},"parent_header":%s,"metadata":{},"content":%s,"buffers":[]}`,
-		channel, id, msgType, w.sess, ph, c)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := w.c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
-		w.t.Fatal(err)
+	hdr := fmt.Sprintf(`{"msg_id":%q,"msg_type":%q,"session":%q,"username":"t","date":"2026-01-01T00:00:00.000Z","version":"5.3"}`,
+		id, msgType, w.sess)
+	if w.v1 {
+		w.write(websocket.MessageBinary, encodeV1(sandbox.KernelMessage{Channel: channel, Header: json.RawMessage(hdr),
+			ParentHeader: json.RawMessage(ph), Metadata: json.RawMessage("{}"), Content: c}))
+		return id
 	}
+	frame := fmt.Sprintf(`{"channel":%q,"header":%s,"parent_header":%s,"metadata":{},"content":%s,"buffers":[]}`, channel, hdr, ph, c)
+	w.write(websocket.MessageText, []byte(frame))
 	return id
 }
 
-// read returns the next message (binary frames decoded).
+// write sends one frame as it is.
+func (w *wsClient) write(typ websocket.MessageType, frame []byte) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.c.Write(ctx, typ, frame); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// read returns the next message (binary frames decoded; on a v1
+// connection, anything but a v1 binary frame is an error).
 func (w *wsClient) read(timeout time.Duration) (wsMsg, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	typ, data, err := w.c.Read(ctx)
 	if err != nil {
 		return wsMsg{}, err
+	}
+	if w.v1 {
+		return readV1(typ, data)
 	}
 	var m wsMsg
 	jsonPart := data
@@ -228,6 +247,23 @@ func (w *wsClient) read(timeout time.Duration) (wsMsg, error) {
 	if err := json.Unmarshal(jsonPart, &m); err != nil {
 		return m, fmt.Errorf("%w: %s", err, jsonPart)
 	}
+	return m, nil
+}
+
+// readV1 decodes a v1 frame into the message's fields.
+func readV1(typ websocket.MessageType, data []byte) (wsMsg, error) {
+	if typ != websocket.MessageBinary {
+		return wsMsg{}, fmt.Errorf("a %v frame on a v1 connection: %.200s", typ, data)
+	}
+	cm, bufs, err := decodeV1(data)
+	if err != nil {
+		return wsMsg{}, err
+	}
+	m := wsMsg{Channel: cm.Channel, Content: cm.Content, Buffers: bufs, binary: true}
+	if err := errors.Join(json.Unmarshal(cm.Header, &m.Header), json.Unmarshal(cm.ParentHeader, &m.ParentHeader)); err != nil {
+		return wsMsg{}, fmt.Errorf("v1 frame: %w", err)
+	}
+	m.MsgID, m.MsgType = m.Header.MsgID, m.Header.MsgType
 	return m, nil
 }
 

@@ -27,6 +27,14 @@ const (
 	maxClientMessage = sandbox.MaxKernelMessage + 64<<10
 	maxBuffers       = 64
 	maxMsgIDLen      = 256
+	// maxHeader bounds a client message's header. The kernel echoes the
+	// header as its replies' parent_header, re-encoded by Python's json
+	// (", " and ": " separators, 1e15 written as 1000000000000000.0: at
+	// most about 4.5 times the bytes), and the kernel wire takes a
+	// parent_header over its own bound (internal/kernel's maxHeaderJSON,
+	// 64 KiB) for a broken protocol and stops the kernel. 8 KiB keeps
+	// every echo under that bound; clients send a few hundred bytes.
+	maxHeader = 8 << 10
 )
 
 // The Jupyter channels the WebSocket carries.
@@ -62,6 +70,9 @@ type clientFrame struct {
 	// jupyter_server sends it (GatewayKernelClient of jupyter_server 1.x
 	// sends such messages).
 	noChannel bool
+	// refused says why the message must not reach the kernel (its header
+	// is over maxHeader); the client is answered instead.
+	refused string
 }
 
 // decodeClient parses one frame from a client into the message for the
@@ -101,6 +112,10 @@ func decodeClient(typ websocket.MessageType, data []byte, v1 bool) (clientFrame,
 	var h header
 	if err := json.Unmarshal(cm.Header, &h); err != nil || h.MsgID == "" || h.MsgType == "" || len(h.MsgID) > maxMsgIDLen {
 		return clientFrame{}, fmt.Errorf("%w: the header needs msg_id and msg_type", errBadMessage)
+	}
+	if len(cm.Header) > maxHeader {
+		f.refused = fmt.Sprintf("the message's header is %d bytes; at most %d are accepted (the kernel echoes it in its replies)",
+			len(cm.Header), maxHeader)
 	}
 	for _, part := range []json.RawMessage{cm.ParentHeader, cm.Metadata, cm.Content} {
 		if len(part) > 0 && !json.Valid(part) {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -57,6 +58,24 @@ func TestDecodeClient(t *testing.T) {
 		if _, err := decodeClient(websocket.MessageText, []byte(bad), false); !errors.Is(err, errBadMessage) {
 			t.Errorf("%s: %v", bad, err)
 		}
+	}
+}
+
+// TestDecodeClientOversizeHeader: a header over maxHeader is marked
+// refused (the kernel never gets it); one at the bound is not.
+func TestDecodeClientOversizeHeader(t *testing.T) {
+	frame := func(size int) []byte {
+		h := `{"msg_id":"x","msg_type":"execute_request","pad":""}`
+		h = strings.Replace(h, `""`, `"`+strings.Repeat("p", size-len(h))+`"`, 1)
+		return []byte(`{"channel":"shell","header":` + h + `,"content":{}}`)
+	}
+	cf, err := decodeClient(websocket.MessageText, frame(maxHeader), false)
+	if err != nil || cf.refused != "" || len(cf.msg.Header) != maxHeader {
+		t.Fatalf("at the bound: %q %d, %v", cf.refused, len(cf.msg.Header), err)
+	}
+	cf, err = decodeClient(websocket.MessageText, frame(maxHeader+1), false)
+	if err != nil || !strings.Contains(cf.refused, "at most 8192") || cf.msgID != "x" {
+		t.Fatalf("over the bound: %q, %v", cf.refused, err)
 	}
 }
 

@@ -196,13 +196,13 @@ func TestTiming(t *testing.T) {
 // TestParamsReachUpstream: the model parameters reach each upstream API
 // in its own names and are echoed in the response.
 func TestParamsReachUpstream(t *testing.T) {
-	body := `{"input":"hi","temperature":0.5,"top_p":0.9,"max_output_tokens":100,"user":"u1","service_tier":"flex",
+	body := `{"input":"hi","temperature":0.5,"top_p":0.9,"max_output_tokens":100,"user":"u1","service_tier":"flex","prompt_cache_retention":"in_memory",
 		"reasoning":{"effort":"low","generate_summary":"auto"},"background":true,
 		"text":{"verbosity":"low","format":{"type":"json_schema","name":"out","schema":{"type":"object"},"strict":true,"description":"d"}}}`
 	for api, want := range map[string]map[string]any{
 		APIChat: {"temperature": 0.5, "top_p": 0.9, "max_tokens": 100.0, "user": "u1", "service_tier": "flex",
-			"reasoning_effort": "low", "verbosity": "low"},
-		APIResponses: {"temperature": 0.5, "max_output_tokens": 100.0, "store": false},
+			"reasoning_effort": "low", "verbosity": "low", "prompt_cache_retention": "in_memory"},
+		APIResponses: {"temperature": 0.5, "max_output_tokens": 100.0, "store": false, "prompt_cache_retention": "in_memory"},
 	} {
 		h := newHarness(t, api, func(int, map[string]any) (int, any) { return 200, upstreamtest.TextAnswer("{}") }, nil)
 		resp, err := h.create(body)

@@ -44,6 +44,9 @@ type contentPart struct {
 	FileData    *string         `json:"file_data"`
 	FileURL     *string         `json:"file_url"`
 	Filename    *string         `json:"filename"`
+	// PromptCacheBreakpoint (an explicit prompt cache breakpoint) is
+	// accepted without effect: the upstream caches as it does.
+	PromptCacheBreakpoint json.RawMessage `json:"prompt_cache_breakpoint"`
 }
 
 // imageRef is an input_image by file_id, resolved to a data URL before
@@ -206,6 +209,9 @@ func (in *parsedInput) message(item inputItem, param string) error {
 		if err := strict(pr, &part, pp); err != nil {
 			return err
 		}
+		if err := object(pp+".prompt_cache_breakpoint", part.PromptCacheBreakpoint); err != nil {
+			return err
+		}
 		switch part.Type {
 		case "input_text", "output_text":
 			if part.FileID != "" {
@@ -260,8 +266,11 @@ func (in *parsedInput) inputFile(part contentPart, param string) error {
 	switch {
 	case part.FileURL != nil:
 		return invalid(param+".file_url", "input_file by file_url is not supported: the gateway fetches no URL a client names (it would reach the server's own network); upload the file (POST /v1/files) and send file_id, or send file_data")
-	case part.Text != "" || part.ImageURL != nil || part.Detail != "":
+	case part.Text != "" || part.ImageURL != nil:
 		return invalid(param, `an input_file part holds file_id, or file_data and filename: {"type":"input_file","file_id":"file_…"}`)
+	case !slices.Contains([]string{"", "auto", "low", "high"}, part.Detail):
+		// Accepted without effect: the file goes to the computer, not to the model.
+		return invalid(param+".detail", "detail must be auto, low or high")
 	case part.FileData != nil && part.FileID != "":
 		return invalid(param, "an input_file part holds file_id or file_data, not both")
 	case part.FileData != nil:
@@ -304,9 +313,9 @@ type upload struct {
 // an empty URL and the id to resolve.
 func imagePart(part contentPart, param string) (chatPart, string, error) {
 	switch part.Detail {
-	case "", "auto", "low", "high":
+	case "", "auto", "low", "high", "original":
 	default:
-		return chatPart{}, "", invalid(param+".detail", "detail must be auto, low or high")
+		return chatPart{}, "", invalid(param+".detail", "detail must be auto, low, high or original")
 	}
 	if part.Text != "" || part.FileData != nil || part.FileURL != nil || part.Filename != nil {
 		return chatPart{}, "", invalid(param, "an input_image part holds image_url or file_id (and detail)")

@@ -96,8 +96,10 @@ func (p *Params) validate() error {
 		inRange("max_output_tokens", p.MaxOutputTokens, 16, 1<<30),
 		inRange("top_logprobs", p.TopLogprobs, 0, 20),
 		oneOf("truncation", p.Truncation, "auto", "disabled"),
-		oneOf("service_tier", p.ServiceTier, "auto", "default", "flex", "scale", "priority"),
-		oneOf("prompt_cache_retention", p.PromptCacheRetention, "in-memory", "24h"),
+		oneOf("service_tier", p.ServiceTier, "auto", "default", "flex", "scale", "priority", "fast", "ultrafast"),
+		// "in_memory" is what the SDKs send; "in-memory" is the API
+		// reference's spelling.
+		oneOf("prompt_cache_retention", p.PromptCacheRetention, "in_memory", "in-memory", "24h"),
 	}
 	if p.User != nil && len(*p.User) > 512 {
 		errs = append(errs, invalid("user", "user is at most 512 characters"))
@@ -111,7 +113,7 @@ func (p *Params) validate() error {
 		}
 	}
 	if r := p.Reasoning; r != nil {
-		errs = append(errs, oneOf("reasoning.effort", r.Effort, "none", "minimal", "low", "medium", "high", "xhigh"),
+		errs = append(errs, oneOf("reasoning.effort", r.Effort, "none", "minimal", "low", "medium", "high", "xhigh", "max"),
 			oneOf("reasoning.summary", r.Summary, "auto", "concise", "detailed"),
 			oneOf("reasoning.generate_summary", r.GenerateSummary, "auto", "concise", "detailed"))
 	}
@@ -168,17 +170,18 @@ type chatParams struct {
 // sharedParams are the parameters both upstream APIs name as the
 // Responses API does.
 type sharedParams struct {
-	Temperature      *float64 `json:"temperature,omitempty"`
-	TopP             *float64 `json:"top_p,omitempty"`
-	User             *string  `json:"user,omitempty"`
-	ServiceTier      *string  `json:"service_tier,omitempty"`
-	PromptCacheKey   *string  `json:"prompt_cache_key,omitempty"`
-	SafetyIdentifier *string  `json:"safety_identifier,omitempty"`
+	Temperature          *float64 `json:"temperature,omitempty"`
+	TopP                 *float64 `json:"top_p,omitempty"`
+	User                 *string  `json:"user,omitempty"`
+	ServiceTier          *string  `json:"service_tier,omitempty"`
+	PromptCacheKey       *string  `json:"prompt_cache_key,omitempty"`
+	PromptCacheRetention *string  `json:"prompt_cache_retention,omitempty"`
+	SafetyIdentifier     *string  `json:"safety_identifier,omitempty"`
 }
 
 func (p *Params) shared() sharedParams {
 	return sharedParams{Temperature: p.Temperature, TopP: p.TopP, User: p.User, ServiceTier: p.ServiceTier,
-		PromptCacheKey: p.PromptCacheKey, SafetyIdentifier: p.SafetyIdentifier}
+		PromptCacheKey: p.PromptCacheKey, PromptCacheRetention: p.PromptCacheRetention, SafetyIdentifier: p.SafetyIdentifier}
 }
 
 func (p *Params) chat() chatParams {
@@ -248,8 +251,8 @@ func (p *Params) echo(r *Response) {
 	if p.Truncation != nil {
 		r.Truncation = *p.Truncation
 	}
-	if p.ServiceTier != nil && *p.ServiceTier != "auto" {
-		r.ServiceTier = *p.ServiceTier
+	if p.ServiceTier != nil {
+		r.ServiceTier = servedTier(*p.ServiceTier)
 	}
 	if p.Background != nil {
 		r.Background = *p.Background
@@ -270,6 +273,19 @@ func (p *Params) echo(r *Response) {
 	}
 }
 
+// servedTier is the service_tier a response reports for the requested
+// one, as OpenAI reports it: "auto" is served as "default" and "fast" as
+// "priority" (OpenAI's fast mode is its priority tier).
+func servedTier(requested string) string {
+	switch requested {
+	case "auto":
+		return "default"
+	case "fast":
+		return "priority"
+	}
+	return requested
+}
+
 // unsupported refuses what names state the gateway does not keep, and
 // checks that the options accepted without effect are objects.
 func (r *Request) unsupported() error {
@@ -283,10 +299,19 @@ func (r *Request) unsupported() error {
 		name string
 		raw  json.RawMessage
 	}{{"moderation", r.Moderation}, {"access_programs", r.AccessPrograms}, {"image", r.Image}, {"prompt_cache_options", r.PromptCacheOptions}} {
-		var obj map[string]json.RawMessage
-		if isSet(o.raw) && json.Unmarshal(o.raw, &obj) != nil {
-			return invalid(o.name, "%s must be an object", o.name)
+		if err := object(o.name, o.raw); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// object checks that an optional field accepted without effect is an
+// object.
+func object(param string, raw json.RawMessage) error {
+	var obj map[string]json.RawMessage
+	if isSet(raw) && json.Unmarshal(raw, &obj) != nil {
+		return invalid(param, "%s must be an object", param)
 	}
 	return nil
 }

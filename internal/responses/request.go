@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
@@ -46,6 +47,14 @@ type Request struct {
 
 // IncludeOutputs is the include value that returns code_interpreter_call outputs.
 const IncludeOutputs = "code_interpreter_call.outputs"
+
+// includables are OpenAI's include values. Only IncludeOutputs has an
+// effect: the others name items the gateway never returns (file search,
+// web search, computer calls, reasoning), the input (which it does not
+// return) or logprobs (which it does not ask for).
+var includables = []string{IncludeOutputs, "file_search_call.results", "web_search_call.results",
+	"web_search_call.action.sources", "message.input_image.image_url", "computer_call_output.output.image_url",
+	"reasoning.encrypted_content", "message.output_text.logprobs"}
 
 // plan is a validated request, ready for the upstream.
 type plan struct {
@@ -127,10 +136,10 @@ func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
 		}
 	}
 	for i, inc := range r.Include {
-		if inc != IncludeOutputs {
-			return nil, invalid(fmt.Sprintf("include[%d]", i), "unsupported include %q; only %q is supported", inc, IncludeOutputs)
+		if !slices.Contains(includables, inc) {
+			return nil, invalid(fmt.Sprintf("include[%d]", i), "include[%d] must be one of %q, got %q", i, includables, inc)
 		}
-		p.includeOutputs = true
+		p.includeOutputs = p.includeOutputs || inc == IncludeOutputs
 	}
 	if r.MaxToolCalls != nil {
 		if *r.MaxToolCalls < 1 {
@@ -295,8 +304,10 @@ func (p *plan) functionTool(t json.RawMessage, param string) error {
 // code_interpreter, which has its own tool type).
 var gatewayToolset = tools.NewRegistry(tools.ExecTool(), tools.WriteFileTool(), tools.ReadFileTool(), tools.PythonTool())
 
+// parseToolChoice reads tool_choice: "auto", "none", "required", a
+// declared tool, or allowed_tools.
 func (p *plan) parseToolChoice(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
+	if !isSet(raw) {
 		return nil
 	}
 	var s string
@@ -306,22 +317,70 @@ func (p *plan) parseToolChoice(raw json.RawMessage) error {
 			p.toolChoice = raw
 			return nil
 		}
-		return invalid("tool_choice", "tool_choice must be auto, none, required or a function")
+		return invalid("tool_choice", "tool_choice must be auto, none, required, a declared tool or allowed_tools")
 	}
+	var head struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &head) == nil && head.Type == "allowed_tools" {
+		return p.allowedTools(raw)
+	}
+	name, err := p.choiceName(raw, "tool_choice")
+	if err != nil {
+		return err
+	}
+	p.toolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": name}})
+	return nil
+}
+
+// choiceName is the upstream function name of the declared tool raw
+// names: {"type":"function","name":…} (a client function or a gateway
+// tool) or {"type":"code_interpreter"}.
+func (p *plan) choiceName(raw json.RawMessage, param string) (string, error) {
 	var c struct {
 		Type string `json:"type"`
 		Name string `json:"name"`
 	}
-	if err := strict(raw, &c, "tool_choice"); err != nil {
-		return err
+	if err := strict(raw, &c, param); err != nil {
+		return "", err
 	}
 	switch {
 	case c.Type == "code_interpreter" && p.codeInterpreter:
-		c.Name = tools.CodeInterpreterName
+		return tools.CodeInterpreterName, nil
 	case c.Type == "function" && (p.clientFuncs[c.Name] || p.gatewayTools[c.Name]):
-	default:
-		return invalid("tool_choice", "tool_choice must name a declared tool")
+		return c.Name, nil
 	}
-	p.toolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
+	return "", invalid(param, "%s must name a declared tool", param)
+}
+
+// allowedTools reads {"type":"allowed_tools","mode":…,"tools":[…]}: only
+// the listed tools are offered to the upstream, with mode ("auto" or
+// "required") as its tool_choice, which is what OpenAI's allowed_tools
+// does (it lets a client keep its tools list, and the prompt cache, whole).
+func (p *plan) allowedTools(raw json.RawMessage) error {
+	var a struct {
+		Type  string            `json:"type"`
+		Mode  string            `json:"mode"`
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := strict(raw, &a, "tool_choice"); err != nil {
+		return err
+	}
+	if err := oneOf("tool_choice.mode", &a.Mode, "auto", "required"); err != nil {
+		return err
+	}
+	if len(a.Tools) == 0 {
+		return invalid("tool_choice.tools", "tool_choice.tools must list at least one declared tool")
+	}
+	allowed := map[string]bool{}
+	for i, t := range a.Tools {
+		name, err := p.choiceName(t, fmt.Sprintf("tool_choice.tools[%d]", i))
+		if err != nil {
+			return err
+		}
+		allowed[name] = true
+	}
+	p.tools = slices.DeleteFunc(p.tools, func(t chatTool) bool { return !allowed[t.Function.Name] })
+	p.toolChoice, _ = json.Marshal(a.Mode)
 	return nil
 }

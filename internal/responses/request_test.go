@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"testing"
 
+	oai "github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
+
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 )
 
@@ -65,6 +68,12 @@ func TestValidate(t *testing.T) {
 		{`{"model":"m"}`, "invalid_request", "input"},
 		{`{"input":[{"role":"user","content":"x","extra":1}]}`, "invalid_request", "input[0].extra"},
 		{`{"input":"hi","tool_choice":{"type":"function","name":"nope"}}`, "invalid_request", "tool_choice"},
+		{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"g"}]}}`, "invalid_request", "tool_choice.tools[0]"},
+		{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"none","tools":[{"type":"function","name":"f"}]}}`, "invalid_request", "tool_choice.mode"},
+		{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[]}}`, "invalid_request", "tool_choice.tools"},
+		{`{"input":"hi","include":["file_search_call.outputs"]}`, "invalid_request", "include[0]"},
+		{`{"input":[{"role":"user","content":[{"type":"input_file","file_id":"f","detail":"original"}]}]}`, "invalid_request", "input[0].content[0].detail"},
+		{`{"input":[{"role":"user","content":[{"type":"input_text","text":"a","prompt_cache_breakpoint":"now"}]}]}`, "invalid_request", "input[0].content[0].prompt_cache_breakpoint"},
 	}
 	for _, c := range bad {
 		var r Request
@@ -79,6 +88,80 @@ func TestValidate(t *testing.T) {
 	json.Unmarshal([]byte(`{"input":"hi"}`), &r)
 	if _, err := r.validate("", true); err == nil {
 		t.Fatal("no model and no default: accepted")
+	}
+
+	// allowed_tools offers only the listed tools, with its mode as the
+	// tool_choice; include values other than the outputs have no effect.
+	p = ok(`{"input":"hi","tools":[{"type":"code_interpreter","container":{"type":"auto"}},{"type":"function","name":"f"},{"type":"function","name":"g"}],
+		"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"g"},{"type":"code_interpreter"}]},
+		"include":["reasoning.encrypted_content","message.output_text.logprobs"]}`, true)
+	names = nil
+	for _, tl := range p.tools {
+		names = append(names, tl.Function.Name)
+	}
+	if fmt.Sprint(names) != "[code_interpreter g]" || string(p.toolChoice) != `"required"` || p.includeOutputs {
+		t.Fatalf("allowed_tools: tools %v, tool_choice %s, includeOutputs %v", names, p.toolChoice, p.includeOutputs)
+	}
+}
+
+// strs is SDK enum values as strings.
+func strs[T ~string](vs ...T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// TestSDKEnums: every value openai-go (the version pinned in go.mod)
+// declares for an enumerated create parameter is accepted, as is the API
+// reference's "in-memory".
+func TestSDKEnums(t *testing.T) {
+	fields := []struct {
+		format string
+		values []string
+	}{
+		{`{"service_tier":%q}`, strs(oai.ResponseNewParamsServiceTierAuto, oai.ResponseNewParamsServiceTierDefault,
+			oai.ResponseNewParamsServiceTierFlex, oai.ResponseNewParamsServiceTierScale, oai.ResponseNewParamsServiceTierPriority,
+			oai.ResponseNewParamsServiceTierFast, oai.ResponseNewParamsServiceTierUltrafast)},
+		{`{"prompt_cache_retention":%q}`, append(strs(oai.ResponseNewParamsPromptCacheRetentionInMemory,
+			oai.ResponseNewParamsPromptCacheRetention24h), "in-memory")},
+		{`{"truncation":%q}`, strs(oai.ResponseNewParamsTruncationAuto, oai.ResponseNewParamsTruncationDisabled)},
+		{`{"reasoning":{"effort":%q}}`, strs(shared.ReasoningEffortNone, shared.ReasoningEffortMinimal, shared.ReasoningEffortLow,
+			shared.ReasoningEffortMedium, shared.ReasoningEffortHigh, shared.ReasoningEffortXhigh, shared.ReasoningEffortMax)},
+		{`{"reasoning":{"summary":%q}}`, strs(shared.ReasoningSummaryAuto, shared.ReasoningSummaryConcise, shared.ReasoningSummaryDetailed)},
+		{`{"reasoning":{"generate_summary":%q}}`, strs(shared.ReasoningGenerateSummaryAuto, shared.ReasoningGenerateSummaryConcise,
+			shared.ReasoningGenerateSummaryDetailed)},
+		{`{"text":{"verbosity":%q}}`, strs(oai.ResponseTextConfigVerbosityLow, oai.ResponseTextConfigVerbosityMedium,
+			oai.ResponseTextConfigVerbosityHigh)},
+		{`{"include":[%q]}`, strs(oai.ResponseIncludableFileSearchCallResults, oai.ResponseIncludableWebSearchCallResults,
+			oai.ResponseIncludableWebSearchCallActionSources, oai.ResponseIncludableMessageInputImageImageURL,
+			oai.ResponseIncludableComputerCallOutputOutputImageURL, oai.ResponseIncludableCodeInterpreterCallOutputs,
+			oai.ResponseIncludableReasoningEncryptedContent, oai.ResponseIncludableMessageOutputTextLogprobs)},
+		{`{"tool_choice":%q}`, strs(oai.ToolChoiceOptionsNone, oai.ToolChoiceOptionsAuto, oai.ToolChoiceOptionsRequired)},
+		{`{"tool_choice":{"type":"allowed_tools","mode":%q,"tools":[{"type":"function","name":"f"}]}}`,
+			strs(oai.ToolChoiceAllowedModeAuto, oai.ToolChoiceAllowedModeRequired)},
+		{`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"https://example.com/a.png","detail":%q}]}]}`,
+			strs(oai.ResponseInputImageDetailLow, oai.ResponseInputImageDetailHigh, oai.ResponseInputImageDetailAuto,
+				oai.ResponseInputImageDetailOriginal)},
+		{`{"input":[{"role":"user","content":[{"type":"input_file","file_id":"file_1","detail":%q,"prompt_cache_breakpoint":{"mode":"explicit"}}]}]}`,
+			strs(oai.ResponseInputFileDetailAuto, oai.ResponseInputFileDetailLow, oai.ResponseInputFileDetailHigh)},
+	}
+	for _, f := range fields {
+		for _, v := range f.values {
+			var r Request
+			base := `{"model":"m","input":"hi","tools":[{"type":"function","name":"f"}]}`
+			if err := json.Unmarshal([]byte(base), &r); err != nil {
+				t.Fatal(err)
+			}
+			body := fmt.Sprintf(f.format, v)
+			if err := strict([]byte(body), &r, "request"); err != nil {
+				t.Fatalf("%s: %v", body, err)
+			}
+			if _, err := r.validate("m", false); err != nil {
+				t.Errorf("%s: %v", body, err)
+			}
+		}
 	}
 }
 
