@@ -1,0 +1,115 @@
+package egress
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// The computer's side of its interface. Every packet it sends there ends
+// in this process, so these addresses never appear on any real network.
+const (
+	ifName = "eth0"
+	// mtu is large on purpose: the stack writes one segment per write to
+	// the TUN, and at 1500 throughput falls tenfold (docs/design/egress.md).
+	mtu = 65520
+)
+
+var (
+	computerIP = net.IPv4(10, 200, 0, 2)
+	// GatewayIP is the computer's next hop: its resolver and proxy.
+	gatewayIP = net.IPv4(10, 200, 0, 1)
+)
+
+// Nameserver is the resolver an internet computer's /etc/resolv.conf names
+// (any address on port 53 is answered by Cubicle alike).
+const Nameserver = "10.200.0.1"
+
+// tunAvailable checks that this host can give computers a TUN device.
+func tunAvailable() error {
+	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("internet computers need /dev/net/tun (load the tun module with 'modprobe tun', or pass the device into this container): %w", err)
+	}
+	return f.Close()
+}
+
+// openTUN creates the computer's interface in the network namespace at
+// netns, configures it (address, MTU, default route) and returns the TUN's
+// descriptor, which stays usable from any thread.
+func openTUN(netns string) (int, error) {
+	type result struct {
+		fd  int
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// Never unlocked: once in the computer's namespace, this thread
+		// must not run anything else, so it ends with the goroutine.
+		runtime.LockOSThread()
+		fd, err := tunIn(netns)
+		ch <- result{fd, err}
+	}()
+	r := <-ch
+	return r.fd, r.err
+}
+
+func tunIn(netns string) (int, error) {
+	if err := enterNetns(netns); err != nil {
+		return -1, err
+	}
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	if err := configure(fd); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// configure makes fd the TUN device eth0 of this thread's network
+// namespace and configures it with netlink.
+func configure(fd int) error {
+	ifr, err := unix.NewIfreq(ifName)
+	if err != nil {
+		return err
+	}
+	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+		return fmt.Errorf("create the TUN device: %w", err)
+	}
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE) // its socket is in this namespace
+	if err != nil {
+		return fmt.Errorf("netlink: %w", err)
+	}
+	defer h.Close()
+	link, err := h.LinkByName(ifName)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", ifName, err)
+	}
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"set its MTU", func() error { return h.LinkSetMTU(link, mtu) }},
+		{"address it", func() error {
+			return h.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: computerIP, Mask: net.CIDRMask(24, 32)}})
+		}},
+		{"bring it up", func() error { return h.LinkSetUp(link) }},
+		{"route through it", func() error {
+			return h.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Gw: gatewayIP})
+		}},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			return fmt.Errorf("%s: %s: %w", ifName, s.what, err)
+		}
+	}
+	return nil
+}
