@@ -77,6 +77,11 @@ func (n *computerNet) build() error {
 	if terr := n.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack); terr != nil {
 		return fmt.Errorf("tcp options: %s", terr)
 	}
+	// The handlers are in place before the NIC exists: its reader starts
+	// delivering packets at once.
+	n.fwd = tcp.NewForwarder(n.st, 0, maxInFlight, n.forward)
+	n.st.SetTransportProtocolHandler(tcp.ProtocolNumber, n.onTCP)
+	n.st.SetTransportProtocolHandler(udp.ProtocolNumber, udp.NewForwarder(n.st, n.onUDP).HandlePacket)
 	if terr := n.st.CreateNIC(nicID, ep); terr != nil {
 		return fmt.Errorf("create NIC: %s", terr)
 	}
@@ -87,9 +92,6 @@ func (n *computerNet) build() error {
 		return fmt.Errorf("spoofing NIC: %s", terr)
 	}
 	n.st.SetRouteTable([]tcpip.Route{{Destination: header.IPv4EmptySubnet, NIC: nicID}})
-	n.fwd = tcp.NewForwarder(n.st, 0, maxInFlight, n.forward)
-	n.st.SetTransportProtocolHandler(tcp.ProtocolNumber, n.onTCP)
-	n.st.SetTransportProtocolHandler(udp.ProtocolNumber, udp.NewForwarder(n.st, n.onUDP).HandlePacket)
 	return nil
 }
 

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // The computer's side of its interface. Every packet it sends there ends
@@ -21,13 +22,10 @@ const (
 
 var (
 	computerIP = net.IPv4(10, 200, 0, 2)
-	// GatewayIP is the computer's next hop: its resolver and proxy.
-	gatewayIP = net.IPv4(10, 200, 0, 1)
+	// gatewayIP is the computer's next hop and sandbox.Nameserver (DNS to
+	// any address on port 53 is answered by Cubicle alike).
+	gatewayIP = net.ParseIP(sandbox.Nameserver)
 )
-
-// Nameserver is the resolver an internet computer's /etc/resolv.conf names
-// (any address on port 53 is answered by Cubicle alike).
-const Nameserver = "10.200.0.1"
 
 // tunAvailable checks that this host can give computers a TUN device.
 func tunAvailable() error {
@@ -42,35 +40,20 @@ func tunAvailable() error {
 // netns, configures it (address, MTU, default route) and returns the TUN's
 // descriptor, which stays usable from any thread.
 func openTUN(netns string) (int, error) {
-	type result struct {
-		fd  int
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		// Never unlocked: once in the computer's namespace, this thread
-		// must not run anything else, so it ends with the goroutine.
-		runtime.LockOSThread()
-		fd, err := tunIn(netns)
-		ch <- result{fd, err}
-	}()
-	r := <-ch
-	return r.fd, r.err
-}
-
-func tunIn(netns string) (int, error) {
-	if err := enterNetns(netns); err != nil {
-		return -1, err
-	}
-	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return -1, fmt.Errorf("open /dev/net/tun: %w", err)
-	}
-	if err := configure(fd); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
+	fd := -1
+	err := InNetns(netns, func() error {
+		var err error
+		if fd, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0); err != nil {
+			return fmt.Errorf("open /dev/net/tun: %w", err)
+		}
+		if err := configure(fd); err != nil {
+			unix.Close(fd)
+			fd = -1
+			return err
+		}
+		return nil
+	})
+	return fd, err
 }
 
 // configure makes fd the TUN device eth0 of this thread's network

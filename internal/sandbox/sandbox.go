@@ -119,6 +119,10 @@ type InternetPolicy struct {
 	CIDRs []netip.Prefix `json:"cidrs,omitempty"`
 }
 
+// Nameserver is the resolver an internet computer's /etc/resolv.conf
+// names: the next hop of its interface, where the Network answers DNS.
+const Nameserver = "10.200.0.1"
+
 // Network connects computers with NetworkInternet to the host's egress. The
 // driver calls Attach once per such computer, before any process of it
 // runs, with the path of the computer's network namespace, and closes what
