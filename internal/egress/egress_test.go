@@ -204,6 +204,26 @@ func TestInternetComputer(t *testing.T) {
 			t.Errorf("%d datagrams reached the test internet's UDP sink", n)
 		}
 	})
+	t.Run("a TLS server name or HTTP Host naming another domain is refused (fronting)", func(t *testing.T) {
+		r := run(t, sb, "curl", "-sS", "--max-time", "10", "-H", "Host: other.test", "http://allowed.test/")
+		if r.ExitCode == 0 || strings.Contains(r.out, "hello") {
+			t.Errorf("curl with Host: other.test: exit %d, %q", r.ExitCode, r.out)
+		}
+		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "-H", "Host: ALLOWED.test:80", "http://allowed.test/"), "hello ALLOWED.test:80")
+		tlsPy := `import socket, ssl
+c = ssl.create_default_context(); c.check_hostname = False; c.verify_mode = ssl.CERT_NONE
+s = socket.create_connection(("allowed.test", 80), timeout=10)
+try:
+    c.wrap_socket(s, server_hostname="other.test"); print("handshake")
+except (OSError, ssl.SSLError) as e:
+    print("closed", type(e).__name__)`
+		expect(t, run(t, sb, python, "-c", tlsPy), "closed")
+		for _, name := range []string{"fronting:other.test"} {
+			if len(w.log.find(func(r egress.Record) bool { return r.Rule == name && r.Verdict == egress.Refused })) < 2 {
+				t.Errorf("want a refused record with rule %s for HTTP and for TLS", name)
+			}
+		}
+	})
 	t.Run("every connection is recorded", func(t *testing.T) {
 		ok := w.log.find(func(r egress.Record) bool {
 			return r.Proto == "tcp" && r.Name == "allowed.test" && r.Verdict == egress.Allowed &&

@@ -104,7 +104,7 @@ func (n *computerNet) forward(r *tcp.ForwarderRequest) {
 	}
 	r.Complete(false)
 	rec.Verdict = Allowed
-	n.splice(gonet.NewTCPConn(&wq, ep), up, rec)
+	n.splice(gonet.NewTCPConn(&wq, ep), up, t, rec)
 }
 
 // privateError is a name whose every address the private-address rule or
@@ -153,8 +153,11 @@ func (f *flow) abort() {
 var spliceBuffers = sync.Pool{New: func() any { return new([256 << 10]byte) }}
 
 // splice copies both ways until both directions ended, passing each
-// half-close on, then records the flow with its byte counts.
-func (n *computerNet) splice(in, up net.Conn, rec Record) {
+// half-close on, then records the flow with its byte counts. The first
+// bytes from the computer are sniffed: a TLS server name or HTTP Host that
+// is not the name the connection was allowed for (domain fronting) ends
+// the connection, refused.
+func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
 	f := &flow{in: in, up: up}
 	if !n.track(f) {
 		f.abort()
@@ -167,7 +170,17 @@ func (n *computerNet) splice(in, up net.Conn, rec Record) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		rec.Sent = copyHalf(up, in)
+		head, name := sniff(in)
+		if t.name != "" && name != "" && name != t.name {
+			rec.Verdict, rec.Rule = Refused, "fronting:"+name
+			f.abort()
+			return
+		}
+		if _, err := up.Write(head); err != nil {
+			f.abort()
+			return
+		}
+		rec.Sent = int64(len(head)) + copyHalf(up, in)
 	}()
 	rec.Received = copyHalf(in, up)
 	wg.Wait()
