@@ -11,6 +11,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 	"gvisor.dev/gvisor/pkg/waiter"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 const (
@@ -98,7 +100,7 @@ func (n *computerNet) answer(q []byte, dst netip.AddrPort) []byte {
 // lookup decides one question and fills rec; a is the synthetic address
 // to answer with (invalid: no record).
 func (n *computerNet) lookup(q dnsmessage.Question, rec *Record) (netip.Addr, dnsmessage.RCode) {
-	name, ok := normalName(q.Name.String())
+	name, ok := sandbox.NormalDomain(q.Name.String())
 	rec.Name = name
 	if !ok {
 		rec.Verdict, rec.Rule = Refused, "not-a-name"

@@ -41,7 +41,7 @@ func compile(p sandbox.InternetPolicy) (*policy, error) {
 	c := &policy{exact: map[string]bool{}, cidrs: p.CIDRs}
 	for _, d := range p.Domains {
 		name, wild := strings.CutPrefix(d, "*.")
-		name, ok := normalName(name)
+		name, ok := sandbox.NormalDomain(name)
 		if !ok {
 			return nil, fmt.Errorf("%w: %q is not a domain name or *.domain", ErrPolicy, d)
 		}
@@ -57,13 +57,6 @@ func compile(p sandbox.InternetPolicy) (*policy, error) {
 		}
 	}
 	return c, nil
-}
-
-// ValidatePolicy checks an InternetPolicy the way Attach will, naming the
-// first bad entry.
-func ValidatePolicy(p sandbox.InternetPolicy) error {
-	_, err := compile(p)
-	return err
 }
 
 // domain returns the rule that allows name ("" when none does).
@@ -87,24 +80,4 @@ func (p *policy) literal(a netip.Addr) string {
 		}
 	}
 	return ""
-}
-
-// normalName lowercases a DNS name and drops its final dot; ok is false for
-// anything that is not letters, digits and hyphens in dot-separated labels.
-func normalName(s string) (string, bool) {
-	s = strings.ToLower(strings.TrimSuffix(s, "."))
-	if s == "" || len(s) > 253 {
-		return "", false
-	}
-	for _, label := range strings.Split(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return "", false
-		}
-		for _, r := range label {
-			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-				return "", false
-			}
-		}
-	}
-	return s, true
 }

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"log/slog"
 	"net/netip"
 	"time"
 )
@@ -30,4 +31,13 @@ type Record struct {
 	Error          string
 	Sent, Received int64 // bytes from and to the computer
 	Opened, Closed time.Time
+}
+
+// LogTo returns a Record function writing one line per record to l.
+func LogTo(l *slog.Logger) func(Record) {
+	return func(r Record) {
+		l.Info("egress", "computer", r.Computer, "proto", r.Proto, "name", r.Name, "addr", r.Addr.String(),
+			"verdict", r.Verdict, "rule", r.Rule, "error", r.Error, "sent", r.Sent, "received", r.Received,
+			"ms", r.Closed.Sub(r.Opened).Milliseconds())
+	}
 }

@@ -204,6 +204,9 @@ func (s Spec) Validate() error {
 	case s.Network != NetworkInternet && (len(s.Internet.Domains) > 0 || len(s.Internet.CIDRs) > 0):
 		return bad("network", "an internet policy needs network %q", NetworkInternet)
 	}
+	if err := s.Internet.Validate(); err != nil {
+		return err
+	}
 	for _, kv := range s.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(kv, "\x00") {
 			return bad("env", "%q is not NAME=value", kv)
@@ -240,4 +243,40 @@ func reserved(target string) bool {
 		}
 	}
 	return false
+}
+
+// NormalDomain lowercases a DNS name and drops its final dot; ok is false
+// for anything but letters, digits, hyphens and underscores in
+// dot-separated labels of DNS's lengths.
+func NormalDomain(s string) (string, bool) {
+	s = strings.ToLower(strings.TrimSuffix(s, "."))
+	if s == "" || len(s) > 253 {
+		return "", false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return "", false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return "", false
+			}
+		}
+	}
+	return s, true
+}
+
+// Validate checks the policy's entries, naming the first bad one.
+func (p InternetPolicy) Validate() error {
+	for _, d := range p.Domains {
+		if _, ok := NormalDomain(strings.TrimPrefix(d, "*.")); !ok {
+			return fmt.Errorf("%w: network: %q is not a domain name or *.domain", ErrInvalidSpec, d)
+		}
+	}
+	for _, c := range p.CIDRs {
+		if !c.IsValid() {
+			return fmt.Errorf("%w: network: an invalid CIDR", ErrInvalidSpec)
+		}
+	}
+	return nil
 }
