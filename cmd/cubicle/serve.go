@@ -157,7 +157,11 @@ type components struct {
 // started.
 func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sqlite.DB, gov *governance.Service) (*components, error) {
 	uidStart, uidCount, _ := cfg.Computers.UIDs() // validated by config.Load
-	drv, err := linux.New(linux.Config{StateDir: cfg.Server.Data, UIDStart: uidStart, UIDCount: uidCount})
+	net, internet, err := network(cfg.Network)
+	if err != nil {
+		return nil, err
+	}
+	drv, err := linux.New(linux.Config{StateDir: cfg.Server.Data, UIDStart: uidStart, UIDCount: uidCount, Network: net})
 	if errors.Is(err, linux.ErrUIDRange) {
 		return nil, fmt.Errorf("config: computers.uid_range: %w", err)
 	}
@@ -168,7 +172,9 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sql
 	if err != nil {
 		return nil, err
 	}
-	s := &components{mgr: computer.New(managerConfig(cfg, fsvc), drv, st, gov)}
+	mc := managerConfig(cfg, fsvc)
+	mc.Internet = internet
+	s := &components{mgr: computer.New(mc, drv, st, gov)}
 	if cfg.Gateway.Enabled() {
 		s.gw, err = responses.New(gwc, responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses()})
 		if err != nil {

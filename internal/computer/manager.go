@@ -43,6 +43,8 @@ type Config struct {
 	// Prelude runs in every new Python kernel; pool computers start their
 	// kernel with it ahead of time ("" disables both).
 	Prelude string
+	// Internet is what computers may reach (none unless enabled).
+	Internet Internet
 	// Artifacts keeps files and images as artifacts (export of
 	// builtin__computer_read_file, save_images of python); nil: export
 	// answers that it is not available and save_images is refused.
@@ -177,6 +179,7 @@ type CreateRequest struct {
 	LifetimeSeconds    int               `json:"lifetime_seconds,omitempty"`
 	ExecTimeoutSeconds int               `json:"exec_timeout_seconds,omitempty"`
 	Metadata           map[string]string `json:"metadata,omitempty"`
+	NetworkPolicy      *NetworkPolicy    `json:"network_policy,omitempty"`
 	ResponseID         string            `json:"-"` // set by the gateway
 	// Mounts are host directories bind-mounted into the computer (set by
 	// the Jupyter API from the operator's allowed roots, never by clients).
@@ -232,6 +235,10 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if err := req.validate(); err != nil {
 		return View{}, err
 	}
+	network, internet, err := m.internet(req.NetworkPolicy)
+	if err != nil {
+		return View{}, err
+	}
 	var keyLimits governance.ComputerLimits
 	if p.Caps.Computer != nil {
 		keyLimits = *p.Caps.Computer
@@ -250,6 +257,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	created := m.now()
 	spec := m.spec(memory, execLimit)
 	spec.Mounts = req.Mounts
+	spec.Network, spec.Internet = network, internet
 	sb := (sandbox.Sandbox)(nil)
 	if !req.NoPool && len(spec.Mounts) == 0 && m.pool.matches(spec) {
 		sb = m.pool.claim()
@@ -265,7 +273,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	}
 	ready := m.now()
 	limits, _ := json.Marshal(Limits{MemoryMB: memory >> 20, CPUs: spec.CPUs, Pids: spec.Pids,
-		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: seconds(execLimit)})
+		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: seconds(execLimit),
+		NetworkPolicy: req.NetworkPolicy.effective(internet)})
 	meta, _ := json.Marshal(req.Metadata)
 	rec := store.Computer{ID: sb.ID(), OrgID: p.Org.ID, KeyID: p.Key.ID, Status: store.StatusReady,
 		CreatedAt: created, ReadyAt: &ready, ExpiresAt: ready.Add(time.Duration(lifetime) * time.Second),

@@ -37,7 +37,7 @@ func (p *pool) start(ctx context.Context) {
 
 // matches says whether a spec can be served from the pool.
 func (p *pool) matches(spec sandbox.Spec) bool {
-	return spec.MemoryBytes == p.spec.MemoryBytes && spec.Pids == p.spec.Pids &&
+	return spec.Network == p.spec.Network && spec.MemoryBytes == p.spec.MemoryBytes && spec.Pids == p.spec.Pids &&
 		spec.CPUs == p.spec.CPUs && spec.DiskBytes == p.spec.DiskBytes
 }
 

@@ -15,6 +15,9 @@ type Limits struct {
 	DiskMB             int64   `json:"disk_mb"`
 	LifetimeSeconds    int     `json:"lifetime_seconds"`
 	ExecTimeoutSeconds int     `json:"exec_timeout_seconds"`
+	// NetworkPolicy is an internet computer's policy (absent: loopback
+	// only).
+	NetworkPolicy *NetworkPolicy `json:"network_policy,omitempty"`
 }
 
 // View is the computer object of the API.

@@ -22,6 +22,7 @@ type Config struct {
 	Gateway   Gateway   `toml:"gateway"`
 	Jupyter   Jupyter   `toml:"jupyter"`
 	Template  Template  `toml:"template"`
+	Network   Network   `toml:"network"`
 }
 
 // Gateway configures POST /v1/responses and its upstream model servers:
@@ -270,6 +271,17 @@ func setField(f reflect.Value, v string) error {
 		return s.UnmarshalText([]byte(v))
 	}
 	switch f.Kind() {
+	case reflect.Slice:
+		if f.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("unsupported type %s", f.Type())
+		}
+		var list []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				list = append(list, s)
+			}
+		}
+		f.Set(reflect.ValueOf(list))
 	case reflect.String:
 		f.SetString(v)
 	case reflect.Bool:

@@ -16,6 +16,7 @@ func (c Config) Validate() error {
 		c.Gateway.validate,
 		c.Jupyter.validate,
 		c.Template.validate,
+		c.Network.validate,
 		c.Log.validate,
 	} {
 		if err := check(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"path"
 	"strings"
 	"time"
@@ -99,8 +100,36 @@ type Kernels interface {
 // NetworkMode says what a computer can reach.
 type NetworkMode string
 
-// NetworkNone gives a computer only its own loopback interface.
-const NetworkNone NetworkMode = "none"
+// Network modes.
+const (
+	// NetworkNone gives a computer only its own loopback interface.
+	NetworkNone NetworkMode = "none"
+	// NetworkInternet adds one interface whose every packet is handled by
+	// the driver's Network under the Spec's Internet policy.
+	NetworkInternet NetworkMode = "internet"
+)
+
+// InternetPolicy is what a computer with NetworkInternet may reach; the
+// private-address rule and the deployment's blocklist always apply on top.
+type InternetPolicy struct {
+	// Domains are names reached by name: "example.com" (that name) or
+	// "*.example.com" (any name below it).
+	Domains []string `json:"domains,omitempty"`
+	// CIDRs are the addresses reachable as IP literals.
+	CIDRs []netip.Prefix `json:"cidrs,omitempty"`
+}
+
+// Nameserver is the resolver an internet computer's /etc/resolv.conf
+// names: the next hop of its interface, where the Network answers DNS.
+const Nameserver = "10.200.0.1"
+
+// Network connects computers with NetworkInternet to the host's egress. The
+// driver calls Attach once per such computer, before any process of it
+// runs, with the path of the computer's network namespace, and closes what
+// Attach returned when the computer stops (every open connection ends).
+type Network interface {
+	Attach(ctx context.Context, computerID, netns string, policy InternetPolicy) (io.Closer, error)
+}
 
 // Mount is an extra bind mount of a host path into the computer. The driver
 // resolves Source once, on the host, and binds what it resolved to: a path
@@ -120,14 +149,15 @@ type Mount struct {
 
 // Spec is everything a computer is created with.
 type Spec struct {
-	MemoryBytes int64         `json:"memory_bytes"`
-	Pids        int64         `json:"pids"`
-	CPUs        float64       `json:"cpus"` // 0: no hard quota, fair share only
-	DiskBytes   int64         `json:"disk_bytes"`
-	Timeout     time.Duration `json:"timeout"` // default wall time per process
-	Network     NetworkMode   `json:"network"`
-	Mounts      []Mount       `json:"mounts,omitempty"`
-	Env         []string      `json:"env,omitempty"`
+	MemoryBytes int64          `json:"memory_bytes"`
+	Pids        int64          `json:"pids"`
+	CPUs        float64        `json:"cpus"` // 0: no hard quota, fair share only
+	DiskBytes   int64          `json:"disk_bytes"`
+	Timeout     time.Duration  `json:"timeout"` // default wall time per process
+	Network     NetworkMode    `json:"network"`
+	Internet    InternetPolicy `json:"internet,omitzero"`
+	Mounts      []Mount        `json:"mounts,omitempty"`
+	Env         []string       `json:"env,omitempty"`
 }
 
 // Defaults of a computer when nothing else is asked for.
@@ -169,8 +199,13 @@ func (s Spec) Validate() error {
 		return bad("disk", "must be at most 4T")
 	case s.Timeout < 0:
 		return bad("timeout", "must not be negative")
-	case s.Network != NetworkNone && s.Network != "":
-		return bad("network", "only %q is supported", NetworkNone)
+	case s.Network != NetworkNone && s.Network != "" && s.Network != NetworkInternet:
+		return bad("network", "must be %q or %q, got %q", NetworkNone, NetworkInternet, s.Network)
+	case s.Network != NetworkInternet && (len(s.Internet.Domains) > 0 || len(s.Internet.CIDRs) > 0):
+		return bad("network", "an internet policy needs network %q", NetworkInternet)
+	}
+	if err := s.Internet.Validate(); err != nil {
+		return err
 	}
 	for _, kv := range s.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(kv, "\x00") {
@@ -208,4 +243,40 @@ func reserved(target string) bool {
 		}
 	}
 	return false
+}
+
+// NormalDomain lowercases a DNS name and drops its final dot; ok is false
+// for anything but letters, digits, hyphens and underscores in
+// dot-separated labels of DNS's lengths.
+func NormalDomain(s string) (string, bool) {
+	s = strings.ToLower(strings.TrimSuffix(s, "."))
+	if s == "" || len(s) > 253 {
+		return "", false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return "", false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return "", false
+			}
+		}
+	}
+	return s, true
+}
+
+// Validate checks the policy's entries, naming the first bad one.
+func (p InternetPolicy) Validate() error {
+	for _, d := range p.Domains {
+		if _, ok := NormalDomain(strings.TrimPrefix(d, "*.")); !ok {
+			return fmt.Errorf("%w: network: %q is not a domain name or *.domain", ErrInvalidSpec, d)
+		}
+	}
+	for _, c := range p.CIDRs {
+		if !c.IsValid() {
+			return fmt.Errorf("%w: network: an invalid CIDR", ErrInvalidSpec)
+		}
+	}
+	return nil
 }

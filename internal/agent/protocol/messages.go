@@ -7,17 +7,18 @@ import "time"
 // server keeps what it needs at run time.
 type Init struct {
 	Hostname   string    `json:"hostname"`
-	RootDir    string    `json:"root_dir"`    // empty host directory to build the new root on
-	Device     string    `json:"device"`      // block device holding the workspace filesystem
-	TmpBytes   int64     `json:"tmp_bytes"`   // size of the /tmp tmpfs
-	ShmBytes   int64     `json:"shm_bytes"`   // size of the /dev/shm tmpfs
-	Mounts     []Mount   `json:"mounts"`      // extra bind mounts
-	Env        []string  `json:"env"`         // default environment of every process
-	Cgroup     CgroupFDs `json:"cgroup"`      // inherited descriptors for process placement
-	Timeout    Duration  `json:"timeout"`     // default wall-time limit per process
-	MaxFile    int64     `json:"max_file"`    // largest file the file API writes or reads
-	MemoryHint int64     `json:"memory_hint"` // memory limit, for messages only
-	HostUID    uint32    `json:"host_uid"`    // host uid and gid of the sandbox user (a user namespace maps SandboxUID to it)
+	RootDir    string    `json:"root_dir"`             // empty host directory to build the new root on
+	Device     string    `json:"device"`               // block device holding the workspace filesystem
+	TmpBytes   int64     `json:"tmp_bytes"`            // size of the /tmp tmpfs
+	ShmBytes   int64     `json:"shm_bytes"`            // size of the /dev/shm tmpfs
+	Mounts     []Mount   `json:"mounts"`               // extra bind mounts
+	Env        []string  `json:"env"`                  // default environment of every process
+	Cgroup     CgroupFDs `json:"cgroup"`               // inherited descriptors for process placement
+	Timeout    Duration  `json:"timeout"`              // default wall-time limit per process
+	MaxFile    int64     `json:"max_file"`             // largest file the file API writes or reads
+	MemoryHint int64     `json:"memory_hint"`          // memory limit, for messages only
+	HostUID    uint32    `json:"host_uid"`             // host uid and gid of the sandbox user (a user namespace maps SandboxUID to it)
+	Nameserver string    `json:"nameserver,omitempty"` // the resolver of an internet computer ("": no network)
 }
 
 // Mount is an extra bind mount from the host into the computer: FD is the

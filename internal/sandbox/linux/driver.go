@@ -32,6 +32,9 @@ type Config struct {
 	// gid of the same number); both zero: DefaultUIDStart, DefaultUIDCount.
 	// The range must not hold a host user, group or subordinate range.
 	UIDStart, UIDCount uint32
+	// Network gives computers with sandbox.NetworkInternet their
+	// interface (internal/egress); nil: such computers are refused.
+	Network sandbox.Network
 }
 
 // Driver creates computers on this Linux host.
@@ -91,6 +94,9 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	}
 	if err := spec.Validate(); err != nil {
 		return nil, err
+	}
+	if spec.Network == sandbox.NetworkInternet && d.cfg.Network == nil {
+		return nil, fmt.Errorf("%w: network: this host gives computers no internet (egress is not configured)", sandbox.ErrInvalidSpec)
 	}
 	c := &computer{id: newID(), spec: spec, driver: d, done: make(chan struct{})}
 	c.dir = computerDir(filepath.Join(d.computers, c.id))
@@ -183,11 +189,17 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		hostEnd.Close()
 		return fmt.Errorf("write computer record: %w", err)
 	}
+	nameserver, err := c.attachNetwork(ctx)
+	if err != nil {
+		hostEnd.Close()
+		return err
+	}
 	init := protocol.Init{
 		Hostname: "computer", RootDir: c.dir.path(rootDir), Device: device,
 		TmpBytes: tmpBytes(c.spec), ShmBytes: min(64<<20, c.spec.MemoryBytes/4),
 		Env: c.spec.Env, Cgroup: cgfds, Timeout: protocol.Millis(c.spec.Timeout),
 		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes, Mounts: mounts, HostUID: c.uid.uid,
+		Nameserver: nameserver,
 	}
 	if err := handshake(ctx, hostEnd, init); err != nil {
 		hostEnd.Close()
@@ -259,3 +271,19 @@ func closeAll(files []*os.File) {
 }
 
 var errDestroyed = errors.New("computer destroyed")
+
+// attachNetwork gives an internet computer its interface, before any of its
+// processes can run (the agent builds nothing before its Init), and returns
+// the nameserver its /etc/resolv.conf names ("" for NetworkNone).
+func (c *computer) attachNetwork(ctx context.Context) (string, error) {
+	if c.spec.Network != sandbox.NetworkInternet {
+		return "", nil
+	}
+	netns := fmt.Sprintf("/proc/%d/ns/net", c.rec.AgentPid)
+	link, err := c.driver.cfg.Network.Attach(ctx, c.id, netns, c.spec.Internet)
+	if err != nil {
+		return "", err
+	}
+	c.net = link
+	return sandbox.Nameserver, nil
+}

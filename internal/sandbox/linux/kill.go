@@ -38,6 +38,9 @@ func openPIDs(agentPid int) (*os.File, error) {
 // signal SIGKILLs every process of the computer: the user cgroup's, and the
 // agent, whose death takes the rest of its PID namespace with it.
 func (c *computer) signal() {
+	if c.net != nil {
+		c.net.Close() // first: no new connection, every open one ends
+	}
 	if c.cg != nil {
 		c.cg.lift()
 		c.cg.kill()

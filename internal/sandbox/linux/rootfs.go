@@ -165,7 +165,7 @@ func writeEtc(root string, init protocol.Init, rs *runtimeSource) error {
 		"group":         "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n",
 		"hosts":         "127.0.0.1\tlocalhost " + init.Hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
 		"hostname":      init.Hostname + "\n",
-		"resolv.conf":   "# This computer has no network.\n",
+		"resolv.conf":   resolvConf(init.Nameserver),
 		"nsswitch.conf": "passwd: files\ngroup: files\nhosts: files dns\n",
 	}
 	for name, content := range files {
@@ -385,4 +385,13 @@ func rootReadOnly() error {
 		return fmt.Errorf("make / read-only: %w", err)
 	}
 	return nil
+}
+
+// resolvConf is the computer's /etc/resolv.conf: its one nameserver, or a
+// note that it has no network.
+func resolvConf(nameserver string) string {
+	if nameserver == "" {
+		return "# This computer has no network.\n"
+	}
+	return "nameserver " + nameserver + "\noptions attempts:2 timeout:2\n"
 }

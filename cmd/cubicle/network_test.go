@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/cubicle-sandbox/cubicle/internal/egress/egresstest"
+)
+
+// TestServeInternetComputers: [network] turns internet on for computers
+// that ask with a network_policy within the deployment's allowlist; the
+// upstream side dials into a test internet (dial_netns), so nothing leaves
+// the machine.
+func TestServeInternetComputers(t *testing.T) {
+	in := egresstest.New(t)
+	in.Check(t)
+	s := startServer(t, t.TempDir(), serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey,
+		"CUBICLE_NETWORK_INTERNET=true", "CUBICLE_NETWORK_ALLOWED_DOMAINS=*.test,example.org",
+		"CUBICLE_NETWORK_ALLOWED_CIDRS=203.0.113.0/24",
+		"CUBICLE_NETWORK_DIAL_NETNS="+in.Netns, "CUBICLE_NETWORK_RESOLVER="+egresstest.DNS.String()+":53"))
+	var view struct {
+		ID     string `json:"id"`
+		Limits struct {
+			NetworkPolicy *struct {
+				Type           string   `json:"type"`
+				AllowedDomains []string `json:"allowed_domains"`
+			} `json:"network_policy"`
+		} `json:"limits"`
+	}
+	s.decode("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["allowed.test"]}}`, 201, &view)
+	if np := view.Limits.NetworkPolicy; np == nil || np.Type != "allowlist" || len(np.AllowedDomains) != 1 {
+		t.Fatalf("the computer's view: %+v", view)
+	}
+	exec := func(id, cmd string) string {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"command": cmd})
+		r := s.do("POST", "/v1/computers/"+id+"/exec", string(body))
+		if r.code != 200 {
+			t.Fatalf("exec: %d %s", r.code, r.body)
+		}
+		return string(r.body)
+	}
+	if out := exec(view.ID, "curl -sS --max-time 10 http://allowed.test/; curl -sS --max-time 10 http://other.test/"); !strings.Contains(out, "hello allowed.test from 198.51.100.10") || !strings.Contains(out, "Could not resolve host: other.test") {
+		t.Errorf("allowed.test and other.test from the internet computer: %s", out)
+	}
+	// A computer that asks for nothing has only loopback.
+	var plain struct {
+		ID string `json:"id"`
+	}
+	s.decode("POST", "/v1/computers", `{}`, 201, &plain)
+	if out := exec(plain.ID, "curl -sS --max-time 10 http://allowed.test/; cat /etc/resolv.conf"); !strings.Contains(out, "no network") || strings.Contains(out, "hello") {
+		t.Errorf("a computer without a network policy: %s", out)
+	}
+	for body, want := range map[string]string{
+		`{"network_policy":{"type":"allowlist","allowed_domains":["example.com"]}}`:   `"example.com\" is not allowed on this deployment`,
+		`{"network_policy":{"type":"allowlist","allowed_cidrs":["198.51.100.0/24"]}}`: `198.51.100.0/24 is not allowed on this deployment`,
+		`{"network_policy":{"type":"allowlist"}}`:                                     `an allowlist needs at least one domain`,
+		`{"network_policy":{"type":"open"}}`:                                          `network_policy.type must be`,
+		`{"network_policy":{"type":"allowlist","allowed_domains":["bad name.test"]}}`: `not a domain name`,
+	} {
+		if r := s.do("POST", "/v1/computers", body); r.code != 400 || !strings.Contains(string(r.body), want) {
+			t.Errorf("%s: %d %s (want 400 with %q)", body, r.code, r.body, want)
+		}
+	}
+	if !strings.Contains(s.stderr.String(), "msg=egress") || !strings.Contains(s.stderr.String(), "name=allowed.test") {
+		t.Errorf("no egress log line for allowed.test:\n%s", s.stderr)
+	}
+}
+
+// TestServeInternetOff: without [network] internet, a network policy is
+// refused with 403 naming the setting.
+func TestServeInternetOff(t *testing.T) {
+	s := startServer(t, t.TempDir(), serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey))
+	r := s.do("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["example.com"]}}`)
+	if r.code != 403 || !strings.Contains(string(r.body), "network.internet = false") {
+		t.Errorf("a network policy on a deployment without internet: %d %s", r.code, r.body)
+	}
+}

@@ -1,0 +1,293 @@
+package egress_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/egress"
+	"github.com/cubicle-sandbox/cubicle/internal/egress/egresstest"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
+	"github.com/cubicle-sandbox/cubicle/internal/testbin"
+)
+
+var agentBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testbin.Main(m, &agentBin))
+}
+
+// records collects the egress log.
+type records struct {
+	mu   sync.Mutex
+	list []egress.Record
+}
+
+func (r *records) add(rec egress.Record) {
+	r.mu.Lock()
+	r.list = append(r.list, rec)
+	r.mu.Unlock()
+}
+
+// find returns the records matching f.
+func (r *records) find(f func(egress.Record) bool) []egress.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []egress.Record
+	for _, rec := range r.list {
+		if f(rec) {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// world is a test internet, an egress service dialing into it, and a
+// driver whose internet computers use that service.
+type world struct {
+	in  *egresstest.Internet
+	log *records
+	d   *linux.Driver
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	w := &world{in: egresstest.New(t), log: &records{}}
+	w.in.Check(t)
+	cfg := w.in.Config()
+	cfg.Record = w.log.add
+	svc, err := egress.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.d, err = linux.New(linux.Config{StateDir: t.TempDir(), AgentPath: agentBin, Network: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w *world) computer(t *testing.T, p sandbox.InternetPolicy) sandbox.Sandbox {
+	t.Helper()
+	return sandboxtest.Start(t, w.d, func(s *sandbox.Spec) {
+		s.Network, s.Internet = sandbox.NetworkInternet, p
+	})
+}
+
+type result struct {
+	sandbox.ExitStatus
+	out, err string
+}
+
+func run(t *testing.T, sb sandbox.Sandbox, argv ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := sb.Exec(ctx, sandbox.ExecRequest{Argv: argv, Timeout: 20 * time.Second}, sandbox.ExecIO{Stdout: &out, Stderr: &errb})
+	if err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	return result{st, out.String(), errb.String()}
+}
+
+const python = "/usr/bin/python3"
+
+// connectPy connects to host:port and prints "connected" or the errno name.
+const connectPy = `
+import socket, sys, errno
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM); s.settimeout(10)
+try:
+    s.connect((sys.argv[1], int(sys.argv[2])))
+    s.sendall(b"ping"); print("connected", s.recv(16).decode())
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e)))
+`
+
+// dnsPy asks server (any address) for an A record of name over UDP and
+// prints the rcode and the answer's address.
+const dnsPy = `
+import socket, struct, sys
+name, server = sys.argv[1], sys.argv[2]
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
+s.sendto(q, (server, 53))
+r = s.recv(512)
+rcode, an = r[3] & 15, struct.unpack(">H", r[6:8])[0]
+print("rcode", rcode, "answers", an, ".".join(str(b) for b in r[-4:]) if an else "")
+`
+
+// udpPy sends a datagram to a connected UDP socket and prints what recv
+// says (ECONNREFUSED: an ICMP port unreachable came back).
+const udpPy = `
+import socket, sys, errno
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+s.connect((sys.argv[1], int(sys.argv[2])))
+s.send(b"hello")
+try:
+    s.recv(16); print("answered")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, "timeout" if isinstance(e, socket.timeout) else str(e)))
+`
+
+func TestInternetComputer(t *testing.T) {
+	w := newWorld(t)
+	sb := w.computer(t, sandbox.InternetPolicy{
+		Domains: []string{"allowed.test", "*.wild.test", "private.test"},
+		CIDRs:   []netip.Prefix{netip.MustParsePrefix("203.0.113.7/32")},
+	})
+	expect := func(t *testing.T, r result, want string) {
+		t.Helper()
+		if !strings.Contains(r.out, want) {
+			t.Errorf("got exit %d, stdout %q, stderr %q; want %q", r.ExitCode, r.out, r.err, want)
+		}
+	}
+	t.Run("allowed name over HTTP (curl, python)", func(t *testing.T) {
+		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "http://allowed.test/"), "hello allowed.test from 198.51.100.10")
+		expect(t, run(t, sb, python, "-c", "import urllib.request; print(urllib.request.urlopen('http://sub.wild.test/', timeout=10).read().decode())"),
+			"hello sub.wild.test from 198.51.100.10")
+	})
+	t.Run("a name outside the policy is NXDOMAIN", func(t *testing.T) {
+		r := run(t, sb, "curl", "-sS", "--max-time", "10", "http://other.test/")
+		if r.ExitCode != 6 { // curl: could not resolve host
+			t.Errorf("curl other.test: exit %d, %q", r.ExitCode, r.err)
+		}
+		expect(t, run(t, sb, python, "-c", dnsPy, "other.test", sandbox.Nameserver), "rcode 3 answers 0")
+		expect(t, run(t, sb, python, "-c", dnsPy, "wild.test", sandbox.Nameserver), "rcode 3 answers 0")
+	})
+	t.Run("DNS to any server is answered by Cubicle", func(t *testing.T) {
+		r := run(t, sb, python, "-c", dnsPy, "allowed.test", "8.8.8.8")
+		expect(t, r, "rcode 0 answers 1 198.18.")
+		expect(t, run(t, sb, python, "-c", dnsPy, "other.test", egresstest.DNS.String()), "rcode 3 answers 0")
+	})
+	t.Run("a name resolving to a private address is refused", func(t *testing.T) {
+		expect(t, run(t, sb, python, "-c", dnsPy, "private.test", "8.8.8.8"), "rcode 3 answers 0")
+		if len(w.log.find(func(r egress.Record) bool {
+			return r.Proto == "dns" && r.Name == "private.test" && r.Verdict == egress.Refused && strings.HasPrefix(r.Rule, "private:10.0.0.0/8")
+		})) == 0 {
+			t.Error("no refused dns record for private.test with the private rule")
+		}
+	})
+	t.Run("IP literals only through a CIDR rule", func(t *testing.T) {
+		expect(t, run(t, sb, python, "-c", connectPy, egresstest.Echo.String(), "7"), "connected ping")
+		expect(t, run(t, sb, python, "-c", connectPy, egresstest.Web.String(), "80"), "ECONNREFUSED")
+		// /etc/hosts-style spoofing: an allowed name pinned to an address
+		// the computer chose is just that address.
+		r := run(t, sb, "curl", "-sS", "--max-time", "10", "--resolve", "allowed.test:80:"+egresstest.Other.String(), "http://allowed.test/")
+		if r.ExitCode != 7 || strings.Contains(r.out, "hello") {
+			t.Errorf("curl --resolve to a refused address: exit %d, %q %q (want 7: connection refused)", r.ExitCode, r.out, r.err)
+		}
+	})
+	t.Run("private and host addresses are refused", func(t *testing.T) {
+		targets := []string{"169.254.169.254", "10.200.0.1", "127.0.0.53"}
+		for _, a := range hostAddrs(t) {
+			targets = append(targets, a.String())
+		}
+		for _, a := range targets {
+			expect(t, run(t, sb, python, "-c", connectPy, a, "80"), "ECONNREFUSED")
+		}
+	})
+	t.Run("UDP other than DNS is refused at once", func(t *testing.T) {
+		expect(t, run(t, sb, python, "-c", udpPy, egresstest.Echo.String(), "9999"), "ECONNREFUSED")
+		expect(t, run(t, sb, python, "-c", udpPy, egresstest.Web.String(), "443"), "ECONNREFUSED") // QUIC
+		if n := w.in.UDPSeen.Load(); n != 0 {
+			t.Errorf("%d datagrams reached the test internet's UDP sink", n)
+		}
+	})
+	t.Run("a TLS server name or HTTP Host naming another domain is refused (fronting)", func(t *testing.T) {
+		r := run(t, sb, "curl", "-sS", "--max-time", "10", "-H", "Host: other.test", "http://allowed.test/")
+		if r.ExitCode == 0 || strings.Contains(r.out, "hello") {
+			t.Errorf("curl with Host: other.test: exit %d, %q", r.ExitCode, r.out)
+		}
+		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "-H", "Host: ALLOWED.test:80", "http://allowed.test/"), "hello ALLOWED.test:80")
+		tlsPy := `import socket, ssl
+c = ssl.create_default_context(); c.check_hostname = False; c.verify_mode = ssl.CERT_NONE
+s = socket.create_connection(("allowed.test", 80), timeout=10)
+try:
+    c.wrap_socket(s, server_hostname="other.test"); print("handshake")
+except (OSError, ssl.SSLError) as e:
+    print("closed", type(e).__name__)`
+		expect(t, run(t, sb, python, "-c", tlsPy), "closed")
+		for _, name := range []string{"fronting:other.test"} {
+			if len(w.log.find(func(r egress.Record) bool { return r.Rule == name && r.Verdict == egress.Refused })) < 2 {
+				t.Errorf("want a refused record with rule %s for HTTP and for TLS", name)
+			}
+		}
+	})
+	t.Run("every connection is recorded", func(t *testing.T) {
+		ok := w.log.find(func(r egress.Record) bool {
+			return r.Proto == "tcp" && r.Name == "allowed.test" && r.Verdict == egress.Allowed &&
+				r.Rule == "domain:allowed.test" && r.Addr == netip.AddrPortFrom(egresstest.Web, 80) && r.Received > 0 && r.Sent > 0
+		})
+		refused := w.log.find(func(r egress.Record) bool {
+			return r.Proto == "tcp" && r.Verdict == egress.Refused && r.Rule == "not-allowed" && r.Addr == netip.AddrPortFrom(egresstest.Web, 80)
+		})
+		if len(ok) == 0 || len(refused) == 0 {
+			t.Errorf("records: %d allowed to allowed.test, %d refused literal; all: %+v", len(ok), len(refused), w.log.find(func(egress.Record) bool { return true }))
+		}
+	})
+}
+
+// hostAddrs are this host's own non-loopback IPv4 addresses.
+func hostAddrs(t *testing.T) []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err == nil && p.Addr().Is4() && !p.Addr().IsLoopback() {
+			out = append(out, p.Addr())
+		}
+	}
+	return out
+}
+
+func TestNoneComputerHasNoInterface(t *testing.T) {
+	w := newWorld(t)
+	sb := sandboxtest.Start(t, w.d, nil)
+	r := run(t, sb, "cat", "/proc/net/dev", "/etc/resolv.conf")
+	if strings.Contains(r.out, "eth0") || !strings.Contains(r.out, "no network") {
+		t.Errorf("a none computer: %q", r.out)
+	}
+	if r := run(t, sb, python, "-c", connectPy, egresstest.Echo.String(), "7"); !strings.Contains(r.out, "ENETUNREACH") {
+		t.Errorf("connect from a none computer: %q %q", r.out, r.err)
+	}
+}
+
+func TestInternetEndsWithTheComputer(t *testing.T) {
+	w := newWorld(t)
+	sb := w.computer(t, sandbox.InternetPolicy{CIDRs: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}})
+	// A connection open when the computer is killed is closed and recorded.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go sb.Exec(ctx, sandbox.ExecRequest{Argv: []string{python, "-c",
+		fmt.Sprintf("import socket,time; s=socket.create_connection(('%s',7)); s.sendall(b'x'); s.recv(1); print('open', flush=True); time.sleep(60)", egresstest.Echo)}},
+		sandbox.ExecIO{})
+	deadline := time.Now().Add(20 * time.Second)
+	open := func() []egress.Record {
+		return w.log.find(func(r egress.Record) bool { return r.Addr == netip.AddrPortFrom(egresstest.Echo, 7) })
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := sb.Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for len(open()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	recs := open()
+	if len(recs) != 1 || recs[0].Verdict != egress.Allowed || recs[0].Sent != 1 || recs[0].Received != 1 {
+		t.Fatalf("the open connection's record after Kill: %+v", recs)
+	}
+}

@@ -1,0 +1,216 @@
+// Package egresstest makes a small internet for tests and benchmarks of
+// internet computers: a network namespace of their own whose only
+// interface is loopback, holding documentation addresses (RFC 5737) and
+// servers on them — HTTP, DNS, a TCP echo and a UDP sink that counts what
+// reaches it. Cubicle's upstream side is pointed into it (egress.Config's
+// Dialer and Resolver), so no packet of a test can leave the machine: the
+// namespace has no route anywhere else.
+//
+// It may import internal/egress.
+package egresstest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/cubicle-sandbox/cubicle/internal/egress"
+)
+
+// The test internet's hosts.
+var (
+	Web      = netip.MustParseAddr("198.51.100.10") // HTTP on :80; allowed.test, sub.wild.test
+	Other    = netip.MustParseAddr("203.0.113.20")  // HTTP on :80; other.test
+	Echo     = netip.MustParseAddr("203.0.113.7")   // TCP echo on :7, UDP sink on :9999
+	DNS      = netip.MustParseAddr("198.51.100.53") // the authority for *.test
+	Private  = netip.MustParseAddr("10.9.9.9")      // what private.test resolves to
+	Zone     = map[string]netip.Addr{"allowed.test.": Web, "sub.wild.test.": Web, "other.test.": Other, "private.test.": Private}
+	hostAddr = []netip.Addr{Web, Other, Echo, DNS}
+)
+
+// Internet is a running test internet.
+type Internet struct {
+	Netns string // its path, for egress.NetnsDialer
+	// UDPSeen counts datagrams that reached the UDP sink.
+	UDPSeen atomic.Int64
+}
+
+// New makes the namespace and starts its servers; both go when the test
+// ends.
+func New(t testing.TB) *Internet {
+	t.Helper()
+	var b [4]byte
+	rand.Read(b[:])
+	name := "cubicle-test-inet-" + hex.EncodeToString(b[:])
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	ip("netns", "add", name)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	ip("-n", name, "link", "set", "lo", "up")
+	for _, a := range hostAddr {
+		ip("-n", name, "addr", "add", a.String()+"/32", "dev", "lo")
+	}
+	in := &Internet{Netns: "/run/netns/" + name}
+	in.serveHTTP(t, Web)
+	in.serveHTTP(t, Other)
+	in.serveEcho(t)
+	in.serveDNS(t)
+	in.serveSink(t)
+	return in
+}
+
+// Config points egress's upstream side into the test internet.
+func (in *Internet) Config() egress.Config {
+	d := egress.NetnsDialer{Path: in.Netns}
+	return egress.Config{
+		Dialer: d,
+		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, netip.AddrPortFrom(DNS, 53).String())
+		}},
+	}
+}
+
+// listen opens a listener (or packet conn) inside the namespace.
+func (in *Internet) listen(t testing.TB, network, addr string) any {
+	t.Helper()
+	var v any
+	err := egress.InNetns(in.Netns, func() error {
+		var err error
+		if strings.HasPrefix(network, "udp") {
+			v, err = net.ListenPacket(network, addr)
+		} else {
+			v, err = net.Listen(network, addr)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("listen %s %s in the test internet: %v", network, addr, err)
+	}
+	t.Cleanup(func() { v.(io.Closer).Close() })
+	return v
+}
+
+// serveHTTP answers every request with "hello <Host> from <address>".
+func (in *Internet) serveHTTP(t testing.TB, a netip.Addr) {
+	l := in.listen(t, "tcp", netip.AddrPortFrom(a, 80).String()).(net.Listener)
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bytes" {
+			io.CopyN(w, zeros{}, 1<<20)
+			return
+		}
+		fmt.Fprintf(w, "hello %s from %s\n", r.Host, a)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// serveEcho echoes every TCP connection on Echo:7.
+func (in *Internet) serveEcho(t testing.TB) {
+	l := in.listen(t, "tcp", netip.AddrPortFrom(Echo, 7).String()).(net.Listener)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+}
+
+// serveSink counts datagrams to Echo:9999 (none may ever arrive).
+func (in *Internet) serveSink(t testing.TB) {
+	c := in.listen(t, "udp", netip.AddrPortFrom(Echo, 9999).String()).(net.PacketConn)
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := c.ReadFrom(buf); err != nil {
+				return
+			}
+			in.UDPSeen.Add(1)
+		}
+	}()
+}
+
+// serveDNS is the authority for Zone: A records, NXDOMAIN for the rest.
+func (in *Internet) serveDNS(t testing.TB) {
+	c := in.listen(t, "udp", netip.AddrPortFrom(DNS, 53).String()).(net.PacketConn)
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if reply := zoneAnswer(buf[:n]); reply != nil {
+				c.WriteTo(reply, from)
+			}
+		}
+	}()
+}
+
+func zoneAnswer(q []byte) []byte {
+	var p dnsmessage.Parser
+	h, err := p.Start(q)
+	if err != nil {
+		return nil
+	}
+	question, err := p.Question()
+	if err != nil {
+		return nil
+	}
+	a, ok := Zone[strings.ToLower(question.Name.String())]
+	h.Response, h.RCode = true, dnsmessage.RCodeSuccess
+	if !ok {
+		h.RCode = dnsmessage.RCodeNameError
+	}
+	b := dnsmessage.NewBuilder(nil, h)
+	b.StartQuestions()
+	b.Question(question)
+	if ok && question.Type == dnsmessage.TypeA {
+		b.StartAnswers()
+		b.AResource(dnsmessage.ResourceHeader{Name: question.Name, Class: dnsmessage.ClassINET, TTL: 60},
+			dnsmessage.AResource{A: a.As4()})
+	}
+	out, _ := b.Finish()
+	return out
+}
+
+// Check fails the test when the namespace has any link but loopback: the
+// guarantee that nothing can leave the machine.
+func (in *Internet) Check(t testing.TB) {
+	t.Helper()
+	out, err := exec.Command("ip", "-n", strings.TrimPrefix(in.Netns, "/run/netns/"), "-o", "link").Output()
+	if err != nil {
+		t.Fatalf("ip link: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !strings.Contains(line, ": lo:") {
+			t.Fatalf("the test internet has a link besides loopback: %s", line)
+		}
+	}
+	if _, err := os.Stat(in.Netns); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,43 @@
+package egress
+
+import (
+	"log/slog"
+	"net/netip"
+	"time"
+)
+
+// Verdicts of a Record.
+const (
+	Allowed = "allowed" // the policy allowed it and it was carried
+	Refused = "refused" // the policy refused it (Rule says which part)
+	Failed  = "failed"  // allowed, but it could not be carried (Error says why)
+)
+
+// Record is what the egress log keeps of one connection, UDP flow or DNS
+// question: who, where, how much, when and why — never payloads.
+type Record struct {
+	Computer string
+	Proto    string // tcp, udp, dns
+	// Name is the DNS name asked for or connected to by name ("" for an
+	// IP literal).
+	Name string
+	// Addr is the upstream address dialed, or what the computer asked for
+	// when nothing was dialed.
+	Addr    netip.AddrPort
+	Verdict string
+	// Rule is what decided: "domain:example.com", "cidr:203.0.113.0/24",
+	// "private:10.0.0.0/8", "deny:…", "not-allowed", "udp".
+	Rule           string
+	Error          string
+	Sent, Received int64 // bytes from and to the computer
+	Opened, Closed time.Time
+}
+
+// LogTo returns a Record function writing one line per record to l.
+func LogTo(l *slog.Logger) func(Record) {
+	return func(r Record) {
+		l.Info("egress", "computer", r.Computer, "proto", r.Proto, "name", r.Name, "addr", r.Addr.String(),
+			"verdict", r.Verdict, "rule", r.Rule, "error", r.Error, "sent", r.Sent, "received", r.Received,
+			"ms", r.Closed.Sub(r.Opened).Milliseconds())
+	}
+}

@@ -1,0 +1,149 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/log"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// ErrPolicy reports an internet policy that cannot be compiled.
+var ErrPolicy = errors.New("invalid internet policy")
+
+// Resolver is Cubicle's own name resolution for allowed names.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Dialer opens the upstream side of a computer's connection.
+type Dialer interface {
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// Config configures the egress service.
+type Config struct {
+	// Resolver and Dialer reach the internet; defaults: the host's
+	// resolver and a plain net.Dialer. Tests point both into a network
+	// namespace of their own (NetnsDialer).
+	Resolver Resolver
+	Dialer   Dialer
+	// Deny is the operator's blocklist, refused whatever a policy says.
+	Deny []netip.Prefix
+	// HostAddrs are this host's own addresses, always refused; default:
+	// every address of the host's interfaces when New runs.
+	HostAddrs []netip.Addr
+	// Record receives every connection's record (never payloads); may be
+	// nil.
+	Record func(Record)
+	// DialTimeout bounds one upstream connect; default 10 s.
+	DialTimeout time.Duration
+}
+
+// Service terminates the network of every internet computer in this
+// process: one userspace TCP/IP stack per computer, on a TUN device that is
+// the computer's only interface besides loopback.
+type Service struct {
+	cfg  Config
+	deny []netip.Prefix
+
+	mu   sync.Mutex
+	nets map[string]*computerNet
+}
+
+var _ sandbox.Network = (*Service)(nil)
+
+// New checks that this host can give computers a TUN device and returns
+// the service.
+func New(cfg Config) (*Service, error) {
+	if err := tunAvailable(); err != nil {
+		return nil, err
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.Dialer == nil {
+		cfg.Dialer = &net.Dialer{}
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	if cfg.HostAddrs == nil {
+		cfg.HostAddrs = hostAddrs()
+	}
+	s := &Service{cfg: cfg, nets: map[string]*computerNet{}}
+	s.deny = append(append(s.deny, private...), cfg.Deny...)
+	for _, a := range cfg.HostAddrs {
+		s.deny = append(s.deny, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return s, nil
+}
+
+// hostAddrs lists the addresses of this host's interfaces.
+func hostAddrs() []netip.Addr {
+	addrs, _ := net.InterfaceAddrs()
+	var out []netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out
+}
+
+// refused returns the rule that refuses an upstream address ("" when none
+// does): the private-address rule, the host's addresses, the blocklist.
+func (s *Service) refused(a netip.Addr) string {
+	a = a.Unmap()
+	for _, p := range s.deny {
+		if p.Contains(a) {
+			if slicesContains(private, p) {
+				return "private:" + p.String()
+			}
+			return "deny:" + p.String()
+		}
+	}
+	return ""
+}
+
+func slicesContains(list []netip.Prefix, p netip.Prefix) bool {
+	for _, q := range list {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Attach gives the computer whose network namespace is netns its
+// interface, terminated in this process under policy.
+func (s *Service) Attach(ctx context.Context, computerID, netns string, p sandbox.InternetPolicy) (io.Closer, error) {
+	pol, err := compile(p)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.attach(ctx, computerID, netns, pol)
+	if err != nil {
+		return nil, fmt.Errorf("attach the computer's network: %w", err)
+	}
+	s.mu.Lock()
+	s.nets[computerID] = n
+	s.mu.Unlock()
+	log.From(ctx).Debug("internet attached", "computer", computerID)
+	return closerFunc(func() error {
+		s.mu.Lock()
+		delete(s.nets, computerID)
+		s.mu.Unlock()
+		return n.close()
+	}), nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }

@@ -1,0 +1,154 @@
+package egress
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+
+	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+)
+
+const (
+	nicID = 1
+	// maxInFlight bounds the connections a computer has in their
+	// handshake (the forwarder dials before it answers the SYN).
+	maxInFlight = 256
+	// maxFlows bounds a computer's open connections and DNS exchanges.
+	maxFlows = 1024
+)
+
+// computerNet is one computer's network: a TCP/IP stack of its own on the
+// computer's TUN device. Every connection the computer opens is decided
+// here, dialed by Cubicle and spliced; DNS is answered here; everything
+// else is refused by the stack itself (RST, ICMP port unreachable).
+type computerNet struct {
+	svc   *Service
+	id    string
+	pol   *policy
+	fd    int
+	st    *stack.Stack
+	fwd   *tcp.Forwarder
+	names *names
+
+	ctx    context.Context // ends at close: every dial and flow with it
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	flows map[*flow]struct{}
+	shut  bool
+	once  sync.Once
+}
+
+func (s *Service) attach(ctx context.Context, id, netns string, pol *policy) (*computerNet, error) {
+	fd, err := openTUN(netns)
+	if err != nil {
+		return nil, err
+	}
+	n := &computerNet{svc: s, id: id, pol: pol, fd: fd, names: newNames(), flows: map[*flow]struct{}{}}
+	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if err := n.build(); err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// build makes the stack: IPv4, TCP and UDP, a NIC that takes packets for
+// every address (promiscuous) and answers from any (spoofing), and the
+// handlers that decide each new flow.
+func (n *computerNet) build() error {
+	ep, err := fdbased.New(&fdbased.Options{FDs: []int{n.fd}, MTU: mtu, RXChecksumOffload: true})
+	if err != nil {
+		return fmt.Errorf("link endpoint: %w", err)
+	}
+	n.st = stack.New(stack.Options{
+		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
+	})
+	sack := tcpip.TCPSACKEnabled(true)
+	if terr := n.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack); terr != nil {
+		return fmt.Errorf("tcp options: %s", terr)
+	}
+	// The handlers are in place before the NIC exists: its reader starts
+	// delivering packets at once.
+	n.fwd = tcp.NewForwarder(n.st, 0, maxInFlight, n.forward)
+	n.st.SetTransportProtocolHandler(tcp.ProtocolNumber, n.onTCP)
+	n.st.SetTransportProtocolHandler(udp.ProtocolNumber, udp.NewForwarder(n.st, n.onUDP).HandlePacket)
+	if terr := n.st.CreateNIC(nicID, ep); terr != nil {
+		return fmt.Errorf("create NIC: %s", terr)
+	}
+	if terr := n.st.SetPromiscuousMode(nicID, true); terr != nil {
+		return fmt.Errorf("promiscuous NIC: %s", terr)
+	}
+	if terr := n.st.SetSpoofing(nicID, true); terr != nil {
+		return fmt.Errorf("spoofing NIC: %s", terr)
+	}
+	n.st.SetRouteTable([]tcpip.Route{{Destination: header.IPv4EmptySubnet, NIC: nicID}})
+	return nil
+}
+
+// close ends the computer's network: no new flow, every open one closed
+// (and recorded), the stack stopped, the TUN closed. Safe to call twice.
+func (n *computerNet) close() error {
+	n.once.Do(func() {
+		n.cancel()
+		n.mu.Lock()
+		n.shut = true
+		flows := make([]*flow, 0, len(n.flows))
+		for f := range n.flows {
+			flows = append(flows, f)
+		}
+		n.mu.Unlock()
+		for _, f := range flows {
+			f.abort()
+		}
+		if n.st != nil {
+			n.st.RemoveNIC(nicID) // stops and waits for the reader of the TUN
+			n.st.Close()
+			n.st.Wait()
+		}
+		unix.Close(n.fd)
+	})
+	return nil
+}
+
+// track registers a flow; false once the network is closing or full.
+func (n *computerNet) track(f *flow) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.shut || len(n.flows) >= maxFlows {
+		return false
+	}
+	n.flows[f] = struct{}{}
+	return true
+}
+
+func (n *computerNet) untrack(f *flow) {
+	n.mu.Lock()
+	delete(n.flows, f)
+	n.mu.Unlock()
+}
+
+// record hands a finished decision to the service's log.
+func (n *computerNet) record(r Record) {
+	r.Computer = n.id
+	if n.svc.cfg.Record != nil {
+		n.svc.cfg.Record(r)
+	}
+}
+
+// addr converts a stack address to netip.
+func addr(a tcpip.Address) netip.Addr {
+	if a.Len() == 4 {
+		return netip.AddrFrom4(a.As4())
+	}
+	return netip.AddrFrom16(a.As16())
+}

@@ -1,0 +1,209 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// target is where a computer's connection may go: a name it resolved
+// through Cubicle (dialed at Cubicle's own resolution of it), or an IP
+// literal a CIDR rule allows.
+type target struct {
+	name    string
+	literal netip.Addr
+	rule    string
+}
+
+// decide says whether the computer may connect to dst; when it may not,
+// rule names what refused it.
+func (n *computerNet) decide(dst netip.Addr) (target, string) {
+	if synthetic.Contains(dst) {
+		name := n.names.name(dst)
+		if name == "" {
+			return target{}, "unknown-address"
+		}
+		if rule := n.pol.domain(name); rule != "" {
+			return target{name: name, rule: rule}, ""
+		}
+		return target{name: name}, "not-allowed"
+	}
+	if rule := n.svc.refused(dst); rule != "" {
+		return target{literal: dst}, rule
+	}
+	if rule := n.pol.literal(dst); rule != "" {
+		return target{literal: dst, rule: rule}, ""
+	}
+	return target{literal: dst}, "not-allowed"
+}
+
+// onTCP sees every TCP segment no connection owns: a SYN the policy
+// refuses is answered with a RST (the computer's connect fails with
+// ECONNREFUSED at once); an allowed one goes to the forwarder.
+func (n *computerNet) onTCP(id stack.TransportEndpointID, pkt *stack.PacketBuffer) bool {
+	dst := addr(id.LocalAddress)
+	if t, refused := n.decide(dst); refused != "" {
+		if h := header.TCP(pkt.TransportHeader().Slice()); len(h) >= header.TCPMinimumSize && h.Flags() == header.TCPFlagSyn {
+			now := time.Now()
+			n.record(Record{Proto: "tcp", Name: t.name, Addr: netip.AddrPortFrom(dst, id.LocalPort),
+				Verdict: Refused, Rule: refused, Opened: now, Closed: now})
+		}
+		return false
+	}
+	return n.fwd.HandlePacket(id, pkt)
+}
+
+// forward runs for an allowed SYN: it dials upstream first and only then
+// completes the computer's handshake, so an upstream that refuses is a RST
+// to the computer too, never a connection that opens and dies.
+func (n *computerNet) forward(r *tcp.ForwarderRequest) {
+	id := r.ID()
+	dst := addr(id.LocalAddress)
+	rec := Record{Proto: "tcp", Addr: netip.AddrPortFrom(dst, id.LocalPort), Opened: time.Now()}
+	t, refused := n.decide(dst)
+	rec.Name, rec.Rule = t.name, t.rule
+	if refused != "" { // the policy changed since the SYN
+		rec.Verdict, rec.Rule = Refused, refused
+		r.Complete(true)
+		n.finish(rec)
+		return
+	}
+	up, to, err := n.dial(t, id.LocalPort)
+	if to.IsValid() {
+		rec.Addr = to
+	}
+	if err != nil {
+		rec.Verdict, rec.Error = Failed, err.Error()
+		var pe *privateError
+		if errors.As(err, &pe) {
+			rec.Verdict, rec.Rule = Refused, pe.rule
+		}
+		r.Complete(true)
+		n.finish(rec)
+		return
+	}
+	var wq waiter.Queue
+	ep, terr := r.CreateEndpoint(&wq)
+	if terr != nil {
+		up.Close()
+		rec.Verdict, rec.Error = Failed, terr.String()
+		r.Complete(true)
+		n.finish(rec)
+		return
+	}
+	r.Complete(false)
+	rec.Verdict = Allowed
+	n.splice(gonet.NewTCPConn(&wq, ep), up, t, rec)
+}
+
+// privateError is a name whose every address the private-address rule or
+// the blocklist refuses.
+type privateError struct{ name, rule string }
+
+func (e *privateError) Error() string {
+	return fmt.Sprintf("%s resolves only to refused addresses (%s)", e.name, e.rule)
+}
+
+// dial opens the upstream connection: to Cubicle's own resolution of a
+// name (never an address the computer chose), or to the allowed literal.
+func (n *computerNet) dial(t target, port uint16) (net.Conn, netip.AddrPort, error) {
+	ctx, cancel := context.WithTimeout(n.ctx, n.svc.cfg.DialTimeout)
+	defer cancel()
+	addrs := []netip.Addr{t.literal}
+	if t.name != "" {
+		var err error
+		if addrs, err = n.resolve(ctx, t.name); err != nil {
+			return nil, netip.AddrPort{}, err
+		}
+	}
+	var last error
+	for _, a := range addrs {
+		ap := netip.AddrPortFrom(a, port)
+		c, err := n.svc.cfg.Dialer.DialContext(ctx, "tcp", ap.String())
+		if err == nil {
+			return c, ap, nil
+		}
+		last = err
+	}
+	return nil, netip.AddrPort{}, last
+}
+
+// flow is one spliced connection.
+type flow struct {
+	in, up net.Conn
+}
+
+func (f *flow) abort() {
+	f.in.Close()
+	f.up.Close()
+}
+
+// spliceBuffers are the copy buffers of flows.
+var spliceBuffers = sync.Pool{New: func() any { return new([256 << 10]byte) }}
+
+// splice copies both ways until both directions ended, passing each
+// half-close on, then records the flow with its byte counts. The first
+// bytes from the computer are sniffed: a TLS server name or HTTP Host that
+// is not the name the connection was allowed for (domain fronting) ends
+// the connection, refused.
+func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
+	f := &flow{in: in, up: up}
+	if !n.track(f) {
+		f.abort()
+		rec.Verdict, rec.Error = Failed, "the computer's network is closing or has too many connections"
+		n.finish(rec)
+		return
+	}
+	defer n.untrack(f)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		head, name := sniff(in)
+		if t.name != "" && name != "" && name != t.name {
+			rec.Verdict, rec.Rule = Refused, "fronting:"+name
+			f.abort()
+			return
+		}
+		if _, err := up.Write(head); err != nil {
+			f.abort()
+			return
+		}
+		rec.Sent = int64(len(head)) + copyHalf(up, in)
+	}()
+	rec.Received = copyHalf(in, up)
+	wg.Wait()
+	f.abort()
+	n.finish(rec)
+}
+
+// copyHalf copies src to dst, then closes dst for writing (or wholly, for
+// a connection that cannot half-close), and returns the bytes copied.
+func copyHalf(dst, src net.Conn) int64 {
+	buf := spliceBuffers.Get().(*[256 << 10]byte)
+	defer spliceBuffers.Put(buf)
+	n, _ := io.CopyBuffer(dst, src, buf[:])
+	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		dst.Close()
+	}
+	return n
+}
+
+// finish closes a record and logs it.
+func (n *computerNet) finish(rec Record) {
+	rec.Closed = time.Now()
+	n.record(rec)
+}
