@@ -41,7 +41,7 @@ func TestServeInternetComputers(t *testing.T) {
 		}
 		return string(r.body)
 	}
-	if out := exec(view.ID, "curl -sS --max-time 10 http://allowed.test/; curl -sS --max-time 10 http://other.test/"); !strings.Contains(out, "hello allowed.test from 198.51.100.10") || !strings.Contains(out, "Could not resolve host: other.test") {
+	if out := exec(view.ID, "curl -sS --max-time 10 http://allowed.test/; curl -sS --noproxy '*' --max-time 10 http://other.test/"); !strings.Contains(out, "hello allowed.test from 198.51.100.10") || !strings.Contains(out, "Could not resolve host: other.test") {
 		t.Errorf("allowed.test and other.test from the internet computer: %s", out)
 	}
 	// A computer that asks for nothing has only loopback.

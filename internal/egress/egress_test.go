@@ -152,13 +152,13 @@ func TestInternetComputer(t *testing.T) {
 			t.Errorf("got exit %d, stdout %q, stderr %q; want %q", r.ExitCode, r.out, r.err, want)
 		}
 	}
-	t.Run("allowed name over HTTP (curl, python)", func(t *testing.T) {
-		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "http://allowed.test/"), "hello allowed.test from 198.51.100.10")
-		expect(t, run(t, sb, python, "-c", "import urllib.request; print(urllib.request.urlopen('http://sub.wild.test/', timeout=10).read().decode())"),
+	t.Run("allowed name over HTTP, direct (curl, python)", func(t *testing.T) {
+		expect(t, run(t, sb, "curl", "-sS", "--noproxy", "*", "--max-time", "10", "http://allowed.test/"), "hello allowed.test from 198.51.100.10")
+		expect(t, run(t, sb, python, "-c", "import urllib.request as u; print(u.build_opener(u.ProxyHandler({})).open('http://sub.wild.test/', timeout=10).read().decode())"),
 			"hello sub.wild.test from 198.51.100.10")
 	})
 	t.Run("a name outside the policy is NXDOMAIN", func(t *testing.T) {
-		r := run(t, sb, "curl", "-sS", "--max-time", "10", "http://other.test/")
+		r := run(t, sb, "curl", "-sS", "--noproxy", "*", "--max-time", "10", "http://other.test/")
 		if r.ExitCode != 6 { // curl: could not resolve host
 			t.Errorf("curl other.test: exit %d, %q", r.ExitCode, r.err)
 		}
@@ -183,7 +183,7 @@ func TestInternetComputer(t *testing.T) {
 		expect(t, run(t, sb, python, "-c", connectPy, egresstest.Web.String(), "80"), "ECONNREFUSED")
 		// /etc/hosts-style spoofing: an allowed name pinned to an address
 		// the computer chose is just that address.
-		r := run(t, sb, "curl", "-sS", "--max-time", "10", "--resolve", "allowed.test:80:"+egresstest.Other.String(), "http://allowed.test/")
+		r := run(t, sb, "curl", "-sS", "--noproxy", "*", "--max-time", "10", "--resolve", "allowed.test:80:"+egresstest.Other.String(), "http://allowed.test/")
 		if r.ExitCode != 7 || strings.Contains(r.out, "hello") {
 			t.Errorf("curl --resolve to a refused address: exit %d, %q %q (want 7: connection refused)", r.ExitCode, r.out, r.err)
 		}
@@ -204,12 +204,43 @@ func TestInternetComputer(t *testing.T) {
 			t.Errorf("%d datagrams reached the test internet's UDP sink", n)
 		}
 	})
+	t.Run("through the proxy the variables name, the same policy", func(t *testing.T) {
+		expect(t, run(t, sb, "sh", "-c", "echo $HTTPS_PROXY; echo $no_proxy"), ":3128\nlocalhost,127.0.0.1")
+		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "http://allowed.test/"), "hello allowed.test from 198.51.100.10")
+		expect(t, run(t, sb, python, "-c", "import urllib.request as u; print(u.urlopen('http://sub.wild.test/', timeout=10).read().decode())"),
+			"hello sub.wild.test from 198.51.100.10")
+		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "-w", "%{http_code}", "http://other.test/"),
+			"cubicle: other.test is not allowed by this computer's network policy (not-allowed)\n403")
+		// A proxy takes the host from the request's URL, never from a Host
+		// header (RFC 9112 §3.2.2): no fronting through it.
+		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "-H", "Host: other.test", "http://allowed.test/"), "hello allowed.test from")
+		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "-w", "%{http_code}", "http://169.254.169.254/"), "private:169.254.0.0/16")
+		// Credentials are this computer's: others get 407.
+		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "-w", "%{http_code}", "-x", "http://cubicle:wrong@"+sandbox.Nameserver+":3128", "http://allowed.test/"), "407")
+		connectPy := `import socket, sys
+s = socket.create_connection(("` + sandbox.Nameserver + `", 3128), timeout=10)
+import os, base64
+cred = os.environ["HTTPS_PROXY"].split("//")[1].split("@")[0]
+s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n" % (sys.argv[1], sys.argv[1], base64.b64encode(cred.encode()).decode())).encode())
+head = s.recv(4096).decode().split("\r\n")[0]
+print(head)
+if " 200 " in head:
+    s.sendall(sys.argv[2].encode()); print(s.recv(4096).decode())`
+		expect(t, run(t, sb, python, "-c", connectPy, egresstest.Echo.String()+":7", "ping"), "200 Connection established\nping")
+		expect(t, run(t, sb, python, "-c", connectPy, "allowed.test:80", "GET / HTTP/1.0\r\nHost: allowed.test\r\n\r\n"), "hello allowed.test")
+		expect(t, run(t, sb, python, "-c", connectPy, egresstest.Web.String()+":80", ""), "403 Forbidden")
+		if len(w.log.find(func(r egress.Record) bool {
+			return r.Proto == "proxy" && r.Verdict == egress.Allowed && r.Name == "allowed.test"
+		})) == 0 {
+			t.Error("no allowed proxy record for allowed.test")
+		}
+	})
 	t.Run("a TLS server name or HTTP Host naming another domain is refused (fronting)", func(t *testing.T) {
-		r := run(t, sb, "curl", "-sS", "--max-time", "10", "-H", "Host: other.test", "http://allowed.test/")
+		r := run(t, sb, "curl", "-sS", "--noproxy", "*", "--max-time", "10", "-H", "Host: other.test", "http://allowed.test/")
 		if r.ExitCode == 0 || strings.Contains(r.out, "hello") {
 			t.Errorf("curl with Host: other.test: exit %d, %q", r.ExitCode, r.out)
 		}
-		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "-H", "Host: ALLOWED.test:80", "http://allowed.test/"), "hello ALLOWED.test:80")
+		expect(t, run(t, sb, "curl", "-sS", "--noproxy", "*", "--max-time", "10", "-H", "Host: ALLOWED.test:80", "http://allowed.test/"), "hello ALLOWED.test:80")
 		tlsPy := `import socket, ssl
 c = ssl.create_default_context(); c.check_hostname = False; c.verify_mode = ssl.CERT_NONE
 s = socket.create_connection(("allowed.test", 80), timeout=10)
@@ -272,22 +303,38 @@ func TestInternetEndsWithTheComputer(t *testing.T) {
 	// A connection open when the computer is killed is closed and recorded.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	opened := make(chan struct{})
 	go sb.Exec(ctx, sandbox.ExecRequest{Argv: []string{python, "-c",
 		fmt.Sprintf("import socket,time; s=socket.create_connection(('%s',7)); s.sendall(b'x'); s.recv(1); print('open', flush=True); time.sleep(60)", egresstest.Echo)}},
-		sandbox.ExecIO{})
-	deadline := time.Now().Add(20 * time.Second)
-	open := func() []egress.Record {
-		return w.log.find(func(r egress.Record) bool { return r.Addr == netip.AddrPortFrom(egresstest.Echo, 7) })
+		sandbox.ExecIO{Stdout: signalWriter(opened)})
+	select {
+	case <-opened:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the computer's connection did not open within 20 s")
 	}
-	time.Sleep(500 * time.Millisecond)
 	if err := sb.Kill(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for len(open()) == 0 && time.Now().Before(deadline) {
+	open := func() []egress.Record {
+		return w.log.find(func(r egress.Record) bool { return r.Addr == netip.AddrPortFrom(egresstest.Echo, 7) })
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(open()) == 0 && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	recs := open()
 	if len(recs) != 1 || recs[0].Verdict != egress.Allowed || recs[0].Sent != 1 || recs[0].Received != 1 {
 		t.Fatalf("the open connection's record after Kill: %+v", recs)
 	}
+}
+
+// signalWriter closes ch at the first write.
+type signalWriter chan struct{}
+
+func (w signalWriter) Write(p []byte) (int, error) {
+	select {
+	case <-w:
+	default:
+		close(w)
+	}
+	return len(p), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -123,7 +122,7 @@ func slicesContains(list []netip.Prefix, p netip.Prefix) bool {
 
 // Attach gives the computer whose network namespace is netns its
 // interface, terminated in this process under policy.
-func (s *Service) Attach(ctx context.Context, computerID, netns string, p sandbox.InternetPolicy) (io.Closer, error) {
+func (s *Service) Attach(ctx context.Context, computerID, netns string, p sandbox.InternetPolicy) (sandbox.Link, error) {
 	pol, err := compile(p)
 	if err != nil {
 		return nil, err
@@ -136,14 +135,21 @@ func (s *Service) Attach(ctx context.Context, computerID, netns string, p sandbo
 	s.nets[computerID] = n
 	s.mu.Unlock()
 	log.From(ctx).Debug("internet attached", "computer", computerID)
-	return closerFunc(func() error {
-		s.mu.Lock()
-		delete(s.nets, computerID)
-		s.mu.Unlock()
-		return n.close()
-	}), nil
+	return &link{s: s, n: n}, nil
 }
 
-type closerFunc func() error
+// link is what Attach returns: the computer's proxy environment, and the
+// end of its network.
+type link struct {
+	s *Service
+	n *computerNet
+}
 
-func (f closerFunc) Close() error { return f() }
+func (l *link) Env() []string { return l.n.proxyEnv() }
+
+func (l *link) Close() error {
+	l.s.mu.Lock()
+	delete(l.s.nets, l.n.id)
+	l.s.mu.Unlock()
+	return l.n.close()
+}

@@ -2,18 +2,24 @@ package egress
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"net"
 	"net/netip"
 	"sync"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 const (
@@ -30,13 +36,15 @@ const (
 // here, dialed by Cubicle and spliced; DNS is answered here; everything
 // else is refused by the stack itself (RST, ICMP port unreachable).
 type computerNet struct {
-	svc   *Service
-	id    string
-	pol   *policy
-	fd    int
-	st    *stack.Stack
-	fwd   *tcp.Forwarder
-	names *names
+	svc    *Service
+	id     string
+	pol    *policy
+	fd     int
+	st     *stack.Stack
+	fwd    *tcp.Forwarder
+	names  *names
+	token  string       // the password of the computer's proxy credentials
+	proxyL net.Listener // the proxy on the gateway address
 
 	ctx    context.Context // ends at close: every dial and flow with it
 	cancel context.CancelFunc
@@ -52,7 +60,10 @@ func (s *Service) attach(ctx context.Context, id, netns string, pol *policy) (*c
 	if err != nil {
 		return nil, err
 	}
-	n := &computerNet{svc: s, id: id, pol: pol, fd: fd, names: newNames(), flows: map[*flow]struct{}{}}
+	var tok [16]byte
+	rand.Read(tok[:])
+	n := &computerNet{svc: s, id: id, pol: pol, fd: fd, names: newNames(), flows: map[*flow]struct{}{},
+		token: hex.EncodeToString(tok[:])}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if err := n.build(); err != nil {
 		n.close()
@@ -92,6 +103,17 @@ func (n *computerNet) build() error {
 		return fmt.Errorf("spoofing NIC: %s", terr)
 	}
 	n.st.SetRouteTable([]tcpip.Route{{Destination: header.IPv4EmptySubnet, NIC: nicID}})
+	gw := tcpip.AddrFrom4(netip.MustParseAddr(sandbox.Nameserver).As4())
+	if terr := n.st.AddProtocolAddress(nicID, tcpip.ProtocolAddress{Protocol: ipv4.ProtocolNumber,
+		AddressWithPrefix: gw.WithPrefix()}, stack.AddressProperties{}); terr != nil {
+		return fmt.Errorf("gateway address: %s", terr)
+	}
+	l, err := gonet.ListenTCP(n.st, tcpip.FullAddress{NIC: nicID, Addr: gw, Port: proxyPort}, ipv4.ProtocolNumber)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	n.proxyL = l
+	go n.serveProxy(l)
 	return nil
 }
 
@@ -107,6 +129,9 @@ func (n *computerNet) close() error {
 			flows = append(flows, f)
 		}
 		n.mu.Unlock()
+		if n.proxyL != nil {
+			n.proxyL.Close()
+		}
 		for _, f := range flows {
 			f.abort()
 		}

@@ -125,10 +125,18 @@ const Nameserver = "10.200.0.1"
 
 // Network connects computers with NetworkInternet to the host's egress. The
 // driver calls Attach once per such computer, before any process of it
-// runs, with the path of the computer's network namespace, and closes what
-// Attach returned when the computer stops (every open connection ends).
+// runs, with the path of the computer's network namespace, and closes the
+// Link when the computer stops (every open connection ends).
 type Network interface {
-	Attach(ctx context.Context, computerID, netns string, policy InternetPolicy) (io.Closer, error)
+	Attach(ctx context.Context, computerID, netns string, policy InternetPolicy) (Link, error)
+}
+
+// Link is a computer's attached network.
+type Link interface {
+	io.Closer
+	// Env is what every process of the computer gets in its environment
+	// (the proxy variables, with credentials valid for this computer only).
+	Env() []string
 }
 
 // Mount is an extra bind mount of a host path into the computer. The driver

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
@@ -189,7 +190,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		hostEnd.Close()
 		return fmt.Errorf("write computer record: %w", err)
 	}
-	nameserver, err := c.attachNetwork(ctx)
+	nameserver, env, err := c.attachNetwork(ctx)
 	if err != nil {
 		hostEnd.Close()
 		return err
@@ -197,7 +198,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 	init := protocol.Init{
 		Hostname: "computer", RootDir: c.dir.path(rootDir), Device: device,
 		TmpBytes: tmpBytes(c.spec), ShmBytes: min(64<<20, c.spec.MemoryBytes/4),
-		Env: c.spec.Env, Cgroup: cgfds, Timeout: protocol.Millis(c.spec.Timeout),
+		Env: append(slices.Clip(c.spec.Env), env...), Cgroup: cgfds, Timeout: protocol.Millis(c.spec.Timeout),
 		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes, Mounts: mounts, HostUID: c.uid.uid,
 		Nameserver: nameserver,
 	}
@@ -274,16 +275,17 @@ var errDestroyed = errors.New("computer destroyed")
 
 // attachNetwork gives an internet computer its interface, before any of its
 // processes can run (the agent builds nothing before its Init), and returns
-// the nameserver its /etc/resolv.conf names ("" for NetworkNone).
-func (c *computer) attachNetwork(ctx context.Context) (string, error) {
+// the nameserver its /etc/resolv.conf names ("" for NetworkNone) and the
+// environment the network adds to every process.
+func (c *computer) attachNetwork(ctx context.Context) (string, []string, error) {
 	if c.spec.Network != sandbox.NetworkInternet {
-		return "", nil
+		return "", nil, nil
 	}
 	netns := fmt.Sprintf("/proc/%d/ns/net", c.rec.AgentPid)
 	link, err := c.driver.cfg.Network.Attach(ctx, c.id, netns, c.spec.Internet)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	c.net = link
-	return sandbox.Nameserver, nil
+	return sandbox.Nameserver, link.Env(), nil
 }
