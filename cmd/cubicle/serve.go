@@ -121,8 +121,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second, ConnContext: jupyter.ConnContext,
-		IdleTimeout: cfg.Server.IdleTimeout()}
+	srv := httpServer(cfg.Server, s.api)
 	ln = httpapi.LimitListener(ln, cfg.Server.MaxConnections)
 	go func() {
 		if err := s.mgr.Probe(ctx); err != nil {
@@ -141,6 +140,16 @@ func serve(ctx context.Context, cfg config.Config) error {
 	case <-ctx.Done():
 	}
 	return s.shutdown(srv)
+}
+
+// httpServer serves h with c's timeouts: a request's headers must come
+// within 10 s and an idle keep-alive connection is closed after
+// idle_timeout_seconds. There is no whole-request read or write timeout:
+// httpapi bounds each body's silence itself, so long streams (SSE, long
+// execs, WebSockets) are not cut.
+func httpServer(c config.Server, h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnContext: jupyter.ConnContext,
+		IdleTimeout: c.IdleTimeout()}
 }
 
 // components are every part of a running server.

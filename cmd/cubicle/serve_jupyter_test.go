@@ -29,6 +29,17 @@ func TestServeJupyter(t *testing.T) {
 		ID string `json:"id"`
 	}
 	s.decode("POST", "/api/kernels", `{"name":"python3"}`, http.StatusCreated, &k)
+	// A wrong method on a Kernel Gateway route is 405 with Allow, never 404.
+	for _, c := range []struct{ method, path, allow string }{
+		{"PUT", "/api/kernels", "GET, HEAD, POST"},
+		{"PATCH", "/api/kernels/" + k.ID, "GET, HEAD, DELETE"},
+		{"GET", "/api/kernels/" + k.ID + "/interrupt", "POST"},
+		{"DELETE", "/api/kernelspecs", "GET, HEAD"},
+	} {
+		if r := s.do(c.method, c.path, ""); r.code != http.StatusMethodNotAllowed || r.hdr.Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d (Allow %q) %s, want 405 with Allow %q", c.method, c.path, r.code, r.hdr.Get("Allow"), r.body, c.allow)
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

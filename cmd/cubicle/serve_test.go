@@ -126,6 +126,7 @@ func (s *server) stop() {
 type httpResult struct {
 	code int
 	body []byte
+	hdr  http.Header
 }
 
 func (s *server) do(method, path string, body string) httpResult {
@@ -146,7 +147,7 @@ func (s *server) do(method, path string, body string) httpResult {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return httpResult{res.StatusCode, b}
+	return httpResult{res.StatusCode, b, res.Header}
 }
 
 // decode calls the server with the API's client (internal/client) and

@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/cubicle-sandbox/cubicle/internal/tools"
+	"github.com/cubicle-sandbox/cubicle/internal/strictjson"
 )
 
 const maxJSONBody = 16 << 20
@@ -53,10 +53,24 @@ func decodeFrom(body io.Reader, v any) error {
 		if typeErr.Field == "" {
 			return fmt.Errorf("%w: the body must be a JSON object", errBadRequest)
 		}
-		return withParam(typeErr.Field, fmt.Errorf("%w: %s must be %s", errBadRequest, typeErr.Field, tools.JSONKind(typeErr.Type)))
+		return withParam(typeErr.Field, fmt.Errorf("%w: %s must be %s", errBadRequest, typeErr.Field, strictjson.Kind(typeErr.Type)))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return withParam(field, fmt.Errorf("%w: unknown field %q", errBadRequest, field))
 	}
 	return fmt.Errorf("%w: malformed JSON: %v", errBadRequest, err)
+}
+
+// checkJSON is strictjson.Check: a duplicate key, a field name in another
+// case or a value of the wrong type is a 400 naming the field.
+func checkJSON(data []byte, t reflect.Type) error { return checkJSONAt(data, t, "") }
+
+// checkJSONAt is checkJSON of a value found at path.
+func checkJSONAt(data []byte, t reflect.Type, path string) error {
+	err := strictjson.CheckAt(data, t, path)
+	var se *strictjson.Error
+	if errors.As(err, &se) {
+		return withParam(se.Field, fmt.Errorf("%w: %s", errBadRequest, se.Msg))
+	}
+	return err
 }

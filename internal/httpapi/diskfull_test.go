@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 )
 
 // smallDisk mounts a new ext4 filesystem of size bytes (an image on a loop
@@ -280,4 +282,49 @@ func TestDiskNotOvercommitted(t *testing.T) {
 	eventually(t, 10*time.Second, "a create once a computer's disk was freed", func() bool {
 		return e.do(e.admin, "POST", "/v1/computers", map[string]any{"memory_mb": 64}).code == http.StatusCreated
 	})
+}
+
+// TestAuditDropCountedAndLogged (issue 10 item 2): an audit event that
+// cannot be written is held for a retry; one given up (more than the held
+// bound wait, or the server stops before the disk has room) is counted in
+// cubicle_audit_dropped_total and logged, never dropped silently.
+func TestAuditDropCountedAndLogged(t *testing.T) {
+	dir := smallDisk(t, 96<<20)
+	e := newEnvIn(t, dir, nil)
+	v := e.create(e.admin, nil)
+	p, err := e.gov.Authenticate(t.Context(), e.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	ctx := log.Into(t.Context(), "", slog.New(slog.NewTextHandler(&logged, nil)))
+	if err := os.Truncate(filepath.Join(dir, "cubicle.db.headroom"), 0); err != nil {
+		t.Fatal(err)
+	}
+	fillDisk(t, dir, true)
+
+	e.sh(e.admin, v.ID, "true") // its computer.executed row is held
+	for held := e.gov.AuditHeld(); held < 10000; held++ {
+		e.gov.Record(ctx, p, "test.filler", v.ID, nil)
+	}
+	if n := e.metric("cubicle_audit_dropped_total"); n != 0 || e.gov.AuditHeld() != 10000 {
+		t.Fatalf("%d events held, %v dropped; want 10000 held, none dropped", e.gov.AuditHeld(), n)
+	}
+	e.gov.Record(ctx, p, "test.overflow", v.ID, nil)
+	if n := e.metric("cubicle_audit_dropped_total"); n != 1 {
+		t.Fatalf("cubicle_audit_dropped_total %v past the held bound, want 1", n)
+	}
+	if !strings.Contains(logged.String(), `msg="audit event dropped: too many events wait for the disk" type=test.overflow`) {
+		t.Fatalf("the dropped event was not logged:\n%.2000s", logged.String())
+	}
+
+	logged.Reset()
+	e.gov.CloseAudit(ctx) // as the server stops with the disk still full
+	if n := e.metric("cubicle_audit_dropped_total"); n != 10001 {
+		t.Fatalf("cubicle_audit_dropped_total %v after the server stopped with 10000 held, want 10001", n)
+	}
+	if n := strings.Count(logged.String(), "audit event dropped: the server stopped before the disk had room"); n != 10000 ||
+		!strings.Contains(logged.String(), "type=computer.executed") {
+		t.Fatalf("%d drops logged at the stop, want 10000 (the exec's among them)", n)
+	}
 }

@@ -15,7 +15,7 @@
 // isolation probe). It may import internal/computer, internal/files, internal/responses,
 // internal/governance, internal/sandbox (its error kinds and file types),
 // internal/kernel (outputs), internal/artifact, internal/store,
-// internal/tools,
+// internal/tools, internal/strictjson,
 // internal/errdefs, internal/errdefs/errhttp, internal/log and
 // github.com/coder/websocket.
 package httpapi

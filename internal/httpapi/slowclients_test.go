@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs/errhttp"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
@@ -138,5 +141,38 @@ func TestTooManyConnectionsBody(t *testing.T) {
 	if e := got.Error; res.StatusCode != http.StatusServiceUnavailable || e.Type != "service_unavailable_error" ||
 		e.Code != "too_many_connections" || e.Param != nil || !strings.Contains(e.Message, "limit of 1 connections") {
 		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+}
+
+// TestBodyTimeoutSparesWebSocket: a Responses WebSocket that stays idle
+// for longer than the body timeout is not cut; a response created after
+// the silence completes on it.
+func TestBodyTimeoutSparesWebSocket(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.withGateway(newScripted(t, func(n int, req map[string]any) (int, any) {
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "hello"})
+	}))
+	addr := serveLimited(t, e, time.Second, 0)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws://"+addr+"/v1/responses",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.admin}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	time.Sleep(2500 * time.Millisecond) // idle: 2.5 times the body timeout
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.create","model":"m","input":"hi"}`)); err != nil {
+		t.Fatalf("write after an idle spell: %v", err)
+	}
+	for {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("the idle WebSocket was cut: %v", err)
+		}
+		if strings.Contains(string(data), `"type":"response.completed"`) {
+			return
+		}
 	}
 }

@@ -15,6 +15,6 @@
 // kernel lookups the kernel and its computer), and a kernel's pump logs
 // with a logger of its own. It may import internal/computer,
 // internal/governance, internal/sandbox, internal/config, internal/store
-// (status names), internal/errdefs, internal/errdefs/errhttp and
-// internal/log, never the reverse.
+// (status names), internal/strictjson, internal/errdefs,
+// internal/errdefs/errhttp and internal/log, never the reverse.
 package jupyter

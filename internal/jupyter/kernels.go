@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"sort"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/strictjson"
 )
 
 // maxStartBody bounds POST /api/kernels (the client's whole environment).
@@ -33,9 +35,12 @@ func newKernelID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// startRequest is the body of POST /api/kernels.
+// startRequest is the body of POST /api/kernels. Other fields are
+// ignored, as jupyter_server does; path (jupyter_server's) is accepted
+// and unused: the working directory is env's KERNEL_WORKING_DIR.
 type startRequest struct {
 	Name string            `json:"name"`
+	Path string            `json:"path"`
 	Env  map[string]string `json:"env"`
 }
 
@@ -48,6 +53,9 @@ func (s *Server) startKernel(w http.ResponseWriter, r *http.Request, p governanc
 	case len(body) > maxStartBody:
 		return fmt.Errorf("%w: the body is larger than %d bytes", errBadRequest, maxStartBody)
 	case len(body) > 0:
+		if err := strictjson.Check(body, reflect.TypeOf(req)); err != nil {
+			return fmt.Errorf("%w: %w", errBadRequest, err) // a duplicate key, a known field in another case
+		}
 		if err := json.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("%w: the body must be {\"name\", \"env\"}: %v", errBadRequest, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,5 +233,32 @@ func TestRestartDeadKernel(t *testing.T) {
 	ws := dialChannels(t, e.url, e.key, k.ID)
 	if reply, _ := ws.execute("1+1", false); reply.status() != "ok" {
 		t.Fatalf("after the restart: %+v", reply)
+	}
+}
+
+// TestStartBodyStrict (issue 10 item 11): POST /api/kernels accepts fields
+// it does not know, as jupyter_server does, but refuses with 400 naming
+// the field a duplicate key and a known field (name, path, env) in another
+// case, which encoding/json alone would take.
+func TestStartBodyStrict(t *testing.T) {
+	e := newFakeEnv(t, Config{})
+	for body, want := range map[string]string{
+		`{"name":"python3","name":"python3"}`:    `duplicate field \"name\"`,
+		`{"env":{"A":"1","A":"2"}}`:              `duplicate field \"env.A\"`,
+		`{"Name":"python3"}`:                     `unknown field \"Name\" (field names are case-sensitive: \"name\")`,
+		`{"PATH":"work/nb.ipynb"}`:               `\"path\"`,
+		`{"Env":{"LANG":"C.UTF-8"}}`:             `\"env\"`,
+		`{"name":"python3","env":["LANG=C"]}`:    `env must be an object`,
+		`{"name":"python3","env":{"A":1}}`:       `env.A must be a string`,
+		`{"name":"python3","name":"ruby","x":1}`: `duplicate field \"name\"`,
+	} {
+		r := e.do("POST", "/api/kernels", json.RawMessage(body))
+		if r.code != http.StatusBadRequest || !strings.Contains(string(r.body), want) {
+			t.Errorf("%s: %s, want 400 saying %s", body, r, want)
+		}
+	}
+	r := e.do("POST", "/api/kernels", json.RawMessage(`{"name":"python3","path":"work/nb.ipynb","type":"notebook","kernel":{"id":null}}`))
+	if r.code != http.StatusCreated {
+		t.Fatalf("unknown fields and path: %s, want 201 as jupyter_server", r)
 	}
 }

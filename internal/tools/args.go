@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"reflect"
 	"strings"
+
+	"github.com/cubicle-sandbox/cubicle/internal/strictjson"
 )
 
 // Workspace is where relative paths resolve.
@@ -47,7 +48,7 @@ func decodeArgs(raw json.RawMessage, v any, required ...string) string {
 			return notAnObject
 		}
 	case errors.As(err, &typeErr):
-		return fmt.Sprintf("Invalid arguments: %s must be %s.", typeErr.Field, JSONKind(typeErr.Type))
+		return fmt.Sprintf("Invalid arguments: %s must be %s.", typeErr.Field, strictjson.Kind(typeErr.Type))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return fmt.Sprintf("Invalid arguments: unknown field %s.", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	default:
@@ -57,36 +58,6 @@ func decodeArgs(raw json.RawMessage, v any, required ...string) string {
 		if r, ok := fields[f]; !ok || string(bytes.TrimSpace(r)) == "null" {
 			return fmt.Sprintf("Invalid arguments: %s is required.", f)
 		}
-	}
-	return ""
-}
-
-// JSONKind names the JSON type a Go type decodes from, as JSON schema
-// does, with an article ("a string", "an object"); "" when any JSON is
-// accepted. The API's decoder words its type errors with it too.
-func JSONKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return "a string" // base64
-		}
-		return "an array"
-	case reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
 	}
 	return ""
 }

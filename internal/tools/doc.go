@@ -12,6 +12,7 @@
 // errors.
 //
 // This package may import only internal/sandbox, internal/kernel,
-// internal/artifact (what an export stores) and the standard library: it knows nothing of keys, HTTP, storage or audit; the
+// internal/artifact (what an export stores), internal/strictjson (the JSON
+// kind of a type) and the standard library: it knows nothing of keys, HTTP, storage or audit; the
 // computer service (internal/computer) wraps it with those.
 package tools

@@ -1,4 +1,4 @@
-package httpapi
+package strictjson
 
 import (
 	"bytes"
@@ -9,26 +9,39 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-
-	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-// maxJSONDepth bounds the nesting of a client's JSON body (tool schemas
-// nest, but never this deep).
-const maxJSONDepth = 256
+// MaxDepth bounds the nesting of a client's JSON body (tool schemas nest,
+// but never this deep).
+const MaxDepth = 256
 
-// checkJSON is the strict pre-pass over a JSON body before it is decoded
-// into a value of type t: encoding/json alone accepts a duplicate key (the
-// last wins) and matches field names case-insensitively. It refuses, with a
-// 400 naming the field, any object with a key twice (at any depth) and a
-// key of a struct of t that is a field name in another case. Values with a
-// JSON decoder of their own (json.RawMessage, interfaces) are checked for
-// duplicates only. Malformed JSON is left to the decoder's message.
-func checkJSON(data []byte, t reflect.Type) error { return checkJSONAt(data, t, "") }
+// Error is a body Check refuses: Field is the path of the field at fault
+// ("" for the body as a whole), Msg the sentence that names it.
+type Error struct {
+	Field string
+	Msg   string
+}
 
-// checkJSONAt is checkJSON of a value found at path (its errors name
-// path.field).
-func checkJSONAt(data []byte, t reflect.Type, path string) error {
+func (e *Error) Error() string { return e.Msg }
+
+// ErrorParam is Field (errhttp.Param: the field an API error names).
+func (e *Error) ErrorParam() string { return e.Field }
+
+func refuse(field, format string, args ...any) error {
+	return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Check is the strict pre-pass over a JSON body before it is decoded into
+// a value of type t: encoding/json alone accepts a duplicate key (the last
+// wins) and matches field names case-insensitively. It refuses, with an
+// *Error naming the field, any object with a key twice (at any depth) and
+// a key of a struct of t that is a field name in another case. Values with
+// a JSON decoder of their own (json.RawMessage, interfaces) are checked for
+// duplicates only. Malformed JSON is left to the decoder's message (nil).
+func Check(data []byte, t reflect.Type) error { return CheckAt(data, t, "") }
+
+// CheckAt is Check of a value found at path (its errors name path.field).
+func CheckAt(data []byte, t reflect.Type, path string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	err := walkJSON(dec, t, path, 0)
@@ -41,8 +54,8 @@ func checkJSONAt(data []byte, t reflect.Type, path string) error {
 
 // walkJSON reads one value; t is its Go type, nil when unknown.
 func walkJSON(dec *json.Decoder, t reflect.Type, path string, depth int) error {
-	if depth > maxJSONDepth {
-		return fmt.Errorf("%w: the JSON body nests deeper than %d levels", errBadRequest, maxJSONDepth)
+	if depth > MaxDepth {
+		return refuse("", "the JSON body nests deeper than %d levels", MaxDepth)
 	}
 	tok, err := dec.Token()
 	if err != nil {
@@ -91,7 +104,7 @@ func walkObject(dec *json.Decoder, t reflect.Type, path string, depth int) error
 		key, _ := tok.(string)
 		name := joinPath(path, key)
 		if seen[key] {
-			return withParam(name, fmt.Errorf("%w: duplicate field %q", errBadRequest, name))
+			return refuse(name, "duplicate field %q", name)
 		}
 		seen[key] = true
 		child := elem
@@ -99,8 +112,7 @@ func walkObject(dec *json.Decoder, t reflect.Type, path string, depth int) error
 			ft, ok := fields[key]
 			if !ok {
 				if want := foldedField(fields, key); want != "" {
-					return withParam(name, fmt.Errorf("%w: unknown field %q (field names are case-sensitive: %q)",
-						errBadRequest, name, joinPath(path, want)))
+					return refuse(name, "unknown field %q (field names are case-sensitive: %q)", name, joinPath(path, want))
 				}
 			}
 			child = ft
@@ -189,7 +201,7 @@ func checkKind(tok json.Token, t reflect.Type, path string) error {
 	if t == nil || tok == nil {
 		return nil
 	}
-	want := tools.JSONKind(t)
+	want := Kind(t)
 	var got string
 	switch v := tok.(type) {
 	case json.Delim:
@@ -208,7 +220,38 @@ func checkKind(tok json.Token, t reflect.Type, path string) error {
 		return nil
 	}
 	if path == "" {
-		return fmt.Errorf("%w: the body must be a JSON object", errBadRequest)
+		return refuse("", "the body must be a JSON object")
 	}
-	return withParam(path, fmt.Errorf("%w: %s must be %s", errBadRequest, path, want))
+	return refuse(path, "%s must be %s", path, want)
+}
+
+// Kind names the JSON type a Go type decodes from, as JSON schema
+// does, with an article ("a string", "an object"); "" when any JSON is
+// accepted. The decoders of the API and of the tools' arguments word
+// their type errors with it too.
+func Kind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a string" // base64
+		}
+		return "an array"
+	case reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return ""
 }
