@@ -38,6 +38,7 @@ const (
 type computerNet struct {
 	svc    *Service
 	id     string
+	owner  sandbox.Owner
 	pol    *policy
 	fd     int
 	st     *stack.Stack
@@ -55,14 +56,14 @@ type computerNet struct {
 	once  sync.Once
 }
 
-func (s *Service) attach(ctx context.Context, id, netns string, pol *policy) (*computerNet, error) {
-	fd, err := openTUN(netns)
+func (s *Service) attach(ctx context.Context, a sandbox.Attachment, pol *policy) (*computerNet, error) {
+	fd, err := openTUN(a.Netns)
 	if err != nil {
 		return nil, err
 	}
 	var tok [16]byte
 	rand.Read(tok[:])
-	n := &computerNet{svc: s, id: id, pol: pol, fd: fd, names: newNames(), flows: map[*flow]struct{}{},
+	n := &computerNet{svc: s, id: a.ComputerID, owner: a.Owner, pol: pol, fd: fd, names: newNames(), flows: map[*flow]struct{}{},
 		token: hex.EncodeToString(tok[:])}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if err := n.build(); err != nil {
@@ -164,7 +165,7 @@ func (n *computerNet) untrack(f *flow) {
 
 // record hands a finished decision to the service's log.
 func (n *computerNet) record(r Record) {
-	r.Computer = n.id
+	r.Computer, r.Org, r.Key = n.id, n.owner.Org, n.owner.Key
 	if n.svc.cfg.Record != nil {
 		n.svc.cfg.Record(r)
 	}
