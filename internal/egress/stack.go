@@ -28,7 +28,11 @@ const (
 	// handshake (the forwarder dials before it answers the SYN).
 	maxInFlight = 256
 	// maxFlows bounds a computer's open connections and DNS exchanges.
-	maxFlows = 1024
+	maxFlows = 256
+	// tcpBuffer bounds what one connection's send or receive buffer in
+	// the stack holds (grown from a quarter by auto-tuning): with
+	// maxFlows, at most 256 MiB of a computer's data waits in Cubicle.
+	tcpBuffer = 512 << 10
 )
 
 // computerNet is one computer's network: a TCP/IP stack of its own on the
@@ -86,8 +90,12 @@ func (n *computerNet) build() error {
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
 	})
 	sack := tcpip.TCPSACKEnabled(true)
-	if terr := n.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack); terr != nil {
-		return fmt.Errorf("tcp options: %s", terr)
+	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: 4 << 10, Default: tcpBuffer / 4, Max: tcpBuffer}
+	snd := tcpip.TCPSendBufferSizeRangeOption{Min: 4 << 10, Default: tcpBuffer / 4, Max: tcpBuffer}
+	for _, opt := range []tcpip.SettableTransportProtocolOption{&sack, &rcv, &snd} {
+		if terr := n.st.SetTransportProtocolOption(tcp.ProtocolNumber, opt); terr != nil {
+			return fmt.Errorf("tcp options: %s", terr)
+		}
 	}
 	// The handlers are in place before the NIC exists: its reader starts
 	// delivering packets at once.
@@ -155,6 +163,13 @@ func (n *computerNet) track(f *flow) bool {
 	}
 	n.flows[f] = struct{}{}
 	return true
+}
+
+// full reports whether the computer has maxFlows open.
+func (n *computerNet) full() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.flows) >= maxFlows
 }
 
 func (n *computerNet) untrack(f *flow) {
