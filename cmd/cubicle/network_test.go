@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/egress/egresstest"
 )
@@ -63,8 +64,47 @@ func TestServeInternetComputers(t *testing.T) {
 			t.Errorf("%s: %d %s (want 400 with %q)", body, r.code, r.body, want)
 		}
 	}
-	if !strings.Contains(s.stderr.String(), "msg=egress") || !strings.Contains(s.stderr.String(), "name=allowed.test") {
-		t.Errorf("no egress log line for allowed.test:\n%s", s.stderr)
+	// The egress log: the computer's records through the API (written in
+	// batches, so polled), paged, and the organisation's by host.
+	type page struct {
+		Data []struct {
+			ID, ComputerID, Host, Verdict, Rule, Protocol string
+			BytesReceived                                 int64 `json:"bytes_received"`
+		} `json:"data"`
+		HasMore bool   `json:"has_more"`
+		LastID  string `json:"last_id"`
+	}
+	var got page
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		s.decode("GET", "/v1/computers/"+view.ID+"/egress?host=allowed.test", "", 200, &got)
+		if len(got.Data) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	allowedConn := false
+	for _, r := range got.Data {
+		allowedConn = allowedConn || r.Protocol == "proxy" && r.Verdict == "allowed" && r.Rule == "domain:allowed.test" && r.BytesReceived > 0
+	}
+	if !allowedConn {
+		t.Errorf("no allowed proxy record with bytes for allowed.test: %+v", got)
+	}
+	var refused page
+	s.decode("GET", "/v1/computer-egress?host=other.test", "", 200, &refused)
+	if len(refused.Data) == 0 || refused.Data[0].Verdict != "refused" || refused.Data[0].Protocol != "dns" {
+		t.Errorf("the organisation's records for other.test: %+v", refused)
+	}
+	var first, next page
+	s.decode("GET", "/v1/computer-egress?limit=1", "", 200, &first)
+	s.decode("GET", "/v1/computer-egress?limit=1&after="+first.LastID, "", 200, &next)
+	if len(first.Data) != 1 || !first.HasMore || len(next.Data) != 1 || next.Data[0].ID == first.Data[0].ID {
+		t.Errorf("pages: %+v then %+v", first, next)
+	}
+	if r := s.do("GET", "/v1/computer-egress?after=12", ""); r.code != 400 || !strings.Contains(string(r.body), `"param":"after"`) {
+		t.Errorf("a bad cursor: %d %s", r.code, r.body)
+	}
+	if r := s.do("GET", "/v1/computers/cmp_nosuch/egress", ""); r.code != 404 {
+		t.Errorf("another computer's egress: %d %s", r.code, r.body)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/egress/egresslog"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
@@ -158,6 +159,8 @@ type components struct {
 	gw  *responses.Gateway // nil: no upstream is configured
 	kg  *jupyter.Server    // nil: the Jupyter API is off
 	api *httpapi.API
+	// egress keeps internet computers' records (nil: no internet).
+	egress *egresslog.Writer
 }
 
 // build makes the components from cfg in dependency order (the driver,
@@ -166,7 +169,7 @@ type components struct {
 // started.
 func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sqlite.DB, gov *governance.Service) (*components, error) {
 	uidStart, uidCount, _ := cfg.Computers.UIDs() // validated by config.Load
-	net, internet, err := network(cfg.Network)
+	net, internet, egressLog, err := network(cfg.Network, st.Egress())
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +186,7 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sql
 	}
 	mc := managerConfig(cfg, fsvc)
 	mc.Internet = internet
-	s := &components{mgr: computer.New(mc, drv, st, gov)}
+	s := &components{mgr: computer.New(mc, drv, st, gov), egress: egressLog}
 	if cfg.Gateway.Enabled() {
 		s.gw, err = responses.New(gwc, responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses()})
 		if err != nil {
@@ -241,6 +244,9 @@ func (s *components) close() {
 		s.kg.Close(context.Background())
 	}
 	closeManager(s.mgr)
+	if s.egress != nil {
+		s.egress.Close() // after the computers: their last connections are recorded
+	}
 }
 
 // filesService is the files and artifacts service over the blob directory

@@ -258,6 +258,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	spec := m.spec(memory, execLimit)
 	spec.Mounts = req.Mounts
 	spec.Network, spec.Internet = network, internet
+	spec.Owner = sandbox.Owner{Org: p.Org.ID, Key: p.Key.ID}
 	sb := (sandbox.Sandbox)(nil)
 	if !req.NoPool && len(spec.Mounts) == 0 && m.pool.matches(spec) {
 		sb = m.pool.claim()

@@ -338,3 +338,27 @@ func (w signalWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestConnectionsPerComputerBounded: a computer holding connections open
+// gets at most 256 at once; the rest are refused at connect, and recorded.
+func TestConnectionsPerComputerBounded(t *testing.T) {
+	w := newWorld(t)
+	sb := w.computer(t, sandbox.InternetPolicy{CIDRs: []netip.Prefix{netip.MustParsePrefix("203.0.113.7/32")}})
+	r := run(t, sb, python, "-c", fmt.Sprintf(`import socket, errno, resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+held, refused = [], 0
+for i in range(300):
+    s = socket.socket(); s.settimeout(10)
+    try:
+        s.connect(("%s", 7)); held.append(s)
+    except OSError as e:
+        refused += e.errno == errno.ECONNREFUSED
+print(len(held), refused)`, egresstest.Echo))
+	var held, refused int
+	if _, err := fmt.Sscan(r.out, &held, &refused); err != nil || held != 256 || refused != 44 {
+		t.Fatalf("300 connections held open: %q %q (want 256 held, 44 refused)", r.out, r.err)
+	}
+	if len(w.log.find(func(r egress.Record) bool { return r.Rule == "too-many-connections" })) != 44 {
+		t.Error("want 44 records refused with too-many-connections")
+	}
+}

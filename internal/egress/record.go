@@ -17,6 +17,7 @@ const (
 // question: who, where, how much, when and why — never payloads.
 type Record struct {
 	Computer string
+	Org, Key string // the computer's owner
 	Proto    string // tcp, udp, dns
 	// Name is the DNS name asked for or connected to by name ("" for an
 	// IP literal).
@@ -33,10 +34,10 @@ type Record struct {
 	Opened, Closed time.Time
 }
 
-// LogTo returns a Record function writing one line per record to l.
+// LogTo returns a Record function writing one debug line per record to l.
 func LogTo(l *slog.Logger) func(Record) {
 	return func(r Record) {
-		l.Info("egress", "computer", r.Computer, "proto", r.Proto, "name", r.Name, "addr", r.Addr.String(),
+		l.Debug("egress", "computer", r.Computer, "proto", r.Proto, "name", r.Name, "addr", r.Addr.String(),
 			"verdict", r.Verdict, "rule", r.Rule, "error", r.Error, "sent", r.Sent, "received", r.Received,
 			"ms", r.Closed.Sub(r.Opened).Milliseconds())
 	}

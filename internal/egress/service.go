@@ -122,19 +122,19 @@ func slicesContains(list []netip.Prefix, p netip.Prefix) bool {
 
 // Attach gives the computer whose network namespace is netns its
 // interface, terminated in this process under policy.
-func (s *Service) Attach(ctx context.Context, computerID, netns string, p sandbox.InternetPolicy) (sandbox.Link, error) {
-	pol, err := compile(p)
+func (s *Service) Attach(ctx context.Context, a sandbox.Attachment) (sandbox.Link, error) {
+	pol, err := compile(a.Policy)
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.attach(ctx, computerID, netns, pol)
+	n, err := s.attach(ctx, a, pol)
 	if err != nil {
 		return nil, fmt.Errorf("attach the computer's network: %w", err)
 	}
 	s.mu.Lock()
-	s.nets[computerID] = n
+	s.nets[a.ComputerID] = n
 	s.mu.Unlock()
-	log.From(ctx).Debug("internet attached", "computer", computerID)
+	log.From(ctx).Debug("internet attached", "computer", a.ComputerID)
 	return &link{s: s, n: n}, nil
 }
 

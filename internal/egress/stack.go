@@ -28,7 +28,11 @@ const (
 	// handshake (the forwarder dials before it answers the SYN).
 	maxInFlight = 256
 	// maxFlows bounds a computer's open connections and DNS exchanges.
-	maxFlows = 1024
+	maxFlows = 256
+	// tcpBuffer bounds what one connection's send or receive buffer in
+	// the stack holds (grown from a quarter by auto-tuning): with
+	// maxFlows, at most 256 MiB of a computer's data waits in Cubicle.
+	tcpBuffer = 512 << 10
 )
 
 // computerNet is one computer's network: a TCP/IP stack of its own on the
@@ -38,6 +42,7 @@ const (
 type computerNet struct {
 	svc    *Service
 	id     string
+	owner  sandbox.Owner
 	pol    *policy
 	fd     int
 	st     *stack.Stack
@@ -55,14 +60,14 @@ type computerNet struct {
 	once  sync.Once
 }
 
-func (s *Service) attach(ctx context.Context, id, netns string, pol *policy) (*computerNet, error) {
-	fd, err := openTUN(netns)
+func (s *Service) attach(ctx context.Context, a sandbox.Attachment, pol *policy) (*computerNet, error) {
+	fd, err := openTUN(a.Netns)
 	if err != nil {
 		return nil, err
 	}
 	var tok [16]byte
 	rand.Read(tok[:])
-	n := &computerNet{svc: s, id: id, pol: pol, fd: fd, names: newNames(), flows: map[*flow]struct{}{},
+	n := &computerNet{svc: s, id: a.ComputerID, owner: a.Owner, pol: pol, fd: fd, names: newNames(), flows: map[*flow]struct{}{},
 		token: hex.EncodeToString(tok[:])}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if err := n.build(); err != nil {
@@ -85,8 +90,12 @@ func (n *computerNet) build() error {
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
 	})
 	sack := tcpip.TCPSACKEnabled(true)
-	if terr := n.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack); terr != nil {
-		return fmt.Errorf("tcp options: %s", terr)
+	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: 4 << 10, Default: tcpBuffer / 4, Max: tcpBuffer}
+	snd := tcpip.TCPSendBufferSizeRangeOption{Min: 4 << 10, Default: tcpBuffer / 4, Max: tcpBuffer}
+	for _, opt := range []tcpip.SettableTransportProtocolOption{&sack, &rcv, &snd} {
+		if terr := n.st.SetTransportProtocolOption(tcp.ProtocolNumber, opt); terr != nil {
+			return fmt.Errorf("tcp options: %s", terr)
+		}
 	}
 	// The handlers are in place before the NIC exists: its reader starts
 	// delivering packets at once.
@@ -156,6 +165,13 @@ func (n *computerNet) track(f *flow) bool {
 	return true
 }
 
+// full reports whether the computer has maxFlows open.
+func (n *computerNet) full() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.flows) >= maxFlows
+}
+
 func (n *computerNet) untrack(f *flow) {
 	n.mu.Lock()
 	delete(n.flows, f)
@@ -164,7 +180,7 @@ func (n *computerNet) untrack(f *flow) {
 
 // record hands a finished decision to the service's log.
 func (n *computerNet) record(r Record) {
-	r.Computer = n.id
+	r.Computer, r.Org, r.Key = n.id, n.owner.Org, n.owner.Key
 	if n.svc.cfg.Record != nil {
 		n.svc.cfg.Record(r)
 	}

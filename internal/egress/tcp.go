@@ -73,7 +73,10 @@ func (n *computerNet) forward(r *tcp.ForwarderRequest) {
 	rec := Record{Proto: "tcp", Addr: netip.AddrPortFrom(dst, id.LocalPort), Opened: time.Now()}
 	t, refused := n.decide(dst)
 	rec.Name, rec.Rule = t.name, t.rule
-	if refused != "" { // the policy changed since the SYN
+	if refused == "" && n.full() {
+		refused = "too-many-connections"
+	}
+	if refused != "" { // the policy changed since the SYN, or the computer has maxFlows open
 		rec.Verdict, rec.Rule = Refused, refused
 		r.Complete(true)
 		n.finish(rec)
@@ -149,9 +152,6 @@ func (f *flow) abort() {
 	f.up.Close()
 }
 
-// spliceBuffers are the copy buffers of flows.
-var spliceBuffers = sync.Pool{New: func() any { return new([256 << 10]byte) }}
-
 // splice copies both ways until both directions ended, passing each
 // half-close on, then records the flow with its byte counts. The first
 // bytes from the computer are sniffed: a TLS server name or HTTP Host that
@@ -189,11 +189,11 @@ func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
 }
 
 // copyHalf copies src to dst, then closes dst for writing (or wholly, for
-// a connection that cannot half-close), and returns the bytes copied.
+// a connection that cannot half-close), and returns the bytes copied. The
+// host side's *net.TCPConn copies through its own ReadFrom/WriteTo (32 KiB
+// per direction while a flow lives), so a flow holds no larger buffer.
 func copyHalf(dst, src net.Conn) int64 {
-	buf := spliceBuffers.Get().(*[256 << 10]byte)
-	defer spliceBuffers.Put(buf)
-	n, _ := io.CopyBuffer(dst, src, buf[:])
+	n, _ := io.Copy(dst, src)
 	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	} else {

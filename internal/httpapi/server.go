@@ -101,6 +101,8 @@ func (a *API) routes() {
 	m.Handle("GET /v1/computers/{id}/files/{path...}", a.auth(a.getFile))
 	m.Handle("DELETE /v1/computers/{id}/files/{path...}", a.auth(a.deleteFile))
 	m.Handle("POST /v1/computers/{id}/tools/{name}", a.auth(a.computerTool))
+	m.Handle("GET /v1/computers/{id}/egress", a.auth(a.computerEgress))
+	m.Handle("GET /v1/computer-egress", a.auth(a.orgEgress))
 	m.Handle("GET /v1/tools", a.auth(a.listTools))
 	m.Handle("POST /v1/tools/{name}/call", a.auth(a.callTool))
 	m.Handle("POST /v1/files", a.auth(a.uploadFile))

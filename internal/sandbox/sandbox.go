@@ -128,7 +128,22 @@ const Nameserver = "10.200.0.1"
 // runs, with the path of the computer's network namespace, and closes the
 // Link when the computer stops (every open connection ends).
 type Network interface {
-	Attach(ctx context.Context, computerID, netns string, policy InternetPolicy) (Link, error)
+	Attach(ctx context.Context, a Attachment) (Link, error)
+}
+
+// Attachment is one computer's side of Network.Attach.
+type Attachment struct {
+	ComputerID string
+	Netns      string // the path of the computer's network namespace
+	Owner      Owner
+	Policy     InternetPolicy
+}
+
+// Owner is who a computer was created for (organisation and key ids), for
+// the records its network keeps.
+type Owner struct {
+	Org string `json:"org,omitempty"`
+	Key string `json:"key,omitempty"`
 }
 
 // Link is a computer's attached network.
@@ -164,6 +179,7 @@ type Spec struct {
 	Timeout     time.Duration  `json:"timeout"` // default wall time per process
 	Network     NetworkMode    `json:"network"`
 	Internet    InternetPolicy `json:"internet,omitzero"`
+	Owner       Owner          `json:"owner,omitzero"`
 	Mounts      []Mount        `json:"mounts,omitempty"`
 	Env         []string       `json:"env,omitempty"`
 }

@@ -28,6 +28,7 @@ type Store interface {
 	Files() Files
 	Artifacts() Artifacts
 	Responses() Responses
+	Egress() Egress
 	Close() error
 }
 
@@ -261,4 +262,37 @@ type Responses interface {
 	// Item returns an output item of one of the org's stored responses;
 	// ErrNotFound if absent.
 	Item(ctx context.Context, orgID, itemID string) (json.RawMessage, error)
+}
+
+// EgressRecord is one connection, refusal or DNS question of an internet
+// computer (internal/egress's Record with its owner): never payloads.
+type EgressRecord struct {
+	ID                       int64
+	OrgID, KeyID, ComputerID string
+	Proto                    string
+	Name                     string // "" for an IP literal
+	Addr                     string // the address dialed or asked for
+	Port                     int
+	Verdict, Rule, Error     string
+	Sent, Received           int64
+	OpenedAt, ClosedAt       time.Time
+}
+
+// EgressFilter selects an organisation's egress records, oldest first.
+type EgressFilter struct {
+	OrgID      string
+	ComputerID string // "": every computer of the organisation
+	// Host matches Name or Addr exactly.
+	Host                      string
+	OpenedAfter, OpenedBefore time.Time
+	// After is the ID of the last record of the previous page.
+	After int64
+	Limit int
+}
+
+// Egress stores egress records.
+type Egress interface {
+	// Record stores records (a batch, in one transaction).
+	Record(ctx context.Context, recs []EgressRecord) error
+	List(ctx context.Context, f EgressFilter) ([]EgressRecord, error)
 }

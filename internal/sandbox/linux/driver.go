@@ -282,7 +282,8 @@ func (c *computer) attachNetwork(ctx context.Context) (string, []string, error) 
 		return "", nil, nil
 	}
 	netns := fmt.Sprintf("/proc/%d/ns/net", c.rec.AgentPid)
-	link, err := c.driver.cfg.Network.Attach(ctx, c.id, netns, c.spec.Internet)
+	link, err := c.driver.cfg.Network.Attach(ctx, sandbox.Attachment{ComputerID: c.id, Netns: netns,
+		Owner: c.spec.Owner, Policy: c.spec.Internet})
 	if err != nil {
 		return "", nil, err
 	}
