@@ -28,13 +28,18 @@ Examples:
 Flags:
 `
 
-const orgsUsage = `Usage: cubicle orgs create|list [flags]
+const orgsUsage = `Usage: cubicle orgs create|list|set [flags] [ORG]
 
-Manages organisations in the server's database.
+Manages organisations in the server's database. 'set ORG' changes an
+organisation's switches: --internet on|off (computer_internet: its
+computers may have internet where the deployment offers it; off by
+default; computers that have it lose it within network.recheck_seconds)
+and --computer on|off.
 
 Examples:
-  cubicle orgs create --name research
+  cubicle orgs create --name research --internet on
   cubicle orgs create --name legacy --no-computer
+  cubicle orgs set --internet off org_3f9c1a7b2d4e6f80a1b2c3d4
   cubicle orgs list --json
 
 Flags:
@@ -148,12 +153,23 @@ func keysCmd(args []string) int {
 func orgsCmd(args []string) int {
 	fs := newFlags("orgs", orgsUsage)
 	name := fs.String("name", "", "name of the new organisation")
-	noComputer := fs.Bool("no-computer", false, "do not allow computers in this organisation")
+	noComputer := fs.Bool("no-computer", false, "do not allow computers in this organisation (create)")
+	internetFlag := fs.String("internet", "", "on or off: the organisation's computer_internet switch (create, set)")
+	computerFlag := fs.String("computer", "", "on or off: whether the organisation may have computers (set)")
 	data := fs.String("data", defaultData, "data directory of the server")
 	asJSON := fs.Bool("json", false, "print JSON")
-	verb, code, ok := subcommand(fs, args, "create", "list")
+	verb, code, ok := subcommand(fs, args, "create", "list", "set")
 	if !ok {
 		return code
+	}
+	var computer *bool
+	internet, err := onOff("internet", *internetFlag)
+	if err == nil {
+		computer, err = onOff("computer", *computerFlag)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle orgs %s: %v\n", verb, err)
+		return 2
 	}
 	ctx := context.Background()
 	gov, done, err := openGovernance(ctx, *data)
@@ -163,8 +179,19 @@ func orgsCmd(args []string) int {
 	}
 	defer done()
 	switch verb {
+	case "set":
+		if fs.NArg() != 1 || (internet == nil && computer == nil) {
+			fmt.Fprintln(os.Stderr, "cubicle orgs set: name one organisation and what to change (cubicle orgs set --internet on|off [--computer on|off] ORG)")
+			return 2
+		}
+		org, err := gov.UpdateOrg(ctx, fs.Arg(0), governance.OrgSettings{AllowComputer: computer, ComputerInternet: internet})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle orgs set: %v\n", err)
+			return 1
+		}
+		printOut(*asJSON, org, fmt.Sprintf("%s  computer=%t internet=%t\n", org.ID, org.AllowComputer, org.ComputerInternet))
 	case "create":
-		org, err := gov.CreateOrg(ctx, *name, !*noComputer)
+		org, err := gov.CreateOrg(ctx, *name, governance.OrgSettings{AllowComputer: new(!*noComputer), ComputerInternet: internet})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cubicle orgs create: --name: %v\n", err)
 			return 2
@@ -178,7 +205,7 @@ func orgsCmd(args []string) int {
 		}
 		text := ""
 		for _, o := range orgs {
-			text += fmt.Sprintf("%s  computer=%-5t %s\n", o.ID, o.AllowComputer, o.Name)
+			text += fmt.Sprintf("%s  computer=%-5t internet=%-5t %s\n", o.ID, o.AllowComputer, o.ComputerInternet, o.Name)
 		}
 		printOut(*asJSON, orgs, text)
 	}
@@ -195,4 +222,17 @@ func createAdminKey(ctx context.Context, gov *governance.Service, org, name stri
 	printOut(asJSON, map[string]any{"key": k, "secret": secret},
 		fmt.Sprintf("created admin key %s in %s\nsecret (shown once): %s\n", k.ID, k.OrgID, secret))
 	return 0
+}
+
+// onOff reads an on|off flag; nil when it was not given.
+func onOff(name, v string) (*bool, error) {
+	switch v {
+	case "":
+		return nil, nil
+	case "on":
+		return new(true), nil
+	case "off":
+		return new(false), nil
+	}
+	return nil, fmt.Errorf("--%s must be on or off, got %q", name, v)
 }

@@ -19,7 +19,20 @@ func TestServeInternetComputers(t *testing.T) {
 	s := startServer(t, t.TempDir(), serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey,
 		"CUBICLE_NETWORK_INTERNET=true", "CUBICLE_NETWORK_ALLOWED_DOMAINS=*.test,example.org",
 		"CUBICLE_NETWORK_ALLOWED_CIDRS=203.0.113.0/24",
-		"CUBICLE_NETWORK_DIAL_NETNS="+in.Netns, "CUBICLE_NETWORK_RESOLVER="+egresstest.DNS.String()+":53"))
+		"CUBICLE_NETWORK_DIAL_NETNS="+in.Netns, "CUBICLE_NETWORK_RESOLVER="+egresstest.DNS.String()+":53",
+		"CUBICLE_NETWORK_RECHECK_SECONDS=1"))
+	var orgs struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	s.decode("GET", "/v1/admin/orgs", "", 200, &orgs)
+	org := orgs.Data[0].ID
+	// The organisation switch is off by default.
+	if r := s.do("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["allowed.test"]}}`); r.code != 403 || !strings.Contains(string(r.body), "has not turned on computer_internet") {
+		t.Fatalf("an internet computer before the organisation's switch: %d %s", r.code, r.body)
+	}
+	s.decode("PATCH", "/v1/admin/orgs/"+org, `{"computer_internet":true}`, 200, nil)
 	var view struct {
 		ID     string `json:"id"`
 		Limits struct {
@@ -105,6 +118,21 @@ func TestServeInternetComputers(t *testing.T) {
 	}
 	if r := s.do("GET", "/v1/computers/cmp_nosuch/egress", ""); r.code != 404 {
 		t.Errorf("another computer's egress: %d %s", r.code, r.body)
+	}
+	// Turning the switch off takes the internet away from running
+	// computers within recheck_seconds; they keep running.
+	s.decode("PATCH", "/v1/admin/orgs/"+org, `{"computer_internet":false}`, 200, nil)
+	var out string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if out = exec(view.ID, "curl -sS --max-time 5 http://allowed.test/ 2>&1; cat /proc/net/dev"); !strings.Contains(out, "eth0") {
+			break
+		}
+	}
+	if strings.Contains(out, "hello") || strings.Contains(out, "eth0") {
+		t.Errorf("after computer_internet off: %s", out)
+	}
+	if !strings.Contains(s.stderr.String(), "computer lost its internet") {
+		t.Errorf("no log line for the lost internet:\n%s", s.stderr)
 	}
 }
 

@@ -95,6 +95,8 @@ type live struct {
 	principal governance.Principal
 	memory    int64
 	execLimit time.Duration
+	internet  bool          // it was given internet (Spec.Network)
+	cut       bool          // under Manager.mu: its internet was taken away (recheckInternet)
 	stopping  bool          // under Manager.mu: someone is tearing it down
 	killed    bool          // under Manager.mu: its processes are dead and its stop recorded
 	retryAt   time.Time     // under Manager.mu: a failed teardown is retried then
@@ -235,7 +237,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if err := req.validate(); err != nil {
 		return View{}, err
 	}
-	network, internet, err := m.internet(req.NetworkPolicy)
+	network, internet, err := m.internet(p, req.NetworkPolicy)
 	if err != nil {
 		return View{}, err
 	}
@@ -285,7 +287,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		m.adm.release(memory, false)
 		return View{}, fmt.Errorf("record computer: %w", err)
 	}
-	l := &live{sb: sb, rec: rec, principal: p, memory: memory, execLimit: execLimit, ended: make(chan struct{})}
+	l := &live{sb: sb, rec: rec, principal: p, memory: memory, execLimit: execLimit, ended: make(chan struct{}),
+		internet: network == sandbox.NetworkInternet}
 	m.mu.Lock()
 	m.live[rec.ID] = l
 	m.mu.Unlock()

@@ -1,10 +1,14 @@
 package computer
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
@@ -16,7 +20,14 @@ type Internet struct {
 	// Domains are "example.com", "*.example.com" or "*" (any name).
 	Domains []string
 	CIDRs   []netip.Prefix
+	// Recheck is how often a running internet computer's key and
+	// organisation are checked again (revoked, computer_internet off: the
+	// computer loses its internet); default 30 s.
+	Recheck time.Duration
 }
+
+// DefaultRecheck is Internet.Recheck's default.
+const DefaultRecheck = 30 * time.Second
 
 // Network policy types of POST /v1/computers (OpenAI's container shape).
 const (
@@ -35,7 +46,7 @@ type NetworkPolicy struct {
 
 // internet turns a request's network policy into the computer's network
 // mode and policy, refusing what the deployment does not allow.
-func (m *Manager) internet(p *NetworkPolicy) (sandbox.NetworkMode, sandbox.InternetPolicy, error) {
+func (m *Manager) internet(who governance.Principal, p *NetworkPolicy) (sandbox.NetworkMode, sandbox.InternetPolicy, error) {
 	if p == nil || p.Type == PolicyDisabled {
 		if p != nil && (len(p.AllowedDomains) > 0 || len(p.AllowedCIDRs) > 0) {
 			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy: a disabled policy allows nothing; use type allowlist", ErrInvalid)
@@ -47,6 +58,9 @@ func (m *Manager) internet(p *NetworkPolicy) (sandbox.NetworkMode, sandbox.Inter
 	}
 	if !m.cfg.Internet.Enabled {
 		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: this deployment gives computers no internet (network.internet = false)", ErrForbidden)
+	}
+	if !who.Org.ComputerInternet {
+		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: the organisation has not turned on computer_internet (an admin can: PATCH /v1/admin/orgs/%s with {\"computer_internet\": true})", ErrForbidden, who.Org.ID)
 	}
 	if len(p.AllowedDomains) == 0 && len(p.AllowedCIDRs) == 0 {
 		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_domains: an allowlist needs at least one domain (or allowed_cidrs)", ErrInvalid)
@@ -116,4 +130,37 @@ func (p *NetworkPolicy) effective(pol sandbox.InternetPolicy) *NetworkPolicy {
 		out.AllowedCIDRs = append(out.AllowedCIDRs, c.String())
 	}
 	return out
+}
+
+// recheckInternet takes the internet away from running computers whose
+// key or organisation no longer allows it (revoked key, computer_internet
+// turned off, computers no longer allowed): they keep running, with
+// loopback only. The reaper calls it every Internet.Recheck.
+func (m *Manager) recheckInternet(ctx context.Context) {
+	m.mu.Lock()
+	var check []*live
+	for _, l := range m.live {
+		if l.internet && !l.cut && !l.stopping {
+			check = append(check, l)
+		}
+	}
+	m.mu.Unlock()
+	for _, l := range check {
+		why, err := m.gov.InternetAllowed(ctx, l.rec.OrgID, l.rec.KeyID)
+		if err != nil || why == "" {
+			continue // a store that cannot answer leaves things as they are
+		}
+		cutter, ok := l.sb.(sandbox.NetworkCutter)
+		if !ok {
+			continue
+		}
+		if err := cutter.CutNetwork(); err != nil {
+			log.From(ctx).WarnContext(ctx, "taking a computer's internet away", "computer", l.rec.ID, "err", err)
+			continue
+		}
+		m.mu.Lock()
+		l.cut = true
+		m.mu.Unlock()
+		log.From(ctx).InfoContext(ctx, "computer lost its internet", "computer", l.rec.ID, "why", why)
+	}
 }

@@ -17,7 +17,11 @@ func (m *Manager) reap(ctx context.Context) {
 	defer m.bg.Done()
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
-	var lastBeat time.Time
+	var lastBeat, lastRecheck time.Time
+	recheck := m.cfg.Internet.Recheck
+	if recheck <= 0 {
+		recheck = DefaultRecheck
+	}
 	for {
 		select {
 		case <-m.stop:
@@ -32,6 +36,10 @@ func (m *Manager) reap(ctx context.Context) {
 				log.From(ctx).WarnContext(ctx, "heartbeat", "err", err)
 			}
 			lastBeat = now
+		}
+		if m.cfg.Internet.Enabled && now.Sub(lastRecheck) >= recheck {
+			m.recheckInternet(ctx)
+			lastRecheck = now
 		}
 		var expired []*live
 		m.mu.Lock()

@@ -3,6 +3,7 @@ package config
 import (
 	"net/netip"
 	"strings"
+	"time"
 )
 
 // Network configures internet computers (docs/network.md): off unless
@@ -28,7 +29,13 @@ type Network struct {
 	// Resolver is the DNS server (host:port) of Cubicle's own resolution;
 	// empty: the host's resolver.
 	Resolver string `toml:"resolver"`
+	// RecheckSeconds is how often a running internet computer's key and
+	// organisation are checked again; 0: the default (30).
+	RecheckSeconds int `toml:"recheck_seconds"`
 }
+
+// Recheck is recheck_seconds as a duration (0: the computer layer's default).
+func (n Network) Recheck() time.Duration { return seconds(n.RecheckSeconds) }
 
 func (n Network) validate() error {
 	for _, d := range n.AllowedDomains {
@@ -41,6 +48,9 @@ func (n Network) validate() error {
 		if _, err := Prefixes(list); err != nil {
 			return invalid(key, "%v", err)
 		}
+	}
+	if n.RecheckSeconds < 0 || n.RecheckSeconds > 3600 {
+		return invalid("network.recheck_seconds", "must be 0 (the default, 30) to 3600")
 	}
 	if n.DialNetns != "" && !strings.HasPrefix(n.DialNetns, "/") {
 		return invalid("network.dial_netns", "must be an absolute path, got %q", n.DialNetns)

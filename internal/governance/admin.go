@@ -18,7 +18,7 @@ func (s *Service) CreateAdminKey(ctx context.Context, orgID, name string) (store
 			return store.Key{}, "", fmt.Errorf("admin key: %w", err)
 		}
 		if len(orgs) == 0 {
-			org, err := s.CreateOrg(ctx, "default", true)
+			org, err := s.CreateOrg(ctx, "default", OrgSettings{})
 			if err != nil {
 				return store.Key{}, "", fmt.Errorf("admin key: %w", err)
 			}

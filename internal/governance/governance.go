@@ -116,14 +116,84 @@ func (s *Service) Bootstrap(ctx context.Context, adminKey string) (string, error
 	return secret, nil
 }
 
+// OrgSettings are an organisation's switches; nil leaves one as it is (at
+// creation: computers allowed, computer_internet off).
+type OrgSettings struct {
+	AllowComputer    *bool
+	ComputerInternet *bool
+}
+
+func (o OrgSettings) apply(org *store.Org) {
+	if o.AllowComputer != nil {
+		org.AllowComputer = *o.AllowComputer
+	}
+	if o.ComputerInternet != nil {
+		org.ComputerInternet = *o.ComputerInternet
+	}
+}
+
 // CreateOrg creates an organisation.
-func (s *Service) CreateOrg(ctx context.Context, name string, allowComputer bool) (store.Org, error) {
+func (s *Service) CreateOrg(ctx context.Context, name string, set OrgSettings) (store.Org, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 200 {
 		return store.Org{}, fmt.Errorf("%w: name must be 1 to 200 characters", ErrInvalid)
 	}
-	org := store.Org{ID: NewID("org"), Name: name, AllowComputer: allowComputer, CreatedAt: s.now()}
+	org := store.Org{ID: NewID("org"), Name: name, AllowComputer: true, CreatedAt: s.now()}
+	set.apply(&org)
 	return org, s.st.Orgs().Create(ctx, org)
+}
+
+// UpdateOrg changes an organisation's switches; the keys of the
+// organisation see the change at their next request.
+func (s *Service) UpdateOrg(ctx context.Context, id string, set OrgSettings) (store.Org, error) {
+	org, err := s.st.Orgs().Get(ctx, id)
+	if err != nil {
+		return store.Org{}, err
+	}
+	set.apply(&org)
+	if err := s.st.Orgs().Update(ctx, org); err != nil {
+		return store.Org{}, err
+	}
+	s.forget(func(p Principal) bool { return p.Org.ID == id })
+	return org, nil
+}
+
+// forget drops the cached principals matching f.
+func (s *Service) forget(f func(Principal) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for h, c := range s.principals {
+		if f(c.p) {
+			delete(s.principals, h)
+		}
+	}
+}
+
+// InternetAllowed says, reading the store (never the cache), whether an
+// internet computer of key keyID in organisation orgID may keep its
+// internet; why is "" when it may.
+func (s *Service) InternetAllowed(ctx context.Context, orgID, keyID string) (why string, err error) {
+	org, err := s.st.Orgs().Get(ctx, orgID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "the organisation is gone", nil
+	case err != nil:
+		return "", err
+	case !org.AllowComputer:
+		return "the organisation no longer allows computers", nil
+	case !org.ComputerInternet:
+		return "the organisation turned computer_internet off", nil
+	}
+	k, err := s.st.Keys().Get(ctx, keyID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "the key is gone", nil
+	case err != nil:
+		return "", err
+	case k.RevokedAt != nil:
+		return "the key was revoked", nil
+	}
+	return "", nil
 }
 
 // CreateKey creates a key in org and returns it with its secret, which is
@@ -158,13 +228,7 @@ func (s *Service) ListKeys(ctx context.Context, orgID string) ([]store.Key, erro
 // RevokeKey revokes a key.
 func (s *Service) RevokeKey(ctx context.Context, id string) error {
 	err := s.st.Keys().Revoke(ctx, id, s.now())
-	s.mu.Lock()
-	for h, c := range s.principals {
-		if c.p.Key.ID == id {
-			delete(s.principals, h)
-		}
-	}
-	s.mu.Unlock()
+	s.forget(func(p Principal) bool { return p.Key.ID == id })
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
 
@@ -121,11 +122,11 @@ func TestKeysAndAuthentication(t *testing.T) {
 	if err != nil || !ap.Admin() || !ap.Caps.HasComputer() || !ap.Org.AllowComputer {
 		t.Fatalf("admin principal %+v %v", ap, err)
 	}
-	org, err := g.CreateOrg(ctx, "  research  ", false)
+	org, err := g.CreateOrg(ctx, "  research  ", governance.OrgSettings{AllowComputer: new(false)})
 	if err != nil || org.Name != "research" || org.AllowComputer || !strings.HasPrefix(org.ID, "org_") {
 		t.Fatalf("org %+v %v", org, err)
 	}
-	if _, err := g.CreateOrg(ctx, "   ", true); !errors.Is(err, governance.ErrInvalid) {
+	if _, err := g.CreateOrg(ctx, "   ", governance.OrgSettings{}); !errors.Is(err, governance.ErrInvalid) {
 		t.Fatalf("blank org name: %v", err)
 	}
 	caps, _ := governance.ParseCapabilities([]byte(`{"files":{}}`))
@@ -183,5 +184,54 @@ func TestBootstrapRefusalLeavesNoTrace(t *testing.T) {
 	}
 	if p, err := g.Authenticate(ctx, good); err != nil || !p.Admin() {
 		t.Fatalf("the admin key does not work: %+v %v", p, err)
+	}
+}
+
+// TestInternetAllowed: an internet computer keeps its internet while its
+// organisation has computers and computer_internet on and its key is not
+// revoked; each change is seen at once (no cache), and by Authenticate.
+func TestInternetAllowed(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g := governance.New(st)
+	ctx := context.Background()
+	org, err := g.CreateOrg(ctx, "net", governance.OrgSettings{ComputerInternet: new(true)})
+	if err != nil || !org.AllowComputer || !org.ComputerInternet {
+		t.Fatalf("org %+v %v", org, err)
+	}
+	caps, _ := governance.ParseCapabilities([]byte(`{"tooling":{"system_tools":["computer"]},"computer":{}}`))
+	k, secret, err := g.CreateKey(ctx, org.ID, "k", caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(what, reason string) {
+		t.Helper()
+		if why, err := g.InternetAllowed(ctx, org.ID, k.ID); err != nil || why != reason {
+			t.Errorf("%s: %q %v, want %q", what, why, err, reason)
+		}
+	}
+	want("switch on", "")
+	if p, err := g.Authenticate(ctx, secret); err != nil || !p.Org.ComputerInternet {
+		t.Fatalf("principal before: %+v %v", p.Org, err)
+	}
+	if _, err := g.UpdateOrg(ctx, org.ID, governance.OrgSettings{ComputerInternet: new(false)}); err != nil {
+		t.Fatal(err)
+	}
+	want("switch off", "the organisation turned computer_internet off")
+	if p, err := g.Authenticate(ctx, secret); err != nil || p.Org.ComputerInternet {
+		t.Fatalf("principal after the switch (the cache must not hide it): %+v %v", p.Org, err)
+	}
+	g.UpdateOrg(ctx, org.ID, governance.OrgSettings{ComputerInternet: new(true), AllowComputer: new(false)})
+	want("computers off", "the organisation no longer allows computers")
+	g.UpdateOrg(ctx, org.ID, governance.OrgSettings{AllowComputer: new(true)})
+	if err := g.RevokeKey(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	want("revoked", "the key was revoked")
+	if _, err := g.UpdateOrg(ctx, "org_nosuch", governance.OrgSettings{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("update of a missing org: %v", err)
 	}
 }

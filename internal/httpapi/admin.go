@@ -7,20 +7,43 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 )
 
+// orgSwitches are the switches of POST and PATCH /v1/admin/orgs.
+type orgSwitches struct {
+	AllowComputer    *bool `json:"allow_computer"`
+	ComputerInternet *bool `json:"computer_internet"`
+}
+
+func (o orgSwitches) settings() governance.OrgSettings {
+	return governance.OrgSettings{AllowComputer: o.AllowComputer, ComputerInternet: o.ComputerInternet}
+}
+
 func (a *API) createOrg(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	var req struct {
-		Name          string `json:"name"`
-		AllowComputer *bool  `json:"allow_computer"`
+		Name string `json:"name"`
+		orgSwitches
 	}
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	allow := req.AllowComputer == nil || *req.AllowComputer
-	org, err := a.gov.CreateOrg(r.Context(), req.Name, allow)
+	org, err := a.gov.CreateOrg(r.Context(), req.Name, req.settings())
 	if err != nil {
 		return withParam("name", err)
 	}
 	writeJSON(w, http.StatusCreated, org)
+	return nil
+}
+
+// updateOrg is PATCH /v1/admin/orgs/{id}: the switches given change.
+func (a *API) updateOrg(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	var req orgSwitches
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	org, err := a.gov.UpdateOrg(r.Context(), r.PathValue("id"), req.settings())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, org)
 	return nil
 }
 

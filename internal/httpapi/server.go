@@ -122,6 +122,7 @@ func (a *API) routes() {
 
 	m.Handle("POST /v1/admin/orgs", a.admin(a.createOrg))
 	m.Handle("GET /v1/admin/orgs", a.admin(a.listOrgs))
+	m.Handle("PATCH /v1/admin/orgs/{id}", a.admin(a.updateOrg))
 	m.Handle("POST /v1/admin/keys", a.admin(a.createKey))
 	m.Handle("GET /v1/admin/keys", a.admin(a.listKeys))
 	m.Handle("DELETE /v1/admin/keys/{id}", a.admin(a.revokeKey))

@@ -318,7 +318,7 @@ func TestRealAuth(t *testing.T) {
 	if r := doReq(t, e.url, "token wrong", "GET", "/api/kernels/"+k.ID, nil); r.code != http.StatusUnauthorized {
 		t.Fatalf("wrong key: %s", r)
 	}
-	org, _ := e.gov.CreateOrg(t.Context(), "other", true)
+	org, _ := e.gov.CreateOrg(t.Context(), "other", governance.OrgSettings{})
 	_, other, _ := e.gov.CreateKey(t.Context(), org.ID, "k", governance.AllCapabilities())
 	if r := doReq(t, e.url, "token "+other, "GET", "/api/kernels/"+k.ID, nil); r.code != http.StatusNotFound {
 		t.Fatalf("another org: %s", r)

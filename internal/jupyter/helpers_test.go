@@ -90,7 +90,7 @@ func serveGateway(t *testing.T, cfg Config, dir, key string, drv sandbox.Driver,
 func (e *fakeEnv) newKey(allowComputer bool, caps governance.Capabilities) string {
 	e.t.Helper()
 	ctx := context.Background()
-	org, err := e.gov.CreateOrg(ctx, "other", allowComputer)
+	org, err := e.gov.CreateOrg(ctx, "other", governance.OrgSettings{AllowComputer: &allowComputer})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -146,6 +146,12 @@ type Owner struct {
 	Key string `json:"key,omitempty"`
 }
 
+// NetworkCutter is a computer whose internet can be taken away while it
+// runs: every connection ends and only loopback is left.
+type NetworkCutter interface {
+	CutNetwork() error
+}
+
 // Link is a computer's attached network.
 type Link interface {
 	io.Closer

@@ -42,10 +42,13 @@ type Instances interface {
 
 // Org is an organisation.
 type Org struct {
-	ID            string    `json:"id"`
-	Name          string    `json:"name"`
-	AllowComputer bool      `json:"allow_computer"`
-	CreatedAt     time.Time `json:"created_at"`
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	AllowComputer bool   `json:"allow_computer"`
+	// ComputerInternet is the switch computer_internet: its computers may
+	// have internet where the deployment offers it.
+	ComputerInternet bool      `json:"computer_internet"`
+	CreatedAt        time.Time `json:"created_at"`
 }
 
 // Key is an API key; only a hash of its secret is stored.
@@ -66,6 +69,9 @@ type Orgs interface {
 	Create(ctx context.Context, o Org) error
 	Get(ctx context.Context, id string) (Org, error)
 	List(ctx context.Context) ([]Org, error)
+	// Update writes an organisation's switches (AllowComputer,
+	// ComputerInternet); ErrNotFound if absent.
+	Update(ctx context.Context, o Org) error
 	Count(ctx context.Context) (int, error)
 }
 

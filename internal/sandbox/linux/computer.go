@@ -47,6 +47,15 @@ var _ sandbox.Sandbox = (*computer)(nil)
 func (c *computer) ID() string         { return c.id }
 func (c *computer) Spec() sandbox.Spec { return c.spec }
 
+// CutNetwork takes an internet computer's interface away (its Link ends:
+// every connection closes, the TUN device goes); nothing for others.
+func (c *computer) CutNetwork() error {
+	if c.net == nil {
+		return nil
+	}
+	return c.net.Close()
+}
+
 // Done is closed when the agent process has been reaped.
 func (c *computer) Done() <-chan struct{} { return c.done }
 

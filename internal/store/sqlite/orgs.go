@@ -22,8 +22,8 @@ func (s *DB) Keys() store.Keys { return keys{s.db, s} }
 
 func (o orgs) Create(ctx context.Context, org store.Org) error {
 	return o.s.write(func() error {
-		_, err := o.db.ExecContext(ctx, `INSERT INTO orgs (id, name, allow_computer, created_at) VALUES (?, ?, ?, ?)`,
-			org.ID, org.Name, boolInt(org.AllowComputer), ms(org.CreatedAt))
+		_, err := o.db.ExecContext(ctx, `INSERT INTO orgs (id, name, allow_computer, computer_internet, created_at) VALUES (?, ?, ?, ?, ?)`,
+			org.ID, org.Name, boolInt(org.AllowComputer), boolInt(org.ComputerInternet), ms(org.CreatedAt))
 		return err
 	})
 }
@@ -31,15 +31,29 @@ func (o orgs) Create(ctx context.Context, org store.Org) error {
 func (o orgs) Get(ctx context.Context, id string) (store.Org, error) {
 	var org store.Org
 	var created int64
-	var allow int
-	err := o.db.QueryRowContext(ctx, `SELECT id, name, allow_computer, created_at FROM orgs WHERE id = ?`, id).
-		Scan(&org.ID, &org.Name, &allow, &created)
-	org.AllowComputer, org.CreatedAt = allow != 0, fromMS(created)
+	var allow, internet int
+	err := o.db.QueryRowContext(ctx, `SELECT id, name, allow_computer, computer_internet, created_at FROM orgs WHERE id = ?`, id).
+		Scan(&org.ID, &org.Name, &allow, &internet, &created)
+	org.AllowComputer, org.ComputerInternet, org.CreatedAt = allow != 0, internet != 0, fromMS(created)
 	return org, notFound(err, "org "+id)
 }
 
+func (o orgs) Update(ctx context.Context, org store.Org) error {
+	return o.s.write(func() error {
+		res, err := o.db.ExecContext(ctx, `UPDATE orgs SET allow_computer = ?, computer_internet = ? WHERE id = ?`,
+			boolInt(org.AllowComputer), boolInt(org.ComputerInternet), org.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound(sql.ErrNoRows, "org "+org.ID)
+		}
+		return nil
+	})
+}
+
 func (o orgs) List(ctx context.Context) ([]store.Org, error) {
-	rows, err := o.db.QueryContext(ctx, `SELECT id, name, allow_computer, created_at FROM orgs ORDER BY created_at`)
+	rows, err := o.db.QueryContext(ctx, `SELECT id, name, allow_computer, computer_internet, created_at FROM orgs ORDER BY created_at`)
 	if err != nil {
 		return nil, err
 	}
@@ -48,11 +62,11 @@ func (o orgs) List(ctx context.Context) ([]store.Org, error) {
 	for rows.Next() {
 		var org store.Org
 		var created int64
-		var allow int
-		if err := rows.Scan(&org.ID, &org.Name, &allow, &created); err != nil {
+		var allow, internet int
+		if err := rows.Scan(&org.ID, &org.Name, &allow, &internet, &created); err != nil {
 			return nil, err
 		}
-		org.AllowComputer, org.CreatedAt = allow != 0, fromMS(created)
+		org.AllowComputer, org.ComputerInternet, org.CreatedAt = allow != 0, internet != 0, fromMS(created)
 		out = append(out, org)
 	}
 	return out, rows.Err()
