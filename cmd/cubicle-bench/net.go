@@ -30,7 +30,8 @@ milliseconds, and Gbit/s:
            runs: Gbit/s (curl's speed_download) and this process's CPU
            per GiB (the test server runs here too, so the host's figure is
            the server's and the difference is Cubicle's path)
-  create   Create() → ready of an internet computer and of a none one
+  create   Create() → ready of an internet computer and of a none one,
+           and the Network.Attach() (TUN, stack) inside the former
 Goals: ≤ 1 ms added per connect, ≥ 1 Gbit/s, Create() ≤ 5 ms slower (p50).
 Runs are interleaved after untimed warm-up runs. Every computer, the test
 internet's namespace and the temporary directory are removed afterwards,

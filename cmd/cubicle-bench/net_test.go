@@ -44,7 +44,7 @@ func TestBenchNet(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	want := map[string]int{bench.RowNetConnect: 2, bench.RowNetHostConnect: 2, bench.RowNetGet: 2, bench.RowNetHostGet: 2,
-		bench.RowNetDNS: 2, bench.RowNetCreateNone: 2, bench.RowNetCreateInternet: 2, bench.RowNetDownload: 1, bench.RowNetHostDownload: 1}
+		bench.RowNetDNS: 2, bench.RowNetCreateNone: 2, bench.RowNetCreateInternet: 2, bench.RowNetAttach: 2, bench.RowNetDownload: 1, bench.RowNetHostDownload: 1}
 	for _, r := range rep.Rows {
 		if n, ok := want[r.ID]; !ok || r.N != n || r.Failures != 0 || r.P50 <= 0 {
 			t.Errorf("row %+v", r)

@@ -22,6 +22,7 @@ const (
 	RowNetDNS            = "net_cubicle_dns"
 	RowNetCreateNone     = "net_create_none"
 	RowNetCreateInternet = "net_create_internet"
+	RowNetAttach         = "net_attach"
 	RowNetDownload       = "net_cubicle_download"
 	RowNetHostDownload   = "net_host_download"
 )
@@ -195,12 +196,13 @@ func RunNet(ctx context.Context, cfg NetConfig) (*NetReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("egress: %w", err)
 	}
-	drv, err := cfg.NewDriver(svc)
+	attach := &timedNetwork{Network: svc}
+	drv, err := cfg.NewDriver(attach)
 	if err != nil {
 		return rep, err
 	}
 
-	lat, dl := netPaths(cfg, drv, curlOnHost(curl, in.Netns))
+	lat, dl := netPaths(cfg, drv, attach, curlOnHost(curl, in.Netns))
 	if err := measureNet(ctx, lat, dl, cfg, note, cleanup); err != nil {
 		return rep, err
 	}
@@ -247,7 +249,7 @@ func (t *cpuTally) perGiB(host *cpuTally) *NetCPU {
 
 // netPaths are the latency paths (run every iteration) and the two
 // download paths, Cubicle's first (none without downloads).
-func netPaths(cfg NetConfig, drv sandbox.Driver, host curlRunner) (lat []*path, dl []netPath) {
+func netPaths(cfg NetConfig, drv sandbox.Driver, attach *timedNetwork, host curlRunner) (lat []*path, dl []netPath) {
 	ispec := cfg.Spec
 	ispec.Network, ispec.Internet = sandbox.NetworkInternet, sandbox.InternetPolicy{Domains: []string{netName}}
 	nspec := cfg.Spec
@@ -273,8 +275,8 @@ func netPaths(cfg NetConfig, drv sandbox.Driver, host curlRunner) (lat []*path, 
 		return map[string]time.Duration{RowNetHostConnect: c.TCP(), RowNetHostGet: c.ConnectGet()}
 	})
 	lat = []*path{cub, hst,
-		createPath(drv, nspec, cfg.Timeout, RowNetCreateNone, "cubicle  Create() → ready, network none"),
-		createPath(drv, ispec, cfg.Timeout, RowNetCreateInternet, "cubicle  Create() → ready, network internet"),
+		createPath(drv, nspec, cfg.Timeout, RowNetCreateNone, "cubicle  Create() → ready, network none", nil),
+		createPath(drv, ispec, cfg.Timeout, RowNetCreateInternet, "cubicle  Create() → ready, network internet", attach),
 	}
 
 	if cfg.Downloads == 0 {
@@ -338,9 +340,13 @@ func downloadPath(run curlRunner, args []string, maxTime time.Duration, size int
 }
 
 // createPath times Create() of a computer with spec until its agent
-// answers; the computer is destroyed afterwards, untimed.
-func createPath(drv sandbox.Driver, spec sandbox.Spec, timeout time.Duration, id, label string) *path {
+// answers, and with attach the Network.Attach() within it; the computer is
+// destroyed afterwards, untimed.
+func createPath(drv sandbox.Driver, spec sandbox.Spec, timeout time.Duration, id, label string, attach *timedNetwork) *path {
 	p := &path{name: label, required: true, rows: []rowDef{{id, label}}}
+	if attach != nil {
+		p.rows = append(p.rows, rowDef{RowNetAttach, "cubicle    of which Network.Attach()"})
+	}
 	p.sample = func(ctx context.Context) (map[string]time.Duration, error) {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -349,11 +355,19 @@ func createPath(drv sandbox.Driver, spec sandbox.Spec, timeout time.Duration, id
 		if err != nil {
 			return nil, fmt.Errorf("create: %w", err)
 		}
-		d := time.Since(start)
+		got := map[string]time.Duration{id: time.Since(start)}
+		if attach != nil {
+			a, ok := attach.take()
+			if !ok {
+				destroy(sb, timeout)
+				return nil, errors.New("the internet computer's Create() attached no network")
+			}
+			got[RowNetAttach] = a
+		}
 		if err := destroy(sb, timeout); err != nil {
 			return nil, err
 		}
-		return map[string]time.Duration{id: d}, nil
+		return got, nil
 	}
 	return p
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -110,6 +111,33 @@ func (e *egressCounts) unexpected() string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// timedNetwork times every Attach of the Network it wraps: what an
+// internet computer's Create() spends on its network.
+type timedNetwork struct {
+	sandbox.Network
+	mu   sync.Mutex
+	last time.Duration // the last Attach's, until take
+}
+
+func (n *timedNetwork) Attach(ctx context.Context, computerID, netns string, p sandbox.InternetPolicy) (io.Closer, error) {
+	start := time.Now()
+	c, err := n.Network.Attach(ctx, computerID, netns, p)
+	n.mu.Lock()
+	n.last = time.Since(start)
+	n.mu.Unlock()
+	return c, err
+}
+
+// take returns the last Attach's time once, and false when there was none
+// since the last take.
+func (n *timedNetwork) take() (time.Duration, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	d := n.last
+	n.last = 0
+	return d, d > 0
 }
 
 // curlRunner runs curl with args and returns what it printed (stdout and,

@@ -1,12 +1,16 @@
 package bench
 
 import (
+	"context"
 	"errors"
+	"io"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 func TestParseCurl(t *testing.T) {
@@ -157,5 +161,29 @@ func TestNetConfigValidate(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want an error naming %s", err, tc.want)
 		}
+	}
+}
+
+type slowNetwork struct{}
+
+func (slowNetwork) Attach(context.Context, string, string, sandbox.InternetPolicy) (io.Closer, error) {
+	time.Sleep(2 * time.Millisecond)
+	return io.NopCloser(nil), nil
+}
+
+// TestTimedNetwork: take gives the last Attach's time once.
+func TestTimedNetwork(t *testing.T) {
+	n := &timedNetwork{Network: slowNetwork{}}
+	if _, ok := n.take(); ok {
+		t.Error("a time before any Attach")
+	}
+	if _, err := n.Attach(context.Background(), "c", "/proc/1/ns/net", sandbox.InternetPolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := n.take(); !ok || d < 2*time.Millisecond {
+		t.Errorf("take = %v, %v", d, ok)
+	}
+	if _, ok := n.take(); ok {
+		t.Error("the same time taken twice")
 	}
 }
