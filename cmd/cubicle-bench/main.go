@@ -1,9 +1,10 @@
 // Command cubicle-bench measures Cubicle side by side with its peers
 // (internal/bench): the sandbox against bwrap and runc, the HTTP API, Python
-// against jupyter_server, and the Responses gateway. It is a command of
-// its own so that the server binary carries no bench code; it runs the
-// cubicle binary (--cubicle) as the servers it measures and as the agent
-// of the computers it starts in-process.
+// against jupyter_server, the Responses gateway, and internet computers'
+// network in a test internet. It is a command of its own so that the
+// server binary carries no bench code; it runs the cubicle binary
+// (--cubicle) as the servers it measures and as the agent of the computers
+// it starts in-process.
 package main
 
 import (
@@ -34,12 +35,16 @@ Benchmarks:
            and the first cell of a new computer with the warm pool vs. cold
   gateway  the Responses gateway with a zero-latency upstream: overhead per
            tool round, and concurrent streamed responses
+  net      internet computers in a test internet: TCP connect, download
+           Gbit/s and CPU per GiB through Cubicle side by side with curl on
+           the host, and Create() next to a computer without network
 
 Examples:
   cubicle-bench sandbox --n 100 --data /tmp/cubicle-bench
   cubicle-bench api --n 200 --concurrency 50 --execs 100
   cubicle-bench python --n 100
   cubicle-bench gateway --n 50 --concurrency 20
+  cubicle-bench net --n 100 --downloads 20 --size 256M
 
 Run 'cubicle-bench <benchmark> --help' for its flags.
 `
@@ -48,7 +53,7 @@ func main() { os.Exit(dispatch(os.Args[1:])) }
 
 func dispatch(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "cubicle-bench: name what to measure (usage: cubicle-bench sandbox|api|python|gateway [flags])")
+		fmt.Fprintln(os.Stderr, "cubicle-bench: name what to measure (usage: cubicle-bench sandbox|api|python|gateway|net [flags])")
 		return 2
 	}
 	switch args[0] {
@@ -63,8 +68,10 @@ func dispatch(args []string) int {
 		return benchPython(args[1:])
 	case "gateway":
 		return benchGateway(args[1:])
+	case "net":
+		return benchNet(args[1:])
 	}
-	fmt.Fprintf(os.Stderr, "cubicle-bench: unknown benchmark %q (known: sandbox, api, python, gateway; see 'cubicle-bench --help')\n", args[0])
+	fmt.Fprintf(os.Stderr, "cubicle-bench: unknown benchmark %q (known: sandbox, api, python, gateway, net; see 'cubicle-bench --help')\n", args[0])
 	return 2
 }
 

@@ -13,12 +13,17 @@
 //   - 'cubicle-bench gateway': the Responses gateway of a real 'cubicle serve'
 //     in front of a zero-latency scripted upstream served by the bench itself
 //     (overhead per tool round from the Server-Timing header, concurrent
-//     streamed responses).
+//     streamed responses);
+//   - 'cubicle-bench net': internet computers in a test internet of its own
+//     (internal/egress/egresstest, a network namespace with only loopback):
+//     TCP connect, connect+GET and download throughput of curl in a
+//     computer next to the same curl on the host side, this process's CPU
+//     per GiB, and Create() of an internet computer next to a none one.
 //
-// Every computer, container, server, kernel and temporary directory it starts
-// is removed afterwards, also on error or cancel. It holds the measuring code,
-// the statistics and the text tables; cmd/cubicle-bench wires it (the
-// server binary carries none of it).
+// Every computer, container, server, kernel, network namespace and temporary
+// directory it starts is removed afterwards, also on error or cancel. It
+// holds the measuring code, the statistics and the text tables;
+// cmd/cubicle-bench wires it (the server binary carries none of it).
 //
 // Cubicle's API is spoken through internal/client, the API's own client,
 // so the bench measures what every client of the API pays; the timing
@@ -26,7 +31,8 @@
 // taken around its calls.
 //
 // It may import internal/sandbox, internal/kernel (for the host-kernel floor
-// row), internal/client, the standard library and github.com/coder/websocket
-// (the jupyter_server client). The driver under test is passed in; servers
-// and peers run as external processes.
+// row), internal/client, internal/egress and internal/egress/egresstest (the
+// egress service and test internet of 'bench net'), the standard library
+// and github.com/coder/websocket (the jupyter_server client). The driver
+// under test is passed in; servers and peers run as external processes.
 package bench

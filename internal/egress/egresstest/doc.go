@@ -6,5 +6,6 @@
 // Dialer and Resolver), so no packet of a test can leave the machine: the
 // namespace has no route anywhere else.
 //
-// It may import internal/egress.
+// It may import internal/egress. Tests and 'cubicle-bench net' use it:
+// New takes a TB, which testing.TB satisfies.
 package egresstest

@@ -11,9 +11,9 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -39,9 +39,19 @@ type Internet struct {
 	UDPSeen atomic.Int64
 }
 
+// TB is what New and Check need of their caller. testing.TB has it; a
+// benchmark gives its own, whose Fatalf must not return either (it ends
+// the goroutine, as testing's does) and whose Cleanup functions it runs,
+// last first, when it is done.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // New makes the namespace and starts its servers; both go when the test
-// ends.
-func New(t testing.TB) *Internet {
+// ends (t's Cleanup).
+func New(t TB) *Internet {
 	t.Helper()
 	var b [4]byte
 	rand.Read(b[:])
@@ -79,7 +89,7 @@ func (in *Internet) Config() egress.Config {
 }
 
 // listen opens a listener (or packet conn) inside the namespace.
-func (in *Internet) listen(t testing.TB, network, addr string) any {
+func (in *Internet) listen(t TB, network, addr string) any {
 	t.Helper()
 	var v any
 	err := egress.InNetns(in.Netns, func() error {
@@ -98,12 +108,19 @@ func (in *Internet) listen(t testing.TB, network, addr string) any {
 	return v
 }
 
-// serveHTTP answers every request with "hello <Host> from <address>".
-func (in *Internet) serveHTTP(t testing.TB, a netip.Addr) {
+// serveHTTP answers every request with "hello <Host> from <address>",
+// except /bytes: BytesSize zero bytes (/bytes?n=268435456 for 256 MiB).
+func (in *Internet) serveHTTP(t TB, a netip.Addr) {
 	l := in.listen(t, "tcp", netip.AddrPortFrom(a, 80).String()).(net.Listener)
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/bytes" {
-			io.CopyN(w, zeros{}, 1<<20)
+			n, err := BytesSize(r.URL.Query().Get("n"))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+			writeZeros(w, n)
 			return
 		}
 		fmt.Fprintf(w, "hello %s from %s\n", r.Host, a)
@@ -112,12 +129,38 @@ func (in *Internet) serveHTTP(t testing.TB, a netip.Addr) {
 	t.Cleanup(func() { srv.Close() })
 }
 
-type zeros struct{}
+// MaxBytes bounds /bytes?n=.
+const MaxBytes = 4 << 30
 
-func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+// BytesSize is the size /bytes?n= asks for: 1 MiB when n is empty, else a
+// decimal number of bytes up to MaxBytes.
+func BytesSize(n string) (int64, error) {
+	if n == "" {
+		return 1 << 20, nil
+	}
+	v, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || v < 0 || v > MaxBytes {
+		return 0, fmt.Errorf("n must be a number of bytes from 0 to %d, got %q", int64(MaxBytes), n)
+	}
+	return v, nil
+}
+
+// zeroChunk is what writeZeros writes at a time.
+var zeroChunk = make([]byte, 256<<10)
+
+// writeZeros writes n zero bytes to w, stopping at its first error.
+func writeZeros(w io.Writer, n int64) {
+	for n > 0 {
+		k, err := w.Write(zeroChunk[:min(n, int64(len(zeroChunk)))])
+		n -= int64(k)
+		if err != nil {
+			return
+		}
+	}
+}
 
 // serveEcho echoes every TCP connection on Echo:7.
-func (in *Internet) serveEcho(t testing.TB) {
+func (in *Internet) serveEcho(t TB) {
 	l := in.listen(t, "tcp", netip.AddrPortFrom(Echo, 7).String()).(net.Listener)
 	go func() {
 		for {
@@ -131,7 +174,7 @@ func (in *Internet) serveEcho(t testing.TB) {
 }
 
 // serveSink counts datagrams to Echo:9999 (none may ever arrive).
-func (in *Internet) serveSink(t testing.TB) {
+func (in *Internet) serveSink(t TB) {
 	c := in.listen(t, "udp", netip.AddrPortFrom(Echo, 9999).String()).(net.PacketConn)
 	go func() {
 		buf := make([]byte, 2048)
@@ -145,7 +188,7 @@ func (in *Internet) serveSink(t testing.TB) {
 }
 
 // serveDNS is the authority for Zone: A records, NXDOMAIN for the rest.
-func (in *Internet) serveDNS(t testing.TB) {
+func (in *Internet) serveDNS(t TB) {
 	c := in.listen(t, "udp", netip.AddrPortFrom(DNS, 53).String()).(net.PacketConn)
 	go func() {
 		buf := make([]byte, 2048)
@@ -190,7 +233,7 @@ func zoneAnswer(q []byte) []byte {
 
 // Check fails the test when the namespace has any link but loopback: the
 // guarantee that nothing can leave the machine.
-func (in *Internet) Check(t testing.TB) {
+func (in *Internet) Check(t TB) {
 	t.Helper()
 	out, err := exec.Command("ip", "-n", strings.TrimPrefix(in.Netns, "/run/netns/"), "-o", "link").Output()
 	if err != nil {
@@ -202,6 +245,6 @@ func (in *Internet) Check(t testing.TB) {
 		}
 	}
 	if _, err := os.Stat(in.Netns); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 }
