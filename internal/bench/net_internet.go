@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -121,9 +120,9 @@ type timedNetwork struct {
 	last time.Duration // the last Attach's, until take
 }
 
-func (n *timedNetwork) Attach(ctx context.Context, computerID, netns string, p sandbox.InternetPolicy) (io.Closer, error) {
+func (n *timedNetwork) Attach(ctx context.Context, a sandbox.Attachment) (sandbox.Link, error) {
 	start := time.Now()
-	c, err := n.Network.Attach(ctx, computerID, netns, p)
+	c, err := n.Network.Attach(ctx, a)
 	n.mu.Lock()
 	n.last = time.Since(start)
 	n.mu.Unlock()

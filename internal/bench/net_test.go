@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"io"
 	"math"
 	"slices"
 	"strings"
@@ -166,9 +165,9 @@ func TestNetConfigValidate(t *testing.T) {
 
 type slowNetwork struct{}
 
-func (slowNetwork) Attach(context.Context, string, string, sandbox.InternetPolicy) (io.Closer, error) {
+func (slowNetwork) Attach(context.Context, sandbox.Attachment) (sandbox.Link, error) {
 	time.Sleep(2 * time.Millisecond)
-	return io.NopCloser(nil), nil
+	return nil, nil
 }
 
 // TestTimedNetwork: take gives the last Attach's time once.
@@ -177,7 +176,7 @@ func TestTimedNetwork(t *testing.T) {
 	if _, ok := n.take(); ok {
 		t.Error("a time before any Attach")
 	}
-	if _, err := n.Attach(context.Background(), "c", "/proc/1/ns/net", sandbox.InternetPolicy{}); err != nil {
+	if _, err := n.Attach(context.Background(), sandbox.Attachment{ComputerID: "c", Netns: "/proc/1/ns/net"}); err != nil {
 		t.Fatal(err)
 	}
 	if d, ok := n.take(); !ok || d < 2*time.Millisecond {
