@@ -61,10 +61,7 @@ Example:
 Flags:
 `
 
-const (
-	defaultCubicleURL = "http://127.0.0.1:8080"
-	cellSkipped       = "skipped"
-)
+const defaultCubicleURL = "http://127.0.0.1:8080"
 
 // pythonOpts is what the flags ask for.
 type pythonOpts struct {
@@ -326,7 +323,7 @@ func summarize(res computer.PythonResult, timeout int, kept bool) int {
 	}
 	skipped := 0
 	for _, c := range res.Cells {
-		if c.Status == cellSkipped {
+		if c.Status == sandbox.CellSkipped {
 			skipped++
 		}
 	}

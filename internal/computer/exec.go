@@ -162,7 +162,7 @@ func (m *Manager) callError(ctx context.Context, id string, err error) error {
 	case failure != "":
 		return goneError(id, failure)
 	case gone:
-		return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)
+		return deletedError(id)
 	}
 	return execError(err)
 }

@@ -201,7 +201,7 @@ func (m *Manager) stoppedDuring(id string, l *live) error {
 		return fmt.Errorf("%w: %s reached the end of its lifetime (%d seconds) while the call ran; its kernel and files are gone",
 			ErrGone, id, int(l.rec.ExpiresAt.Sub(*l.rec.ReadyAt).Round(time.Second).Seconds()))
 	}
-	return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)
+	return deletedError(id)
 }
 
 // PythonControl interrupts or restarts a computer's session kernel.
