@@ -27,11 +27,12 @@ const (
 	ExportPendingSentence = "Export is not available on this deployment yet."
 	ProcLimitSentence     = "The computer cannot start another process right now."
 	DiskFullSentence      = "The computer's disk is full."
-	// ExportTooLargeSentence is the answer for a file above artifact.MaxBytes.
-	ExportTooLargeSentence = "File is too large to export: the limit is 26214400 bytes."
 )
 
 // Sentences built from a value.
+
+// ExportTooLargeSentence is the answer for a file above artifact.MaxBytes.
+var ExportTooLargeSentence = fmt.Sprintf("File is too large to export: the limit is %d bytes.", artifact.MaxBytes)
 
 // outsideWorkspace is the answer for path p outside /workspace.
 func outsideWorkspace(p string) string { return "Path is outside the workspace: " + p }
@@ -249,7 +250,8 @@ func PythonTool() Tool {
 		Schema: json.RawMessage(`{"type":"object","properties":{` +
 			`"cells":{"type":"array","description":"The cells to run, in order.","items":{"type":"object","properties":{` +
 			`"code":{"type":"string"},"title":{"type":["string","null"]}},"required":["code","title"],"additionalProperties":false}},` +
-			`"timeout":{"type":["integer","null"],"description":"Seconds for the whole call, 1 to 600; null for 30."},` +
+			fmt.Sprintf(`"timeout":{"type":["integer","null"],"description":"Seconds for the whole call, 1 to %d; null for %d."},`,
+				maxPythonTimeout, defaultPythonTimeout) +
 			`"cwd":{"type":["string","null"],"description":"Working directory; null for /workspace."},` +
 			`"reset":{"type":["boolean","null"],"description":"true: restart the kernel first, losing its variables."}},` +
 			`"required":["cells","timeout","cwd","reset"],"additionalProperties":false}`),
