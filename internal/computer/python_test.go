@@ -62,7 +62,7 @@ func TestPythonLifetimeEndsDuringKernelStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close(ctx)
-	v, err := m.Create(ctx, p, CreateRequest{LifetimeSeconds: 2, NoPool: true})
+	v, err := m.Create(ctx, p, CreateRequest{Lifetime: 2 * time.Second, NoPool: true})
 	if err != nil {
 		t.Fatal(err)
 	}

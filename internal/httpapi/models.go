@@ -4,12 +4,46 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
-// The REST API's own shapes of what comes from the sandbox layer, and the
-// one place each is converted: a change below (the sandbox's types, the
-// control channel) cannot change a body (testdata/golden pins them).
+// The REST API's own shapes of the service's values: bodies of the layers
+// below never reach a client as they are, so a change there (the service's
+// types, the sandbox's, the control channel) cannot change a body
+// (testdata/golden pins them). Durations are whole seconds or milliseconds
+// here, time.Duration below; convert.go is the one place they are
+// converted.
+
+// computerLimits are a computer's effective limits.
+type computerLimits struct {
+	MemoryMB           int64   `json:"memory_mb"`
+	CPUs               float64 `json:"cpus"`
+	Pids               int64   `json:"pids"`
+	DiskMB             int64   `json:"disk_mb"`
+	LifetimeSeconds    int     `json:"lifetime_seconds"`
+	ExecTimeoutSeconds int     `json:"exec_timeout_seconds"`
+}
+
+// computerView is the computer object.
+type computerView struct {
+	ID        string            `json:"id"`
+	Object    string            `json:"object"`
+	Status    string            `json:"status"`
+	CreatedAt int64             `json:"created_at"`
+	ReadyAt   *int64            `json:"ready_at"`
+	ExpiresAt int64             `json:"expires_at"`
+	StoppedAt *int64            `json:"stopped_at,omitempty"`
+	Limits    computerLimits    `json:"limits"`
+	Metadata  map[string]string `json:"metadata"`
+	Failure   string            `json:"failure,omitempty"`
+}
+
+// createBody is the body of POST /v1/computers.
+type createBody struct {
+	MemoryMB           int64             `json:"memory_mb,omitempty"`
+	LifetimeSeconds    int               `json:"lifetime_seconds,omitempty"`
+	ExecTimeoutSeconds int               `json:"exec_timeout_seconds,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
+}
 
 // fileEntry is one file of a listing (GET /v1/computers/{id}/files).
 type fileEntry struct {
@@ -28,30 +62,14 @@ type fileListing struct {
 	Truncated bool        `json:"truncated"`
 }
 
-func listingView(l sandbox.Listing) fileListing {
-	out := fileListing{Data: make([]fileEntry, len(l.Entries)), Object: "list", Truncated: l.Truncated}
-	for i, fi := range l.Entries {
-		out.Data[i] = fileEntry(fi)
-	}
-	return out
-}
-
 // fileWritten is the answer of PUT /v1/computers/{id}/files/{path}.
 type fileWritten struct {
 	Bytes int64  `json:"bytes"`
 	Path  string `json:"path"`
 }
 
-func writtenView(w sandbox.Written) fileWritten {
-	return fileWritten{Bytes: w.Bytes, Path: w.Path}
-}
-
 // pythonOutputEvent is the data of a python call's "output" event.
 type pythonOutputEvent struct {
 	Cell   int           `json:"cell"`
 	Output kernel.Output `json:"output"`
-}
-
-func outputEvent(o sandbox.PythonOutput) pythonOutputEvent {
-	return pythonOutputEvent{Cell: o.Cell, Output: o.Output}
 }

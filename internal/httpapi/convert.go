@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"math"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
+
+// The one place the REST API's bodies (models.go) are converted from and
+// to the service's types: durations become whole seconds or milliseconds
+// here and nowhere else.
+
+// durationOf is n seconds of a request; a value past time.Duration's range
+// saturates (it is then larger than any limit, as n was).
+func durationOf(n int) time.Duration {
+	switch {
+	case int64(n) > math.MaxInt64/int64(time.Second):
+		return math.MaxInt64
+	case int64(n) < math.MinInt64/int64(time.Second):
+		return math.MinInt64
+	}
+	return time.Duration(n) * time.Second
+}
+
+// secondsOf is d in whole seconds.
+func secondsOf(d time.Duration) int { return int(d / time.Second) }
+
+// unixOf is t in Unix seconds; nil stays nil.
+func unixOf(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	v := t.Unix()
+	return &v
+}
+
+func computerViewOf(v computer.View) computerView {
+	l := v.Limits
+	return computerView{ID: v.ID, Object: "computer", Status: v.Status, CreatedAt: v.CreatedAt.Unix(),
+		ReadyAt: unixOf(v.ReadyAt), ExpiresAt: v.ExpiresAt.Unix(), StoppedAt: unixOf(v.StoppedAt),
+		Limits: computerLimits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
+			LifetimeSeconds: secondsOf(l.Lifetime), ExecTimeoutSeconds: secondsOf(l.ExecTimeout)},
+		Metadata: v.Metadata, Failure: v.Failure}
+}
+
+func computerViewsOf(vs []computer.View) []computerView {
+	out := make([]computerView, len(vs))
+	for i, v := range vs {
+		out[i] = computerViewOf(v)
+	}
+	return out
+}
+
+func (b createBody) request() computer.CreateRequest {
+	return computer.CreateRequest{MemoryMB: b.MemoryMB, Lifetime: durationOf(b.LifetimeSeconds),
+		ExecTimeout: durationOf(b.ExecTimeoutSeconds), Metadata: b.Metadata}
+}
+
+func listingView(l sandbox.Listing) fileListing {
+	out := fileListing{Data: make([]fileEntry, len(l.Entries)), Object: "list", Truncated: l.Truncated}
+	for i, fi := range l.Entries {
+		out.Data[i] = fileEntry(fi)
+	}
+	return out
+}
+
+func writtenView(w sandbox.Written) fileWritten {
+	return fileWritten{Bytes: w.Bytes, Path: w.Path}
+}
+
+func outputEvent(o sandbox.PythonOutput) pythonOutputEvent {
+	return pythonOutputEvent{Cell: o.Cell, Output: o.Output}
+}
