@@ -496,7 +496,7 @@ func TestExecTimeoutIsClamped(t *testing.T) {
 		t.Fatalf("limits %+v", v.Limits)
 	}
 	for _, c := range []struct{ req, want int }{{0, 7}, {100, 7}, {3, 3}} {
-		if _, err := f.mgr.Exec(ctx, kp, v.ID, computer.ExecRequest{Command: "true", TimeoutSeconds: c.req}, nil); err != nil {
+		if _, err := f.mgr.Exec(ctx, kp, v.ID, computer.ExecRequest{Command: "true", Timeout: time.Duration(c.req) * time.Second}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if want := int64(time.Duration(c.want) * time.Second); got.Load() != want {

@@ -58,6 +58,18 @@ func (b createBody) request() computer.CreateRequest {
 		ExecTimeout: durationOf(b.ExecTimeoutSeconds), Metadata: b.Metadata}
 }
 
+// request is the exec the body asks for (its timeout checked by check).
+func (b *execBody) request() computer.ExecRequest {
+	return computer.ExecRequest{Command: b.Command, Argv: b.Argv, Cwd: b.Cwd, Env: b.Env, Stdin: b.Stdin,
+		Timeout: durationOf(b.timeout)}
+}
+
+func execAnswerOf(res computer.ExecResult, encoding string) execAnswer {
+	return execAnswer{ExitCode: res.ExitCode, Signal: res.Signal, Stdout: res.Stdout, Stderr: res.Stderr,
+		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, DurationMS: res.Duration.Milliseconds(),
+		StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated, Encoding: encoding}
+}
+
 func listingView(l sandbox.Listing) fileListing {
 	out := fileListing{Data: make([]fileEntry, len(l.Entries)), Object: "list", Truncated: l.Truncated}
 	for i, fi := range l.Entries {

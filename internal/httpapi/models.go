@@ -45,6 +45,39 @@ type createBody struct {
 	Metadata           map[string]string `json:"metadata,omitempty"`
 }
 
+// execBody is the body of POST /v1/computers/{id}/exec, with the
+// transport's output encoding: "utf-8" (the default: text, invalid bytes
+// shown as U+FFFD) or "base64" (lossless: stdout, stderr and every
+// streamed data are base64). Its timeout comes under either name
+// (callTimeout).
+type execBody struct {
+	Command        string            `json:"command,omitempty"`
+	Argv           []string          `json:"argv,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Stdin          string            `json:"stdin,omitempty"`
+	Encoding       string            `json:"encoding,omitempty"`
+	TimeoutSeconds *int              `json:"timeout_seconds,omitempty"`
+	Timeout        *int              `json:"timeout,omitempty"`
+
+	timeout int // seconds, from either name (check)
+}
+
+// execAnswer is the answer of an exec (whole, or the "exit" event of a
+// streamed one), naming a non-default encoding.
+type execAnswer struct {
+	ExitCode        int    `json:"exit_code"`
+	Signal          int    `json:"signal,omitempty"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	TimedOut        bool   `json:"timed_out"`
+	OOMKilled       bool   `json:"oom_killed"`
+	DurationMS      int64  `json:"duration_ms"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	Encoding        string `json:"encoding,omitempty"`
+}
+
 // fileEntry is one file of a listing (GET /v1/computers/{id}/files).
 type fileEntry struct {
 	Name    string    `json:"name"`
