@@ -273,7 +273,7 @@ func runCells(b pyBackend, cells []computer.PythonCell, opts pythonOpts, out *re
 			out.silence() // what the interrupted cell still says has no reader
 		}
 	}()
-	res, err := b.run(ctx, computer.PythonRequest{Cells: cells, Timeout: opts.timeout, Reset: opts.reset}, out.output)
+	res, err := b.run(ctx, computer.PythonRequest{Cells: cells, Timeout: time.Duration(opts.timeout) * time.Second, Reset: opts.reset}, out.output)
 	stop()
 	out.endLine()
 	if sig := caughtSignal(ctx); sig != nil {

@@ -4,8 +4,11 @@ import (
 	"math"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // The one place the REST API's bodies (models.go) are converted from and
@@ -82,6 +85,72 @@ func writtenView(w sandbox.Written) fileWritten {
 	return fileWritten{Bytes: w.Bytes, Path: w.Path}
 }
 
+// request is the call the body asks for.
+func (b *pythonBody) request() (computer.PythonRequest, error) {
+	t, err := callTimeout(b.TimeoutSeconds, b.Timeout)
+	req := computer.PythonRequest{Timeout: durationOf(t), Cwd: b.Cwd, Reset: b.Reset, Mode: b.Mode, SaveImages: b.SaveImages}
+	if b.Cells != nil {
+		req.Cells = make([]computer.PythonCell, len(b.Cells))
+		for i, c := range b.Cells {
+			req.Cells[i] = computer.PythonCell{Code: c.Code, Title: c.Title}
+		}
+	}
+	return req, err
+}
+
+func pythonOutputOf(o kernel.Output) pythonOutput {
+	return pythonOutput{Type: string(o.Type), Name: o.Name, Text: o.Text, MIME: o.MIME, JSON: o.JSON, PNG: o.PNG,
+		Width: o.Width, Height: o.Height, ExecutionCount: o.ExecutionCount, EName: o.EName, EValue: o.EValue,
+		Traceback: o.Traceback, Omitted: o.Omitted, DisplayID: o.DisplayID}
+}
+
+// pythonOutputsOf converts outputs; nil stays nil (null).
+func pythonOutputsOf(outs []kernel.Output) []pythonOutput {
+	if outs == nil {
+		return nil
+	}
+	out := make([]pythonOutput, len(outs))
+	for i, o := range outs {
+		out[i] = pythonOutputOf(o)
+	}
+	return out
+}
+
+func pythonResultOf(res computer.PythonResult) pythonResult {
+	out := pythonResult{Status: res.Status, FailedCell: res.FailedCell, Cancelled: res.Cancelled, TimedOut: res.TimedOut,
+		Message: res.Message, KernelRestarted: res.KernelRestarted, DurationMS: res.Duration.Milliseconds()}
+	if res.Cells != nil {
+		out.Cells = make([]pythonCellView, len(res.Cells))
+		for i, c := range res.Cells {
+			out.Cells[i] = pythonCellView{Index: c.Index, Title: c.Title, Status: c.Status, ExecutionCount: c.ExecutionCount,
+				InputRequested: c.InputRequested, Truncated: c.Truncated, Outputs: pythonOutputsOf(c.Outputs), Artifacts: c.Artifacts}
+		}
+	}
+	return out
+}
+
+// PythonBody is the body POST /v1/computers/{id}/python answers for res;
+// 'cubicle python --json' prints it too, so the two cannot differ.
+func PythonBody(res computer.PythonResult) any { return pythonResultOf(res) }
+
 func outputEvent(o sandbox.PythonOutput) pythonOutputEvent {
-	return pythonOutputEvent{Cell: o.Cell, Output: o.Output}
+	return pythonOutputEvent{Cell: o.Cell, Output: pythonOutputOf(o.Output)}
+}
+
+func answer(res tools.Result) toolAnswer {
+	out := toolAnswer{Output: res.Output, IsError: res.Failed, Images: []toolImage{},
+		Artifacts: res.Artifacts, Outputs: res.Outputs}
+	if out.Artifacts == nil {
+		out.Artifacts = []artifact.Ref{}
+	}
+	if res.Cells != nil {
+		out.Cells = make([]toolCell, len(res.Cells))
+		for i, c := range res.Cells {
+			out.Cells[i] = toolCell{Index: c.Index, Status: c.Status, Outputs: pythonOutputsOf(c.Outputs)}
+		}
+	}
+	for _, im := range res.Images {
+		out.Images = append(out.Images, toolImage{PNG: im.PNG, Width: im.Width, Height: im.Height})
+	}
+	return out
 }

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"time"
 
-	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
 // The REST API's own shapes of the service's values: bodies of the layers
@@ -101,8 +103,93 @@ type fileWritten struct {
 	Path  string `json:"path"`
 }
 
+// pythonBody is the body of POST /v1/computers/{id}/python, with its
+// timeout under either name (callTimeout).
+type pythonBody struct {
+	Cells          []pythonCellBody `json:"cells"`
+	Cwd            string           `json:"cwd,omitempty"`
+	Reset          bool             `json:"reset,omitempty"`
+	Mode           string           `json:"mode,omitempty"` // session (default) or per_call
+	SaveImages     bool             `json:"save_images,omitempty"`
+	TimeoutSeconds *int             `json:"timeout_seconds,omitempty"`
+	Timeout        *int             `json:"timeout,omitempty"`
+}
+
+// pythonCellBody is one cell of a python body.
+type pythonCellBody struct {
+	Code  string `json:"code"`
+	Title string `json:"title,omitempty"`
+}
+
+// pythonOutput is one output of a cell.
+type pythonOutput struct {
+	Type           string          `json:"type"`
+	Name           string          `json:"name,omitempty"`
+	Text           string          `json:"text,omitempty"`
+	MIME           string          `json:"mime,omitempty"`
+	JSON           json.RawMessage `json:"json,omitempty"`
+	PNG            []byte          `json:"png,omitempty"` // base64
+	Width          int             `json:"width,omitempty"`
+	Height         int             `json:"height,omitempty"`
+	ExecutionCount int             `json:"execution_count,omitempty"`
+	EName          string          `json:"ename,omitempty"`
+	EValue         string          `json:"evalue,omitempty"`
+	Traceback      []string        `json:"traceback,omitempty"`
+	Omitted        []string        `json:"omitted,omitempty"`
+	DisplayID      string          `json:"display_id,omitempty"`
+}
+
+// pythonCellView is one cell of a python answer.
+type pythonCellView struct {
+	Index          int            `json:"index"`
+	Title          string         `json:"title,omitempty"`
+	Status         string         `json:"status"`
+	ExecutionCount int            `json:"execution_count,omitempty"`
+	InputRequested bool           `json:"input_requested,omitempty"`
+	Truncated      bool           `json:"truncated,omitempty"`
+	Outputs        []pythonOutput `json:"outputs"`
+	Artifacts      []artifact.Ref `json:"artifacts,omitempty"` // images kept with save_images
+}
+
+// pythonResult is the answer of a python call (whole, or the "result"
+// event of a streamed one, whose outputs are null: they were streamed).
+type pythonResult struct {
+	Status          string           `json:"status"`
+	Cells           []pythonCellView `json:"cells"`
+	FailedCell      *int             `json:"failed_cell,omitempty"`
+	Cancelled       bool             `json:"cancelled"`
+	TimedOut        bool             `json:"timed_out"`
+	Message         string           `json:"message,omitempty"`
+	KernelRestarted bool             `json:"kernel_restarted,omitempty"`
+	DurationMS      int64            `json:"duration_ms"`
+}
+
 // pythonOutputEvent is the data of a python call's "output" event.
 type pythonOutputEvent struct {
-	Cell   int           `json:"cell"`
-	Output kernel.Output `json:"output"`
+	Cell   int          `json:"cell"`
+	Output pythonOutput `json:"output"`
+}
+
+// toolImage is an image on the wire.
+type toolImage struct {
+	PNG    []byte `json:"png"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+}
+
+// toolAnswer is the answer of a tool call.
+type toolAnswer struct {
+	Output    string             `json:"output"`
+	IsError   bool               `json:"is_error"`
+	Images    []toolImage        `json:"images"`
+	Artifacts []artifact.Ref     `json:"artifacts"`
+	Cells     []toolCell         `json:"cells,omitempty"`
+	Outputs   []tools.CodeOutput `json:"outputs,omitempty"` // code_interpreter's OpenAI-shaped outputs
+}
+
+// toolCell is one cell of the python tool's answer.
+type toolCell struct {
+	Index   int            `json:"index"`
+	Status  string         `json:"status"`
+	Outputs []pythonOutput `json:"outputs"`
 }
