@@ -61,10 +61,7 @@ Example:
 Flags:
 `
 
-const (
-	defaultCubicleURL = "http://127.0.0.1:8080"
-	cellSkipped       = "skipped"
-)
+const defaultCubicleURL = "http://127.0.0.1:8080"
 
 // pythonOpts is what the flags ask for.
 type pythonOpts struct {
@@ -276,7 +273,7 @@ func runCells(b pyBackend, cells []computer.PythonCell, opts pythonOpts, out *re
 			out.silence() // what the interrupted cell still says has no reader
 		}
 	}()
-	res, err := b.run(ctx, computer.PythonRequest{Cells: cells, Timeout: opts.timeout, Reset: opts.reset}, out.output)
+	res, err := b.run(ctx, computer.PythonRequest{Cells: cells, Timeout: time.Duration(opts.timeout) * time.Second, Reset: opts.reset}, out.output)
 	stop()
 	out.endLine()
 	if sig := caughtSignal(ctx); sig != nil {
@@ -326,7 +323,7 @@ func summarize(res computer.PythonResult, timeout int, kept bool) int {
 	}
 	skipped := 0
 	for _, c := range res.Cells {
-		if c.Status == cellSkipped {
+		if c.Status == sandbox.CellSkipped {
 			skipped++
 		}
 	}

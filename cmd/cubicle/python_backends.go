@@ -60,7 +60,7 @@ func newLocalPython(sigc <-chan os.Signal, spec sandbox.Spec, data, prelude stri
 func (l *localPython) run(ctx context.Context, req computer.PythonRequest, onOutput func(kernel.Output)) (computer.PythonResult, error) {
 	ans := computer.NewPythonAnswer(req.Cells, l.maxOutput)
 	start := time.Now()
-	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: computer.SandboxCells(req.Cells), Timeout: time.Duration(req.Timeout) * time.Second,
+	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: computer.SandboxCells(req.Cells), Timeout: req.Timeout,
 		Reset: req.Reset, Mode: "session", Prelude: l.prelude, MaxOutput: l.maxOutput},
 		func(o sandbox.PythonOutput) {
 			ans.Add(o)
@@ -97,7 +97,7 @@ func (r *remotePython) run(ctx context.Context, req computer.PythonRequest, onOu
 	for i, c := range req.Cells {
 		cells[i] = client.Cell{Code: c.Code, Title: c.Title}
 	}
-	res, err := r.c.PythonStream(ctx, r.id, client.PythonRequest{Cells: cells, Timeout: req.Timeout, Reset: req.Reset},
+	res, err := r.c.PythonStream(ctx, r.id, client.PythonRequest{Cells: cells, Timeout: int(req.Timeout / time.Second), Reset: req.Reset},
 		func(o client.PythonOutput) { onOutput(kernelOutput(o.Output)) })
 	if err != nil {
 		if ctx.Err() != nil {
@@ -106,7 +106,8 @@ func (r *remotePython) run(ctx context.Context, req computer.PythonRequest, onOu
 		return computer.PythonResult{}, err
 	}
 	out := computer.PythonResult{Status: res.Status, Cells: make([]computer.CellView, len(res.Cells)), FailedCell: res.FailedCell,
-		Cancelled: res.Cancelled, TimedOut: res.TimedOut, Message: res.Message, KernelRestarted: res.KernelRestarted, DurationMS: res.DurationMS}
+		Cancelled: res.Cancelled, TimedOut: res.TimedOut, Message: res.Message, KernelRestarted: res.KernelRestarted,
+		Duration: time.Duration(res.DurationMS) * time.Millisecond}
 	for i, c := range res.Cells { // no artifacts: the CLI never asks for save_images
 		v := computer.CellView{Index: c.Index, Title: c.Title, Status: c.Status, ExecutionCount: c.ExecutionCount,
 			InputRequested: c.InputRequested, Truncated: c.Truncated, Outputs: make([]kernel.Output, len(c.Outputs))}

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/termimage"
 )
@@ -181,13 +182,14 @@ func (r *renderer) save(png []byte) (string, error) {
 	}
 }
 
-// printJSON prints a result as one line of JSON.
+// printJSON prints a result as one line of JSON, the body POST
+// /v1/computers/{id}/python answers (httpapi.PythonBody).
 func (r *renderer) printJSON(res computer.PythonResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	enc := json.NewEncoder(r.stdout)
 	enc.SetEscapeHTML(false)
-	enc.Encode(res)
+	enc.Encode(httpapi.PythonBody(res))
 }
 
 // prompt ends any unfinished output line and shows a prompt (on stderr

@@ -121,7 +121,7 @@ func TestPythonFileCells(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("file: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	var res computer.PythonResult
+	var res client.PythonResult // the REST body, as --json prints it
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("--json printed %q: %v", r.stdout, err)
 	}
@@ -187,7 +187,7 @@ func TestPythonJSON(t *testing.T) {
 	if strings.Count(r.stdout, "\n") != 1 {
 		t.Errorf("--json printed more than one line: %q", r.stdout)
 	}
-	var res computer.PythonResult
+	var res client.PythonResult // the REST body, as --json prints it
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("--json printed %q: %v", r.stdout, err)
 	}
@@ -197,11 +197,11 @@ func TestPythonJSON(t *testing.T) {
 	var kinds []string
 	for _, o := range res.Cells[0].Outputs {
 		switch o.Type {
-		case kernel.OutStream:
+		case client.OutStream:
 			kinds = append(kinds, "stream:"+o.Text)
-		case kernel.OutResult:
+		case client.OutResult:
 			kinds = append(kinds, "result:"+o.Text)
-		case kernel.OutDisplay:
+		case client.OutDisplay:
 			if _, _, err := image.DecodeConfig(bytes.NewReader(o.PNG)); err != nil {
 				t.Errorf("the display's PNG does not decode: %v", err)
 			}
@@ -489,7 +489,7 @@ func TestPythonRemote(t *testing.T) {
 		t.Errorf("saved image does not decode: %v", err)
 	}
 	r = remote("--json", "-c", "print(y)")
-	var res computer.PythonResult
+	var res client.PythonResult // the REST body, as --json prints it
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || len(res.Cells) != 1 ||
 		len(res.Cells[0].Outputs) != 1 || res.Cells[0].Outputs[0].Text != "21\n" {
 		t.Errorf("remote --json: code %d, stdout %q, %v", r.code, r.stdout, err)
@@ -675,7 +675,7 @@ func TestPythonRemoteProtocol(t *testing.T) {
 			interrupted++
 			w.WriteHeader(204)
 		case "/v1/computers/cmp_1/python":
-			var req computer.PythonRequest
+			var req client.PythonRequest
 			json.NewDecoder(r.Body).Decode(&req)
 			if r.Header.Get("Accept") != "text/event-stream" || len(req.Cells) != 2 || req.Timeout != 7 || req.Cells[1].Title != "two" {
 				w.WriteHeader(400)
@@ -697,7 +697,7 @@ func TestPythonRemoteProtocol(t *testing.T) {
 	}
 	b := &remotePython{c: c, id: "cmp_1"}
 	var streamed []kernel.Output
-	res, err := b.run(context.Background(), computer.PythonRequest{Cells: []computer.PythonCell{{Code: "1"}, {Code: "2", Title: "two"}}, Timeout: 7},
+	res, err := b.run(context.Background(), computer.PythonRequest{Cells: []computer.PythonCell{{Code: "1"}, {Code: "2", Title: "two"}}, Timeout: 7 * time.Second},
 		func(o kernel.Output) { streamed = append(streamed, o) })
 	if err != nil || res.Status != "error" || len(streamed) != 2 || res.FailedCell == nil || *res.FailedCell != 1 {
 		t.Fatalf("run: %v, %+v, %d outputs streamed", err, res, len(streamed))

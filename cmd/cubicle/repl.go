@@ -104,7 +104,7 @@ func (r *repl) execute(ctx context.Context, code string) (exit int, quit bool) {
 	defer cancelCall()
 	done := make(chan callEnd, 1)
 	go func() {
-		res, err := r.b.run(callCtx, computer.PythonRequest{Cells: []computer.PythonCell{{Code: code}}, Timeout: r.opts.timeout}, r.out.output)
+		res, err := r.b.run(callCtx, computer.PythonRequest{Cells: []computer.PythonCell{{Code: code}}, Timeout: time.Duration(r.opts.timeout) * time.Second}, r.out.output)
 		done <- callEnd{res, err}
 	}()
 	interrupts := 0

@@ -108,7 +108,7 @@ func exitCode(spec sandbox.Spec, st sandbox.ExitStatus, err error) int {
 		fmt.Fprintf(os.Stderr, "cubicle: %v\n", err)
 		return 125
 	case st.TimedOut:
-		fmt.Fprintf(os.Stderr, "cubicle: timed out after %d seconds; the command and its descendants were killed\n", int(spec.Timeout.Seconds()))
+		fmt.Fprintf(os.Stderr, "cubicle: %s; the command and its descendants were killed\n", sandbox.ExecTimedOut(int(spec.Timeout.Seconds())))
 		return 124
 	case st.OOMKilled:
 		fmt.Fprintf(os.Stderr, "cubicle: out of memory: the computer's memory limit (%s) was reached and the process was killed\n", config.Size(spec.MemoryBytes))

@@ -39,8 +39,8 @@ const (
 const (
 	kernelMaxFrame   = 16 << 20
 	kernelMaxImage   = 700 << 10
-	defaultMaxOutput = 1 << 20  // per cell, when the request does not say
-	maxOutputLimit   = 16 << 20 // the most a request may ask for
+	defaultMaxOutput = kernel.DefaultMaxOutputBytes // per cell, when the request does not say
+	maxOutputLimit   = 16 << 20                     // the most a request may ask for
 )
 
 // Reasons the agent kills a kernel on purpose (anything else is a crash).

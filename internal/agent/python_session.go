@@ -54,6 +54,12 @@ func lossPhrase(reason string) string {
 	return "was stopped"
 }
 
+// replacedNote is the note of the next call after its session kernel was
+// stopped for reason (killRestart, killProtocol...) and replaced.
+func replacedNote(reason string) string {
+	return "The Python kernel was replaced: it " + lossPhrase(reason) + "; earlier state is lost."
+}
+
 // runSession runs the cells in the session kernel, starting or restarting
 // it as needed.
 func (m *pythonManager) runSession(ctx context.Context, id uint32, req protocol.PythonRequest, tk *ticket) (res protocol.PythonResult, err error) {
@@ -190,7 +196,7 @@ func (m *pythonManager) afterCells(ctx context.Context, k *pyKernel, out outcome
 		if k.killedBy() == killRestart {
 			break // the restart control owns the session now
 		}
-		m.drop(k, killProtocol, "The Python kernel was replaced: it "+lossPhrase(k.killedBy())+"; earlier state is lost.")
+		m.drop(k, killProtocol, replacedNote(k.killedBy()))
 	}
 }
 
@@ -226,7 +232,7 @@ func (m *pythonManager) chdir(k *pyKernel, cwd string) string {
 // toward the permanent failure.
 func (m *pythonManager) lostKernel(k *pyKernel, crashed bool, why string) {
 	if !crashed {
-		m.drop(k, killProtocol, "The Python kernel was replaced: it "+lossPhrase(k.killedBy())+"; earlier state is lost.")
+		m.drop(k, killProtocol, replacedNote(k.killedBy()))
 		return
 	}
 	m.drop(k, killStop, "The Python kernel had died ("+k.death()+") and was restarted; earlier state is lost.")

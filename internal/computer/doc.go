@@ -3,8 +3,12 @@
 // enforcement by a reaper, non-blocking admission, a warm pool, usage and
 // audit rows, background cleanup of killed computers, and recovery after a
 // crash. It is built once with a Config holding every limit (durations
-// as time.Duration; requests and keys count whole seconds) and its
-// artifact store (Artifacts); computers.enabled = false is Config.Disabled.
+// as time.Duration; keys count whole seconds) and its artifact store
+// (Artifacts); computers.enabled = false is Config.Disabled. Its request
+// and answer types (View, CreateRequest, ExecRequest, PythonResult...)
+// carry no JSON tags and hold durations as time.Duration (counted in whole
+// seconds where a request's are): each transport has its own shapes of
+// them (internal/httpapi's models.go and convert.go).
 // metrics.go keeps one latency histogram per kind of call (exec, python,
 // tool) and tool calls by tool and outcome, for /metrics. Transports
 // (internal/httpapi, the

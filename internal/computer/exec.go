@@ -11,27 +11,30 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-// ExecRequest is the body of POST /v1/computers/{id}/exec.
+// ExecRequest is a process to run: a shell command or an argv.
 type ExecRequest struct {
-	Command        string            `json:"command,omitempty"`
-	Argv           []string          `json:"argv,omitempty"`
-	Cwd            string            `json:"cwd,omitempty"`
-	Env            map[string]string `json:"env,omitempty"`
-	Stdin          string            `json:"stdin,omitempty"`
-	TimeoutSeconds int               `json:"timeout_seconds,omitempty"`
+	Command string
+	Argv    []string
+	Cwd     string
+	Env     map[string]string
+	Stdin   string
+	// Timeout counts in whole seconds (a fraction is dropped); 0 or more
+	// than the computer's limit: the limit.
+	Timeout time.Duration
 }
 
-// ExecResult is the answer of an exec.
+// ExecResult is how a process ended and what it wrote (each stream
+// bounded by the deployment's MaxOutputBytes).
 type ExecResult struct {
-	ExitCode        int    `json:"exit_code"`
-	Signal          int    `json:"signal,omitempty"`
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	TimedOut        bool   `json:"timed_out"`
-	OOMKilled       bool   `json:"oom_killed"`
-	DurationMS      int64  `json:"duration_ms"`
-	StdoutTruncated bool   `json:"stdout_truncated"`
-	StderrTruncated bool   `json:"stderr_truncated"`
+	ExitCode        int
+	Signal          int
+	Stdout          string
+	Stderr          string
+	TimedOut        bool
+	OOMKilled       bool
+	Duration        time.Duration
+	StdoutTruncated bool
+	StderrTruncated bool
 }
 
 // Stream receives output as it happens ("stdout" or "stderr"); it is called
@@ -43,7 +46,7 @@ func (r ExecRequest) Validate() error {
 	if (r.Command == "") == (len(r.Argv) == 0) {
 		return fmt.Errorf("%w: give exactly one of command and argv", ErrInvalid)
 	}
-	if r.TimeoutSeconds < 0 {
+	if seconds(r.Timeout) < 0 {
 		return fmt.Errorf("%w: timeout_seconds must not be negative", ErrInvalid)
 	}
 	if len(r.Stdin) > 8<<20 {
@@ -99,7 +102,7 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 	if err != nil {
 		return ExecResult{}, err
 	}
-	timeout := tools.CapSeconds(l.execLimit, req.TimeoutSeconds)
+	timeout := tools.CapSeconds(l.execLimit, seconds(req.Timeout))
 	wire := sandbox.ExecRequest{Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Timeout: timeout}
 	for k, v := range req.Env {
 		wire.Env = append(wire.Env, k+"="+v)
@@ -120,7 +123,7 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 		return ExecResult{}, m.callError(ctx, id, err)
 	}
 	res := ExecResult{ExitCode: st.ExitCode, Signal: st.Signal, Stdout: string(out.buf), Stderr: string(errb.buf),
-		TimedOut: st.TimedOut, OOMKilled: st.OOMKilled, DurationMS: elapsed.Milliseconds(),
+		TimedOut: st.TimedOut, OOMKilled: st.OOMKilled, Duration: elapsed,
 		StdoutTruncated: out.truncated, StderrTruncated: errb.truncated}
 	if st.TimedOut {
 		line := sandbox.ExecTimedOut(seconds(timeout)) + "\n"
@@ -133,7 +136,7 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 		}
 	}
 	m.gov.Record(ctx, p, "computer.executed", id, map[string]any{"kind": "exec",
-		"duration_ms": res.DurationMS, "exit_code": res.ExitCode})
+		"duration_ms": elapsed.Milliseconds(), "exit_code": res.ExitCode})
 	return res, nil
 }
 
@@ -162,7 +165,7 @@ func (m *Manager) callError(ctx context.Context, id string, err error) error {
 	case failure != "":
 		return goneError(id, failure)
 	case gone:
-		return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)
+		return deletedError(id)
 	}
 	return execError(err)
 }

@@ -68,6 +68,12 @@ func (m *Manager) goneError(l *live) error {
 	return goneError(l.rec.ID, l.failure)
 }
 
+// deletedError is the error of a call whose computer id was deleted while
+// it ran.
+func deletedError(id string) error {
+	return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)
+}
+
 // goneError is the 409 of a computer that ended; a failed one says why.
 func goneError(id, failure string) error {
 	if failure != "" {

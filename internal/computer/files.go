@@ -73,7 +73,7 @@ func (m *Manager) PutFile(ctx context.Context, p governance.Principal, id, path 
 	w, err := l.sb.WriteFile(ctx, sandbox.FileWrite{Path: path, Parents: true}, &limitedReader{r: body, n: m.cfg.MaxFileBytes})
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {
-			return w, fmt.Errorf("%w: files are limited to %d bytes", ErrTooLarge, m.cfg.MaxFileBytes)
+			return w, fmt.Errorf("%w: %s", ErrTooLarge, sandbox.FilesLimited(m.cfg.MaxFileBytes))
 		}
 		return w, m.fileError(ctx, id, err)
 	}

@@ -175,30 +175,35 @@ func (m *Manager) shutdown(ctx context.Context) {
 	}
 }
 
-// CreateRequest is the body of POST /v1/computers.
+// CreateRequest asks for a computer; zero values take the key's and the
+// deployment's limits.
 type CreateRequest struct {
-	MemoryMB           int64             `json:"memory_mb,omitempty"`
-	LifetimeSeconds    int               `json:"lifetime_seconds,omitempty"`
-	ExecTimeoutSeconds int               `json:"exec_timeout_seconds,omitempty"`
-	Metadata           map[string]string `json:"metadata,omitempty"`
-	NetworkPolicy      *NetworkPolicy    `json:"network_policy,omitempty"`
-	ResponseID         string            `json:"-"` // set by the gateway
+	MemoryMB int64
+	// Lifetime and ExecTimeout count in whole seconds (a fraction is
+	// dropped); larger than the key's or the deployment's, they are clamped.
+	Lifetime    time.Duration
+	ExecTimeout time.Duration
+	Metadata    map[string]string
+	// NetworkPolicy asks for internet (nil: loopback only).
+	NetworkPolicy *NetworkPolicy
+	ResponseID    string // set by the gateway
 	// Mounts are host directories bind-mounted into the computer (set by
 	// the Jupyter API from the operator's allowed roots, never by clients).
-	Mounts []sandbox.Mount `json:"-"`
+	Mounts []sandbox.Mount
 	// NoPool starts a computer of its own rather than claiming a pool one,
 	// whose warm session kernel would hold memory the caller's own kernel
 	// needs.
-	NoPool bool `json:"-"`
+	NoPool bool
 }
 
+// validate checks a request; its sentences name the REST API's fields.
 func (r CreateRequest) validate() error {
 	switch {
 	case r.MemoryMB < 0:
 		return fmt.Errorf("%w: memory_mb must not be negative", ErrInvalid)
-	case r.LifetimeSeconds < 0:
+	case seconds(r.Lifetime) < 0:
 		return fmt.Errorf("%w: lifetime_seconds must not be negative", ErrInvalid)
-	case r.ExecTimeoutSeconds < 0:
+	case seconds(r.ExecTimeout) < 0:
 		return fmt.Errorf("%w: exec_timeout_seconds must not be negative", ErrInvalid)
 	case len(r.Metadata) > 16:
 		return fmt.Errorf("%w: metadata holds at most 16 keys", ErrInvalid)
@@ -245,8 +250,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if p.Caps.Computer != nil {
 		keyLimits = *p.Caps.Computer
 	}
-	lifetime := governance.Clamp(seconds(m.cfg.Lifetime), keyLimits.LifetimeSeconds, req.LifetimeSeconds)
-	execLimit := tools.CapSeconds(m.cfg.ExecTimeout, keyLimits.ExecTimeoutSeconds, req.ExecTimeoutSeconds)
+	lifetime := governance.Clamp(seconds(m.cfg.Lifetime), keyLimits.LifetimeSeconds, seconds(req.Lifetime))
+	execLimit := tools.CapSeconds(m.cfg.ExecTimeout, keyLimits.ExecTimeoutSeconds, seconds(req.ExecTimeout))
 	memory := m.cfg.Memory
 	if req.MemoryMB > 0 && req.MemoryMB < memory>>20 {
 		memory = max(req.MemoryMB<<20, 32<<20)
@@ -275,7 +280,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		}
 	}
 	ready := m.now()
-	limits, _ := json.Marshal(Limits{MemoryMB: memory >> 20, CPUs: spec.CPUs, Pids: spec.Pids,
+	limits, _ := json.Marshal(storedLimits{MemoryMB: memory >> 20, CPUs: spec.CPUs, Pids: spec.Pids,
 		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: seconds(execLimit),
 		NetworkPolicy: req.NetworkPolicy.effective(internet)})
 	meta, _ := json.Marshal(req.Metadata)

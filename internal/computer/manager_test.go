@@ -262,7 +262,7 @@ func TestDeleteWhileReaperDestroysIsGone(t *testing.T) {
 	started, release := blockingKill(drv)
 	defer close(release)
 	f := newFixture(t, "", drv, nil)
-	v, err := f.mgr.Create(context.Background(), f.p, computer.CreateRequest{LifetimeSeconds: 1})
+	v, err := f.mgr.Create(context.Background(), f.p, computer.CreateRequest{Lifetime: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,15 +488,15 @@ func TestExecTimeoutIsClamped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := f.mgr.Create(ctx, kp, computer.CreateRequest{ExecTimeoutSeconds: 20})
+	v, err := f.mgr.Create(ctx, kp, computer.CreateRequest{ExecTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Limits.ExecTimeoutSeconds != 7 {
+	if v.Limits.ExecTimeout != 7*time.Second {
 		t.Fatalf("limits %+v", v.Limits)
 	}
 	for _, c := range []struct{ req, want int }{{0, 7}, {100, 7}, {3, 3}} {
-		if _, err := f.mgr.Exec(ctx, kp, v.ID, computer.ExecRequest{Command: "true", TimeoutSeconds: c.req}, nil); err != nil {
+		if _, err := f.mgr.Exec(ctx, kp, v.ID, computer.ExecRequest{Command: "true", Timeout: time.Duration(c.req) * time.Second}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if want := int64(time.Duration(c.want) * time.Second); got.Load() != want {

@@ -35,9 +35,10 @@ const (
 	PolicyAllowlist = "allowlist"
 )
 
-// NetworkPolicy is a computer's network_policy: "disabled" (only
+// NetworkPolicy is a computer's network policy: "disabled" (only
 // loopback, the default) or "allowlist" of domains and, as Cubicle's
-// addition, CIDRs reachable as IP literals.
+// addition, CIDRs reachable as IP literals. Its JSON tags are the store's
+// record of it (storedLimits), not an API shape.
 type NetworkPolicy struct {
 	Type           string   `json:"type"`
 	AllowedDomains []string `json:"allowed_domains,omitempty"`

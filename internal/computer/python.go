@@ -13,30 +13,31 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-// Python call limits (sandbox.MaxPythonTimeout, …) in the whole seconds
-// the API counts.
-const (
-	defaultPythonTimeout = int(sandbox.DefaultPythonTimeout / time.Second)
-	maxPythonTimeout     = int(sandbox.MaxPythonTimeout / time.Second)
-)
+// maxPythonTimeout is sandbox.MaxPythonTimeout in the whole seconds the
+// API counts.
+const maxPythonTimeout = int(sandbox.MaxPythonTimeout / time.Second)
 
-// PythonRequest is the body of POST /v1/computers/{id}/python.
+// PythonRequest is a python call: cells run in order in the computer's
+// kernel.
 type PythonRequest struct {
-	Cells   []PythonCell `json:"cells"`
-	Timeout int          `json:"timeout,omitempty"` // seconds, 1..600, default 30
-	Cwd     string       `json:"cwd,omitempty"`
-	Reset   bool         `json:"reset,omitempty"`
-	Mode    string       `json:"mode,omitempty"` // session (default) or per_call
+	Cells []PythonCell
+	// Timeout bounds the whole call, in whole seconds (a fraction is
+	// dropped): 0 is sandbox.DefaultPythonTimeout, at most
+	// sandbox.MaxPythonTimeout and the computer's exec limit.
+	Timeout time.Duration
+	Cwd     string
+	Reset   bool
+	Mode    string // session (default) or per_call
 	// SaveImages keeps every image the cells produce as an artifact (the
 	// key needs the artifacts capability); their ids are in the cells'
 	// artifacts.
-	SaveImages bool `json:"save_images,omitempty"`
+	SaveImages bool
 }
 
 // PythonCell is one cell of a python request.
 type PythonCell struct {
-	Code  string `json:"code"`
-	Title string `json:"title,omitempty"`
+	Code  string
+	Title string
 }
 
 // SandboxCells are cells as the sandbox runs them.
@@ -50,14 +51,14 @@ func SandboxCells(cells []PythonCell) []sandbox.PythonCell {
 
 // CellView is one cell of a python answer.
 type CellView struct {
-	Index          int             `json:"index"`
-	Title          string          `json:"title,omitempty"`
-	Status         string          `json:"status"`
-	ExecutionCount int             `json:"execution_count,omitempty"`
-	InputRequested bool            `json:"input_requested,omitempty"`
-	Truncated      bool            `json:"truncated,omitempty"`
-	Outputs        []kernel.Output `json:"outputs"`
-	Artifacts      []artifact.Ref  `json:"artifacts,omitempty"` // images kept with save_images
+	Index          int
+	Title          string
+	Status         string // sandbox.CellOK, CellError, ...
+	ExecutionCount int
+	InputRequested bool
+	Truncated      bool
+	Outputs        []kernel.Output
+	Artifacts      []artifact.Ref // images kept with SaveImages
 }
 
 // imageSaverFor returns the artifact store when p asked for save_images
@@ -77,14 +78,14 @@ func (m *Manager) imageSaverFor(p governance.Principal, want bool) (Artifacts, e
 
 // PythonResult is the answer of a python call.
 type PythonResult struct {
-	Status          string     `json:"status"`
-	Cells           []CellView `json:"cells"`
-	FailedCell      *int       `json:"failed_cell,omitempty"`
-	Cancelled       bool       `json:"cancelled"`
-	TimedOut        bool       `json:"timed_out"`
-	Message         string     `json:"message,omitempty"`
-	KernelRestarted bool       `json:"kernel_restarted,omitempty"`
-	DurationMS      int64      `json:"duration_ms"`
+	Status          string
+	Cells           []CellView
+	FailedCell      *int // nil: no cell failed
+	Cancelled       bool
+	TimedOut        bool
+	Message         string
+	KernelRestarted bool
+	Duration        time.Duration
 }
 
 // PythonStream receives each output as it happens.
@@ -110,7 +111,7 @@ func (r *PythonRequest) Validate() error {
 		return fieldError("cells", "give at least one cell")
 	case len(r.Cells) > sandbox.MaxPythonCells:
 		return fieldError("cells", "at most %d cells per call", sandbox.MaxPythonCells)
-	case r.Timeout < 0 || r.Timeout > maxPythonTimeout:
+	case seconds(r.Timeout) < 0 || seconds(r.Timeout) > maxPythonTimeout:
 		return fieldError("timeout", "timeout must be 1 to %d seconds", maxPythonTimeout)
 	case r.Mode != "" && r.Mode != "session" && r.Mode != "per_call":
 		return fieldError("mode", "mode must be session or per_call")
@@ -120,8 +121,8 @@ func (r *PythonRequest) Validate() error {
 			return fmt.Errorf("%w: cell %d is larger than %d bytes", ErrTooLarge, i, sandbox.MaxPythonCellBytes)
 		}
 	}
-	if r.Timeout == 0 {
-		r.Timeout = defaultPythonTimeout
+	if seconds(r.Timeout) == 0 {
+		r.Timeout = sandbox.DefaultPythonTimeout
 	}
 	return nil
 }
@@ -141,7 +142,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		return PythonResult{}, err
 	}
 	var saveErr error
-	timeout := tools.CapSeconds(l.execLimit, req.Timeout)
+	timeout := tools.CapSeconds(l.execLimit, seconds(req.Timeout))
 	ans := NewPythonAnswer(req.Cells, m.cfg.MaxOutputBytes)
 	artifacts := make([][]artifact.Ref, len(req.Cells))
 	start := time.Now()
@@ -201,7 +202,7 @@ func (m *Manager) stoppedDuring(id string, l *live) error {
 		return fmt.Errorf("%w: %s reached the end of its lifetime (%d seconds) while the call ran; its kernel and files are gone",
 			ErrGone, id, int(l.rec.ExpiresAt.Sub(*l.rec.ReadyAt).Round(time.Second).Seconds()))
 	}
-	return fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id)
+	return deletedError(id)
 }
 
 // PythonControl interrupts or restarts a computer's session kernel.

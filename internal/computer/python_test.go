@@ -62,11 +62,11 @@ func TestPythonLifetimeEndsDuringKernelStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close(ctx)
-	v, err := m.Create(ctx, p, CreateRequest{LifetimeSeconds: 2, NoPool: true})
+	v, err := m.Create(ctx, p, CreateRequest{Lifetime: 2 * time.Second, NoPool: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := m.Python(ctx, p, v.ID, PythonRequest{Cells: []PythonCell{{Code: "1"}}, Timeout: 30}, nil)
+	res, err := m.Python(ctx, p, v.ID, PythonRequest{Cells: []PythonCell{{Code: "1"}}, Timeout: 30 * time.Second}, nil)
 	want := v.ID + " reached the end of its lifetime (2 seconds) while the call ran"
 	if !errors.Is(err, ErrGone) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("python in a computer whose lifetime ran out: %+v %v", res, err)

@@ -50,7 +50,7 @@ func (a *PythonAnswer) Result(res sandbox.PythonResult, elapsed time.Duration) P
 		}
 	}
 	out := PythonResult{Status: res.Status, Cells: cells, Cancelled: res.Cancelled, TimedOut: res.TimedOut,
-		Message: res.Message, KernelRestarted: res.KernelRestarted, DurationMS: elapsed.Milliseconds()}
+		Message: res.Message, KernelRestarted: res.KernelRestarted, Duration: elapsed}
 	if res.FailedCell >= 0 {
 		fc := res.FailedCell
 		out.FailedCell = &fc

@@ -30,7 +30,7 @@ func TestPythonAnswer(t *testing.T) {
 		1500*time.Millisecond)
 	c := res.Cells
 	if res.Status != "error" || res.FailedCell == nil || *res.FailedCell != 1 || res.Message != "m" || !res.KernelRestarted ||
-		res.DurationMS != 1500 || len(c) != 2 || c[0].Title != "one" || c[0].ExecutionCount != 3 || c[1].Status != "error" || !c[1].Truncated {
+		res.Duration != 1500*time.Millisecond || len(c) != 2 || c[0].Title != "one" || c[0].ExecutionCount != 3 || c[1].Status != "error" || !c[1].Truncated {
 		t.Fatalf("%+v", res)
 	}
 	if len(c[0].Outputs) != 1 || c[0].Outputs[0].Text != "xy" || len(c[1].Outputs) != 1 || c[1].Outputs[0].EName != "E" {

@@ -7,8 +7,35 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
-// Limits are a computer's effective limits, as shown to clients.
+// Limits are a computer's effective limits.
 type Limits struct {
+	MemoryMB    int64
+	CPUs        float64
+	Pids        int64
+	DiskMB      int64
+	Lifetime    time.Duration // whole seconds
+	ExecTimeout time.Duration // whole seconds
+	// NetworkPolicy is an internet computer's policy (nil: loopback only).
+	NetworkPolicy *NetworkPolicy
+}
+
+// View is a computer as the service shows it; each transport has its own
+// shape of it (internal/httpapi).
+type View struct {
+	ID        string
+	Status    string
+	CreatedAt time.Time
+	ReadyAt   *time.Time // nil until it is ready
+	ExpiresAt time.Time
+	StoppedAt *time.Time // nil while it lives
+	Limits    Limits
+	Metadata  map[string]string // never nil
+	// Failure says why a failed computer ended (status "failed").
+	Failure string
+}
+
+// storedLimits is Limits as the store records them (store.Computer.Limits).
+type storedLimits struct {
 	MemoryMB           int64   `json:"memory_mb"`
 	CPUs               float64 `json:"cpus"`
 	Pids               int64   `json:"pids"`
@@ -20,34 +47,14 @@ type Limits struct {
 	NetworkPolicy *NetworkPolicy `json:"network_policy,omitempty"`
 }
 
-// View is the computer object of the API.
-type View struct {
-	ID        string            `json:"id"`
-	Object    string            `json:"object"`
-	Status    string            `json:"status"`
-	CreatedAt int64             `json:"created_at"`
-	ReadyAt   *int64            `json:"ready_at"`
-	ExpiresAt int64             `json:"expires_at"`
-	StoppedAt *int64            `json:"stopped_at,omitempty"`
-	Limits    Limits            `json:"limits"`
-	Metadata  map[string]string `json:"metadata"`
-	// Failure says why a failed computer ended (status "failed").
-	Failure string `json:"failure,omitempty"`
-}
-
-func unix(t *time.Time) *int64 {
-	if t == nil {
-		return nil
-	}
-	v := t.Unix()
-	return &v
-}
-
 func viewOf(c store.Computer) View {
-	v := View{ID: c.ID, Object: "computer", Status: c.Status, CreatedAt: c.CreatedAt.Unix(),
-		ReadyAt: unix(c.ReadyAt), ExpiresAt: c.ExpiresAt.Unix(), StoppedAt: unix(c.DestroyedAt),
-		Metadata: map[string]string{}, Failure: c.Failure}
-	json.Unmarshal(c.Limits, &v.Limits)
+	v := View{ID: c.ID, Status: c.Status, CreatedAt: c.CreatedAt, ReadyAt: c.ReadyAt, ExpiresAt: c.ExpiresAt,
+		StoppedAt: c.DestroyedAt, Metadata: map[string]string{}, Failure: c.Failure}
+	var l storedLimits
+	json.Unmarshal(c.Limits, &l)
+	v.Limits = Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
+		Lifetime: time.Duration(l.LifetimeSeconds) * time.Second, ExecTimeout: time.Duration(l.ExecTimeoutSeconds) * time.Second,
+		NetworkPolicy: l.NetworkPolicy}
 	json.Unmarshal(c.Metadata, &v.Metadata)
 	if v.Metadata == nil {
 		v.Metadata = map[string]string{}

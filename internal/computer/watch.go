@@ -38,7 +38,7 @@ func (m *Manager) Watch(ctx context.Context, p governance.Principal, id string) 
 				gone := l.gone()
 				m.mu.Unlock()
 				if gone {
-					cancel(fmt.Errorf("%w: %s was deleted while the call ran", ErrGone, id))
+					cancel(deletedError(id))
 					return
 				}
 			}

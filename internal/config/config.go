@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 )
 
 // Config is the whole configuration. Field tags name the TOML keys; the
@@ -188,7 +190,7 @@ func Default() Config {
 		Computers: Computers{
 			Enabled: true, Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
-			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: 1 << 20,
+			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: kernel.DefaultMaxOutputBytes,
 			UIDRange: DefaultUIDRange,
 		},
 		Python:  Python{Prelude: DefaultPrelude},

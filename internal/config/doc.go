@@ -9,6 +9,9 @@
 // [files]: files; the gateway's timeouts and max_rounds: responses) is 0
 // in Default and 0 means that default, so the number is defined once, in
 // the component; docs/api.md names it and cmd/cubicle's
-// TestComponentDefaults checks the two agree. It may import only the
-// standard library and BurntSushi/toml.
+// TestComponentDefaults checks the two agree. A limit a lower layer
+// defines is read from there (a computer's least memory, disk and pids:
+// internal/sandbox; the per-cell output default: internal/kernel). It may
+// import the standard library, BurntSushi/toml, internal/sandbox and
+// internal/kernel.
 package config

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Validate checks every value and names the first bad key.
@@ -57,14 +59,14 @@ func (s Server) validate() error {
 
 func (k Computers) validate() error {
 	switch {
-	case k.Memory < 16<<20:
-		return invalid("computers.memory", "must be at least 16M")
-	case k.Pids < 8:
-		return invalid("computers.pids", "must be at least 8")
+	case k.Memory < sandbox.MinMemory:
+		return invalid("computers.memory", "must be at least %s", Size(sandbox.MinMemory))
+	case k.Pids < sandbox.MinPids:
+		return invalid("computers.pids", "must be at least %d", sandbox.MinPids)
 	case k.CPUs < 0:
 		return invalid("computers.cpus", "must not be negative")
-	case k.Disk < 16<<20:
-		return invalid("computers.disk", "must be at least 16M")
+	case k.Disk < sandbox.MinDisk:
+		return invalid("computers.disk", "must be at least %s", Size(sandbox.MinDisk))
 	case k.LifetimeSeconds < 1:
 		return invalid("computers.lifetime_seconds", "must be at least 1")
 	case k.ExecTimeoutSeconds < 1:

@@ -89,16 +89,20 @@ func SanitizeFilename(name string) (string, error) {
 func fileKey(id string) string     { return "files/" + id }
 func artifactKey(id string) string { return "artifacts/" + id }
 
-func needFiles(p governance.Principal) error {
+// NeedFiles is nil for a key with the files capability, else
+// governance.ErrForbidden saying so.
+func NeedFiles(p governance.Principal) error {
 	if !p.Caps.HasFiles() {
-		return fmt.Errorf("%w: the key lacks the files capability", governance.ErrForbidden)
+		return fmt.Errorf("%w: %s", governance.ErrForbidden, SkipNoFilesCap)
 	}
 	return nil
 }
 
-func needArtifacts(p governance.Principal) error {
+// NeedArtifacts is nil for a key with the artifacts capability, else
+// governance.ErrForbidden saying so.
+func NeedArtifacts(p governance.Principal) error {
 	if !p.Caps.HasArtifacts() {
-		return fmt.Errorf("%w: the key lacks the artifacts capability", governance.ErrForbidden)
+		return fmt.Errorf("%w: %s", governance.ErrForbidden, SkipNoArtifactsCap)
 	}
 	return nil
 }
@@ -106,7 +110,7 @@ func needArtifacts(p governance.Principal) error {
 // Upload stores r as a new file of p's organisation. A stream longer than
 // MaxBytes is ErrTooLarge and leaves nothing behind.
 func (s *Service) Upload(ctx context.Context, p governance.Principal, filename, purpose string, r io.Reader) (store.File, error) {
-	if err := needFiles(p); err != nil {
+	if err := NeedFiles(p); err != nil {
 		return store.File{}, err
 	}
 	name, err := SanitizeFilename(filename)
@@ -145,7 +149,7 @@ func storeErr(ctx context.Context, what string, err error) error {
 
 // GetFile returns a file of p's organisation.
 func (s *Service) GetFile(ctx context.Context, p governance.Principal, id string) (store.File, error) {
-	if err := needFiles(p); err != nil {
+	if err := NeedFiles(p); err != nil {
 		return store.File{}, err
 	}
 	return s.st.Files().Get(ctx, p.Org.ID, id)
@@ -153,7 +157,7 @@ func (s *Service) GetFile(ctx context.Context, p governance.Principal, id string
 
 // ListFiles returns p's organisation's files, newest first.
 func (s *Service) ListFiles(ctx context.Context, p governance.Principal) ([]store.File, error) {
-	if err := needFiles(p); err != nil {
+	if err := NeedFiles(p); err != nil {
 		return nil, err
 	}
 	return s.st.Files().List(ctx, p.Org.ID)
@@ -174,7 +178,7 @@ func (s *Service) OpenFile(ctx context.Context, p governance.Principal, id strin
 
 // DeleteFile deletes a file: its record is marked and its bytes removed.
 func (s *Service) DeleteFile(ctx context.Context, p governance.Principal, id string) error {
-	if err := needFiles(p); err != nil {
+	if err := NeedFiles(p); err != nil {
 		return err
 	}
 	err := s.st.Files().Delete(ctx, p.Org.ID, id, s.now().UTC())
@@ -197,7 +201,7 @@ func (s *Service) DeleteFile(ctx context.Context, p governance.Principal, id str
 
 // GetArtifact returns an artifact of p's organisation.
 func (s *Service) GetArtifact(ctx context.Context, p governance.Principal, id string) (store.Artifact, error) {
-	if err := needArtifacts(p); err != nil {
+	if err := NeedArtifacts(p); err != nil {
 		return store.Artifact{}, err
 	}
 	return s.st.Artifacts().Get(ctx, p.Org.ID, id)
@@ -206,7 +210,7 @@ func (s *Service) GetArtifact(ctx context.Context, p governance.Principal, id st
 // ListArtifacts returns p's organisation's artifacts, newest first,
 // optionally of one computer and/or response.
 func (s *Service) ListArtifacts(ctx context.Context, p governance.Principal, computerID, responseID string) ([]store.Artifact, error) {
-	if err := needArtifacts(p); err != nil {
+	if err := NeedArtifacts(p); err != nil {
 		return nil, err
 	}
 	return s.st.Artifacts().List(ctx, store.ArtifactFilter{OrgID: p.Org.ID, ComputerID: computerID, ResponseID: responseID})
@@ -231,7 +235,7 @@ func (s *Service) OpenArtifact(ctx context.Context, p governance.Principal, id s
 // changed while it was read is read once more, then refused with
 // sandbox.ErrChanging. Sandbox errors are returned as they are.
 func (s *Service) Export(ctx context.Context, p governance.Principal, sb sandbox.Files, computerID, filePath string) (artifact.Ref, error) {
-	if err := needArtifacts(p); err != nil {
+	if err := NeedArtifacts(p); err != nil {
 		return artifact.Ref{}, err
 	}
 	buf, err := snapshot(ctx, sb, filePath)
@@ -266,7 +270,7 @@ func snapshot(ctx context.Context, sb sandbox.Files, filePath string) (*bytes.Bu
 // SaveImage keeps an image a kernel produced in computerID as an artifact
 // of p (python calls with save_images).
 func (s *Service) SaveImage(ctx context.Context, p governance.Principal, computerID, filename string, png []byte) (artifact.Ref, error) {
-	if err := needArtifacts(p); err != nil {
+	if err := NeedArtifacts(p); err != nil {
 		return artifact.Ref{}, err
 	}
 	return s.keep(ctx, p, computerID, filename, bytes.NewReader(png))

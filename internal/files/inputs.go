@@ -25,7 +25,8 @@ const (
 	ArtifactsDir = "/workspace/artifacts"
 )
 
-// Reasons of a skipped input (InputsReport.Skipped), fixed sentences.
+// Reasons of a skipped input (InputsReport.Skipped), fixed sentences; the
+// first two are also the detail of NeedFiles' and NeedArtifacts' errors.
 const (
 	SkipNoFilesCap     = "the key lacks the files capability"
 	SkipNoArtifactsCap = "the key lacks the artifacts capability"

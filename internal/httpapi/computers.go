@@ -18,17 +18,17 @@ import (
 )
 
 func (a *API) createComputer(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	var req computer.CreateRequest
+	var body createBody
 	if r.ContentLength != 0 {
-		if err := decode(r, &req); err != nil {
+		if err := decode(r, &body); err != nil {
 			return err
 		}
 	}
-	v, err := a.comp.Create(r.Context(), p, req)
+	v, err := a.comp.Create(r.Context(), p, body.request())
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, v)
+	writeJSON(w, http.StatusCreated, computerViewOf(v))
 	return nil
 }
 
@@ -46,7 +46,7 @@ func (a *API) listComputers(w http.ResponseWriter, r *http.Request, p governance
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": computerViewsOf(list)})
 	return nil
 }
 
@@ -55,7 +55,7 @@ func (a *API) getComputer(w http.ResponseWriter, r *http.Request, p governance.P
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, computerViewOf(v))
 	return nil
 }
 

@@ -7,8 +7,9 @@
 // messages). Every request gets its id and logger (internal/log) in
 // ServeHTTP; middleware.go attaches the route, key, organisation and
 // computer. Bodies that carry values of the layers below have their own
-// types, converted in one place (models.go) and pinned byte for byte by
-// testdata/golden (TestGoldenJSON). It holds no business logic.
+// types (models.go), converted in one place (convert.go, where seconds and
+// milliseconds meet the service's time.Duration) and pinned byte for byte
+// by testdata/golden (TestGolden*). It holds no business logic.
 // Everything it serves is given to New in one Options value (the files
 // service, the gateway, the Jupyter API as a Mount, the body timeout); the
 // only state that changes while serving is readiness (SetReady, after the

@@ -11,24 +11,6 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 )
 
-// execBody is the exec request with the transport's output encoding:
-// "utf-8" (the default: text, invalid bytes shown as U+FFFD) or "base64"
-// (lossless: stdout, stderr and every streamed data are base64).
-type execBody struct {
-	computer.ExecRequest
-	Encoding string `json:"encoding,omitempty"`
-	// TimeoutSeconds (shadowing the request's) and its alias Timeout:
-	// callTimeout.
-	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
-	Timeout        *int `json:"timeout,omitempty"`
-}
-
-// execAnswer is the exec result as sent, naming a non-default encoding.
-type execAnswer struct {
-	computer.ExecResult
-	Encoding string `json:"encoding,omitempty"`
-}
-
 func (b *execBody) check() error {
 	switch b.Encoding {
 	case "", "utf-8":
@@ -41,8 +23,8 @@ func (b *execBody) check() error {
 	if err != nil {
 		return err
 	}
-	b.ExecRequest.TimeoutSeconds = t
-	return checkExec(b.ExecRequest)
+	b.timeout = t
+	return checkExec(b.request())
 }
 
 // answer encodes res's streams as the request asked.
@@ -51,7 +33,7 @@ func (b *execBody) answer(res computer.ExecResult) execAnswer {
 		res.Stdout = base64.StdEncoding.EncodeToString([]byte(res.Stdout))
 		res.Stderr = base64.StdEncoding.EncodeToString([]byte(res.Stderr))
 	}
-	return execAnswer{ExecResult: res, Encoding: b.Encoding}
+	return execAnswerOf(res, b.Encoding)
 }
 
 func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
@@ -62,7 +44,7 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 	if err := body.check(); err != nil {
 		return err
 	}
-	req, id := body.ExecRequest, r.PathValue("id")
+	req, id := body.request(), r.PathValue("id")
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		res, err := a.comp.Exec(r.Context(), p, id, req, nil)
 		if err != nil {
@@ -88,7 +70,7 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 		return nil
 	}
 	res.Stdout, res.Stderr = "", "" // already streamed
-	sse.send("exit", execAnswer{ExecResult: res, Encoding: body.Encoding})
+	sse.send("exit", execAnswerOf(res, body.Encoding))
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
@@ -72,14 +73,14 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request, p governance.Pr
 	if err != nil {
 		return err
 	}
-	if !p.Caps.HasFiles() {
-		return fmt.Errorf("%w: the key lacks the files capability", governance.ErrForbidden)
+	if err := files.NeedFiles(p); err != nil {
+		return err
 	}
 	limit := svc.MaxBytes()
 	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mediaType == "multipart/form-data" {
 		if r.ContentLength > limit+multipartSlack {
-			return fmt.Errorf("%w: files are limited to %d bytes", errTooLarge, limit)
+			return fmt.Errorf("%w: %s", errTooLarge, sandbox.FilesLimited(limit))
 		}
 		mr, err := r.MultipartReader()
 		if err != nil {
@@ -122,7 +123,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request, p governance.Pr
 		return withParam("filename", fmt.Errorf("%w: filename is required (query parameter) for a raw upload", errBadRequest))
 	}
 	if r.ContentLength > limit {
-		return fmt.Errorf("%w: files are limited to %d bytes", errTooLarge, limit)
+		return fmt.Errorf("%w: %s", errTooLarge, sandbox.FilesLimited(limit))
 	}
 	f, err := svc.Upload(r.Context(), p, name, q.Get("purpose"), r.Body)
 	if err != nil {

@@ -3,15 +3,20 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
+	"github.com/cubicle-sandbox/cubicle/internal/jupyter"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
@@ -27,6 +32,10 @@ var goldenModTime = time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
 func goldenSandbox(ctx context.Context, spec sandbox.Spec) (*sandboxtest.Sandbox, error) {
 	return &sandboxtest.Sandbox{
 		ExecFunc: func(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
+			if req.Command == "fail" { // an error after output: an SSE error event
+				sio.Stdout.Write([]byte("partial\n"))
+				return sandbox.ExitStatus{}, fmt.Errorf("%w: fork failed", sandbox.ErrProcLimit)
+			}
 			sio.Stdout.Write([]byte("hello\n"))
 			sio.Stderr.Write([]byte("warn é\n"))
 			return sandbox.ExitStatus{ExitCode: 3, Duration: 12 * time.Millisecond}, nil
@@ -76,14 +85,36 @@ func goldenPython(ctx context.Context, req sandbox.PythonRequest, on func(sandbo
 }
 
 // volatile are the values that change between runs: times and measured
-// durations.
-var volatile = regexp.MustCompile(`"(created_at|ready_at|expires_at|duration_ms)":[0-9]+`)
+// durations (as numbers or as strings), and random ids and secrets; each
+// is replaced by a fixed value of its shape.
+var volatile = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`"(created_at|ready_at|expires_at|stopped_at|completed_at|duration_ms|seconds|quantity)":[0-9]+`), `"$1":0`},
+	{regexp.MustCompile(`"(created_at|ready_at|expires_at|revoked_at|destroyed_at|last_activity)":"[^"]*"`), `"$1":"T"`},
+	{regexp.MustCompile(`\b(req|org|key|srv)_[0-9a-f]{24}\b`), `${1}_0`},
+	{regexp.MustCompile(`\b(resp|msg|ci|fc)_[0-9a-f]{24}\b`), `${1}_0`},
+	{regexp.MustCompile(`\bcub_[0-9a-f]{48}\b`), `cub_0`},
+	{regexp.MustCompile(`"prefix":"cub_[0-9a-f]{4}"`), `"prefix":"cub_0"`},
+	{regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), `00000000-0000-0000-0000-000000000000`},
+}
+
+// normalise replaces the volatile values of a body.
+func normalise(b []byte) []byte {
+	for _, v := range volatile {
+		b = v.re.ReplaceAll(b, []byte(v.with))
+	}
+	return b
+}
 
 // TestGoldenJSON pins every public JSON shape of the computers API that
 // comes from the layers below (computer view, exec and python answers and
 // their SSE events, file listing, write result, tool results), byte for
 // byte: a change of the control channel or of the sandbox's types cannot
-// change the API silently. Run with -update to accept a deliberate change.
+// change the API silently. The other TestGolden* pin the rest of the
+// public bodies (errors, admin, usage and audit, the Responses gateway,
+// the Kernel Gateway API). Run with -update to accept a deliberate change.
 func TestGoldenJSON(t *testing.T) {
 	drv := &sandboxtest.Driver{New: goldenSandbox}
 	e := newEnvOn(t, t.TempDir(), drv, nil)
@@ -128,7 +159,7 @@ func checkGolden(t *testing.T, name string, code int, r resp) {
 		t.Errorf("%s: status %d, want %d: %s", name, r.code, code, r.body)
 		return
 	}
-	got := volatile.ReplaceAll(r.body, []byte(`"$1":0`))
+	got := normalise(r.body)
 	file := filepath.Join("testdata", "golden", name+".txt")
 	if *update {
 		if err := os.WriteFile(file, got, 0o644); err != nil {
@@ -143,4 +174,184 @@ func checkGolden(t *testing.T, name string, code int, r resp) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s: the body changed:\n got %s\nwant %s", name, got, want)
 	}
+}
+
+// goldenCase is one request of a golden test and the status it must get.
+type goldenCase struct {
+	name         string
+	method, path string
+	body         any
+	hdr          map[string]string
+	code         int
+}
+
+// runGolden sends each case with key and checks its body against its file.
+func runGolden(t *testing.T, e *env, key string, cases []goldenCase) {
+	t.Helper()
+	for _, tc := range cases {
+		r := e.doCtx(context.Background(), key, tc.method, tc.path, tc.body, tc.hdr)
+		checkGolden(t, tc.name, tc.code, r)
+	}
+}
+
+// TestGoldenErrors pins the REST error body (OpenAI's shape with the
+// request id) for each kind of failure a client meets first: no key, a
+// forbidden route, a missing object, a wrong parameter, no route, a
+// malformed body and a transport that is not configured.
+func TestGoldenErrors(t *testing.T) {
+	drv := &sandboxtest.Driver{New: goldenSandbox}
+	e := newEnvOn(t, t.TempDir(), drv, nil)
+	_, key := e.newKey("", computerCaps)
+	e.do(key, "POST", "/v1/computers", nil)
+	base := "/v1/computers/" + drv.Last().ID()
+	checkGolden(t, "error_unauthenticated", http.StatusUnauthorized, e.do("", "GET", "/v1/computers", nil))
+	runGolden(t, e, key, []goldenCase{
+		{"error_forbidden", "GET", "/v1/admin/keys", nil, nil, 403},
+		{"error_not_found", "GET", "/v1/computers/cmp_missing", nil, nil, 404},
+		{"error_param", "GET", "/v1/audit?limit=0", nil, nil, 400},
+		{"error_no_route", "GET", "/v1/nothing", nil, nil, 404},
+		{"error_bad_json", "POST", base + "/exec", "{", nil, 400},
+		{"error_unknown_field", "POST", base + "/exec", map[string]any{"command": "x", "bogus": 1}, nil, 400},
+		{"error_exec_sse", "POST", base + "/exec", map[string]any{"command": "fail"}, map[string]string{"Accept": "text/event-stream"}, 200},
+		{"error_no_gateway", "POST", "/v1/responses", map[string]any{"model": "m", "input": "hi"}, nil, 503},
+	})
+}
+
+// TestGoldenAdmin pins the admin bodies (organisations and keys) and the
+// usage and audit lists of an organisation that made and deleted one
+// computer.
+func TestGoldenAdmin(t *testing.T) {
+	drv := &sandboxtest.Driver{New: goldenSandbox}
+	e := newEnvOn(t, t.TempDir(), drv, nil)
+	r := e.do(e.admin, "POST", "/v1/admin/orgs", map[string]any{"name": "acme", "allow_computer": true})
+	checkGolden(t, "admin_org_create", http.StatusCreated, r)
+	var org struct {
+		ID string `json:"id"`
+	}
+	r.json(t, &org)
+	checkGolden(t, "admin_org_list", http.StatusOK, e.do(e.admin, "GET", "/v1/admin/orgs", nil))
+	r = e.do(e.admin, "POST", "/v1/admin/keys", map[string]any{"org_id": org.ID, "name": "k1", "capabilities": json.RawMessage(computerCaps)})
+	checkGolden(t, "admin_key_create", http.StatusCreated, r)
+	var k struct {
+		Key struct {
+			ID string `json:"id"`
+		} `json:"key"`
+		Secret string `json:"secret"`
+	}
+	r.json(t, &k)
+	checkGolden(t, "admin_key_list", http.StatusOK, e.do(e.admin, "GET", "/v1/admin/keys?org_id="+org.ID, nil))
+
+	c := e.do(k.Secret, "POST", "/v1/computers", nil)
+	if c.code != http.StatusCreated {
+		t.Fatalf("create: %s", c)
+	}
+	id := drv.Last().ID()
+	if r := e.do(k.Secret, "DELETE", "/v1/computers/"+id, nil); r.code != http.StatusNoContent && r.code != http.StatusOK {
+		t.Fatalf("delete: %s", r)
+	}
+	checkGolden(t, "computer_deleted", http.StatusOK, e.do(k.Secret, "GET", "/v1/computers/"+id, nil))
+	checkGolden(t, "usage", http.StatusOK, e.do(k.Secret, "GET", "/v1/usage", nil))
+	checkGolden(t, "audit", http.StatusOK, e.do(k.Secret, "GET", "/v1/audit", nil))
+
+	r = e.do(e.admin, "DELETE", "/v1/admin/keys/"+k.Key.ID, nil)
+	if r.code != http.StatusNoContent || len(r.body) != 0 {
+		t.Fatalf("revoke: %s", r)
+	}
+	checkGolden(t, "admin_key_list_revoked", http.StatusOK, e.do(e.admin, "GET", "/v1/admin/keys?org_id="+org.ID, nil))
+}
+
+// goldenUpstream asks for one code_interpreter call, then answers text.
+func goldenUpstream(n int, req map[string]any) (int, any) {
+	if n%2 == 1 {
+		return 200, toolCallAnswer("code_interpreter", `{"code":"print(1+1)"}`)
+	}
+	return 200, chatAnswer(map[string]any{"role": "assistant", "content": "The answer is 2"})
+}
+
+// goldenPythonOK is a cell that prints and shows an image.
+func goldenPythonOK(ctx context.Context, req sandbox.PythonRequest, on func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
+	for _, o := range []sandbox.PythonOutput{
+		{Output: kernel.Output{Type: "stream", Name: "stdout", Text: "2\n"}},
+		{Output: kernel.Output{Type: "display_data", PNG: goldenPNG, Width: 1, Height: 1}},
+	} {
+		if on != nil {
+			on(o)
+		}
+	}
+	return sandbox.PythonResult{Status: "ok", Cells: []sandbox.CellResult{{Index: 0, Status: "ok", ExecutionCount: 1}}}, nil
+}
+
+// TestGoldenResponses pins the Responses gateway's response object (with a
+// code_interpreter call run by the scripted sandbox and a message), the
+// same response streamed (every event), a stored response read back, and
+// the gateway's error body.
+func TestGoldenResponses(t *testing.T) {
+	drv := &sandboxtest.Driver{New: func(ctx context.Context, spec sandbox.Spec) (*sandboxtest.Sandbox, error) {
+		sb, err := goldenSandbox(ctx, spec)
+		sb.PythonFunc = goldenPythonOK
+		return sb, err
+	}}
+	e := newEnvOn(t, t.TempDir(), drv, nil)
+	e.withGateway(newScripted(t, goldenUpstream))
+	_, key := e.newKey("", computerCaps)
+	body := map[string]any{"model": "m", "input": "1+1?", "tools": ciTool, "include": []string{"code_interpreter_call.outputs"}}
+	r := e.do(key, "POST", "/v1/responses", body)
+	checkGolden(t, "responses_create", http.StatusOK, r)
+	var out struct {
+		ID string `json:"id"`
+	}
+	r.json(t, &out)
+	e.waitDestroyed(key, out.ID)
+	checkGolden(t, "responses_get", http.StatusOK, e.do(key, "GET", "/v1/responses/"+out.ID, nil))
+
+	stream := map[string]any{"model": "m", "input": "1+1?", "tools": ciTool, "stream": true, "include": []string{"code_interpreter_call.outputs"}}
+	r = e.do(key, "POST", "/v1/responses", stream)
+	checkGolden(t, "responses_stream", http.StatusOK, r)
+	runGolden(t, e, key, []goldenCase{
+		{"responses_error_param", "POST", "/v1/responses", map[string]any{"model": "m", "input": "hi", "temperature": "hot"}, nil, 400},
+		{"responses_error_not_found", "GET", "/v1/responses/resp_missing", nil, nil, 404},
+	})
+}
+
+// goldenKernel is a kernel relay that answers nothing: the Kernel Gateway
+// API's REST bodies need only its existence.
+type goldenKernel struct {
+	once sync.Once
+	msgs chan sandbox.KernelMessage
+}
+
+func (k *goldenKernel) Send(ctx context.Context, m sandbox.KernelMessage) error { return nil }
+func (k *goldenKernel) Messages() <-chan sandbox.KernelMessage                  { return k.msgs }
+func (k *goldenKernel) Interrupt(ctx context.Context) error                     { return nil }
+func (k *goldenKernel) Restart(ctx context.Context) error                       { return nil }
+func (k *goldenKernel) Err() error                                              { return nil }
+func (k *goldenKernel) Close(ctx context.Context) error {
+	k.once.Do(func() { close(k.msgs) })
+	return nil
+}
+
+// TestGoldenJupyter pins the Kernel Gateway API's bodies (kernel specs,
+// a started kernel, the kernel list) and its error body, served on the
+// REST listener as serve mounts it.
+func TestGoldenJupyter(t *testing.T) {
+	drv := &sandboxtest.Driver{New: func(ctx context.Context, spec sandbox.Spec) (*sandboxtest.Sandbox, error) {
+		return &sandboxtest.Sandbox{OpenKernelFunc: func(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error) {
+			return &goldenKernel{msgs: make(chan sandbox.KernelMessage)}, nil
+		}}, nil
+	}}
+	e := newEnvOn(t, t.TempDir(), drv, nil)
+	kgw := jupyter.New(jupyter.Config{}, e.mgr, e.gov)
+	t.Cleanup(func() { kgw.Close(context.Background()) })
+	e.rewire(func(o *httpapi.Options) { o.Mounts = append(o.Mounts, kgw) })
+	_, key := e.newKey("", computerCaps)
+	checkGolden(t, "jupyter_error_unauthenticated", http.StatusUnauthorized, e.do("", "GET", "/api/kernels", nil))
+	runGolden(t, e, key, []goldenCase{
+		{"jupyter_kernelspecs", "GET", "/api/kernelspecs", nil, nil, 200},
+		{"jupyter_kernelspec", "GET", "/api/kernelspecs/python3", nil, nil, 200},
+		{"jupyter_kernels_empty", "GET", "/api/kernels", nil, nil, 200},
+		{"jupyter_kernel_start", "POST", "/api/kernels", map[string]any{"name": "python3"}, nil, 201},
+		{"jupyter_kernels", "GET", "/api/kernels", nil, nil, 200},
+		{"jupyter_error_not_found", "GET", "/api/kernels/00000000-0000-4000-8000-000000000000", nil, nil, 404},
+		{"jupyter_error_bad_request", "POST", "/api/kernels", "{", nil, 400},
+	})
 }

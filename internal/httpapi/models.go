@@ -1,15 +1,95 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"time"
 
-	"github.com/cubicle-sandbox/cubicle/internal/kernel"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/artifact"
+	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
-// The REST API's own shapes of what comes from the sandbox layer, and the
-// one place each is converted: a change below (the sandbox's types, the
-// control channel) cannot change a body (testdata/golden pins them).
+// The REST API's own shapes of the service's values: bodies of the layers
+// below never reach a client as they are, so a change there (the service's
+// types, the sandbox's, the control channel) cannot change a body
+// (testdata/golden pins them). Durations are whole seconds or milliseconds
+// here, time.Duration below; convert.go is the one place they are
+// converted.
+
+// computerLimits are a computer's effective limits.
+type computerLimits struct {
+	MemoryMB           int64   `json:"memory_mb"`
+	CPUs               float64 `json:"cpus"`
+	Pids               int64   `json:"pids"`
+	DiskMB             int64   `json:"disk_mb"`
+	LifetimeSeconds    int     `json:"lifetime_seconds"`
+	ExecTimeoutSeconds int     `json:"exec_timeout_seconds"`
+	// NetworkPolicy is an internet computer's (absent: loopback only).
+	NetworkPolicy *networkPolicy `json:"network_policy,omitempty"`
+}
+
+// networkPolicy is a computer's network_policy (OpenAI's container shape,
+// with allowed_cidrs as Cubicle's addition; docs/network.md).
+type networkPolicy struct {
+	Type           string   `json:"type"`
+	AllowedDomains []string `json:"allowed_domains,omitempty"`
+	AllowedCIDRs   []string `json:"allowed_cidrs,omitempty"`
+}
+
+// computerView is the computer object.
+type computerView struct {
+	ID        string            `json:"id"`
+	Object    string            `json:"object"`
+	Status    string            `json:"status"`
+	CreatedAt int64             `json:"created_at"`
+	ReadyAt   *int64            `json:"ready_at"`
+	ExpiresAt int64             `json:"expires_at"`
+	StoppedAt *int64            `json:"stopped_at,omitempty"`
+	Limits    computerLimits    `json:"limits"`
+	Metadata  map[string]string `json:"metadata"`
+	Failure   string            `json:"failure,omitempty"`
+}
+
+// createBody is the body of POST /v1/computers.
+type createBody struct {
+	MemoryMB           int64             `json:"memory_mb,omitempty"`
+	LifetimeSeconds    int               `json:"lifetime_seconds,omitempty"`
+	ExecTimeoutSeconds int               `json:"exec_timeout_seconds,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
+	NetworkPolicy      *networkPolicy    `json:"network_policy,omitempty"`
+}
+
+// execBody is the body of POST /v1/computers/{id}/exec, with the
+// transport's output encoding: "utf-8" (the default: text, invalid bytes
+// shown as U+FFFD) or "base64" (lossless: stdout, stderr and every
+// streamed data are base64). Its timeout comes under either name
+// (callTimeout).
+type execBody struct {
+	Command        string            `json:"command,omitempty"`
+	Argv           []string          `json:"argv,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Stdin          string            `json:"stdin,omitempty"`
+	Encoding       string            `json:"encoding,omitempty"`
+	TimeoutSeconds *int              `json:"timeout_seconds,omitempty"`
+	Timeout        *int              `json:"timeout,omitempty"`
+
+	timeout int // seconds, from either name (check)
+}
+
+// execAnswer is the answer of an exec (whole, or the "exit" event of a
+// streamed one), naming a non-default encoding.
+type execAnswer struct {
+	ExitCode        int    `json:"exit_code"`
+	Signal          int    `json:"signal,omitempty"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	TimedOut        bool   `json:"timed_out"`
+	OOMKilled       bool   `json:"oom_killed"`
+	DurationMS      int64  `json:"duration_ms"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	Encoding        string `json:"encoding,omitempty"`
+}
 
 // fileEntry is one file of a listing (GET /v1/computers/{id}/files).
 type fileEntry struct {
@@ -28,30 +108,99 @@ type fileListing struct {
 	Truncated bool        `json:"truncated"`
 }
 
-func listingView(l sandbox.Listing) fileListing {
-	out := fileListing{Data: make([]fileEntry, len(l.Entries)), Object: "list", Truncated: l.Truncated}
-	for i, fi := range l.Entries {
-		out.Data[i] = fileEntry(fi)
-	}
-	return out
-}
-
 // fileWritten is the answer of PUT /v1/computers/{id}/files/{path}.
 type fileWritten struct {
 	Bytes int64  `json:"bytes"`
 	Path  string `json:"path"`
 }
 
-func writtenView(w sandbox.Written) fileWritten {
-	return fileWritten{Bytes: w.Bytes, Path: w.Path}
+// pythonBody is the body of POST /v1/computers/{id}/python, with its
+// timeout under either name (callTimeout).
+type pythonBody struct {
+	Cells          []pythonCellBody `json:"cells"`
+	Cwd            string           `json:"cwd,omitempty"`
+	Reset          bool             `json:"reset,omitempty"`
+	Mode           string           `json:"mode,omitempty"` // session (default) or per_call
+	SaveImages     bool             `json:"save_images,omitempty"`
+	TimeoutSeconds *int             `json:"timeout_seconds,omitempty"`
+	Timeout        *int             `json:"timeout,omitempty"`
+}
+
+// pythonCellBody is one cell of a python body.
+type pythonCellBody struct {
+	Code  string `json:"code"`
+	Title string `json:"title,omitempty"`
+}
+
+// pythonOutput is one output of a cell.
+type pythonOutput struct {
+	Type           string          `json:"type"`
+	Name           string          `json:"name,omitempty"`
+	Text           string          `json:"text,omitempty"`
+	MIME           string          `json:"mime,omitempty"`
+	JSON           json.RawMessage `json:"json,omitempty"`
+	PNG            []byte          `json:"png,omitempty"` // base64
+	Width          int             `json:"width,omitempty"`
+	Height         int             `json:"height,omitempty"`
+	ExecutionCount int             `json:"execution_count,omitempty"`
+	EName          string          `json:"ename,omitempty"`
+	EValue         string          `json:"evalue,omitempty"`
+	Traceback      []string        `json:"traceback,omitempty"`
+	Omitted        []string        `json:"omitted,omitempty"`
+	DisplayID      string          `json:"display_id,omitempty"`
+}
+
+// pythonCellView is one cell of a python answer.
+type pythonCellView struct {
+	Index          int            `json:"index"`
+	Title          string         `json:"title,omitempty"`
+	Status         string         `json:"status"`
+	ExecutionCount int            `json:"execution_count,omitempty"`
+	InputRequested bool           `json:"input_requested,omitempty"`
+	Truncated      bool           `json:"truncated,omitempty"`
+	Outputs        []pythonOutput `json:"outputs"`
+	Artifacts      []artifact.Ref `json:"artifacts,omitempty"` // images kept with save_images
+}
+
+// pythonResult is the answer of a python call (whole, or the "result"
+// event of a streamed one, whose outputs are null: they were streamed).
+type pythonResult struct {
+	Status          string           `json:"status"`
+	Cells           []pythonCellView `json:"cells"`
+	FailedCell      *int             `json:"failed_cell,omitempty"`
+	Cancelled       bool             `json:"cancelled"`
+	TimedOut        bool             `json:"timed_out"`
+	Message         string           `json:"message,omitempty"`
+	KernelRestarted bool             `json:"kernel_restarted,omitempty"`
+	DurationMS      int64            `json:"duration_ms"`
 }
 
 // pythonOutputEvent is the data of a python call's "output" event.
 type pythonOutputEvent struct {
-	Cell   int           `json:"cell"`
-	Output kernel.Output `json:"output"`
+	Cell   int          `json:"cell"`
+	Output pythonOutput `json:"output"`
 }
 
-func outputEvent(o sandbox.PythonOutput) pythonOutputEvent {
-	return pythonOutputEvent{Cell: o.Cell, Output: o.Output}
+// toolImage is an image on the wire.
+type toolImage struct {
+	PNG    []byte `json:"png"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+}
+
+// toolAnswer is the answer of a tool call.
+type toolAnswer struct {
+	Output    string             `json:"output"`
+	IsError   bool               `json:"is_error"`
+	Images    []toolImage        `json:"images"`
+	Artifacts []artifact.Ref     `json:"artifacts"`
+	Cells     []toolCell         `json:"cells,omitempty"`
+	Outputs   []tools.CodeOutput `json:"outputs,omitempty"` // code_interpreter's OpenAI-shaped outputs
+}
+
+// toolCell is one cell of the python tool's answer.
+type toolCell struct {
+	Index   int            `json:"index"`
+	Status  string         `json:"status"`
+	Outputs []pythonOutput `json:"outputs"`
 }

@@ -28,7 +28,7 @@ func (a *API) python(w http.ResponseWriter, r *http.Request, p governance.Princi
 		if err != nil {
 			return body.fieldError(err)
 		}
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, pythonResultOf(res))
 		return nil
 	}
 	sse := newSSE(w)
@@ -53,24 +53,8 @@ func (a *API) python(w http.ResponseWriter, r *http.Request, p governance.Princi
 	for i := range res.Cells { // already streamed
 		res.Cells[i].Outputs = nil
 	}
-	sse.send("result", res)
+	sse.send("result", pythonResultOf(res))
 	return nil
-}
-
-// pythonBody is the python request with its timeout under either name
-// (callTimeout).
-type pythonBody struct {
-	computer.PythonRequest
-	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
-	Timeout        *int `json:"timeout,omitempty"` // shadows the request's
-}
-
-// request is the call the body asks for.
-func (b *pythonBody) request() (computer.PythonRequest, error) {
-	t, err := callTimeout(b.TimeoutSeconds, b.Timeout)
-	req := b.PythonRequest
-	req.Timeout = t
-	return req, err
 }
 
 // fieldError is err naming the timeout field the client sent.

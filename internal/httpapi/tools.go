@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
@@ -78,35 +77,6 @@ func (c *toolCall) checkNames(t tools.Tool) error {
 		}
 	}
 	return nil
-}
-
-// toolImage is an image on the wire.
-type toolImage struct {
-	PNG    []byte `json:"png"`
-	Width  int    `json:"width"`
-	Height int    `json:"height"`
-}
-
-// toolAnswer is the answer of a tool call.
-type toolAnswer struct {
-	Output    string             `json:"output"`
-	IsError   bool               `json:"is_error"`
-	Images    []toolImage        `json:"images"`
-	Artifacts []artifact.Ref     `json:"artifacts"`
-	Cells     []tools.PythonCell `json:"cells,omitempty"`
-	Outputs   []tools.CodeOutput `json:"outputs,omitempty"` // code_interpreter's OpenAI-shaped outputs
-}
-
-func answer(res tools.Result) toolAnswer {
-	out := toolAnswer{Output: res.Output, IsError: res.Failed, Images: []toolImage{},
-		Artifacts: res.Artifacts, Cells: res.Cells, Outputs: res.Outputs}
-	if out.Artifacts == nil {
-		out.Artifacts = []artifact.Ref{}
-	}
-	for _, im := range res.Images {
-		out.Images = append(out.Images, toolImage{PNG: im.PNG, Width: im.Width, Height: im.Height})
-	}
-	return out
 }
 
 // unknownTool is the 404 of a tool name that does not exist.

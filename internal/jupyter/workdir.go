@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -70,7 +69,7 @@ func (s *Server) workdir(ctx context.Context, env map[string]string) (string, []
 // for any other working directory that cannot be mounted.
 func (s *Server) createComputer(ctx context.Context, p governance.Principal, id string, env map[string]string) (string, computer.View, error) {
 	cwd, mounts := s.workdir(ctx, env)
-	req := computer.CreateRequest{MemoryMB: s.cfg.MemoryMB, LifetimeSeconds: int(s.cfg.Lifetime / time.Second),
+	req := computer.CreateRequest{MemoryMB: s.cfg.MemoryMB, Lifetime: s.cfg.Lifetime,
 		Metadata: map[string]string{metaKernelID: id}, Mounts: mounts, NoPool: true}
 	view, err := s.mgr.Create(ctx, p, req)
 	if err != nil && len(mounts) > 0 && errors.Is(err, sandbox.ErrMountSource) {

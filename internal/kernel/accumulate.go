@@ -14,7 +14,8 @@ type Accumulator struct {
 }
 
 // DefaultMaxOutputBytes is the cell's byte limit an Accumulator assumes
-// when it is given none (the agent's default).
+// when it is given none: the agent's default and the deployment's
+// (computers.max_output_bytes, internal/config), defined here once.
 const DefaultMaxOutputBytes = 1 << 20
 
 // NewAccumulator returns an empty Accumulator for a cell whose output limit

@@ -31,30 +31,32 @@ const (
 	OutTruncated OutputType = "truncated"
 )
 
-// Output is one output of a cell.
+// Output is one output of a cell. It carries no JSON tags: each transport
+// has its own shape of it (internal/httpapi's pythonOutput, the control
+// channel's protocol.Output).
 type Output struct {
-	Type OutputType `json:"type"`
-	Name string     `json:"name,omitempty"` // stream: "stdout" or "stderr"
+	Type OutputType
+	Name string // stream: "stdout" or "stderr"
 	// Text: stream text; display/result: the chosen text representation;
 	// notes for clear_output, input_request and truncated.
-	Text string `json:"text,omitempty"`
+	Text string
 	// MIME is the representation Text came from: text/markdown, text/plain
 	// or text/html (converted to markdown).
-	MIME string          `json:"mime,omitempty"`
-	JSON json.RawMessage `json:"json,omitempty"` // application/json, compacted
-	// PNG is a validated image/png (decoded bytes; base64 in JSON).
-	PNG            []byte   `json:"png,omitempty"`
-	Width          int      `json:"width,omitempty"`
-	Height         int      `json:"height,omitempty"`
-	ExecutionCount int      `json:"execution_count,omitempty"`
-	EName          string   `json:"ename,omitempty"`
-	EValue         string   `json:"evalue,omitempty"`
-	Traceback      []string `json:"traceback,omitempty"`
+	MIME string
+	JSON json.RawMessage // application/json, compacted
+	// PNG is a validated image/png (decoded bytes).
+	PNG            []byte
+	Width          int
+	Height         int
+	ExecutionCount int
+	EName          string
+	EValue         string
+	Traceback      []string
 	// Omitted lists representations the kernel sent that are not returned
 	// (other MIME types, an alternative text form, an invalid image and why).
-	Omitted []string `json:"omitted,omitempty"`
+	Omitted []string
 	// DisplayID is the transient display_id, if any (for updates).
-	DisplayID string `json:"display_id,omitempty"`
+	DisplayID string
 }
 
 func (o *Output) size() int64 {

@@ -1,6 +1,9 @@
 package sandbox
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error kinds a caller may test with errors.Is. A driver returns them
 // wrapped with its own message (the path, the limit).
@@ -47,3 +50,8 @@ var (
 	// ErrKernelBusy: the computer already has a relay open.
 	ErrKernelBusy = errors.New("busy")
 )
+
+// FilesLimited is the detail of a file over a deployment's byte limit
+// ("files are limited to 1048576 bytes"): a computer's files
+// (internal/computer) and uploads (internal/httpapi) say it alike.
+func FilesLimited(limit int64) string { return fmt.Sprintf("files are limited to %d bytes", limit) }

@@ -190,6 +190,15 @@ type Spec struct {
 	Env         []string       `json:"env,omitempty"`
 }
 
+// The least a computer may be given: below these a computer cannot start
+// its agent. Validate refuses less, and so does the deployment's
+// configuration (internal/config) at startup.
+const (
+	MinMemory = 16 << 20
+	MinDisk   = 16 << 20
+	MinPids   = 8
+)
+
 // Defaults of a computer when nothing else is asked for.
 const (
 	DefaultMemory  = 512 << 20
@@ -213,18 +222,18 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidSpec, field, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case s.MemoryBytes < 16<<20:
-		return bad("memory", "must be at least 16M, got %d bytes", s.MemoryBytes)
+	case s.MemoryBytes < MinMemory:
+		return bad("memory", "must be at least %dM, got %d bytes", MinMemory>>20, s.MemoryBytes)
 	case s.MemoryBytes > 1<<40:
 		return bad("memory", "must be at most 1T")
-	case s.Pids < 8 || s.Pids > 1<<22:
-		return bad("pids", "must be between 8 and 4194304, got %d", s.Pids)
+	case s.Pids < MinPids || s.Pids > 1<<22:
+		return bad("pids", "must be between %d and 4194304, got %d", MinPids, s.Pids)
 	case s.CPUs < 0 || s.CPUs > 1024:
 		return bad("cpus", "must be between 0 and 1024, got %g", s.CPUs)
 	case s.CPUs > 0 && s.CPUs < 0.01:
 		return bad("cpus", "must be at least 0.01, got %g", s.CPUs)
-	case s.DiskBytes < 16<<20:
-		return bad("disk", "must be at least 16M, got %d bytes", s.DiskBytes)
+	case s.DiskBytes < MinDisk:
+		return bad("disk", "must be at least %dM, got %d bytes", MinDisk>>20, s.DiskBytes)
 	case s.DiskBytes > 1<<42:
 		return bad("disk", "must be at most 4T")
 	case s.Timeout < 0:

@@ -80,7 +80,7 @@ func ResolvePath(p string) (string, string) {
 	}
 	abs = path.Clean(abs)
 	if abs != Workspace && !strings.HasPrefix(abs, Workspace+"/") {
-		return abs, "Path is outside the workspace: " + abs
+		return abs, outsideWorkspace(abs)
 	}
 	return abs, ""
 }

@@ -27,9 +27,20 @@ const (
 	ExportPendingSentence = "Export is not available on this deployment yet."
 	ProcLimitSentence     = "The computer cannot start another process right now."
 	DiskFullSentence      = "The computer's disk is full."
-	// ExportTooLargeSentence is the answer for a file above artifact.MaxBytes.
-	ExportTooLargeSentence = "File is too large to export: the limit is 26214400 bytes."
 )
+
+// Sentences built from a value.
+
+// ExportTooLargeSentence is the answer for a file above artifact.MaxBytes.
+var ExportTooLargeSentence = fmt.Sprintf("File is too large to export: the limit is %d bytes.", artifact.MaxBytes)
+
+// outsideWorkspace is the answer for path p outside /workspace.
+func outsideWorkspace(p string) string { return "Path is outside the workspace: " + p }
+
+// fileTooLarge is the answer for a file above limit bytes.
+func fileTooLarge(limit int64) Result {
+	return failed("File is too large: the limit is %d bytes.", limit)
+}
 
 // ExecTool runs a shell command.
 func ExecTool() Tool {
@@ -105,7 +116,7 @@ func fileError(err error, p string, lim Limits) (Result, error) {
 	case errors.Is(err, sandbox.ErrNotFound):
 		return failed("File not found: %s", p), nil
 	case errors.Is(err, sandbox.ErrPathEscape):
-		return failed("Path is outside the workspace: %s", p), nil
+		return failed("%s", outsideWorkspace(p)), nil
 	case errors.Is(err, sandbox.ErrIsDir):
 		return failed("Is a directory: %s", p), nil
 	case errors.Is(err, sandbox.ErrNotDir):
@@ -121,7 +132,7 @@ func fileError(err error, p string, lim Limits) (Result, error) {
 	case errors.Is(err, sandbox.ErrLocked):
 		return failed("File is locked by a process in the computer (a lease); try again later: %s", p), nil
 	case errors.Is(err, sandbox.ErrTooLarge):
-		return failed("File is too large: the limit is %d bytes.", lim.MaxFileBytes), nil
+		return fileTooLarge(lim.MaxFileBytes), nil
 	case errors.Is(err, sandbox.ErrInvalid):
 		return failed("Invalid arguments: path is not valid: %s", p), nil
 	}
@@ -153,7 +164,7 @@ func runWriteFile(ctx context.Context, env Env, raw json.RawMessage) (Result, er
 		return failed("%s", msg), nil
 	}
 	if int64(len(*a.Content)) > lim.MaxFileBytes {
-		return failed("File is too large: the limit is %d bytes.", lim.MaxFileBytes), nil
+		return fileTooLarge(lim.MaxFileBytes), nil
 	}
 	w, err := env.Sandbox.WriteFile(ctx, sandbox.FileWrite{Path: p, Parents: true}, strings.NewReader(*a.Content))
 	if err != nil {
@@ -239,7 +250,8 @@ func PythonTool() Tool {
 		Schema: json.RawMessage(`{"type":"object","properties":{` +
 			`"cells":{"type":"array","description":"The cells to run, in order.","items":{"type":"object","properties":{` +
 			`"code":{"type":"string"},"title":{"type":["string","null"]}},"required":["code","title"],"additionalProperties":false}},` +
-			`"timeout":{"type":["integer","null"],"description":"Seconds for the whole call, 1 to 600; null for 30."},` +
+			fmt.Sprintf(`"timeout":{"type":["integer","null"],"description":"Seconds for the whole call, 1 to %d; null for %d."},`,
+				maxPythonTimeout, defaultPythonTimeout) +
 			`"cwd":{"type":["string","null"],"description":"Working directory; null for /workspace."},` +
 			`"reset":{"type":["boolean","null"],"description":"true: restart the kernel first, losing its variables."}},` +
 			`"required":["cells","timeout","cwd","reset"],"additionalProperties":false}`),
@@ -278,7 +290,7 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 		case errors.Is(err, sandbox.ErrNotFound), errors.Is(err, sandbox.ErrNotDir):
 			return failed("Not a directory: %s", req.Cwd), nil
 		case errors.Is(err, sandbox.ErrPathEscape):
-			return failed("Path is outside the workspace: %s", req.Cwd), nil
+			return failed("%s", outsideWorkspace(req.Cwd)), nil
 		case errors.Is(err, sandbox.ErrProcLimit):
 			return failed("%s", ProcLimitSentence), nil
 		}
@@ -367,7 +379,7 @@ func renderPython(cells []PythonCell, res sandbox.PythonResult, imageNotes bool)
 	for _, c := range cells {
 		status := c.Status
 		if status == "" {
-			status = "skipped"
+			status = sandbox.CellSkipped
 		}
 		fmt.Fprintf(&b, "[cell %d: %s]\n", c.Index, status)
 		for _, o := range c.Outputs {
