@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,7 +15,10 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/cliflag"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
+	"github.com/cubicle-sandbox/cubicle/internal/pyterm"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 )
 
 const pythonUsage = `Usage: cubicle python [flags] [-c CODE | FILE]
@@ -63,17 +62,9 @@ Flags:
 
 const defaultCubicleURL = "http://127.0.0.1:8080"
 
-// pythonOpts is what the flags ask for.
-type pythonOpts struct {
-	timeout int // seconds
-	json    bool
-	reset   bool
-	saveDir string
-}
-
 // pythonArgs is the parsed command line.
 type pythonArgs struct {
-	opts      pythonOpts
+	opts      pyterm.Options
 	set       map[string]bool // flags given
 	code      string          // -c
 	rest      []string        // FILE
@@ -118,7 +109,8 @@ func parsePythonArgs(args []string) (*pythonArgs, int, bool) {
 	}
 	a := &pythonArgs{set: map[string]bool{}, code: *code, rest: fs.Args(), computer: *computerID, serverURL: *serverURL,
 		spec: sandbox.DefaultSpec(), prelude: config.DefaultPrelude, keep: *keep, data: *data,
-		opts: pythonOpts{timeout: int((timeout.D + time.Second - 1) / time.Second), json: *jsonOut, reset: *reset, saveDir: *saveDir}}
+		opts: pyterm.Options{Timeout: (timeout.D + time.Second - 1) / time.Second * time.Second, JSON: *jsonOut, Reset: *reset,
+			SaveDir: *saveDir, Body: httpapi.PythonBody}}
 	fs.Visit(func(f *flag.Flag) { a.set[f.Name] = true })
 	switch {
 	case len(a.rest) > 1:
@@ -155,7 +147,7 @@ func pythonCmd(args []string) int {
 		return code
 	}
 	// Check the target before reading any input.
-	var remote *remotePython
+	var remote *pyterm.Remote
 	if a.computer != "" {
 		key := os.Getenv("CUBICLE_KEY")
 		if key == "" {
@@ -166,7 +158,7 @@ func pythonCmd(args []string) int {
 		if err != nil {
 			return pythonUsageError("--url %v", err)
 		}
-		remote = &remotePython{c: c, id: a.computer}
+		remote = pyterm.NewRemote(c, a.computer)
 	}
 	cells, repl, code, ok := pythonInput(a)
 	if !ok {
@@ -182,20 +174,44 @@ func pythonCmd(args []string) int {
 	defer signal.Stop(sigc)
 
 	// Where to run it.
-	var b pyBackend = remote
+	var b pyterm.Backend = remote
 	if remote == nil {
-		lb, status := newLocalPython(sigc, a.spec, a.data, a.prelude)
-		if lb == nil {
+		sb, status := newLocalComputer(sigc, a.spec, a.data)
+		if sb == nil {
 			return status
 		}
-		defer finish("python", lb.sb, a.keep)
-		b = lb
+		defer finish("python", sb, a.keep)
+		b = pyterm.NewLocal(sb, a.prelude, int64(config.Default().Computers.MaxOutputBytes))
 	}
-	out := newRenderer(os.Stdout, os.Stderr, a.opts)
+	out := pyterm.NewRenderer(os.Stdout, os.Stderr, isTerminal(os.Stdout), a.opts)
 	if repl {
-		return runREPL(b, a.opts, out, sigc)
+		return pyterm.RunREPL(b, a.opts, out, sigc)
 	}
-	return runCells(b, cells, a.opts, out, sigc)
+	return pyterm.RunCells(b, cells, a.opts, out, sigc)
+}
+
+// newLocalComputer is a fresh computer of this host (computers of killed
+// earlier runs are collected first); nil and the exit status when it
+// cannot start.
+func newLocalComputer(sigc <-chan os.Signal, spec sandbox.Spec, data string) (sandbox.Sandbox, int) {
+	ctx, stop := pyterm.UntilSignal(sigc)
+	defer stop()
+	drv, err := linux.New(linux.Config{StateDir: data})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle python: %v\n", err)
+		return nil, 125
+	}
+	drv.GC(ctx) // computers of killed earlier runs
+	sb, err := drv.Create(ctx, spec)
+	if err != nil {
+		if sig := pyterm.CaughtSignal(ctx); sig != nil {
+			fmt.Fprintln(os.Stderr, "cubicle python: interrupted")
+			return nil, pyterm.SignalStatus(sig)
+		}
+		fmt.Fprintf(os.Stderr, "cubicle python: %v\n", err)
+		return nil, 125
+	}
+	return sb, 0
 }
 
 // pythonInput is what to run: -c, FILE, piped stdin, or a REPL (repl).
@@ -215,7 +231,7 @@ func pythonInput(a *pythonArgs) (cells []computer.PythonCell, repl bool, code in
 			fmt.Fprintf(os.Stderr, "cubicle python: %v\n", err)
 			return nil, false, 2, false
 		}
-		if cells = splitCells(string(src)); len(cells) == 0 {
+		if cells = pyterm.SplitCells(string(src)); len(cells) == 0 {
 			return nil, false, pythonUsageError("%s has no code", a.rest[0]), false
 		}
 		return cells, false, 0, true
@@ -227,153 +243,6 @@ func pythonInput(a *pythonArgs) (cells []computer.PythonCell, repl bool, code in
 		return nil, false, 2, false
 	}
 	return []computer.PythonCell{{Code: string(src)}}, false, 0, true
-}
-
-// untilSignal is a context cancelled by the first signal on sigc (see
-// caughtSignal); stop ends the watch.
-func untilSignal(sigc <-chan os.Signal) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() {
-		select {
-		case s := <-sigc:
-			cancel(signalError{s})
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() { cancel(nil) }
-}
-
-type signalError struct{ sig os.Signal }
-
-func (e signalError) Error() string { return "caught " + e.sig.String() }
-
-// caughtSignal is the signal that cancelled ctx, or nil.
-func caughtSignal(ctx context.Context) os.Signal {
-	var se signalError
-	if errors.As(context.Cause(ctx), &se) {
-		return se.sig
-	}
-	return nil
-}
-
-// signalStatus is the exit status after a signal: 128+N.
-func signalStatus(s os.Signal) int {
-	if n, ok := s.(syscall.Signal); ok {
-		return 128 + int(n)
-	}
-	return 130
-}
-
-// runCells runs one call and maps its end to the exit status.
-func runCells(b pyBackend, cells []computer.PythonCell, opts pythonOpts, out *renderer, sigc <-chan os.Signal) int {
-	ctx, stop := untilSignal(sigc)
-	go func() {
-		<-ctx.Done()
-		if caughtSignal(ctx) == syscall.SIGPIPE {
-			out.silence() // what the interrupted cell still says has no reader
-		}
-	}()
-	res, err := b.run(ctx, computer.PythonRequest{Cells: cells, Timeout: time.Duration(opts.timeout) * time.Second, Reset: opts.reset}, out.output)
-	stop()
-	out.endLine()
-	if sig := caughtSignal(ctx); sig != nil {
-		if sig != syscall.SIGPIPE { // after SIGPIPE nobody reads: say nothing
-			fmt.Fprintf(os.Stderr, "cubicle python: interrupted%s\n", b.interruptedNote())
-		}
-		return signalStatus(sig)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "cubicle python: %v\n", err)
-		return 125
-	}
-	if opts.json {
-		out.printJSON(res)
-	}
-	_, remote := b.(*remotePython)
-	return summarize(res, opts.timeout, remote)
-}
-
-// summarize prints the one line that explains a call that did not succeed
-// (to stderr) and returns the exit status. kept: the computer outlives the
-// call, so a lost kernel state matters.
-func summarize(res computer.PythonResult, timeout int, kept bool) int {
-	if res.KernelRestarted && res.Status != "ok" && kept {
-		defer fmt.Fprintln(os.Stderr, "cubicle python: the Python kernel was restarted; earlier state is gone")
-	}
-	switch {
-	case res.TimedOut:
-		msg := res.Message
-		if !strings.HasPrefix(msg, "Command timed out") {
-			msg = sandbox.PythonTimedOut(timeout)
-		}
-		fmt.Fprintln(os.Stderr, msg)
-		return 124
-	case res.Cancelled:
-		fmt.Fprintf(os.Stderr, "cubicle python: cancelled%s\n", sentence(res.Message))
-		return 130
-	case res.Status == "ok":
-		return 0
-	}
-	msg := res.Message
-	if msg == "" {
-		msg = "a cell failed"
-		if res.FailedCell != nil {
-			msg = "cell " + cellName(res, *res.FailedCell) + " failed"
-		}
-	}
-	skipped := 0
-	for _, c := range res.Cells {
-		if c.Status == sandbox.CellSkipped {
-			skipped++
-		}
-	}
-	if skipped > 0 {
-		msg = strings.TrimSuffix(msg, ".") + fmt.Sprintf("; %d later cell(s) not run", skipped)
-	}
-	fmt.Fprintf(os.Stderr, "cubicle python: %s\n", msg)
-	return 1
-}
-
-func sentence(s string) string {
-	if s == "" {
-		return ""
-	}
-	return ": " + s
-}
-
-// cellName is "2" or "2 (title)", counting from 1 like the service's messages.
-func cellName(res computer.PythonResult, i int) string {
-	if i >= 0 && i < len(res.Cells) && res.Cells[i].Title != "" {
-		return fmt.Sprintf("%d (%s)", i+1, res.Cells[i].Title)
-	}
-	return strconv.Itoa(i + 1)
-}
-
-// splitCells cuts a file at '# %%' lines (the percent format of Jupytext,
-// VS Code and Spyder). Code before the first marker is a cell of its own;
-// sections with no code, and '# %% [markdown]' ones, are skipped.
-func splitCells(src string) []computer.PythonCell {
-	var cells []computer.PythonCell
-	var cur []string
-	title, skip := "", false
-	flush := func() {
-		code := strings.Join(cur, "\n")
-		if !skip && strings.TrimSpace(code) != "" {
-			cells = append(cells, computer.PythonCell{Code: strings.TrimRight(code, "\n \t") + "\n", Title: title})
-		}
-		cur = nil
-	}
-	for _, line := range strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n") {
-		if rest, ok := strings.CutPrefix(line, "# %%"); ok {
-			flush()
-			title = strings.TrimSpace(rest)
-			skip = strings.HasPrefix(title, "[markdown]") || strings.HasPrefix(title, "[md]")
-			continue
-		}
-		cur = append(cur, line)
-	}
-	flush()
-	return cells
 }
 
 func envOr(name, def string) string {

@@ -1,4 +1,4 @@
-package main
+package pyterm
 
 import (
 	"bufio"
@@ -29,15 +29,15 @@ const (
 	interruptHint = 3 * time.Second
 )
 
-// runREPL runs each input as a cell in the computer's session kernel until
+// RunREPL runs each input as a cell in the computer's session kernel until
 // end of file on stdin. It returns the exit status.
-func runREPL(b pyBackend, opts pythonOpts, out *renderer, sigc <-chan os.Signal) int {
+func RunREPL(b Backend, opts Options, out *Renderer, sigc <-chan os.Signal) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	// Start the kernel (and its prelude) while the user types.
 	warmed := make(chan struct{})
-	go func() { defer close(warmed); b.warm(ctx) }()
+	go func() { defer close(warmed); b.Warm(ctx) }()
 	defer func() {
 		cancel()
 		select {
@@ -46,7 +46,7 @@ func runREPL(b pyBackend, opts pythonOpts, out *renderer, sigc <-chan os.Signal)
 		}
 	}()
 
-	out.note(out.promptErr, fmt.Sprintf("Python in %s. Ctrl-C interrupts, Ctrl-D exits.", b.describe()))
+	out.note(out.promptErr, fmt.Sprintf("Python in %s. Ctrl-C interrupts, Ctrl-D exits.", b.Describe()))
 	r := &repl{b: b, opts: opts, out: out, sigc: sigc}
 	lines := readLines(os.Stdin)
 	var buf []string
@@ -73,7 +73,7 @@ func runREPL(b pyBackend, opts pythonOpts, out *renderer, sigc <-chan os.Signal)
 			}
 		case s := <-sigc:
 			if s != os.Interrupt {
-				return signalStatus(s)
+				return SignalStatus(s)
 			}
 			buf = nil
 			out.note(out.promptErr, "\nKeyboardInterrupt")
@@ -83,9 +83,9 @@ func runREPL(b pyBackend, opts pythonOpts, out *renderer, sigc <-chan os.Signal)
 
 // repl runs inputs.
 type repl struct {
-	b         pyBackend
-	opts      pythonOpts
-	out       *renderer
+	b         Backend
+	opts      Options
+	out       *Renderer
 	sigc      <-chan os.Signal
 	ranBefore bool // a call ended: the kernel holds the user's state
 }
@@ -104,7 +104,7 @@ func (r *repl) execute(ctx context.Context, code string) (exit int, quit bool) {
 	defer cancelCall()
 	done := make(chan callEnd, 1)
 	go func() {
-		res, err := r.b.run(callCtx, computer.PythonRequest{Cells: []computer.PythonCell{{Code: code}}, Timeout: time.Duration(r.opts.timeout) * time.Second}, r.out.output)
+		res, err := r.b.Run(callCtx, computer.PythonRequest{Cells: []computer.PythonCell{{Code: code}}, Timeout: r.opts.Timeout}, r.out.output)
 		done <- callEnd{res, err}
 	}()
 	interrupts := 0
@@ -121,7 +121,7 @@ func (r *repl) execute(ctx context.Context, code string) (exit int, quit bool) {
 				case <-done:
 				case <-time.After(10 * time.Second):
 				}
-				return signalStatus(s), true
+				return SignalStatus(s), true
 			}
 			interrupts++
 			if interrupts == 1 {
@@ -129,7 +129,7 @@ func (r *repl) execute(ctx context.Context, code string) (exit int, quit bool) {
 				go func() {
 					c, cancel := context.WithTimeout(ctx, 10*time.Second)
 					defer cancel()
-					if err := r.b.interrupt(c); err != nil && ctx.Err() == nil {
+					if err := r.b.Interrupt(c); err != nil && ctx.Err() == nil {
 						r.out.note(true, fmt.Sprintf("[interrupt failed: %v; press Ctrl-C again to cancel the cell]", err))
 					}
 				}()
@@ -159,7 +159,7 @@ func (r *repl) report(end callEnd, cancelled bool) (int, bool) {
 		r.out.note(true, fmt.Sprintf("cubicle python: %v", err))
 		return 0, false
 	}
-	if r.opts.json {
+	if r.opts.JSON {
 		r.out.printJSON(res)
 	}
 	if res.KernelRestarted && r.ranBefore {
@@ -168,7 +168,7 @@ func (r *repl) report(end callEnd, cancelled bool) (int, bool) {
 	r.ranBefore = true
 	switch {
 	case res.TimedOut:
-		r.out.note(true, cmp.Or(res.Message, sandbox.PythonTimedOut(r.opts.timeout)))
+		r.out.note(true, cmp.Or(res.Message, sandbox.PythonTimedOut(r.opts.seconds())))
 	case res.Cancelled:
 		r.out.note(true, "[cell cancelled]")
 	case res.Status != "ok" && !hasError(res):

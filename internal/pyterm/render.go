@@ -1,4 +1,4 @@
-package main
+package pyterm
 
 import (
 	"bytes"
@@ -14,17 +14,17 @@ import (
 	"sync"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
-	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
 	"github.com/cubicle-sandbox/cubicle/internal/termimage"
 )
 
-// renderer prints outputs for a terminal (or a pipe) as they arrive.
-type renderer struct {
+// Renderer prints outputs for a terminal (or a pipe) as they arrive.
+type Renderer struct {
 	mu        sync.Mutex
 	stdout    io.Writer
 	stderr    io.Writer
 	json      bool
+	body      func(computer.PythonResult) any // the JSON of a result
 	proto     termimage.Protocol
 	saveDir   string
 	next      int  // next image number to try
@@ -35,19 +35,20 @@ type renderer struct {
 }
 
 // silence drops the outputs still to come.
-func (r *renderer) silence() {
+func (r *Renderer) silence() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.silent = true
 }
 
-func newRenderer(stdout, stderr *os.File, opts pythonOpts) *renderer {
-	tty := isTerminal(stdout)
-	return &renderer{stdout: stdout, stderr: stderr, json: opts.json, saveDir: opts.saveDir, next: 1,
+// NewRenderer prints to stdout and stderr as o asks; tty: stdout is a
+// terminal (images may show inline, the REPL prompts on stdout).
+func NewRenderer(stdout, stderr io.Writer, tty bool, o Options) *Renderer {
+	return &Renderer{stdout: stdout, stderr: stderr, json: o.JSON, body: o.Body, saveDir: o.SaveDir, next: 1,
 		proto: termimage.Detect(os.Getenv, tty), promptErr: !tty}
 }
 
-func (r *renderer) write(toErr bool, s string) {
+func (r *Renderer) write(toErr bool, s string) {
 	if s == "" {
 		return
 	}
@@ -61,7 +62,7 @@ func (r *renderer) write(toErr bool, s string) {
 }
 
 // block writes s on lines of its own.
-func (r *renderer) block(toErr bool, s string) {
+func (r *Renderer) block(toErr bool, s string) {
 	if toErr && r.midLineEr || !toErr && r.midLine {
 		r.write(toErr, "\n")
 	}
@@ -72,7 +73,7 @@ func (r *renderer) block(toErr bool, s string) {
 }
 
 // endLine ends a last line of output that had no newline.
-func (r *renderer) endLine() {
+func (r *Renderer) endLine() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.midLine {
@@ -84,7 +85,7 @@ func (r *renderer) endLine() {
 }
 
 // output prints one streamed output.
-func (r *renderer) output(o kernel.Output) {
+func (r *Renderer) output(o kernel.Output) {
 	if r.json {
 		return
 	}
@@ -125,7 +126,7 @@ func (r *renderer) output(o kernel.Output) {
 }
 
 // image shows a PNG inline or saves it with a note.
-func (r *renderer) image(o kernel.Output) {
+func (r *Renderer) image(o kernel.Output) {
 	if r.proto != termimage.None {
 		if r.midLine {
 			r.write(false, "\n")
@@ -151,7 +152,7 @@ func (r *renderer) image(o kernel.Output) {
 
 // save writes png to the first free cubicle-out-<n>.png of the save
 // directory; it never overwrites a file.
-func (r *renderer) save(png []byte) (string, error) {
+func (r *Renderer) save(png []byte) (string, error) {
 	dir := r.saveDir
 	if dir == "" {
 		dir = "."
@@ -182,19 +183,19 @@ func (r *renderer) save(png []byte) (string, error) {
 	}
 }
 
-// printJSON prints a result as one line of JSON, the body POST
-// /v1/computers/{id}/python answers (httpapi.PythonBody).
-func (r *renderer) printJSON(res computer.PythonResult) {
+// printJSON prints a result as one line of JSON: Options.Body, the body
+// POST /v1/computers/{id}/python answers.
+func (r *Renderer) printJSON(res computer.PythonResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	enc := json.NewEncoder(r.stdout)
 	enc.SetEscapeHTML(false)
-	enc.Encode(httpapi.PythonBody(res))
+	enc.Encode(r.body(res))
 }
 
 // prompt ends any unfinished output line and shows a prompt (on stderr
 // when stdout is not the terminal, like Python's).
-func (r *renderer) prompt(p string) {
+func (r *Renderer) prompt(p string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.midLine {
@@ -212,7 +213,7 @@ func (r *renderer) prompt(p string) {
 }
 
 // note prints a line of the CLI's own (not of the cell) on a line of its own.
-func (r *renderer) note(toErr bool, s string) {
+func (r *Renderer) note(toErr bool, s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.block(toErr, s)
