@@ -9,6 +9,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/egress"
 	"github.com/cubicle-sandbox/cubicle/internal/egress/egresslog"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
@@ -16,7 +17,7 @@ import (
 // network builds the egress of internet computers from [network], its
 // records kept in st through w (close it at shutdown): nil when computers
 // get no internet.
-func network(n config.Network, st store.Egress) (_ sandbox.Network, _ computer.Internet, w *egresslog.Writer, _ error) {
+func network(n config.Network, st store.Egress, gov *governance.Service) (_ sandbox.Network, _ computer.Internet, w *egresslog.Writer, _ error) {
 	if !n.Internet {
 		return nil, computer.Internet{}, nil, nil
 	}
@@ -25,6 +26,13 @@ func network(n config.Network, st store.Egress) (_ sandbox.Network, _ computer.I
 	w = egresslog.New(st, slog.Default())
 	debug := egress.LogTo(slog.Default())
 	cfg := egress.Config{Deny: deny, Record: func(r egress.Record) { w.Add(r); debug(r) }}
+	if n.ConnsPerSecond > 0 || n.BytesPerSecond > 0 {
+		cfg.Limiter = egress.NewRateLimits(n.ConnsPerSecond, max(n.ConnsBurst, 1), int64(n.BytesPerSecond))
+		cfg.RateLimited = func(r egress.Record) {
+			p := governance.Principal{Org: store.Org{ID: r.Org}, Key: store.Key{ID: r.Key, OrgID: r.Org}}
+			gov.Record(context.Background(), p, "computer.egress_rate_limited", r.Computer, map[string]any{"protocol": r.Proto})
+		}
+	}
 	if n.DialNetns != "" {
 		cfg.Dialer = egress.NetnsDialer{Path: n.DialNetns}
 	}

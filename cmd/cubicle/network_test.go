@@ -145,3 +145,40 @@ func TestServeInternetOff(t *testing.T) {
 		t.Errorf("a network policy on a deployment without internet: %d %s", r.code, r.body)
 	}
 }
+
+// TestServeEgressRateLimited: past the organisation's connection rate a
+// connection is refused, and the audit trail says
+// computer.egress_rate_limited (never the host or what was sent).
+func TestServeEgressRateLimited(t *testing.T) {
+	in := egresstest.New(t)
+	s := startServer(t, t.TempDir(), serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey,
+		"CUBICLE_NETWORK_INTERNET=true", "CUBICLE_NETWORK_ALLOWED_DOMAINS=*.test",
+		"CUBICLE_NETWORK_CONNS_PER_SECOND=0.01", "CUBICLE_NETWORK_CONNS_BURST=2",
+		"CUBICLE_NETWORK_DIAL_NETNS="+in.Netns, "CUBICLE_NETWORK_RESOLVER="+egresstest.DNS.String()+":53"))
+	var orgs struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	s.decode("GET", "/v1/admin/orgs", "", 200, &orgs)
+	s.decode("PATCH", "/v1/admin/orgs/"+orgs.Data[0].ID, `{"computer_internet":true}`, 200, nil)
+	var view struct {
+		ID string `json:"id"`
+	}
+	s.decode("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["allowed.test"]}}`, 201, &view)
+	r := s.do("POST", "/v1/computers/"+view.ID+"/exec", `{"command":"for i in 1 2 3; do curl -sS --noproxy '*' --max-time 10 http://allowed.test/ 2>&1; done"}`)
+	if r.code != 200 || strings.Count(string(r.body), "hello allowed.test") != 2 || !strings.Contains(string(r.body), "Couldn't connect") {
+		t.Fatalf("three connections at a burst of two: %d %s", r.code, r.body)
+	}
+	var audit struct {
+		Data []struct {
+			Type       string          `json:"type"`
+			ComputerID string          `json:"computer_id"`
+			Data       json.RawMessage `json:"data"`
+		} `json:"data"`
+	}
+	s.decode("GET", "/v1/audit?type=computer.egress_rate_limited", "", 200, &audit)
+	if len(audit.Data) != 1 || audit.Data[0].ComputerID != view.ID || strings.Contains(string(audit.Data[0].Data), "allowed.test") {
+		t.Errorf("audit: %+v", audit.Data)
+	}
+}

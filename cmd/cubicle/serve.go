@@ -169,7 +169,7 @@ type components struct {
 // started.
 func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sqlite.DB, gov *governance.Service) (*components, error) {
 	uidStart, uidCount, _ := cfg.Computers.UIDs() // validated by config.Load
-	net, internet, egressLog, err := network(cfg.Network, st.Egress())
+	net, internet, egressLog, err := network(cfg.Network, st.Egress(), gov)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,12 @@ type Network struct {
 	// Resolver is the DNS server (host:port) of Cubicle's own resolution;
 	// empty: the host's resolver.
 	Resolver string `toml:"resolver"`
+	// ConnsPerSecond bounds each organisation's new connections (0: no
+	// limit), in bursts of ConnsBurst; BytesPerSecond its bytes each way,
+	// summed over its computers (0: no limit).
+	ConnsPerSecond float64 `toml:"conns_per_second"`
+	ConnsBurst     int     `toml:"conns_burst"`
+	BytesPerSecond Size    `toml:"bytes_per_second"`
 	// RecheckSeconds is how often a running internet computer's key and
 	// organisation are checked again; 0: the default (30).
 	RecheckSeconds int `toml:"recheck_seconds"`
@@ -48,6 +54,9 @@ func (n Network) validate() error {
 		if _, err := Prefixes(list); err != nil {
 			return invalid(key, "%v", err)
 		}
+	}
+	if n.ConnsPerSecond < 0 || n.ConnsBurst < 0 || n.BytesPerSecond < 0 {
+		return invalid("network.conns_per_second", "the rate limits (conns_per_second, conns_burst, bytes_per_second) must not be negative")
 	}
 	if n.RecheckSeconds < 0 || n.RecheckSeconds > 3600 {
 		return invalid("network.recheck_seconds", "must be 0 (the default, 30) to 3600")

@@ -3,6 +3,7 @@ package egress_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/cubicle-sandbox/cubicle/internal/egress"
 	"github.com/cubicle-sandbox/cubicle/internal/egress/egresstest"
@@ -59,12 +62,15 @@ type world struct {
 	d   *linux.Driver
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, tweak func(*egress.Config)) *world {
 	t.Helper()
 	w := &world{in: egresstest.New(t), log: &records{}}
 	w.in.Check(t)
 	cfg := w.in.Config()
 	cfg.Record = w.log.add
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	svc, err := egress.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +86,7 @@ func (w *world) computer(t *testing.T, p sandbox.InternetPolicy) sandbox.Sandbox
 	t.Helper()
 	return sandboxtest.Start(t, w.d, func(s *sandbox.Spec) {
 		s.Network, s.Internet = sandbox.NetworkInternet, p
+		s.Owner = sandbox.Owner{Org: "org_test", Key: "key_test"}
 	})
 }
 
@@ -141,7 +148,7 @@ except OSError as e:
 `
 
 func TestInternetComputer(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, nil)
 	sb := w.computer(t, sandbox.InternetPolicy{
 		Domains: []string{"allowed.test", "*.wild.test", "private.test"},
 		CIDRs:   []netip.Prefix{netip.MustParsePrefix("203.0.113.7/32")},
@@ -286,7 +293,7 @@ func hostAddrs(t *testing.T) []netip.Addr {
 }
 
 func TestNoneComputerHasNoInterface(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, nil)
 	sb := sandboxtest.Start(t, w.d, nil)
 	r := run(t, sb, "cat", "/proc/net/dev", "/etc/resolv.conf")
 	if strings.Contains(r.out, "eth0") || !strings.Contains(r.out, "no network") {
@@ -298,7 +305,7 @@ func TestNoneComputerHasNoInterface(t *testing.T) {
 }
 
 func TestInternetEndsWithTheComputer(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, nil)
 	sb := w.computer(t, sandbox.InternetPolicy{CIDRs: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}})
 	// A connection open when the computer is killed is closed and recorded.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -342,7 +349,7 @@ func (w signalWriter) Write(p []byte) (int, error) {
 // TestConnectionsPerComputerBounded: a computer holding connections open
 // gets at most 256 at once; the rest are refused at connect, and recorded.
 func TestConnectionsPerComputerBounded(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, nil)
 	sb := w.computer(t, sandbox.InternetPolicy{CIDRs: []netip.Prefix{netip.MustParsePrefix("203.0.113.7/32")}})
 	r := run(t, sb, python, "-c", fmt.Sprintf(`import socket, errno, resource
 resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
@@ -360,5 +367,81 @@ print(len(held), refused)`, egresstest.Echo))
 	}
 	if len(w.log.find(func(r egress.Record) bool { return r.Rule == "too-many-connections" })) != 44 {
 		t.Error("want 44 records refused with too-many-connections")
+	}
+}
+
+// connectMany connects n times to Echo:7 from sb, holding each, and
+// returns how many connected and how many were refused.
+func connectMany(t *testing.T, sb sandbox.Sandbox, n int) (held, refused int) {
+	t.Helper()
+	r := run(t, sb, python, "-c", fmt.Sprintf(`import socket, errno
+held, refused = [], 0
+for i in range(%d):
+    s = socket.socket(); s.settimeout(10)
+    try:
+        s.connect(("%s", 7)); held.append(s)
+    except OSError as e:
+        refused += e.errno == errno.ECONNREFUSED
+print(len(held), refused)`, n, egresstest.Echo))
+	if _, err := fmt.Sscan(r.out, &held, &refused); err != nil {
+		t.Fatalf("%q %q", r.out, r.err)
+	}
+	return held, refused
+}
+
+var echoOnly = sandbox.InternetPolicy{CIDRs: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}}
+
+// TestRateLimitConnections: an organisation past its connection rate gets
+// refusals at connect, each recorded and reported for the audit trail.
+func TestRateLimitConnections(t *testing.T) {
+	var mu sync.Mutex
+	var limited []egress.Record
+	w := newWorld(t, func(c *egress.Config) {
+		c.Limiter = egress.NewRateLimits(0.01, 3, 0) // a burst of 3, then one per 100 s
+		c.RateLimited = func(r egress.Record) { mu.Lock(); limited = append(limited, r); mu.Unlock() }
+	})
+	sb := w.computer(t, echoOnly)
+	if held, refused := connectMany(t, sb, 6); held != 3 || refused != 3 {
+		t.Fatalf("6 connections at a burst of 3: %d held, %d refused", held, refused)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(limited) != 3 || limited[0].Org != "org_test" || limited[0].Key != "key_test" || limited[0].Computer != sb.ID() {
+		t.Errorf("rate-limited reports: %+v", limited)
+	}
+	if n := len(w.log.find(func(r egress.Record) bool { return r.Rule == "rate-limited" && r.Verdict == egress.Refused })); n != 3 {
+		t.Errorf("%d records refused with rate-limited, want 3", n)
+	}
+}
+
+// TestRateLimitBytes: an organisation's byte rate shapes its downloads.
+func TestRateLimitBytes(t *testing.T) {
+	w := newWorld(t, func(c *egress.Config) { c.Limiter = egress.NewRateLimits(0, 0, 1<<20) })
+	sb := w.computer(t, sandbox.InternetPolicy{Domains: []string{"allowed.test"}})
+	r := run(t, sb, "curl", "-sS", "--noproxy", "*", "-o", "/dev/null", "-w", "%{size_download} %{time_total}", "http://allowed.test/bytes?n=3145728")
+	var size int64
+	var secs float64
+	if _, err := fmt.Sscan(r.out, &size, &secs); err != nil || size != 3<<20 {
+		t.Fatalf("download: %q %q", r.out, r.err)
+	}
+	// 1 MiB of burst, then 1 MiB/s: at least about 2 s for 3 MiB.
+	if secs < 1.5 {
+		t.Errorf("3 MiB at 1 MiB/s took %.2f s", secs)
+	}
+}
+
+// failingLimiter cannot answer.
+type failingLimiter struct{}
+
+func (failingLimiter) AllowConn(string) (bool, error) { return false, errors.New("limiter down") }
+func (failingLimiter) Bytes(string) *rate.Limiter     { return nil }
+
+// TestRateLimiterFailsOpen: a limiter that does not answer lets
+// connections through (the seed's rule), none refused.
+func TestRateLimiterFailsOpen(t *testing.T) {
+	w := newWorld(t, func(c *egress.Config) { c.Limiter = failingLimiter{} })
+	sb := w.computer(t, echoOnly)
+	if held, refused := connectMany(t, sb, 4); held != 4 || refused != 0 {
+		t.Fatalf("with a failing limiter: %d held, %d refused", held, refused)
 	}
 }

@@ -87,6 +87,11 @@ func (n *computerNet) proxy(c net.Conn) {
 		n.refuse(c, http.StatusForbidden, fmt.Sprintf("%s is not allowed by this computer's network policy (%s)", host, refused), rec)
 		return
 	}
+	if !n.allowConn() {
+		rec.Rule = rateLimited
+		n.refuse(c, http.StatusTooManyRequests, "the organisation's internet rate limit was reached; try again shortly", rec)
+		return
+	}
 	up, to, err := n.dial(t, port)
 	rec.Addr = to
 	if err != nil {

@@ -43,6 +43,11 @@ type Config struct {
 	Record func(Record)
 	// DialTimeout bounds one upstream connect; default 10 s.
 	DialTimeout time.Duration
+	// Limiter is the per-organisation rate limit; nil: none.
+	Limiter Limiter
+	// RateLimited is told of every connection the Limiter refused (the
+	// audit event computer.egress_rate_limited); may be nil.
+	RateLimited func(Record)
 }
 
 // Service terminates the network of every internet computer in this

@@ -10,11 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/waiter"
+
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 )
 
 // target is where a computer's connection may go: a name it resolved
@@ -75,6 +78,9 @@ func (n *computerNet) forward(r *tcp.ForwarderRequest) {
 	rec.Name, rec.Rule = t.name, t.rule
 	if refused == "" && n.full() {
 		refused = "too-many-connections"
+	}
+	if refused == "" && !n.allowConn() {
+		refused = rateLimited
 	}
 	if refused != "" { // the policy changed since the SYN, or the computer has maxFlows open
 		rec.Verdict, rec.Rule = Refused, refused
@@ -168,6 +174,7 @@ func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
 	defer n.untrack(f)
 	var wg sync.WaitGroup
 	wg.Add(1)
+	bytes := n.bytes()
 	go func() {
 		defer wg.Done()
 		head, name := sniff(in)
@@ -180,30 +187,67 @@ func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
 			f.abort()
 			return
 		}
-		rec.Sent = int64(len(head)) + copyHalf(up, in)
+		rec.Sent = int64(len(head)) + n.copyHalf(up, in, bytes)
 	}()
-	rec.Received = copyHalf(in, up)
+	rec.Received = n.copyHalf(in, up, bytes)
 	wg.Wait()
 	f.abort()
 	n.finish(rec)
 }
 
-// copyHalf copies src to dst, then closes dst for writing (or wholly, for
-// a connection that cannot half-close), and returns the bytes copied. The
+// copyHalf copies src to dst (at most at the organisation's byte rate,
+// when it has one), then closes dst for writing (or wholly, for a
+// connection that cannot half-close), and returns the bytes copied. The
 // host side's *net.TCPConn copies through its own ReadFrom/WriteTo (32 KiB
 // per direction while a flow lives), so a flow holds no larger buffer.
-func copyHalf(dst, src net.Conn) int64 {
-	n, _ := io.Copy(dst, src)
+func (n *computerNet) copyHalf(dst, src net.Conn, limit *rate.Limiter) int64 {
+	var r io.Reader = src
+	if limit != nil {
+		r = limitedReader{ctx: n.ctx, r: src, l: limit}
+	}
+	k, _ := io.Copy(dst, r)
 	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	} else {
 		dst.Close()
 	}
-	return n
+	return k
 }
 
-// finish closes a record and logs it.
+// rateLimited is the rule of a connection the organisation's rate limit
+// refused.
+const rateLimited = "rate-limited"
+
+// allowConn asks the organisation's limiter for one more connection; a
+// limiter that cannot answer lets it through, and that is logged.
+func (n *computerNet) allowConn() bool {
+	if n.svc.cfg.Limiter == nil {
+		return true
+	}
+	ok, err := n.svc.cfg.Limiter.AllowConn(n.owner.Org)
+	if err != nil {
+		log.From(n.ctx).WarnContext(n.ctx, "egress rate limiter did not answer; the connection goes through",
+			"computer", n.id, "org", n.owner.Org, "err", err)
+		return true
+	}
+	return ok
+}
+
+// bytes is the organisation's byte limiter (nil: none).
+func (n *computerNet) bytes() *rate.Limiter {
+	if n.svc.cfg.Limiter == nil {
+		return nil
+	}
+	return n.svc.cfg.Limiter.Bytes(n.owner.Org)
+}
+
+// finish closes a record and logs it; a refusal by the rate limit is
+// also reported to RateLimited.
 func (n *computerNet) finish(rec Record) {
 	rec.Closed = time.Now()
 	n.record(rec)
+	if rec.Rule == rateLimited && n.svc.cfg.RateLimited != nil {
+		rec.Computer, rec.Org, rec.Key = n.id, n.owner.Org, n.owner.Key
+		n.svc.cfg.RateLimited(rec)
+	}
 }
