@@ -77,7 +77,7 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 		return nil
 	}
 	defer timed(&r.timing.Create)()
-	v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID})
+	v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID, NetworkPolicy: r.plan.network})
 	if err != nil {
 		return fmt.Errorf("gateway: create the response's computer: %w", err)
 	}

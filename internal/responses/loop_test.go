@@ -3,6 +3,7 @@ package responses
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -331,5 +332,35 @@ func TestClientFunctionCall(t *testing.T) {
 	if len(c.Messages) != 4 || c.Messages[1].Role != "system" || !strings.HasPrefix(deref(c.Messages[1].Content), InputsNotePrefix+"/workspace/data.csv") ||
 		c.Messages[2].Role != "assistant" || c.Messages[3].Role != "tool" || !slices.Equal(c.FileIDs, []string{"file_1"}) {
 		t.Fatalf("kept conversation %+v", c)
+	}
+}
+
+// TestCodeInterpreterNetworkPolicy: the container's network_policy
+// (OpenAI's shape) reaches the response's computer; domain_secrets and
+// other shapes are a 400 naming the parameter.
+func TestCodeInterpreterNetworkPolicy(t *testing.T) {
+	h := newHarness(t, APIChat, func(n int, req map[string]any) (int, any) {
+		if n == 1 {
+			return 200, upstreamtest.ToolCallsAnswer("", upstreamtest.Call{ID: "c1", Name: tools.CodeInterpreterName, Args: `{"code":"1"}`})
+		}
+		return 200, upstreamtest.TextAnswer("done")
+	}, nil)
+	body := `{"input":"go","tools":[{"type":"code_interpreter","container":{"type":"auto","network_policy":{"type":"allowlist","allowed_domains":["pypi.org"]}}}]}`
+	if _, err := h.create(body); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.comp.created) != 1 || h.comp.created[0].NetworkPolicy == nil ||
+		h.comp.created[0].NetworkPolicy.Type != "allowlist" || !slices.Equal(h.comp.created[0].NetworkPolicy.AllowedDomains, []string{"pypi.org"}) {
+		t.Fatalf("created %+v", h.comp.created)
+	}
+	for _, np := range []string{
+		`{"type":"allowlist","allowed_domains":["x.org"],"domain_secrets":[{"domain":"x.org","name":"K","value":"v"}]}`,
+		`{"type":"allowlist","allowed_domains":"x.org"}`,
+	} {
+		_, err := h.create(`{"input":"go","tools":[{"type":"code_interpreter","container":{"type":"auto","network_policy":` + np + `}}]}`)
+		var e *Error
+		if !errors.As(err, &e) || e.Param != "tools[0].container.network_policy" {
+			t.Errorf("%s: %v", np, err)
+		}
 	}
 }

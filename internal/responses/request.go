@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
@@ -63,6 +64,9 @@ type plan struct {
 	tools           []chatTool
 	toolChoice      json.RawMessage
 	codeInterpreter bool            // the gateway's code_interpreter is offered
+	// network is the code_interpreter container's network_policy (nil:
+	// loopback only), for the response's computer.
+	network *computer.NetworkPolicy
 	clientFuncs     map[string]bool // client function names
 	gatewayTools    map[string]bool // gateway function tools (builtin__computer_*, python)
 	fileIDs         []string        // input_file ids of the input, in order, deduplicated
@@ -227,10 +231,21 @@ func (p *plan) codeInterpreterTool(t json.RawMessage, param string) error {
 		return err
 	}
 	var c struct {
-		Type string `json:"type"`
+		Type          string          `json:"type"`
+		NetworkPolicy json.RawMessage `json:"network_policy"`
 	}
 	if len(ci.Container) == 0 || strict(ci.Container, &c, param+".container") != nil || c.Type != "auto" {
-		return invalid(param+".container", `only {"type":"auto"} is supported as the code_interpreter container`)
+		return invalid(param+".container", `only {"type":"auto"} (with an optional network_policy) is supported as the code_interpreter container`)
+	}
+	if len(c.NetworkPolicy) > 0 && string(c.NetworkPolicy) != "null" {
+		var np struct {
+			Type           string   `json:"type"`
+			AllowedDomains []string `json:"allowed_domains"`
+		}
+		if err := strict(c.NetworkPolicy, &np, param+".container.network_policy"); err != nil {
+			return invalid(param+".container.network_policy", `must be {"type":"disabled"} or {"type":"allowlist","allowed_domains":[…]} (domain_secrets are not supported yet)`)
+		}
+		p.network = &computer.NetworkPolicy{Type: np.Type, AllowedDomains: np.AllowedDomains}
 	}
 	if p.codeInterpreter {
 		return invalid(param, "code_interpreter is declared twice")
