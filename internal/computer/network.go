@@ -69,11 +69,15 @@ func (m *Manager) internet(who governance.Principal, p *NetworkPolicy) (sandbox.
 	if len(p.AllowedDomains)+len(p.AllowedCIDRs) > 256 {
 		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy: at most 256 entries", ErrInvalid)
 	}
+	keyDomains, keyCIDRs := keyCeiling(who)
 	pol := sandbox.InternetPolicy{}
 	for _, d := range p.AllowedDomains {
 		d = strings.ToLower(strings.TrimSuffix(d, "."))
 		if !within(d, m.cfg.Internet.Domains) {
 			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_domains: %q is not allowed on this deployment", ErrInvalid, d)
+		}
+		if keyDomains != nil && !within(d, *keyDomains) {
+			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_domains: %q is not allowed for this key", ErrForbidden, d)
 		}
 		pol.Domains = append(pol.Domains, d)
 	}
@@ -84,6 +88,9 @@ func (m *Manager) internet(who governance.Principal, p *NetworkPolicy) (sandbox.
 		}
 		if !covered(c.Masked(), m.cfg.Internet.CIDRs) {
 			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_cidrs: %s is not allowed on this deployment", ErrInvalid, c)
+		}
+		if keyCIDRs != nil && !covered(c.Masked(), *keyCIDRs) {
+			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_cidrs: %s is not allowed for this key", ErrForbidden, c)
 		}
 		pol.CIDRs = append(pol.CIDRs, c.Masked())
 	}
@@ -164,4 +171,20 @@ func (m *Manager) recheckInternet(ctx context.Context) {
 		m.mu.Unlock()
 		log.From(ctx).InfoContext(ctx, "computer lost its internet", "computer", l.rec.ID, "why", why)
 	}
+}
+
+// keyCeiling is the key's narrowing of the network policy (nil: none).
+func keyCeiling(p governance.Principal) (*[]string, *[]netip.Prefix) {
+	if p.Caps.Computer == nil || p.Caps.Computer.Internet == nil {
+		return nil, nil
+	}
+	ki := p.Caps.Computer.Internet
+	domains := append([]string{}, ki.AllowedDomains...)
+	cidrs := []netip.Prefix{}
+	for _, s := range ki.AllowedCIDRs {
+		if c, err := netip.ParsePrefix(s); err == nil { // validated with the capabilities
+			cidrs = append(cidrs, c.Masked())
+		}
+	}
+	return &domains, &cidrs
 }

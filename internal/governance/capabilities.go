@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 )
 
@@ -31,6 +32,18 @@ type Tooling struct {
 type ComputerLimits struct {
 	ExecTimeoutSeconds int `json:"exec_timeout_seconds,omitempty"`
 	LifetimeSeconds    int `json:"lifetime_seconds,omitempty"`
+	// Internet narrows what this key's computers may reach below the
+	// deployment and the organisation (nil: no narrowing; an empty
+	// allowed_domains: no domain at all).
+	Internet *KeyInternet `json:"internet,omitempty"`
+}
+
+// KeyInternet is a key's ceiling on its computers' network policies:
+// patterns as [network] allowed_domains ("example.com", "*.example.com",
+// "*"), and CIDRs.
+type KeyInternet struct {
+	AllowedDomains []string `json:"allowed_domains"`
+	AllowedCIDRs   []string `json:"allowed_cidrs,omitempty"`
 }
 
 var emptyObject = json.RawMessage("{}")
@@ -67,6 +80,13 @@ func ParseCapabilities(b []byte) (Capabilities, error) {
 	}
 	if c.Computer != nil && (c.Computer.ExecTimeoutSeconds < 0 || c.Computer.LifetimeSeconds < 0) {
 		return c, fmt.Errorf("%w: capabilities.computer limits must not be negative", ErrInvalid)
+	}
+	if c.Computer != nil && c.Computer.Internet != nil {
+		for _, s := range c.Computer.Internet.AllowedCIDRs {
+			if _, err := netip.ParsePrefix(s); err != nil {
+				return c, fmt.Errorf("%w: capabilities.computer.internet.allowed_cidrs: %q is not a CIDR", ErrInvalid, s)
+			}
+		}
 	}
 	if c.Computer != nil && c.Tooling == nil {
 		return c, fmt.Errorf("%w: the computer capability depends on tooling; add \"tooling\"", ErrInvalid)

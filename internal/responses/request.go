@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
@@ -63,15 +63,15 @@ type plan struct {
 	messages        []chatMessage
 	tools           []chatTool
 	toolChoice      json.RawMessage
-	codeInterpreter bool            // the gateway's code_interpreter is offered
+	codeInterpreter bool // the gateway's code_interpreter is offered
 	// network is the code_interpreter container's network_policy (nil:
 	// loopback only), for the response's computer.
-	network *computer.NetworkPolicy
-	clientFuncs     map[string]bool // client function names
-	gatewayTools    map[string]bool // gateway function tools (builtin__computer_*, python)
-	fileIDs         []string        // input_file ids of the input, in order, deduplicated
-	images          []imageRef      // input_image parts by file_id, resolved in Begin
-	uploads         []upload        // input_file parts by file_data, stored in Begin
+	network      *computer.NetworkPolicy
+	clientFuncs  map[string]bool // client function names
+	gatewayTools map[string]bool // gateway function tools (builtin__computer_*, python)
+	fileIDs      []string        // input_file ids of the input, in order, deduplicated
+	images       []imageRef      // input_image parts by file_id, resolved in Begin
+	uploads      []upload        // input_file parts by file_data, stored in Begin
 	// inputStart is where the conversation starts in messages (after the
 	// instructions): what a stored response keeps to be continued.
 	inputStart int
