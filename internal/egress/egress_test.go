@@ -213,6 +213,9 @@ func TestInternetComputer(t *testing.T) {
 	})
 	t.Run("through the proxy the variables name, the same policy", func(t *testing.T) {
 		expect(t, run(t, sb, "sh", "-c", "echo $HTTPS_PROXY; echo $no_proxy"), ":3128\nlocalhost,127.0.0.1")
+		// The same variables in a file, for programs that do not inherit
+		// them, readable by the sandbox user only.
+		expect(t, run(t, sb, "sh", "-c", `stat -c '%a %U' `+linux.NetworkEnvFile+`; set -a; . `+linux.NetworkEnvFile+`; env -i sh -c ". `+linux.NetworkEnvFile+`; echo \$HTTPS_PROXY" | grep -c ':3128'`), "600 user\n1")
 		expect(t, run(t, sb, "curl", "-sS", "--max-time", "10", "http://allowed.test/"), "hello allowed.test from 198.51.100.10")
 		expect(t, run(t, sb, python, "-c", "import urllib.request as u; print(u.urlopen('http://sub.wild.test/', timeout=10).read().decode())"),
 			"hello sub.wild.test from 198.51.100.10")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
@@ -210,6 +211,25 @@ func (c *computer) launch(ctx context.Context, device string) error {
 	// Opened now, before any user code ran in the computer.
 	if c.pids, err = openPIDs(c.rec.AgentPid); err != nil {
 		return err
+	}
+	return c.writeNetworkEnv(ctx, env)
+}
+
+// NetworkEnvFile is where an internet computer finds its network's
+// environment (the proxy variables) as NAME=value lines, for programs
+// that do not inherit it.
+const NetworkEnvFile = "/workspace/.cubicle/proxy.env"
+
+// writeNetworkEnv writes the network's environment into the computer
+// (nothing for a computer without one), as the sandbox user, mode 0600.
+func (c *computer) writeNetworkEnv(ctx context.Context, env []string) error {
+	if len(env) == 0 {
+		return nil
+	}
+	content := strings.Join(env, "\n") + "\n"
+	if _, err := c.client.WriteFile(ctx, sandbox.FileWrite{Path: NetworkEnvFile, Mode: 0o600, Parents: true},
+		strings.NewReader(content)); err != nil {
+		return fmt.Errorf("write %s: %w", NetworkEnvFile, err)
 	}
 	return nil
 }
