@@ -4,14 +4,17 @@
 # the same operations on the driver ('cubicle-bench api'), then Python in
 # computers next to jupyter_server ('cubicle-bench python'), then the
 # Responses gateway with a zero-latency upstream ('cubicle-bench gateway'),
-# and prints the tables (docs/benchmarks.md shows them).
+# then internet computers' connect, download and start next to the host in
+# a test internet of their own ('cubicle-bench net'), and prints the tables
+# (docs/benchmarks.md shows them).
 #
 #   scripts/bench.sh                    # all: 100 sandbox runs, 200 API runs, load 50 × 100,
 #                                       # 100 Python round trips and 30 first cells
 #   N=20 API_N=50 PY_N=50 PY_FIRST_N=10 scripts/bench.sh   # fewer runs
 #   CONCURRENCY=20 EXECS=50 scripts/bench.sh
 #   GW_N=50 GW_CONCURRENCY=20 GW_BATCHES=3 BENCH=gateway scripts/bench.sh
-#   BENCH=python scripts/bench.sh --json   # only one of them (sandbox, api, python or gateway)
+#   NET_N=100 NET_DOWNLOADS=20 BENCH=net scripts/bench.sh
+#   BENCH=python scripts/bench.sh --json   # only one of them (sandbox, api, python, gateway or net)
 #
 # Extra arguments go to every bench that runs, so with more than one only
 # flags they share make sense (--json, --timeout); with --json each prints
@@ -35,12 +38,14 @@ PY_FIRST_N="${PY_FIRST_N:-30}"
 GW_N="${GW_N:-50}"
 GW_CONCURRENCY="${GW_CONCURRENCY:-20}"
 GW_BATCHES="${GW_BATCHES:-3}"
+NET_N="${NET_N:-100}"
+NET_DOWNLOADS="${NET_DOWNLOADS:-20}"
 BENCH="${BENCH:-all}"
 
 case "$BENCH" in
-all | sandbox | api | python | gateway) ;;
+all | sandbox | api | python | gateway | net) ;;
 *)
-	echo "bench.sh: BENCH must be all, sandbox, api, python or gateway, got '$BENCH'" >&2
+	echo "bench.sh: BENCH must be all, sandbox, api, python, gateway or net, got '$BENCH'" >&2
 	exit 2
 	;;
 esac
@@ -118,5 +123,11 @@ if [[ $BENCH == all ]]; then
 fi
 if [[ $BENCH == all || $BENCH == gateway ]]; then
 	run gateway --n "$GW_N" --concurrency "$GW_CONCURRENCY" --batches "$GW_BATCHES" --data "$data" "$@"
+fi
+if [[ $BENCH == all ]]; then
+	echo
+fi
+if [[ $BENCH == all || $BENCH == net ]]; then
+	run net --n "$NET_N" --downloads "$NET_DOWNLOADS" --data "$data" "$@"
 fi
 exit "$status"

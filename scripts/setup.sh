@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Cubicle needs on a Debian 12 host, idempotently: the Python
 # stack that runs inside computers (from Debian, used as /usr/bin/python3),
-# mkfs.ext4 for computers' disks, and the tools the tests use (npm for
+# mkfs.ext4 for computers' disks, and the tools the tests use (curl inside
+# internet computers, iproute2 for test networks, npm for
 # scripts/testdeps.sh: Debian's nodejs and npm, unless an npm is already
 # on the PATH, e.g. from NodeSource).
 set -euo pipefail
@@ -10,6 +11,7 @@ packages=(
   python3 python3-ipykernel python3-numpy python3-pandas python3-matplotlib
   e2fsprogs util-linux procps iproute2 psmisc gcc libc6-dev
   python3-jupyter-server python3-nbclient python3-nbformat mmdebstrap
+  curl ca-certificates
 )
 command -v npm >/dev/null || packages+=(nodejs npm)
 
