@@ -31,7 +31,7 @@ type Network struct {
 	Resolver string `toml:"resolver"`
 	// ConnsPerSecond bounds each organisation's new connections (0: no
 	// limit), in bursts of ConnsBurst; BytesPerSecond its bytes each way,
-	// summed over its computers (0: no limit).
+	// summed over its computers (unset: no limit).
 	ConnsPerSecond float64 `toml:"conns_per_second"`
 	ConnsBurst     int     `toml:"conns_burst"`
 	BytesPerSecond Size    `toml:"bytes_per_second"`
