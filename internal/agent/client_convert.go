@@ -65,7 +65,8 @@ var errorKinds = []struct{ wire, kind error }{
 	{protocol.ErrTooLarge, sandbox.ErrTooLarge}, {protocol.ErrNoSpace, sandbox.ErrNoSpace},
 	{protocol.ErrInvalid, sandbox.ErrInvalid}, {protocol.ErrProcLimit, sandbox.ErrProcLimit},
 	{protocol.ErrLocked, sandbox.ErrLocked}, {protocol.ErrChanging, sandbox.ErrChanging},
-	{protocol.ErrKernelDead, sandbox.ErrKernelDead}, {protocol.ErrBusy, sandbox.ErrKernelBusy},
+	{protocol.ErrKernelDead, sandbox.ErrKernelDead}, {protocol.ErrKernelBacklog, sandbox.ErrKernelBacklog},
+	{protocol.ErrBusy, sandbox.ErrKernelBusy},
 }
 
 // fromWire is the agent's error as the sandbox's kind, with the agent's

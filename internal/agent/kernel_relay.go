@@ -72,7 +72,7 @@ type KernelRelayState struct {
 
 var (
 	errRelayClosed = errors.New("kernel relay closed")
-	errBacklog     = fmt.Errorf("the host did not take the kernel's messages fast enough (more than %d MiB waiting); the relay was closed", maxRelayBacklog>>20)
+	errBacklog     = fmt.Errorf("%w: the host did not take the kernel's messages fast enough (more than %d MiB waiting); the relay was closed", protocol.ErrKernelBacklog, maxRelayBacklog>>20)
 )
 
 type kernelRelay struct {

@@ -484,3 +484,14 @@ func TestKernelRelayClientBacklogOfTinyMessages(t *testing.T) {
 		t.Fatalf("Err %v after %d messages; the bound is %d", r.Err(), n, limit)
 	}
 }
+
+// TestRelayBacklogIsABacklogOnTheHost: the agent's own backlog limit (the
+// host did not take the kernel's messages fast enough) reaches the host as
+// sandbox.ErrKernelBacklog, like the host's limit: under load either side
+// can fill first, and a client sees the same kind either way.
+func TestRelayBacklogIsABacklogOnTheHost(t *testing.T) {
+	err := fromWire(protocol.ToWire(errBacklog))
+	if !errors.Is(err, sandbox.ErrKernelBacklog) || !strings.Contains(err.Error(), "did not take the kernel's messages fast enough") {
+		t.Fatalf("the agent's backlog on the host: %v", err)
+	}
+}

@@ -30,6 +30,9 @@ var (
 	// ErrKernelDead ends a kernel relay whose kernel cannot go on: it
 	// crashed too often, could not start, or broke the wire protocol.
 	ErrKernelDead = errors.New("kernel dead")
+	// ErrKernelBacklog ends a kernel relay whose messages were not taken
+	// fast enough (by the host from the agent, or by the consumer).
+	ErrKernelBacklog = errors.New("kernel backlog")
 )
 
 var codes = map[string]error{
@@ -39,7 +42,7 @@ var codes = map[string]error{
 	"no_space": ErrNoSpace, "invalid": ErrInvalid, "proc_limit": ErrProcLimit,
 	"unknown_process": ErrUnknownProc, "internal": ErrInternal,
 	"busy": ErrBusy, "kernel_dead": ErrKernelDead, "locked": ErrLocked,
-	"changing": ErrChanging,
+	"changing": ErrChanging, "kernel_backlog": ErrKernelBacklog,
 }
 
 // WireError is an error as it travels on the control channel.
