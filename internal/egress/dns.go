@@ -36,18 +36,24 @@ func (n *computerNet) onUDP(r *udp.ForwarderRequest) bool {
 		n.record(Record{Proto: "udp", Addr: dst, Verdict: Refused, Rule: "udp", Opened: now, Closed: now})
 		return false
 	}
+	if !n.reserve() {
+		return true // dropped: the client retries, as with a lost datagram
+	}
 	var wq waiter.Queue
 	ep, terr := r.CreateEndpoint(&wq)
 	if terr != nil {
+		n.release()
 		return false
 	}
 	c := gonet.NewUDPConn(&wq, ep)
 	f := &flow{in: c, up: c}
 	if !n.track(f) {
 		c.Close()
+		n.release()
 		return true
 	}
 	go func() {
+		defer n.release()
 		defer n.untrack(f)
 		defer c.Close()
 		n.serveDNS(c, dst)

@@ -54,6 +54,11 @@ func (n *computerNet) serveProxy(l net.Listener) {
 // private-address rule, fronting); a refusal is an HTTP status with the
 // reason, and every request is recorded.
 func (n *computerNet) proxy(c net.Conn) {
+	if !n.reserve() {
+		c.Close()
+		return
+	}
+	defer n.release()
 	f := &flow{in: c, up: c}
 	if !n.track(f) {
 		c.Close()

@@ -56,6 +56,7 @@ type computerNet struct {
 
 	mu    sync.Mutex
 	flows map[*flow]struct{}
+	slots int // reserved of maxFlows (reserve)
 	shut  bool
 	once  sync.Once
 }
@@ -154,22 +155,36 @@ func (n *computerNet) close() error {
 	return nil
 }
 
-// track registers a flow; false once the network is closing or full.
+// reserve takes one of the computer's maxFlows slots for a connection, DNS
+// exchange or proxy client, before anything is dialed or answered; false
+// when all are taken or the network is closing. Each reserve is paired
+// with a release.
+func (n *computerNet) reserve() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.shut || n.slots >= maxFlows {
+		return false
+	}
+	n.slots++
+	return true
+}
+
+func (n *computerNet) release() {
+	n.mu.Lock()
+	n.slots--
+	n.mu.Unlock()
+}
+
+// track registers an open flow, so close ends it; false once the network
+// is closing.
 func (n *computerNet) track(f *flow) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.shut || len(n.flows) >= maxFlows {
+	if n.shut {
 		return false
 	}
 	n.flows[f] = struct{}{}
 	return true
-}
-
-// full reports whether the computer has maxFlows open.
-func (n *computerNet) full() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return len(n.flows) >= maxFlows
 }
 
 func (n *computerNet) untrack(f *flow) {

@@ -76,8 +76,12 @@ func (n *computerNet) forward(r *tcp.ForwarderRequest) {
 	rec := Record{Proto: "tcp", Addr: netip.AddrPortFrom(dst, id.LocalPort), Opened: time.Now()}
 	t, refused := n.decide(dst)
 	rec.Name, rec.Rule = t.name, t.rule
-	if refused == "" && n.full() {
-		refused = "too-many-connections"
+	if refused == "" {
+		if !n.reserve() {
+			refused = "too-many-connections"
+		} else {
+			defer n.release() // the flow is spliced below, in this goroutine
+		}
 	}
 	if refused == "" && !n.allowConn() {
 		refused = rateLimited
@@ -167,7 +171,7 @@ func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
 	f := &flow{in: in, up: up}
 	if !n.track(f) {
 		f.abort()
-		rec.Verdict, rec.Error = Failed, "the computer's network is closing or has too many connections"
+		rec.Verdict, rec.Error = Failed, "the computer's network is closing"
 		n.finish(rec)
 		return
 	}
