@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -107,22 +108,13 @@ func (s *Service) refused(a netip.Addr) string {
 	a = a.Unmap()
 	for _, p := range s.deny {
 		if p.Contains(a) {
-			if slicesContains(private, p) {
+			if slices.Contains(private, p) {
 				return "private:" + p.String()
 			}
 			return "deny:" + p.String()
 		}
 	}
 	return ""
-}
-
-func slicesContains(list []netip.Prefix, p netip.Prefix) bool {
-	for _, q := range list {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // Attach gives the computer whose network namespace is netns its

@@ -31,9 +31,9 @@ var errStop = errors.New("client hello seen")
 // server, is not delayed: what arrived first is returned with no name.
 func sniff(c net.Conn) ([]byte, string) {
 	first := make([]byte, maxPeek)
-	k, err := c.Read(first)
-	if k == 0 || err != nil && k == 0 {
-		return nil, ""
+	k, _ := c.Read(first)
+	if k == 0 {
+		return nil, "" // the copy that follows sees the same end or error
 	}
 	buf := bytes.NewBuffer(first[:k])
 	c.SetReadDeadline(time.Now().Add(peekFor))
