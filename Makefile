@@ -17,10 +17,14 @@ testdeps:
 	@bash scripts/testdeps.sh
 
 # The agent uses syscall.AllThreadsSyscall, which Go refuses in cgo binaries:
-# cubicle is always built without cgo (a static binary). cubicle-bench, the
-# benchmarks (the server carries none), runs the cubicle next to it.
+# cubicle is always built without cgo (a static binary). It carries the lean
+# agent (cmd/cubicle-agent, built first; see internal/sandbox/linux/agentbin).
+# cubicle-bench, the benchmarks (the server carries none), runs the cubicle
+# next to it.
+AGENT_EMBED := internal/sandbox/linux/agentbin/cubicle-agent
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/cubicle
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(AGENT_EMBED) ./cmd/cubicle-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -tags cubicle_agent -o $(BIN) ./cmd/cubicle
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BENCH_BIN) ./cmd/cubicle-bench
 
 # The embedded default: SQLite and computers' disks under DATA. On first
@@ -44,4 +48,4 @@ bench: setup
 	bash scripts/bench.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin $(AGENT_EMBED)

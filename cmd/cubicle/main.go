@@ -6,9 +6,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux/agentbin"
 )
 
 // command is one subcommand.
@@ -54,6 +56,9 @@ func dispatch(args []string) int {
 		fmt.Fprintln(os.Stderr, "cubicle: the agent runs only as PID 1 of a computer; use 'cubicle run'")
 		return 2
 	}
+	if args[0] == linux.AgentBinaryArg && len(args) == 1 {
+		return writeAgentBinary(os.Stdout)
+	}
 	fmt.Fprintf(os.Stderr, "cubicle: unknown command %q (see 'cubicle --help')\n", args[0])
 	return 2
 }
@@ -65,4 +70,19 @@ func usage(w *os.File) {
 		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'cubicle <command> --help' for a command's flags and an example.")
+}
+
+// writeAgentBinary writes the lean agent this binary carries (for drivers
+// that run this binary as their agent, see linux.Config.AgentPath); 1 when
+// it carries none.
+func writeAgentBinary(w io.Writer) int {
+	b := agentbin.Binary()
+	if len(b) == 0 {
+		fmt.Fprintln(os.Stderr, "cubicle: this binary carries no separate agent (built without 'make build'); it is its own agent")
+		return 1
+	}
+	if _, err := w.Write(b); err != nil {
+		return 1
+	}
+	return 0
 }

@@ -8,7 +8,7 @@ import "time"
 type Init struct {
 	Hostname   string    `json:"hostname"`
 	RootDir    string    `json:"root_dir"`             // empty host directory to build the new root on
-	Device     string    `json:"device"`               // block device holding the workspace filesystem
+	Host       HostFDs   `json:"host_fds"`             // the mounts the host made for the computer
 	TmpBytes   int64     `json:"tmp_bytes"`            // size of the /tmp tmpfs
 	ShmBytes   int64     `json:"shm_bytes"`            // size of the /dev/shm tmpfs
 	Mounts     []Mount   `json:"mounts"`               // extra bind mounts
@@ -17,8 +17,19 @@ type Init struct {
 	Timeout    Duration  `json:"timeout"`              // default wall-time limit per process
 	MaxFile    int64     `json:"max_file"`             // largest file the file API writes or reads
 	MemoryHint int64     `json:"memory_hint"`          // memory limit, for messages only
-	HostUID    uint32    `json:"host_uid"`             // host uid and gid of the sandbox user (a user namespace maps SandboxUID to it)
 	Nameserver string    `json:"nameserver,omitempty"` // the resolver of an internet computer ("": no network)
+}
+
+// HostFDs are the agent's descriptors of the detached mounts that the host
+// made for the computer, which a process in the computer's user namespace
+// cannot make: its /dev (a tmpfs holding the device nodes), its workspace
+// disk, and a mount of the host's root filesystem named "runtime" that the
+// runtime is bound from (0 when the host's / is no block device: the
+// runtime is bound from the host's paths).
+type HostFDs struct {
+	Dev       int `json:"dev"`
+	Workspace int `json:"workspace"`
+	Runtime   int `json:"runtime,omitempty"`
 }
 
 // Mount is an extra bind mount from the host into the computer: FD is the

@@ -3,13 +3,14 @@
 // ext4 disk per computer, and a seccomp filter derived from Docker's default
 // profile.
 //
-// The host side (Driver, computer) prepares cgroups and the disk, then
-// re-executes the cubicle binary as "cubicle agent" in new PID, mount,
-// network, IPC, UTS and cgroup namespaces. The child side (AgentMain) builds
-// the computer's root filesystem as PID 1 (rootfs.go, neutral.go), pivots
-// into it, and starts its second stage in a user namespace that maps the
-// sandbox user to the computer's own host uid (stage.go, uids.go on the
-// host), which drops privileges, loads seccomp and hands over to
+// The host side (Driver, computer) prepares cgroups, the disk and the
+// mounts only it can make (hostmounts.go, neutral.go), then starts the
+// agent (the lean cmd/cubicle-agent the binary carries, agentexe.go and
+// agentbin, or the cubicle binary itself) in new user, PID, mount,
+// network, IPC, UTS and cgroup namespaces; the user namespace maps the
+// sandbox user to the computer's own host uid (uids.go). The child side
+// (AgentMain) builds the computer's root filesystem as PID 1 (rootfs.go),
+// pivots into it, drops privileges, loads seccomp and hands over to
 // internal/agent's server. Extra mounts are resolved on the host and
 // passed as descriptors (mounts.go). Teardown is split:
 // Kill returns once no task of the computer can run code (kill.go), Destroy
@@ -17,5 +18,5 @@
 //
 // It may import internal/sandbox, internal/agent and internal/agent/protocol (the
 // Init and Ready frames it builds the computer with), its own subpackages
-// (seccomp, disk), x/sys and opencontainers/cgroups.
+// (seccomp, disk, agentbin), x/sys and opencontainers/cgroups.
 package linux

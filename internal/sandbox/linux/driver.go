@@ -24,8 +24,9 @@ type Config struct {
 	// StateDir holds computers' disks and records (StateDir/computers) and
 	// cached filesystem templates (StateDir/templates).
 	StateDir string
-	// AgentPath is the cubicle binary to run as the agent; default
-	// /proc/self/exe.
+	// AgentPath is the cubicle binary whose agent computers run: the lean
+	// agent it carries (see agentbin) or, without one, the binary itself;
+	// default this process's binary.
 	AgentPath string
 	// Logger for teardown problems; default slog.Default().
 	Logger *slog.Logger
@@ -46,6 +47,7 @@ type Driver struct {
 	templates *disk.Templates
 	ids       *hostIDs
 	log       *slog.Logger
+	agent     string // the executable computers' agents run (agentexe.go)
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -53,9 +55,6 @@ var _ sandbox.Driver = (*Driver)(nil)
 // New checks that this host can enforce a computer's limits and prepares
 // the state directory. It refuses, saying what is missing, when it cannot.
 func New(cfg Config) (*Driver, error) {
-	if cfg.AgentPath == "" {
-		cfg.AgentPath = "/proc/self/exe"
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -79,6 +78,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("linux driver: %w", err)
 	}
 	d.ids = ids
+	d.agent = agentExecutable(cfg.StateDir, cfg.AgentPath)
 	return d, nil
 }
 
@@ -168,6 +168,13 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		return err
 	}
 	defer closeAll(files)
+	hm, err := makeHostMounts(device, c.uid.uid)
+	if err != nil {
+		return err
+	}
+	defer hm.close()
+	hmFiles, hostFDs := hm.files(controlFD + 1 + len(files))
+	files = append(files, hmFiles...)
 	mountFiles, mounts, err := openMounts(c.spec, controlFD+1+len(files))
 	if err != nil {
 		return err
@@ -178,7 +185,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 	if err != nil {
 		return err
 	}
-	c.proc, err = startAgent(c.driver.cfg.AgentPath, append([]*os.File{agentEnd}, files...), &c.stderr)
+	c.proc, err = startAgent(c.driver.agent, append([]*os.File{agentEnd}, files...), c.uid.uid, &c.stderr)
 	agentEnd.Close() // the agent has it now; if it dies, the host sees end of file at once
 	if err != nil {
 		hostEnd.Close()
@@ -191,16 +198,20 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		hostEnd.Close()
 		return fmt.Errorf("write computer record: %w", err)
 	}
+	if err := idmapMounts(mountFiles, c.rec.AgentPid); err != nil {
+		hostEnd.Close()
+		return err
+	}
 	nameserver, env, err := c.attachNetwork(ctx)
 	if err != nil {
 		hostEnd.Close()
 		return err
 	}
 	init := protocol.Init{
-		Hostname: "computer", RootDir: c.dir.path(rootDir), Device: device,
+		Hostname: "computer", RootDir: c.dir.path(rootDir), Host: hostFDs,
 		TmpBytes: tmpBytes(c.spec), ShmBytes: min(64<<20, c.spec.MemoryBytes/4),
 		Env: append(slices.Clip(c.spec.Env), env...), Cgroup: cgfds, Timeout: protocol.Millis(c.spec.Timeout),
-		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes, Mounts: mounts, HostUID: c.uid.uid,
+		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes, Mounts: mounts,
 		Nameserver: nameserver,
 	}
 	if err := handshake(ctx, hostEnd, init); err != nil {

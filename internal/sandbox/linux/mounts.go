@@ -90,3 +90,24 @@ func resolveSource(m sandbox.Mount) (int, error) {
 	}
 	return fd, nil
 }
+
+// idmapMounts idmaps the extra mounts (still detached) to the user
+// namespace of the computer whose agent is pid, so that the host's uid 1000
+// owns their files as the sandbox user does inside (uid 1000 there, the
+// computer's own uid on the host), as without a user namespace; a
+// filesystem that cannot be idmapped is attached as it is.
+func idmapMounts(files []*os.File, pid int) error {
+	if len(files) == 0 {
+		return nil
+	}
+	userns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", pid))
+	if err != nil {
+		return fmt.Errorf("open the computer's user namespace: %w", err)
+	}
+	defer userns.Close()
+	idmap := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(userns.Fd())}
+	for _, f := range files {
+		unix.MountSetattr(int(f.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &idmap)
+	}
+	return nil
+}

@@ -13,62 +13,76 @@ import (
 // The computer's /proc/self/mountinfo must show nothing of the host's
 // layout (docs/ARCHITECTURE.md, "What mountinfo shows"). A mount's source
 // name is fixed when the mount is made, and a bind copies it from the
-// mount it binds, so the names are chosen here: the workspace disk and the
-// host filesystem the runtime is bound from are mounted by a relative
-// name ("workspace", "runtime") through a block node made for the moment
-// in the computer's own /dev, and the device nodes are made, not bound.
+// mount it binds, so the names are chosen on the host (hostmounts.go): the
+// workspace disk and the host filesystem the runtime is bound from are
+// mounted by a relative name ("workspace", "runtime") through a block node
+// made for the moment in the computer's own /dev, and the device nodes are
+// made, not bound.
 
-// mountNamed mounts the block device dev at target under the neutral
-// source name name.
-func mountNamed(root, name string, dev uint64, target, fstype string, flags uintptr, data string) error {
-	dir := root + "/dev"
-	node := filepath.Join(dir, name)
-	if err := unix.Mknod(node, unix.S_IFBLK|0o600, int(dev)); err != nil {
-		return fmt.Errorf("make %s node: %w", name, err)
+// mountNamed mounts the block device rdev under the neutral source name
+// name, through a node of that name made for the moment in dev, which must
+// be the calling thread's working directory.
+func mountNamed(dev *os.File, name string, rdev uint64, fstype string, opts, flags []string, attr int) (*os.File, error) {
+	if err := unix.Mknodat(int(dev.Fd()), name, unix.S_IFBLK|0o600, int(rdev)); err != nil {
+		return nil, fmt.Errorf("make %s node: %w", name, err)
 	}
-	defer os.Remove(node)
-	if err := unix.Chdir(dir); err != nil {
-		return err
+	defer unix.Unlinkat(int(dev.Fd()), name, 0)
+	m, err := fsMount(fstype, name, opts, flags, attr)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", name, err)
 	}
-	defer unix.Chdir("/")
-	if err := unix.Mount(name, target, fstype, flags, data); err != nil {
-		return fmt.Errorf("mount %s: %w", name, err)
-	}
-	return nil
+	return m, nil
 }
 
-// runtimeSource is a second mount of the host's root filesystem, named
-// "runtime", that runtime paths are bound from. It is unmounted (its binds
-// stay) once the root is built.
-type runtimeSource struct {
-	dir string // "" when the host's / is not a block-device filesystem: bind from the host paths
-	dev uint64
-}
-
-// openRuntimeSource mounts the host's root filesystem next to root (in the
-// computer's host directory, never on the computer's own root: a
-// mountpoint removed there right after its lazy unmount can keep the root
-// tmpfs busy, and making it read-only then fails with EBUSY) when that is
-// possible (a block device, mounted whole at /); otherwise it returns a
-// source that binds from the host paths as they are.
-func openRuntimeSource(root string) (*runtimeSource, error) {
+// mountRuntime mounts the host's root filesystem a second time, named
+// "runtime", when it is a block-device filesystem mounted whole at /; nil
+// otherwise (the agent then binds the runtime from the host's paths).
+func mountRuntime(dev *os.File) *os.File {
 	fstype, ok := rootFSType()
 	var st unix.Stat_t
 	if !ok || unix.Stat("/", &st) != nil || unix.Major(st.Dev) == 0 {
+		return nil
+	}
+	attr := unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	m, err := mountNamed(dev, "runtime", st.Dev, fstype, nil, nil, attr)
+	if err != nil {
+		// A read-only host root refuses a read-write mount of its device.
+		m, err = mountNamed(dev, "runtime", st.Dev, fstype, nil, []string{"ro"}, attr)
+	}
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// runtimeSource is the host's mount named "runtime", attached in the
+// agent, that runtime paths are bound from. It is detached (its binds
+// stay) once the root is built.
+type runtimeSource struct {
+	dir string // "" without one: bind from the host paths
+	dev uint64
+}
+
+// openRuntimeSource attaches the runtime mount the host made (descriptor
+// fd, 0 for none) next to root: in the computer's host directory, never
+// on the computer's own root (a mountpoint removed there right after its
+// lazy unmount can keep the root tmpfs busy, and making it read-only then
+// fails with EBUSY).
+func openRuntimeSource(root string, fd int) (*runtimeSource, error) {
+	if fd == 0 {
 		return &runtimeSource{}, nil
 	}
 	dir := filepath.Join(filepath.Dir(root), runtimeDir)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
-	err := mountNamed(root, "runtime", st.Dev, dir, fstype, unix.MS_NOSUID|unix.MS_NODEV, "")
-	if err != nil {
-		// A read-only host root refuses a read-write mount of its device.
-		err = mountNamed(root, "runtime", st.Dev, dir, fstype, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_RDONLY, "")
-	}
-	if err != nil {
+	if err := attach(fd, dir); err != nil {
 		os.Remove(dir)
-		return &runtimeSource{}, nil
+		return nil, fmt.Errorf("runtime source: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return nil, err
 	}
 	return &runtimeSource{dir: dir, dev: st.Dev}, nil
 }
@@ -118,22 +132,4 @@ func rootFSType() (string, bool) {
 		fstype, ok = after[0], fields[3] == "/" && strings.HasPrefix(after[1], "/dev/")
 	}
 	return fstype, ok
-}
-
-// makeDevices creates the computer's device nodes like the host's.
-func makeDevices(dev string) error {
-	for _, d := range devices {
-		var st unix.Stat_t
-		if err := unix.Stat("/dev/"+d, &st); err != nil {
-			return fmt.Errorf("device /dev/%s: %w", d, err)
-		}
-		p := dev + "/" + d
-		if err := unix.Mknod(p, unix.S_IFCHR|0o600, int(st.Rdev)); err != nil {
-			return fmt.Errorf("make /dev/%s: %w", d, err)
-		}
-		if err := unix.Chmod(p, st.Mode&0o777); err != nil {
-			return err
-		}
-	}
-	return nil
 }

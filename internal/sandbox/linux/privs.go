@@ -45,10 +45,9 @@ func dropBoundingSet() error {
 }
 
 // dropPrivileges applies, to every thread of the agent: no supplementary
-// groups, no ambient capabilities, only the capabilities keep (agentCaps
-// in the server stage, none in PID 1), no_new_privs, non-dumpable, and the
-// seccomp filter that every user process inherits.
-func dropPrivileges(keep []uintptr) error {
+// groups, no ambient capabilities, only agentCaps, no_new_privs,
+// non-dumpable, and the seccomp filter that every user process inherits.
+func dropPrivileges() error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("drop groups: %w", err)
 	}
@@ -56,7 +55,7 @@ func dropPrivileges(keep []uintptr) error {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	var mask uint32
-	for _, c := range keep {
+	for _, c := range agentCaps {
 		mask |= 1 << c
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}

@@ -39,13 +39,15 @@ var (
 	readonlyProc = []string{"bus", "fs", "irq", "sys"}
 )
 
-// devices are made in the computer's /dev like the host's (makeDevices).
+// devices are made in the computer's /dev like the host's (makeDevices, on
+// the host).
 var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 const roBind = unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
 
 // buildRoot assembles the computer's root filesystem under init.RootDir.
-// It runs as PID 1 in the new mount namespace, before pivot_root.
+// It runs as PID 1 in the new mount namespace, before pivot_root; what
+// only the host can mount arrives as descriptors (init.Host).
 func buildRoot(init protocol.Init) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
@@ -54,8 +56,7 @@ func buildRoot(init protocol.Init) error {
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4m,mode=755"); err != nil {
 		return fmt.Errorf("mount root tmpfs: %w", err)
 	}
-	// Extra mounts come later (bindExtra, after pivot_root): they are
-	// idmapped to the user namespace of the agent's server stage.
+	// Extra mounts come later (bindExtra, after pivot_root).
 	steps := []func(string, protocol.Init) error{mountDev, bindHost, mountWorkspace, mountTmp, mountProc}
 	for _, step := range steps {
 		if err := step(root, init); err != nil {
@@ -68,7 +69,7 @@ func buildRoot(init protocol.Init) error {
 // bindHost binds the runtime and the curated /etc entries from the host,
 // through a neutral source mount when possible (neutral.go).
 func bindHost(root string, init protocol.Init) error {
-	rs, err := openRuntimeSource(root)
+	rs, err := openRuntimeSource(root, init.Host.Runtime)
 	if err != nil {
 		return err
 	}
@@ -212,24 +213,28 @@ func runtimeLink(src string) (string, bool) {
 	return "", false
 }
 
+// mountWorkspace attaches the workspace disk the host mounted.
 func mountWorkspace(root string, init protocol.Init) error {
 	ws := root + agent.WorkspacePath
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		return err
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(init.Device, &st); err != nil {
-		return fmt.Errorf("workspace disk %s: %w", init.Device, err)
+	if err := attach(init.Host.Workspace, ws); err != nil {
+		return fmt.Errorf("workspace disk: %w", err)
 	}
-	if err := mountNamed(root, "workspace", st.Rdev, ws, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "errors=remount-ro"); err != nil {
-		return fmt.Errorf("mount workspace disk %s: %w", init.Device, err)
+	return nil
+}
+
+// attach attaches the detached mount fd at dst and closes fd.
+func attach(fd int, dst string) error {
+	if fd <= controlFD {
+		return fmt.Errorf("attach %s: no descriptor", dst)
 	}
-	os.Remove(ws + "/lost+found")
-	// The sandbox user's host identity: uid 1000 in its user namespace.
-	if err := os.Chown(ws, int(init.HostUID), int(init.HostUID)); err != nil {
-		return err
+	defer unix.Close(fd)
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attach %s: %w", dst, err)
 	}
-	return os.Chmod(ws, 0o755)
+	return nil
 }
 
 func mountTmp(root string, init protocol.Init) error {
@@ -288,21 +293,15 @@ func mountProc(root string, _ protocol.Init) error {
 	return nil
 }
 
+// mountDev attaches the /dev the host made (its device nodes, links and
+// mount points) and mounts the computer's own devpts and /dev/shm in it.
 func mountDev(root string, init protocol.Init) error {
 	dev := root + "/dev"
 	if err := os.Mkdir(dev, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=755"); err != nil {
-		return fmt.Errorf("mount /dev: %w", err)
-	}
-	if err := makeDevices(dev); err != nil {
-		return err
-	}
-	for _, d := range []string{"pts", "shm"} {
-		if err := os.Mkdir(dev+"/"+d, 0o755); err != nil {
-			return err
-		}
+	if err := attach(init.Host.Dev, dev); err != nil {
+		return fmt.Errorf("/dev: %w", err)
 	}
 	if err := unix.Mount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC,
 		"newinstance,ptmxmode=0666,mode=0620"); err != nil {
@@ -312,44 +311,28 @@ func mountDev(root string, init protocol.Init) error {
 	if err := unix.Mount("shm", dev+"/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, shm); err != nil {
 		return fmt.Errorf("mount /dev/shm: %w", err)
 	}
-	links := map[string]string{"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
-		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "core": "/proc/kcore"}
-	for name, target := range links {
-		if err := os.Symlink(target, dev+"/"+name); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
 // bindExtra attaches the mounts the host resolved and prepared (see
-// openMounts) from their descriptors; no source path is looked up here.
-// Each is idmapped to userns first, so that the host's uid 1000 owns its
-// files as the sandbox user does inside (uid 1000 there, the computer's
-// own uid on the host), as without a user namespace; a filesystem that
-// cannot be idmapped is attached as it is.
-func bindExtra(root string, init protocol.Init, userns *os.File) error {
+// openMounts; the host idmapped them to the computer's user namespace)
+// from their descriptors; no source path is looked up here.
+func bindExtra(root string, init protocol.Init) error {
 	for _, m := range init.Mounts {
 		if strings.Contains(m.Target, "..") {
 			return fmt.Errorf("mount target %q must not contain ..", m.Target)
 		}
-		if m.FD <= controlFD {
-			return fmt.Errorf("mount %s: no descriptor", m.Target)
-		}
 		var st unix.Stat_t
-		if err := unix.Fstat(m.FD, &st); err != nil {
-			return fmt.Errorf("mount %s: %w", m.Target, err)
+		if m.FD <= controlFD || unix.Fstat(m.FD, &st) != nil {
+			return fmt.Errorf("mount %s: no descriptor", m.Target)
 		}
 		dst := root + filepath.Clean(m.Target)
 		if err := makeMountPoint(st.Mode&unix.S_IFMT == unix.S_IFDIR, dst); err != nil {
 			return err
 		}
-		idmap := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(userns.Fd())}
-		unix.MountSetattr(m.FD, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &idmap)
-		if err := unix.MoveMount(m.FD, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return fmt.Errorf("attach mount %s: %w", m.Target, err)
+		if err := attach(m.FD, dst); err != nil {
+			return fmt.Errorf("mount %s: %w", m.Target, err)
 		}
-		unix.Close(m.FD)
 	}
 	return nil
 }

@@ -8,13 +8,25 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent"
 )
 
-// namespaces of a computer. No user namespace: the agent is real root
-// until it drops everything but a few capabilities, and user code runs as
-// an unprivileged uid.
-const namespaces = unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWNET |
+// namespaces of a computer. The agent is root in its user namespace, which
+// maps root to root (the agent keeps the host's root identity for cgroup v1
+// migrations, which want the global root or the target's own uid) and the
+// sandbox user to the computer's own host uid (userMap); it drops all but a
+// few capabilities, and user code runs as the sandbox user.
+const namespaces = unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWNET |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+
+// userMap maps root to root and the sandbox user to the computer's host
+// uid; nothing else is mapped, so every other host identity is nobody
+// inside.
+func userMap(hostID uint32) []syscall.SysProcIDMap {
+	return []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1},
+		{ContainerID: agent.SandboxUID, HostID: int(hostID), Size: 1}}
+}
 
 func socketpair() (host, agentEnd *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -34,7 +46,7 @@ func socketpair() (host, agentEnd *os.File, err error) {
 // extra become descriptors 3, 4, ... in the agent. The agent dies with the
 // thread that started it (Pdeathsig), so a killed owner leaves no running
 // computer behind, only files and cgroups for GC.
-func startAgent(path string, extra []*os.File, stderr *boundedBuffer) (*exec.Cmd, error) {
+func startAgent(path string, extra []*os.File, hostUID uint32, stderr *boundedBuffer) (*exec.Cmd, error) {
 	cmd := &exec.Cmd{
 		Path:       path,
 		Args:       []string{"cubicle", AgentArg},
@@ -43,9 +55,12 @@ func startAgent(path string, extra []*os.File, stderr *boundedBuffer) (*exec.Cmd
 		ExtraFiles: extra,
 		Stderr:     stderr,
 		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: namespaces,
-			Pdeathsig:  syscall.SIGKILL,
-			Setsid:     true, // a terminal's Ctrl-C must reach cubicle, not the agent
+			Cloneflags:                 namespaces,
+			UidMappings:                userMap(hostUID),
+			GidMappings:                userMap(hostUID),
+			GidMappingsEnableSetgroups: true,
+			Pdeathsig:                  syscall.SIGKILL,
+			Setsid:                     true, // a terminal's Ctrl-C must reach cubicle, not the agent
 		},
 	}
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,5 @@
+//go:build !cubicle_agent
+
+package agentbin
+
+var binary []byte
