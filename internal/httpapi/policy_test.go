@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
+	"github.com/cubicle-sandbox/cubicle/internal/jupyter"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
@@ -346,5 +348,71 @@ func TestPolicyAdmin(t *testing.T) {
 	e.patchKey("key_nosuch", `{"policy":{}}`, http.StatusNotFound)
 	if _, key := e.newKey("", computerCaps); e.do(key, "PATCH", "/v1/admin/keys/"+created.Key.ID, `{"policy":{}}`).code != http.StatusForbidden {
 		t.Fatal("a key that is not the admin's changed a policy")
+	}
+}
+
+// TestDeniedByPolicyGateway: the Responses gateway's code_interpreter and
+// computer tools of a principal whose policy refuses computers run
+// nothing: the model is told exactly "Denied by policy." and carries on,
+// the response completes, no computer is created, and each refused call
+// is audited.
+func TestDeniedByPolicyGateway(t *testing.T) {
+	e := newEnv(t, func(c *computer.Config) { c.Region = "eu-west" })
+	var told []string
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		if msg := lastToolMessage(req); msg != "" {
+			told = append(told, msg)
+		}
+		switch len(told) {
+		case 0:
+			return 200, toolCallAnswer("code_interpreter", `{"code":"print(6*7)"}`)
+		case 1:
+			return 200, toolCallAnswer("builtin__computer_exec", `{"command":"echo hi"}`)
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "no computer"})
+	})
+	e.withGateway(up)
+	org, key := e.newPolicyOrg(`{"settings":{"regions_allow":["us-east"]}}`, false)
+	tools := []any{ciTool[0], map[string]any{"type": "tool", "name": "builtin__computer_exec"}}
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "6*7?", "tools": tools})
+	if r.code != http.StatusOK {
+		t.Fatalf("response: %s", r)
+	}
+	var out responseObj
+	r.json(t, &out)
+	if out.Status != "completed" || len(out.Output) != 3 || out.Output[0].Type != "code_interpreter_call" ||
+		out.Output[0].Status != "failed" || out.Output[0].ContainerID != "" || out.Output[1].Output != deniedSentence {
+		t.Fatalf("response: %s", r)
+	}
+	if len(told) != 2 || told[0] != deniedSentence || told[1] != deniedSentence {
+		t.Fatalf("the model was told %q", told)
+	}
+	if cs := e.computersIn(org); len(cs) != 0 {
+		t.Fatalf("computers: %+v", cs)
+	}
+	if evs := e.deniedEvents(key); len(evs) != 2 {
+		t.Fatalf("audit: %+v", evs)
+	}
+}
+
+// TestDeniedByPolicyJupyter: a Kernel Gateway kernel start is a computer
+// call: refused with 403 and the sentence, nothing created.
+func TestDeniedByPolicyJupyter(t *testing.T) {
+	drv := &sandboxtest.Driver{}
+	e := newEnvOn(t, t.TempDir(), drv, func(c *computer.Config) { c.Region = "eu-west" })
+	kgw := jupyter.New(jupyter.Config{}, e.mgr, e.gov)
+	t.Cleanup(func() { kgw.Close(context.Background()) })
+	e.rewire(func(o *httpapi.Options) { o.Mounts = append(o.Mounts, kgw) })
+	_, key := e.newPolicyOrg(`{"settings":{"regions_allow":["us-east"]}}`, false)
+	r := e.do(key, "POST", "/api/kernels", map[string]any{"name": "python3"})
+	var body struct {
+		Message string `json:"message"`
+	}
+	r.json(t, &body)
+	if r.code != http.StatusForbidden || body.Message != deniedSentence {
+		t.Fatalf("kernel start: %s", r)
+	}
+	if len(drv.Sandboxes()) != 0 || len(e.deniedEvents(key)) != 1 {
+		t.Fatalf("%d sandboxes, audit %+v", len(drv.Sandboxes()), e.deniedEvents(key))
 	}
 }

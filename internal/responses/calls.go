@@ -129,7 +129,7 @@ func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) 
 	idx := len(r.resp.Output)
 	r.resp.Output = append(r.resp.Output, item) // until it ran
 	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": item})
-	res := deniedResult
+	res, err := deniedResult, error(nil)
 	if !denied {
 		res, err = r.runTool(ctx, tc.Function.Name, tc.Function.Arguments)
 	}
