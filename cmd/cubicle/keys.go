@@ -12,15 +12,19 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
 
-const keysUsage = `Usage: cubicle keys create|list|revoke [flags]
+const keysUsage = `Usage: cubicle keys create|list|revoke|set [flags] [KEY]
 
 Manages API keys in the server's database (works while the server runs).
 The secret of a new key is printed once. 'create --admin' makes an admin
 key (every capability and the admin endpoints) in the first organisation
-(or --org): the way back when the admin key is lost.
+(or --org): the way back when the admin key is lost. --policy is the
+key's policy ({"settings":{"regions_allow":[…],"region_exceptions":[…],
+"providers_allow":[…],"hosts_allow":[…],"redact_pii":true}}); 'set
+--policy JSON KEY' replaces it ('{}' clears it).
 
 Examples:
   cubicle keys create --org org_123 --name reports --capabilities '{"tooling":{"system_tools":["computer"]},"computer":{"lifetime_seconds":600},"files":{},"artifacts":{}}'
+  cubicle keys set --policy '{"settings":{"redact_pii":true}}' key_456
   cubicle keys create --admin --data /var/lib/cubicle --json
   cubicle keys list --json
   cubicle keys revoke key_456
@@ -34,10 +38,13 @@ Manages organisations in the server's database. 'set ORG' changes an
 organisation's switches: --internet on|off (computer_internet: its
 computers may have internet where the deployment offers it; off by
 default; computers that have it lose it within network.recheck_seconds)
-and --computer on|off.
+and --computer on|off, and --policy JSON replaces its policy
+({"settings":{"regions_allow":[…],"region_exceptions":["builtin:computer"],
+"providers_allow":[…],"hosts_allow":[…],"redact_pii":true}}; '{}' clears it).
 
 Examples:
   cubicle orgs create --name research --internet on
+  cubicle orgs set --policy '{"settings":{"regions_allow":["eu-west"],"region_exceptions":["builtin:computer"]}}' org_3f9c1a7b2d4e6f80a1b2c3d4
   cubicle orgs create --name legacy --no-computer
   cubicle orgs set --internet off org_3f9c1a7b2d4e6f80a1b2c3d4
   cubicle orgs list --json
@@ -89,9 +96,15 @@ func keysCmd(args []string) int {
 	data := fs.String("data", defaultData, "data directory of the server")
 	asJSON := fs.Bool("json", false, "print JSON")
 	admin := fs.Bool("admin", false, "create an admin key (--org defaults to the first organisation; --capabilities does not apply)")
-	verb, code, ok := subcommand(fs, args, "create", "list", "revoke")
+	policyFlag := fs.String("policy", "", `the key's policy JSON, {"settings":{…}} (create, set)`)
+	verb, code, ok := subcommand(fs, args, "create", "list", "revoke", "set")
 	if !ok {
 		return code
+	}
+	pol, err := policyOf(*policyFlag)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle keys %s: --policy: %v\n", verb, err)
+		return 2
 	}
 	ctx := context.Background()
 	gov, done, err := openGovernance(ctx, *data)
@@ -114,7 +127,7 @@ func keysCmd(args []string) int {
 			fmt.Fprintf(os.Stderr, "cubicle keys create: --capabilities: %v\n", err)
 			return 2
 		}
-		k, secret, err := gov.CreateKey(ctx, *org, *name, c)
+		k, secret, err := gov.CreateKeyWithPolicy(ctx, *org, *name, c, deref(pol))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cubicle keys create: %v\n", err)
 			return 1
@@ -146,8 +159,39 @@ func keysCmd(args []string) int {
 			return 1
 		}
 		printOut(*asJSON, map[string]string{"revoked": fs.Arg(0)}, "revoked "+fs.Arg(0)+"\n")
+	case "set":
+		if fs.NArg() != 1 || pol == nil {
+			fmt.Fprintln(os.Stderr, "cubicle keys set: name one key and its policy (cubicle keys set --policy JSON KEY)")
+			return 2
+		}
+		k, err := gov.SetKeyPolicy(ctx, fs.Arg(0), *pol)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle keys set: %v\n", err)
+			return 1
+		}
+		printOut(*asJSON, k, fmt.Sprintf("%s  policy=%s\n", k.ID, k.Policy))
 	}
 	return 0
+}
+
+// policyOf reads a --policy flag; nil when it was not given.
+func policyOf(v string) (*governance.Policy, error) {
+	if v == "" {
+		return nil, nil
+	}
+	p, err := governance.ParsePolicy([]byte(v))
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// deref is *p, or the empty policy.
+func deref(p *governance.Policy) governance.Policy {
+	if p == nil {
+		return governance.Policy{}
+	}
+	return *p
 }
 
 func orgsCmd(args []string) int {
@@ -156,6 +200,7 @@ func orgsCmd(args []string) int {
 	noComputer := fs.Bool("no-computer", false, "do not allow computers in this organisation (create)")
 	internetFlag := fs.String("internet", "", "on or off: the organisation's computer_internet switch (create, set)")
 	computerFlag := fs.String("computer", "", "on or off: whether the organisation may have computers (set)")
+	policyFlag := fs.String("policy", "", `the organisation's policy JSON, {"settings":{…}} (create, set)`)
 	data := fs.String("data", defaultData, "data directory of the server")
 	asJSON := fs.Bool("json", false, "print JSON")
 	verb, code, ok := subcommand(fs, args, "create", "list", "set")
@@ -163,9 +208,15 @@ func orgsCmd(args []string) int {
 		return code
 	}
 	var computer *bool
+	var pol *governance.Policy
 	internet, err := onOff("internet", *internetFlag)
 	if err == nil {
 		computer, err = onOff("computer", *computerFlag)
+	}
+	if err == nil {
+		if pol, err = policyOf(*policyFlag); err != nil {
+			err = fmt.Errorf("--policy: %w", err)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cubicle orgs %s: %v\n", verb, err)
@@ -180,18 +231,18 @@ func orgsCmd(args []string) int {
 	defer done()
 	switch verb {
 	case "set":
-		if fs.NArg() != 1 || (internet == nil && computer == nil) {
-			fmt.Fprintln(os.Stderr, "cubicle orgs set: name one organisation and what to change (cubicle orgs set --internet on|off [--computer on|off] ORG)")
+		if fs.NArg() != 1 || (internet == nil && computer == nil && pol == nil) {
+			fmt.Fprintln(os.Stderr, "cubicle orgs set: name one organisation and what to change (cubicle orgs set [--internet on|off] [--computer on|off] [--policy JSON] ORG)")
 			return 2
 		}
-		org, err := gov.UpdateOrg(ctx, fs.Arg(0), governance.OrgSettings{AllowComputer: computer, ComputerInternet: internet})
+		org, err := gov.UpdateOrg(ctx, fs.Arg(0), governance.OrgSettings{AllowComputer: computer, ComputerInternet: internet, Policy: pol})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cubicle orgs set: %v\n", err)
 			return 1
 		}
-		printOut(*asJSON, org, fmt.Sprintf("%s  computer=%t internet=%t\n", org.ID, org.AllowComputer, org.ComputerInternet))
+		printOut(*asJSON, org, fmt.Sprintf("%s  computer=%t internet=%t policy=%s\n", org.ID, org.AllowComputer, org.ComputerInternet, org.Policy))
 	case "create":
-		org, err := gov.CreateOrg(ctx, *name, governance.OrgSettings{AllowComputer: new(!*noComputer), ComputerInternet: internet})
+		org, err := gov.CreateOrg(ctx, *name, governance.OrgSettings{AllowComputer: new(!*noComputer), ComputerInternet: internet, Policy: pol})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cubicle orgs create: --name: %v\n", err)
 			return 2

@@ -51,5 +51,5 @@ func network(n config.Network, st store.Egress, gov *governance.Service) (_ sand
 		return nil, computer.Internet{}, nil, err
 	}
 	slog.Info("internet for computers enabled", "allowed_domains", len(n.AllowedDomains), "allowed_cidrs", len(allowed))
-	return svc, computer.Internet{Enabled: true, Domains: n.AllowedDomains, CIDRs: allowed, Recheck: n.Recheck()}, w, nil
+	return svc, computer.Internet{Enabled: true, Only: n.OnlyInternet, Domains: n.AllowedDomains, CIDRs: allowed, Recheck: n.Recheck()}, w, nil
 }

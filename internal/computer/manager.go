@@ -45,6 +45,10 @@ type Config struct {
 	Prelude string
 	// Internet is what computers may reach (none unless enabled).
 	Internet Internet
+	// Region is where this deployment runs its computers
+	// (computers.region; "" when not set): a policy's regions_allow must
+	// list it (policy.go).
+	Region string
 	// Artifacts keeps files and images as artifacts (export of
 	// builtin__computer_read_file, save_images of python); nil: export
 	// answers that it is not available and save_images is refused.
@@ -110,8 +114,8 @@ func New(cfg Config, driver sandbox.Driver, st store.Store, gov *governance.Serv
 	m := &Manager{cfg: cfg, driver: driver, st: st, gov: gov, instance: governance.NewID("srv"),
 		now: time.Now, live: map[string]*live{}, stop: make(chan struct{}), cleaner: newCleaner()}
 	m.adm = admission{maxCount: cfg.MaxConcurrent, maxMemory: cfg.MemoryBudget}
-	if cfg.Disabled {
-		cfg.PoolSize = 0
+	if cfg.Disabled || cfg.Internet.Only {
+		cfg.PoolSize = 0 // pool computers have no internet
 	}
 	m.pool = newPool(driver, m.spec(cfg.Memory, cfg.ExecTimeout), cfg.PoolSize)
 	if cfg.Prelude != "" {
@@ -239,6 +243,9 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if err := allowed(p); err != nil {
 		return View{}, err
 	}
+	if err := m.gate(ctx, p, ""); err != nil {
+		return View{}, err
+	}
 	if err := req.validate(); err != nil {
 		return View{}, err
 	}
@@ -246,6 +253,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if err != nil {
 		return View{}, err
 	}
+	network, internet, withheld := m.withhold(p, network, internet)
 	var keyLimits governance.ComputerLimits
 	if p.Caps.Computer != nil {
 		keyLimits = *p.Caps.Computer
@@ -282,7 +290,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	ready := m.now()
 	limits, _ := json.Marshal(storedLimits{MemoryMB: memory >> 20, CPUs: spec.CPUs, Pids: spec.Pids,
 		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: seconds(execLimit),
-		NetworkPolicy: req.NetworkPolicy.effective(internet)})
+		NetworkPolicy: effective(network, internet)})
 	meta, _ := json.Marshal(req.Metadata)
 	rec := store.Computer{ID: sb.ID(), OrgID: p.Org.ID, KeyID: p.Key.ID, Status: store.StatusReady,
 		CreatedAt: created, ReadyAt: &ready, ExpiresAt: ready.Add(time.Duration(lifetime) * time.Second),
@@ -299,6 +307,9 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	m.mu.Unlock()
 	go m.watch(context.WithoutCancel(ctx), l)
 	m.gov.Record(ctx, p, "computer.created", rec.ID, map[string]any{"memory_mb": memory >> 20, "lifetime_seconds": lifetime})
+	if withheld != nil {
+		m.gov.Record(ctx, p, AuditInternetWithheld, rec.ID, withheld.Audit())
+	}
 	log.From(ctx).InfoContext(ctx, "computer created", "computer", rec.ID, "ms", ready.Sub(created).Milliseconds())
 	return viewOf(rec), nil
 }
@@ -308,6 +319,14 @@ func (m *Manager) Get(ctx context.Context, p governance.Principal, id string) (V
 	if err := allowed(p); err != nil {
 		return View{}, err
 	}
+	if err := m.gate(ctx, p, id); err != nil {
+		return View{}, err
+	}
+	return m.get(ctx, p, id)
+}
+
+// get is Get once p was allowed and gated.
+func (m *Manager) get(ctx context.Context, p governance.Principal, id string) (View, error) {
 	rec, err := m.st.Computers().Get(ctx, p.Org.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return View{}, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -321,6 +340,9 @@ func (m *Manager) Get(ctx context.Context, p governance.Principal, id string) (V
 // List lists p's organisation's computers.
 func (m *Manager) List(ctx context.Context, p governance.Principal, all bool, responseID string) ([]View, error) {
 	if err := allowed(p); err != nil {
+		return nil, err
+	}
+	if err := m.gate(ctx, p, ""); err != nil {
 		return nil, err
 	}
 	recs, err := m.st.Computers().List(ctx, store.ComputerFilter{OrgID: p.Org.ID, AliveOnly: !all, ResponseID: responseID})
@@ -410,6 +432,9 @@ func (m *Manager) running(ctx context.Context, p governance.Principal, id string
 	if err := allowed(p); err != nil {
 		return nil, err
 	}
+	if err := m.gate(ctx, p, id); err != nil {
+		return nil, err
+	}
 	if l := m.lookup(id); l != nil && l.rec.OrgID == p.Org.ID {
 		m.mu.Lock()
 		gone := l.gone()
@@ -417,9 +442,12 @@ func (m *Manager) running(ctx context.Context, p governance.Principal, id string
 		if gone {
 			return nil, m.goneError(l)
 		}
+		if err := m.withholdRunning(ctx, p, l); err != nil {
+			return nil, err
+		}
 		return l, nil
 	}
-	v, err := m.Get(ctx, p, id)
+	v, err := m.get(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,11 @@ import (
 // within Domains and CIDRs.
 type Internet struct {
 	Enabled bool
+	// Only makes every computer an internet computer (network.only_internet):
+	// a request without a network_policy gets the widest allowlist its key
+	// may have, "disabled" is refused, and an organisation or key whose
+	// policy withholds internet computers gets no computer at all.
+	Only bool
 	// Domains are "example.com", "*.example.com" or "*" (any name).
 	Domains []string
 	CIDRs   []netip.Prefix
@@ -48,6 +53,14 @@ type NetworkPolicy struct {
 // internet turns a request's network policy into the computer's network
 // mode and policy, refusing what the deployment does not allow.
 func (m *Manager) internet(who governance.Principal, p *NetworkPolicy) (sandbox.NetworkMode, sandbox.InternetPolicy, error) {
+	if m.cfg.Internet.Only {
+		if p != nil && p.Type == PolicyDisabled {
+			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy: this deployment runs only computers that reach the internet (network.only_internet); leave network_policy out or give an allowlist", ErrInvalid)
+		}
+		if p == nil {
+			p = m.widest(who)
+		}
+	}
 	if p == nil || p.Type == PolicyDisabled {
 		if p != nil && (len(p.AllowedDomains) > 0 || len(p.AllowedCIDRs) > 0) {
 			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy: a disabled policy allows nothing; use type allowlist", ErrInvalid)
@@ -127,10 +140,38 @@ func covered(c netip.Prefix, ceiling []netip.Prefix) bool {
 	return false
 }
 
+// widest is the allowlist of a computer created without a network_policy
+// on a deployment with only internet computers: the key's ceiling where it
+// has one (the entries within the deployment's), else the deployment's.
+func (m *Manager) widest(who governance.Principal) *NetworkPolicy {
+	np := &NetworkPolicy{Type: PolicyAllowlist, AllowedDomains: m.cfg.Internet.Domains}
+	for _, c := range m.cfg.Internet.CIDRs {
+		np.AllowedCIDRs = append(np.AllowedCIDRs, c.String())
+	}
+	keyDomains, keyCIDRs := keyCeiling(who)
+	if keyDomains != nil {
+		np.AllowedDomains = nil
+		for _, d := range *keyDomains {
+			if within(strings.ToLower(d), m.cfg.Internet.Domains) {
+				np.AllowedDomains = append(np.AllowedDomains, d)
+			}
+		}
+	}
+	if keyCIDRs != nil {
+		np.AllowedCIDRs = nil
+		for _, c := range *keyCIDRs {
+			if covered(c, m.cfg.Internet.CIDRs) {
+				np.AllowedCIDRs = append(np.AllowedCIDRs, c.String())
+			}
+		}
+	}
+	return np
+}
+
 // effective is the policy a computer got, as its view shows it (nil for
 // loopback only).
-func (p *NetworkPolicy) effective(pol sandbox.InternetPolicy) *NetworkPolicy {
-	if p == nil || p.Type != PolicyAllowlist {
+func effective(mode sandbox.NetworkMode, pol sandbox.InternetPolicy) *NetworkPolicy {
+	if mode != sandbox.NetworkInternet {
 		return nil
 	}
 	out := &NetworkPolicy{Type: PolicyAllowlist, AllowedDomains: pol.Domains}
@@ -158,19 +199,26 @@ func (m *Manager) recheckInternet(ctx context.Context) {
 		if err != nil || why == "" {
 			continue // a store that cannot answer leaves things as they are
 		}
-		cutter, ok := l.sb.(sandbox.NetworkCutter)
-		if !ok {
-			continue
-		}
-		if err := cutter.CutNetwork(); err != nil {
-			log.From(ctx).WarnContext(ctx, "taking a computer's internet away", "computer", l.rec.ID, "err", err)
-			continue
-		}
-		m.mu.Lock()
-		l.cut = true
-		m.mu.Unlock()
-		log.From(ctx).InfoContext(ctx, "computer lost its internet", "computer", l.rec.ID, "why", why)
+		m.cutInternet(ctx, l, why)
 	}
+}
+
+// cutInternet takes l's internet away (it keeps running with loopback)
+// and logs why.
+func (m *Manager) cutInternet(ctx context.Context, l *live, why string) error {
+	cutter, ok := l.sb.(sandbox.NetworkCutter)
+	if !ok {
+		return fmt.Errorf("the computer's network cannot be cut")
+	}
+	if err := cutter.CutNetwork(); err != nil {
+		log.From(ctx).WarnContext(ctx, "taking a computer's internet away", "computer", l.rec.ID, "err", err)
+		return err
+	}
+	m.mu.Lock()
+	l.cut = true
+	m.mu.Unlock()
+	log.From(ctx).InfoContext(ctx, "computer lost its internet", "computer", l.rec.ID, "why", why)
+	return nil
 }
 
 // keyCeiling is the key's narrowing of the network policy (nil: none).

@@ -22,9 +22,10 @@ func (m *Manager) ToolsEnabled(p governance.Principal) bool {
 }
 
 // RunTool runs one tool of reg on a live computer of p's organisation. A
-// tool error is the Result's Output; the error return is for an unknown
-// tool (ErrNotFound), a refused principal, a computer that is gone or
-// unreachable. It records computer.executed with the tool's kind (exec,
+// tool error is the Result's Output, and so is a call the policy refuses
+// (ErrDeniedByPolicy: the Output is exactly "Denied by policy."); the
+// error return is for an unknown tool (ErrNotFound), a refused principal,
+// a computer that is gone or unreachable. It records computer.executed with the tool's kind (exec,
 // write_file, read_file, python), the
 // duration and, for a command, the exit code: never arguments, output or
 // paths.
@@ -37,6 +38,12 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 		return tools.Result{}, fmt.Errorf("%w: the key's tooling lacks the computer system tool", ErrForbidden)
 	}
 	l, err := m.running(ctx, p, id)
+	if errors.Is(err, ErrDeniedByPolicy) {
+		// The model is told the fixed sentence and carries on (the
+		// refusal is already in the audit trail).
+		m.metrics.toolCall(name, OutcomeFailed, 0)
+		return tools.Result{Output: governance.DeniedByPolicySentence, Failed: true}.Normalize(), nil
+	}
 	if err != nil {
 		return tools.Result{}, err
 	}

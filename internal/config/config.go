@@ -154,6 +154,11 @@ type Computers struct {
 	// UIDRange is "START:COUNT", the host uids computers run as: each live
 	// computer's uid 1000 is one of them (and its gid the same number).
 	UIDRange string `toml:"uid_range"`
+	// Region is where this deployment runs its computers ("" : not set).
+	// An organisation or key whose policy.settings.regions_allow does not
+	// list it gets no computer ("Denied by policy.") unless its
+	// region_exceptions name builtin:computer.
+	Region string `toml:"region"`
 }
 
 // DefaultUIDRange is computers.uid_range when nothing else is configured.

@@ -13,6 +13,11 @@ type Network struct {
 	// Internet lets computers have internet at all (default false: every
 	// computer has only loopback).
 	Internet bool `toml:"internet"`
+	// OnlyInternet makes every computer an internet computer (needs
+	// Internet): there is no computer without a network on this
+	// deployment, so an organisation or key whose policy withholds
+	// internet computers gets none ("Denied by policy.").
+	OnlyInternet bool `toml:"only_internet"`
 	// AllowedDomains is the deployment's ceiling on the names a computer's
 	// policy may allow: "example.com", "*.example.com", or "*" for any.
 	AllowedDomains []string `toml:"allowed_domains"`
@@ -44,6 +49,9 @@ type Network struct {
 func (n Network) Recheck() time.Duration { return seconds(n.RecheckSeconds) }
 
 func (n Network) validate() error {
+	if n.OnlyInternet && !n.Internet {
+		return invalid("network.only_internet", "needs network.internet = true (a deployment with only internet computers must offer internet)")
+	}
 	for _, d := range n.AllowedDomains {
 		name := strings.TrimPrefix(d, "*.")
 		if d != "*" && (name == "" || strings.ContainsAny(name, "*/: ")) {

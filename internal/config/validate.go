@@ -81,6 +81,8 @@ func (k Computers) validate() error {
 		return invalid("computers.max_file_bytes", "must be positive")
 	case k.MaxOutputBytes < 1024:
 		return invalid("computers.max_output_bytes", "must be at least 1K")
+	case len(k.Region) > 253 || strings.ContainsFunc(k.Region, func(r rune) bool { return r <= ' ' || r == 0x7f || r == ',' }):
+		return invalid("computers.region", "%q is not a region name (at most 253 characters, no spaces, commas or control characters)", k.Region)
 	}
 	if _, n, err := k.UIDs(); err != nil {
 		return invalid("computers.uid_range", "%v", err)

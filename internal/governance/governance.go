@@ -32,6 +32,9 @@ type Principal struct {
 	Key  store.Key
 	Org  store.Org
 	Caps Capabilities
+	// OrgPolicy and KeyPolicy are the organisation's and the key's
+	// policy.settings (policy.go); each only narrows.
+	OrgPolicy, KeyPolicy Policy
 }
 
 // Admin reports the deployment's admin key.
@@ -99,7 +102,7 @@ func (s *Service) Bootstrap(ctx context.Context, adminKey string) (string, error
 	if adminKey != "" && len(adminKey) < 16 {
 		return "", fmt.Errorf("bootstrap: CUBICLE_ADMIN_KEY must be at least 16 characters")
 	}
-	org := store.Org{ID: NewID("org"), Name: "default", AllowComputer: true, CreatedAt: s.now()}
+	org := store.Org{ID: NewID("org"), Name: "default", AllowComputer: true, Policy: Policy{}.JSON(), CreatedAt: s.now()}
 	if err := s.st.Orgs().Create(ctx, org); err != nil {
 		return "", fmt.Errorf("bootstrap: %w", err)
 	}
@@ -116,11 +119,13 @@ func (s *Service) Bootstrap(ctx context.Context, adminKey string) (string, error
 	return secret, nil
 }
 
-// OrgSettings are an organisation's switches; nil leaves one as it is (at
-// creation: computers allowed, computer_internet off).
+// OrgSettings are an organisation's switches and policy; nil leaves one
+// as it is (at creation: computers allowed, computer_internet off, an
+// empty policy). A Policy given replaces the whole policy.
 type OrgSettings struct {
 	AllowComputer    *bool
 	ComputerInternet *bool
+	Policy           *Policy
 }
 
 func (o OrgSettings) apply(org *store.Org) {
@@ -129,6 +134,12 @@ func (o OrgSettings) apply(org *store.Org) {
 	}
 	if o.ComputerInternet != nil {
 		org.ComputerInternet = *o.ComputerInternet
+	}
+	if o.Policy != nil {
+		org.Policy = o.Policy.JSON()
+	}
+	if len(org.Policy) == 0 {
+		org.Policy = Policy{}.JSON()
 	}
 }
 
@@ -193,27 +204,53 @@ func (s *Service) InternetAllowed(ctx context.Context, orgID, keyID string) (why
 	case k.RevokedAt != nil:
 		return "the key was revoked", nil
 	}
+	p, err := principalOf(k, org)
+	if err != nil {
+		return "", err
+	}
+	if r := p.ComputerInternet(); r != nil {
+		return r.Reason, nil
+	}
 	return "", nil
 }
 
 // CreateKey creates a key in org and returns it with its secret, which is
 // shown only this once.
 func (s *Service) CreateKey(ctx context.Context, orgID, name string, caps Capabilities) (store.Key, string, error) {
+	return s.CreateKeyWithPolicy(ctx, orgID, name, caps, Policy{})
+}
+
+// CreateKeyWithPolicy is CreateKey of a key with its own policy.
+func (s *Service) CreateKeyWithPolicy(ctx context.Context, orgID, name string, caps Capabilities, pol Policy) (store.Key, string, error) {
 	if _, err := s.st.Orgs().Get(ctx, orgID); err != nil {
 		return store.Key{}, "", err
 	}
 	secret := newSecret()
-	k, err := s.createKey(ctx, orgID, name, caps, false, secret)
+	k, err := s.createKey(ctx, orgID, name, caps, false, secret, pol)
 	return k, secret, err
 }
 
-func (s *Service) createKey(ctx context.Context, orgID, name string, caps Capabilities, admin bool, secret string) (store.Key, error) {
+// SetKeyPolicy replaces a key's policy; the key sees it at its next
+// request.
+func (s *Service) SetKeyPolicy(ctx context.Context, id string, pol Policy) (store.Key, error) {
+	if err := s.st.Keys().SetPolicy(ctx, id, pol.JSON()); err != nil {
+		return store.Key{}, err
+	}
+	s.forget(func(p Principal) bool { return p.Key.ID == id })
+	return s.st.Keys().Get(ctx, id)
+}
+
+func (s *Service) createKey(ctx context.Context, orgID, name string, caps Capabilities, admin bool, secret string, pol ...Policy) (store.Key, error) {
 	b, err := json.Marshal(caps)
 	if err != nil {
 		return store.Key{}, err
 	}
+	policy := Policy{}
+	if len(pol) > 0 {
+		policy = pol[0]
+	}
 	k := store.Key{ID: NewID("key"), OrgID: orgID, Name: name, Hash: hashSecret(secret),
-		Prefix: secret[:min(8, len(secret))], Admin: admin, Capabilities: b, CreatedAt: s.now()}
+		Prefix: secret[:min(8, len(secret))], Admin: admin, Capabilities: b, Policy: policy.JSON(), CreatedAt: s.now()}
 	if err := s.st.Keys().Create(ctx, k); err != nil {
 		return store.Key{}, fmt.Errorf("create key: %w", err)
 	}
@@ -276,11 +313,25 @@ func (s *Service) authenticate(ctx context.Context, hash string) (Principal, err
 	if err != nil {
 		return Principal{}, err
 	}
+	return principalOf(k, org)
+}
+
+// principalOf is the principal of a stored key and its organisation; a
+// stored capability set or policy that does not parse is an error.
+func principalOf(k store.Key, org store.Org) (Principal, error) {
 	caps, err := ParseCapabilities(k.Capabilities)
 	if err != nil {
 		return Principal{}, err
 	}
-	return Principal{Key: k, Org: org, Caps: caps}, nil
+	orgPol, err := storedPolicy(org.Policy, "organisation "+org.ID)
+	if err != nil {
+		return Principal{}, err
+	}
+	keyPol, err := storedPolicy(k.Policy, "key "+k.ID)
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{Key: k, Org: org, Caps: caps, OrgPolicy: orgPol, KeyPolicy: keyPol}, nil
 }
 
 // Record writes an audit event. Callers pass only ids, kinds, durations

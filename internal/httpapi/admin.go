@@ -2,19 +2,30 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 )
 
-// orgSwitches are the switches of POST and PATCH /v1/admin/orgs.
+// orgSwitches are the switches of POST and PATCH /v1/admin/orgs, and the
+// policy (given: it replaces the whole policy).
 type orgSwitches struct {
-	AllowComputer    *bool `json:"allow_computer"`
-	ComputerInternet *bool `json:"computer_internet"`
+	AllowComputer    *bool           `json:"allow_computer"`
+	ComputerInternet *bool           `json:"computer_internet"`
+	Policy           json.RawMessage `json:"policy"`
 }
 
-func (o orgSwitches) settings() governance.OrgSettings {
-	return governance.OrgSettings{AllowComputer: o.AllowComputer, ComputerInternet: o.ComputerInternet}
+func (o orgSwitches) settings() (governance.OrgSettings, error) {
+	set := governance.OrgSettings{AllowComputer: o.AllowComputer, ComputerInternet: o.ComputerInternet}
+	if o.Policy != nil {
+		pol, err := governance.ParsePolicy(o.Policy)
+		if err != nil {
+			return set, err
+		}
+		set.Policy = &pol
+	}
+	return set, nil
 }
 
 func (a *API) createOrg(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
@@ -25,7 +36,11 @@ func (a *API) createOrg(w http.ResponseWriter, r *http.Request, p governance.Pri
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	org, err := a.gov.CreateOrg(r.Context(), req.Name, req.settings())
+	set, err := req.settings()
+	if err != nil {
+		return err
+	}
+	org, err := a.gov.CreateOrg(r.Context(), req.Name, set)
 	if err != nil {
 		return withParam("name", err)
 	}
@@ -39,7 +54,11 @@ func (a *API) updateOrg(w http.ResponseWriter, r *http.Request, p governance.Pri
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	org, err := a.gov.UpdateOrg(r.Context(), r.PathValue("id"), req.settings())
+	set, err := req.settings()
+	if err != nil {
+		return err
+	}
+	org, err := a.gov.UpdateOrg(r.Context(), r.PathValue("id"), set)
 	if err != nil {
 		return err
 	}
@@ -61,6 +80,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request, p governance.Pri
 		OrgID        string          `json:"org_id"`
 		Name         string          `json:"name"`
 		Capabilities json.RawMessage `json:"capabilities"`
+		Policy       json.RawMessage `json:"policy"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
@@ -69,15 +89,43 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request, p governance.Pri
 	if err != nil {
 		return withParam("capabilities", err)
 	}
+	pol, err := governance.ParsePolicy(req.Policy)
+	if err != nil {
+		return err
+	}
 	orgID := req.OrgID
 	if orgID == "" {
 		orgID = p.Org.ID
 	}
-	k, secret, err := a.gov.CreateKey(r.Context(), orgID, req.Name, caps)
+	k, secret, err := a.gov.CreateKeyWithPolicy(r.Context(), orgID, req.Name, caps, pol)
 	if err != nil {
 		return withParam("org_id", err)
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"key": k, "secret": secret})
+	return nil
+}
+
+// updateKey is PATCH /v1/admin/keys/{id}: {"policy": {...}} replaces the
+// key's policy (the only thing of a key that changes after creation).
+func (a *API) updateKey(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	var req struct {
+		Policy json.RawMessage `json:"policy"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Policy == nil {
+		return withParam("policy", fmt.Errorf("%w: give the key's policy ({\"policy\": {\"settings\": {…}}})", errBadRequest))
+	}
+	pol, err := governance.ParsePolicy(req.Policy)
+	if err != nil {
+		return err
+	}
+	k, err := a.gov.SetKeyPolicy(r.Context(), r.PathValue("id"), pol)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, k)
 	return nil
 }
 

@@ -125,6 +125,7 @@ func (a *API) routes() {
 	m.Handle("PATCH /v1/admin/orgs/{id}", a.admin(a.updateOrg))
 	m.Handle("POST /v1/admin/keys", a.admin(a.createKey))
 	m.Handle("GET /v1/admin/keys", a.admin(a.listKeys))
+	m.Handle("PATCH /v1/admin/keys/{id}", a.admin(a.updateKey))
 	m.Handle("DELETE /v1/admin/keys/{id}", a.admin(a.revokeKey))
 	m.HandleFunc("/", a.noRoute)
 }

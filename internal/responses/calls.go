@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -27,7 +29,10 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall, streamed *op
 		ContainerID: r.computerID, Code: codeOf(tc.Function.Arguments)}
 	at := map[string]any{"item_id": item.ID, "output_index": idx}
 	r.emit("response.code_interpreter_call.interpreting", maps.Clone(at))
-	res, err := r.runTool(ctx, tools.CodeInterpreterName, tc.Function.Arguments)
+	res, err := deniedResult, error(nil)
+	if !streamed.denied {
+		res, err = r.runTool(ctx, tools.CodeInterpreterName, tc.Function.Arguments)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -70,14 +75,23 @@ func (r *Run) runTool(ctx context.Context, name, arguments string) (tools.Result
 	return r.g.comp.RunTool(ctx, r.p, r.computerID, r.g.reg, name, args)
 }
 
+// deniedResult is a call whose computer the policy refused: the model is
+// told the seed's fixed sentence and the turn goes on.
+var deniedResult = tools.Result{Output: governance.DeniedByPolicySentence, Failed: true}
+
 // ensureComputer creates the response's computer at its first call and
-// copies the request's input files into it.
+// copies the request's input files into it. A computer the policy refuses
+// is an error matching computer.ErrDeniedByPolicy (audited by the
+// computers service); the next call tries again.
 func (r *Run) ensureComputer(ctx context.Context) error {
 	if r.computerID != "" {
 		return nil
 	}
 	defer timed(&r.timing.Create)()
 	v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID, NetworkPolicy: r.plan.network})
+	if errors.Is(err, computer.ErrDeniedByPolicy) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("gateway: create the response's computer: %w", err)
 	}
@@ -105,7 +119,9 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 // computer, adds its tool_call item and returns what the model sees.
 func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) {
 	r.toolCalls++
-	if err := r.ensureComputer(ctx); err != nil {
+	err := r.ensureComputer(ctx)
+	denied := errors.Is(err, computer.ErrDeniedByPolicy)
+	if err != nil && !denied {
 		return "", err
 	}
 	item := ToolCall{Type: "tool_call", ID: newID("tc_"), Status: "in_progress", ContainerID: r.computerID,
@@ -113,7 +129,10 @@ func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) 
 	idx := len(r.resp.Output)
 	r.resp.Output = append(r.resp.Output, item) // until it ran
 	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": item})
-	res, err := r.runTool(ctx, tc.Function.Name, tc.Function.Arguments)
+	res, err := deniedResult, error(nil)
+	if !denied {
+		res, err = r.runTool(ctx, tc.Function.Name, tc.Function.Arguments)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -2,8 +2,10 @@ package responses
 
 import (
 	"context"
+	"errors"
 	"strings"
 
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
@@ -46,6 +48,9 @@ type openCode struct {
 	item CodeInterpreterCall
 	dec  codeStream
 	sent strings.Builder // the code sent in deltas
+	// denied: the policy refused the response's computer when the call
+	// opened; it does not run and the model is told DeniedByPolicySentence.
+	denied bool
 }
 
 type openFunctionCall struct {
@@ -124,12 +129,14 @@ func (t *turnOutput) call(index int, id, name, argsDelta string) {
 // computer (made now if needed), and streams the code so far.
 func (t *turnOutput) openCode(c *openCall) {
 	r := t.r
-	if err := r.ensureComputer(t.ctx); err != nil {
+	err := r.ensureComputer(t.ctx)
+	denied := errors.Is(err, computer.ErrDeniedByPolicy)
+	if err != nil && !denied {
 		t.err = err
 		return
 	}
 	oc := &openCode{idx: len(r.resp.Output), item: CodeInterpreterCall{Type: "code_interpreter_call", ID: newID("ci_"),
-		Status: "in_progress", ContainerID: r.computerID}}
+		Status: "in_progress", ContainerID: r.computerID}, denied: denied}
 	c.code = oc
 	r.resp.Output = append(r.resp.Output, oc.item)
 	r.emit("response.output_item.added", map[string]any{"output_index": oc.idx, "item": oc.item})

@@ -47,8 +47,11 @@ type Org struct {
 	AllowComputer bool   `json:"allow_computer"`
 	// ComputerInternet is the switch computer_internet: its computers may
 	// have internet where the deployment offers it.
-	ComputerInternet bool      `json:"computer_internet"`
-	CreatedAt        time.Time `json:"created_at"`
+	ComputerInternet bool `json:"computer_internet"`
+	// Policy is policy.settings as JSON ({"settings":{…}}), validated by
+	// governance before it is stored.
+	Policy    json.RawMessage `json:"policy"`
+	CreatedAt time.Time       `json:"created_at"`
 }
 
 // Key is an API key; only a hash of its secret is stored.
@@ -60,8 +63,10 @@ type Key struct {
 	Prefix       string          `json:"prefix"` // first characters of the secret, to recognise it
 	Admin        bool            `json:"admin"`
 	Capabilities json.RawMessage `json:"capabilities"`
-	CreatedAt    time.Time       `json:"created_at"`
-	RevokedAt    *time.Time      `json:"revoked_at,omitempty"`
+	// Policy is the key's own policy.settings as JSON, as Org.Policy.
+	Policy    json.RawMessage `json:"policy"`
+	CreatedAt time.Time       `json:"created_at"`
+	RevokedAt *time.Time      `json:"revoked_at,omitempty"`
 }
 
 // Orgs stores organisations.
@@ -70,7 +75,7 @@ type Orgs interface {
 	Get(ctx context.Context, id string) (Org, error)
 	List(ctx context.Context) ([]Org, error)
 	// Update writes an organisation's switches (AllowComputer,
-	// ComputerInternet); ErrNotFound if absent.
+	// ComputerInternet) and Policy; ErrNotFound if absent.
 	Update(ctx context.Context, o Org) error
 	Count(ctx context.Context) (int, error)
 }
@@ -82,6 +87,8 @@ type Keys interface {
 	ByHash(ctx context.Context, hash string) (Key, error)
 	List(ctx context.Context, orgID string) ([]Key, error)
 	Revoke(ctx context.Context, id string, at time.Time) error
+	// SetPolicy replaces a key's policy; ErrNotFound if absent.
+	SetPolicy(ctx context.Context, id string, policy json.RawMessage) error
 }
 
 // Computer states as stored.

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/store"
@@ -22,8 +23,8 @@ func (s *DB) Keys() store.Keys { return keys{s.db, s} }
 
 func (o orgs) Create(ctx context.Context, org store.Org) error {
 	return o.s.write(func() error {
-		_, err := o.db.ExecContext(ctx, `INSERT INTO orgs (id, name, allow_computer, computer_internet, created_at) VALUES (?, ?, ?, ?, ?)`,
-			org.ID, org.Name, boolInt(org.AllowComputer), boolInt(org.ComputerInternet), ms(org.CreatedAt))
+		_, err := o.db.ExecContext(ctx, `INSERT INTO orgs (id, name, allow_computer, computer_internet, policy, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			org.ID, org.Name, boolInt(org.AllowComputer), boolInt(org.ComputerInternet), policyText(org.Policy), ms(org.CreatedAt))
 		return err
 	})
 }
@@ -32,16 +33,17 @@ func (o orgs) Get(ctx context.Context, id string) (store.Org, error) {
 	var org store.Org
 	var created int64
 	var allow, internet int
-	err := o.db.QueryRowContext(ctx, `SELECT id, name, allow_computer, computer_internet, created_at FROM orgs WHERE id = ?`, id).
-		Scan(&org.ID, &org.Name, &allow, &internet, &created)
-	org.AllowComputer, org.ComputerInternet, org.CreatedAt = allow != 0, internet != 0, fromMS(created)
+	var policy string
+	err := o.db.QueryRowContext(ctx, `SELECT id, name, allow_computer, computer_internet, policy, created_at FROM orgs WHERE id = ?`, id).
+		Scan(&org.ID, &org.Name, &allow, &internet, &policy, &created)
+	org.AllowComputer, org.ComputerInternet, org.Policy, org.CreatedAt = allow != 0, internet != 0, []byte(policy), fromMS(created)
 	return org, notFound(err, "org "+id)
 }
 
 func (o orgs) Update(ctx context.Context, org store.Org) error {
 	return o.s.write(func() error {
-		res, err := o.db.ExecContext(ctx, `UPDATE orgs SET allow_computer = ?, computer_internet = ? WHERE id = ?`,
-			boolInt(org.AllowComputer), boolInt(org.ComputerInternet), org.ID)
+		res, err := o.db.ExecContext(ctx, `UPDATE orgs SET allow_computer = ?, computer_internet = ?, policy = ? WHERE id = ?`,
+			boolInt(org.AllowComputer), boolInt(org.ComputerInternet), policyText(org.Policy), org.ID)
 		if err != nil {
 			return err
 		}
@@ -53,7 +55,7 @@ func (o orgs) Update(ctx context.Context, org store.Org) error {
 }
 
 func (o orgs) List(ctx context.Context) ([]store.Org, error) {
-	rows, err := o.db.QueryContext(ctx, `SELECT id, name, allow_computer, computer_internet, created_at FROM orgs ORDER BY created_at`)
+	rows, err := o.db.QueryContext(ctx, `SELECT id, name, allow_computer, computer_internet, policy, created_at FROM orgs ORDER BY created_at`)
 	if err != nil {
 		return nil, err
 	}
@@ -63,10 +65,11 @@ func (o orgs) List(ctx context.Context) ([]store.Org, error) {
 		var org store.Org
 		var created int64
 		var allow, internet int
-		if err := rows.Scan(&org.ID, &org.Name, &allow, &internet, &created); err != nil {
+		var policy string
+		if err := rows.Scan(&org.ID, &org.Name, &allow, &internet, &policy, &created); err != nil {
 			return nil, err
 		}
-		org.AllowComputer, org.ComputerInternet, org.CreatedAt = allow != 0, internet != 0, fromMS(created)
+		org.AllowComputer, org.ComputerInternet, org.Policy, org.CreatedAt = allow != 0, internet != 0, []byte(policy), fromMS(created)
 		out = append(out, org)
 	}
 	return out, rows.Err()
@@ -78,16 +81,27 @@ func (o orgs) Count(ctx context.Context) (int, error) {
 	return n, err
 }
 
-const keyColumns = `id, org_id, name, hash, prefix, admin, capabilities, created_at, revoked_at`
+const keyColumns = `id, org_id, name, hash, prefix, admin, capabilities, policy, created_at, revoked_at`
+
+// emptyPolicy is a policy that restricts nothing, as stored.
+const emptyPolicy = `{"settings":{}}`
+
+// policyText is a policy as stored (empty: emptyPolicy).
+func policyText(p []byte) string {
+	if len(p) == 0 {
+		return emptyPolicy
+	}
+	return string(p)
+}
 
 func scanKey(row interface{ Scan(...any) error }) (store.Key, error) {
 	var k store.Key
 	var admin int
-	var caps string
+	var caps, policy string
 	var created int64
 	var revoked sql.NullInt64
-	err := row.Scan(&k.ID, &k.OrgID, &k.Name, &k.Hash, &k.Prefix, &admin, &caps, &created, &revoked)
-	k.Admin, k.Capabilities, k.CreatedAt, k.RevokedAt = admin != 0, []byte(caps), fromMS(created), fromNullMS(revoked)
+	err := row.Scan(&k.ID, &k.OrgID, &k.Name, &k.Hash, &k.Prefix, &admin, &caps, &policy, &created, &revoked)
+	k.Admin, k.Capabilities, k.Policy, k.CreatedAt, k.RevokedAt = admin != 0, []byte(caps), []byte(policy), fromMS(created), fromNullMS(revoked)
 	return k, err
 }
 
@@ -97,8 +111,8 @@ func (k keys) Create(ctx context.Context, key store.Key) error {
 		caps = "{}"
 	}
 	return k.s.write(func() error {
-		_, err := k.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			key.ID, key.OrgID, key.Name, key.Hash, key.Prefix, boolInt(key.Admin), caps, ms(key.CreatedAt), nullMS(key.RevokedAt))
+		_, err := k.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			key.ID, key.OrgID, key.Name, key.Hash, key.Prefix, boolInt(key.Admin), caps, policyText(key.Policy), ms(key.CreatedAt), nullMS(key.RevokedAt))
 		return err
 	})
 }
@@ -147,4 +161,17 @@ func (k keys) Revoke(ctx context.Context, id string, at time.Time) error {
 		return notFound(sql.ErrNoRows, "key "+id)
 	}
 	return nil
+}
+
+func (k keys) SetPolicy(ctx context.Context, id string, policy json.RawMessage) error {
+	return k.s.write(func() error {
+		res, err := k.db.ExecContext(ctx, `UPDATE keys SET policy = ? WHERE id = ?`, policyText(policy), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound(sql.ErrNoRows, "key "+id)
+		}
+		return nil
+	})
 }
