@@ -59,6 +59,10 @@ func TestServeAdminKeyNotLost(t *testing.T) {
 	if r := cli(t, "keys", "--help"); !strings.Contains(r.stderr+r.stdout, "keys create --admin --data") {
 		t.Fatalf("keys --help has no --admin example: %s%s", r.stdout, r.stderr)
 	}
+	if r := cli(t, "keys", "create", "--admin", "--policy", `{"settings":{"redact_pii":true}}`, "--data", dir); r.code != 2 ||
+		!strings.Contains(r.stderr, "--policy does not apply to --admin") {
+		t.Fatalf("keys create --admin --policy was not refused: %+v", r)
+	}
 	r = cli(t, "keys", "create", "--admin", "--data", dir, "--json")
 	var created struct {
 		Key struct {

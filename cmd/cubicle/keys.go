@@ -115,6 +115,10 @@ func keysCmd(args []string) int {
 	defer done()
 	switch verb {
 	case "create":
+		if *admin && pol != nil {
+			fmt.Fprintln(os.Stderr, "cubicle keys create: --policy does not apply to --admin (an admin key is the way back in); set it afterwards with 'cubicle keys set --policy JSON KEY'")
+			return 2
+		}
 		if *admin {
 			return createAdminKey(ctx, gov, *org, *name, *asJSON)
 		}
