@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
@@ -47,7 +48,15 @@ type Driver struct {
 	templates *disk.Templates
 	ids       *hostIDs
 	log       *slog.Logger
-	agent     string // the executable computers' agents run (agentexe.go)
+	agentOnce sync.Once
+	agent     string // the executable computers' agents run (agentexe.go), once one is made
+}
+
+// agentExecutable returns what computers' agents run, found at the first
+// computer.
+func (d *Driver) agentExecutable() string {
+	d.agentOnce.Do(func() { d.agent = agentExecutable(d.cfg.StateDir, d.cfg.AgentPath) })
+	return d.agent
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -78,7 +87,6 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("linux driver: %w", err)
 	}
 	d.ids = ids
-	d.agent = agentExecutable(cfg.StateDir, cfg.AgentPath)
 	return d, nil
 }
 
@@ -185,7 +193,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 	if err != nil {
 		return err
 	}
-	c.proc, err = startAgent(c.driver.agent, append([]*os.File{agentEnd}, files...), c.uid.uid, &c.stderr)
+	c.proc, err = startAgent(c.driver.agentExecutable(), append([]*os.File{agentEnd}, files...), c.uid.uid, &c.stderr)
 	agentEnd.Close() // the agent has it now; if it dies, the host sees end of file at once
 	if err != nil {
 		hostEnd.Close()
