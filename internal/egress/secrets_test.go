@@ -164,4 +164,3 @@ func TestDomainSecretsRefused(t *testing.T) {
 		}
 	}
 }
-

@@ -23,11 +23,11 @@ import (
 
 // The test internet's hosts.
 var (
-	Web      = netip.MustParseAddr("198.51.100.10") // HTTP on :80; allowed.test, sub.wild.test
-	Other    = netip.MustParseAddr("203.0.113.20")  // HTTP on :80; other.test
-	Echo     = netip.MustParseAddr("203.0.113.7")   // TCP echo on :7, UDP sink on :9999
-	DNS      = netip.MustParseAddr("198.51.100.53") // the authority for *.test
-	Private  = netip.MustParseAddr("10.9.9.9")      // what private.test resolves to
+	Web     = netip.MustParseAddr("198.51.100.10") // HTTP on :80; allowed.test, sub.wild.test
+	Other   = netip.MustParseAddr("203.0.113.20")  // HTTP on :80; other.test
+	Echo    = netip.MustParseAddr("203.0.113.7")   // TCP echo on :7, UDP sink on :9999
+	DNS     = netip.MustParseAddr("198.51.100.53") // the authority for *.test
+	Private = netip.MustParseAddr("10.9.9.9")      // what private.test resolves to
 	// Secure serves HTTPS on :443 (and HTTP on :80) for TLSNames with a
 	// certificate of the test internet's own CA (Internet.CAPEM), and
 	// answers every request with the headers it received (EchoHeaders).
