@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
@@ -33,6 +34,7 @@ Flags:
 `
 
 const orgsUsage = `Usage: cubicle orgs create|list|set [flags] [ORG]
+       cubicle orgs secrets|secret-set|secret-rm [flags] ORG (domain secrets: cubicle orgs secrets --help)
 
 Manages organisations in the server's database. 'set ORG' changes an
 organisation's switches: --internet on|off (computer_internet: its
@@ -199,6 +201,9 @@ func deref(p *governance.Policy) governance.Policy {
 }
 
 func orgsCmd(args []string) int {
+	if len(args) > 0 && strings.HasPrefix(args[0], "secret") {
+		return orgSecretsCmd(args)
+	}
 	fs := newFlags("orgs", orgsUsage)
 	name := fs.String("name", "", "name of the new organisation")
 	noComputer := fs.Bool("no-computer", false, "do not allow computers in this organisation (create)")

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
+	"os"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
@@ -32,6 +34,14 @@ func network(n config.Network, st store.Egress, gov *governance.Service) (_ sand
 			p := governance.Principal{Org: store.Org{ID: r.Org}, Key: store.Key{ID: r.Key, OrgID: r.Org}}
 			gov.Record(context.Background(), p, "computer.egress_rate_limited", r.Computer, map[string]any{"protocol": r.Proto})
 		}
+	}
+	if n.UpstreamCA != "" {
+		pem, err := os.ReadFile(n.UpstreamCA)
+		if err != nil {
+			w.Close()
+			return nil, computer.Internet{}, nil, fmt.Errorf("network.upstream_ca: %w", err)
+		}
+		cfg.UpstreamCA = pem
 	}
 	if n.DialNetns != "" {
 		cfg.Dialer = egress.NetnsDialer{Path: n.DialNetns}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +182,125 @@ func TestServeEgressRateLimited(t *testing.T) {
 	s.decode("GET", "/v1/audit?type=computer.egress_rate_limited", "", 200, &audit)
 	if len(audit.Data) != 1 || audit.Data[0].ComputerID != view.ID || strings.Contains(string(audit.Data[0].Data), "allowed.test") {
 		t.Errorf("audit: %+v", audit.Data)
+	}
+}
+
+// TestServeDomainSecrets: an organisation's secret (set by an admin) and a
+// computer's own (in its network_policy) reach the secret domain's server
+// as headers, the computer's winning for the same header; no answer, egress
+// record, audit row or server log shows a value, and the computer cannot
+// see one.
+func TestServeDomainSecrets(t *testing.T) {
+	in := egresstest.New(t)
+	in.Check(t)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "test-ca.pem")
+	if err := os.WriteFile(ca, in.CAPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, t.TempDir(), serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey, "CUBICLE_LOG_LEVEL=debug",
+		"CUBICLE_NETWORK_INTERNET=true", "CUBICLE_NETWORK_ALLOWED_DOMAINS=*.test",
+		"CUBICLE_NETWORK_DIAL_NETNS="+in.Netns, "CUBICLE_NETWORK_RESOLVER="+egresstest.DNS.String()+":53",
+		"CUBICLE_NETWORK_UPSTREAM_CA="+ca))
+	const orgValue, orgOnly, mine = "Bearer org-value-5b1e", "org-only-77c3", "Bearer computer-value-d40a"
+	var orgs struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	s.decode("GET", "/v1/admin/orgs", "", 200, &orgs)
+	org := orgs.Data[0].ID
+	s.decode("PATCH", "/v1/admin/orgs/"+org, `{"computer_internet":true}`, 200, nil)
+	s.decode("POST", "/v1/admin/orgs/"+org+"/domain_secrets", `{"domain":"secret.test","name":"authorization","value":"`+orgValue+`"}`, 200, nil)
+	s.decode("POST", "/v1/admin/orgs/"+org+"/domain_secrets", `{"domain":"secret.test","name":"X-Org","value":"`+orgOnly+`"}`, 200, nil)
+	s.decode("POST", "/v1/admin/orgs/"+org+"/domain_secrets", `{"domain":"elsewhere.test","name":"X-Org","value":"`+orgOnly+`"}`, 200, nil)
+	list := s.do("GET", "/v1/admin/orgs/"+org+"/domain_secrets", "")
+	if list.code != 200 || !strings.Contains(string(list.body), `{"domain":"secret.test","name":"Authorization"}`) {
+		t.Errorf("the organisation's secrets: %d %s", list.code, list.body)
+	}
+	if r := s.do("POST", "/v1/admin/orgs/"+org+"/domain_secrets", `{"domain":"secret.test","name":"Host","value":"x"}`); r.code != 400 {
+		t.Errorf("a secret for Host: %d %s", r.code, r.body)
+	}
+	exec := func(id, cmd string) string {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"command": cmd})
+		r := s.do("POST", "/v1/computers/"+id+"/exec", string(body))
+		if r.code != 200 {
+			t.Fatalf("exec: %d %s", r.code, r.body)
+		}
+		return string(r.body)
+	}
+	// Only the organisation's: both its headers.
+	var a struct {
+		ID string `json:"id"`
+	}
+	s.decode("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["secret.test"]}}`, 201, &a)
+	if out := exec(a.ID, "curl -sS --max-time 10 https://secret.test/"); !strings.Contains(out, "Authorization: "+orgValue) || !strings.Contains(out, "X-Org: "+orgOnly) {
+		t.Errorf("with the organisation's secrets: %s", out)
+	}
+	// The computer's own wins for the same header; the organisation's
+	// other header stays.
+	create := s.do("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["secret.test","spliced.test"],`+
+		`"domain_secrets":[{"domain":"secret.test","name":"Authorization","value":"`+mine+`"}]}}`)
+	if create.code != 201 {
+		t.Fatalf("create: %d %s", create.code, create.body)
+	}
+	var b struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(create.body, &b)
+	out := exec(b.ID, "curl -sS --max-time 10 https://secret.test/; python3 -c 'import urllib.request as u; print(u.urlopen(\"https://secret.test/py\", timeout=10).read().decode())'; env; cat /workspace/.cubicle/*")
+	if strings.Count(out, "Authorization: "+mine) != 2 || !strings.Contains(out, "X-Org: "+orgOnly) || strings.Contains(out, orgValue) {
+		t.Errorf("with the computer's own secret: %s", out)
+	}
+	if strings.Count(out, mine) != 2 {
+		t.Errorf("the value is visible in the computer beyond the server's echo: %s", out)
+	}
+	// A secret for a domain the policy does not allow is a 400.
+	if r := s.do("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["secret.test"],"domain_secrets":[{"domain":"other.test","name":"K","value":"v"}]}}`); r.code != 400 ||
+		!strings.Contains(string(r.body), "is not in allowed_domains") {
+		t.Errorf("a secret outside allowed_domains: %d %s", r.code, r.body)
+	}
+	// Answers show names, never values.
+	var egr struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		s.decode("GET", "/v1/computers/"+b.ID+"/egress?host=secret.test", "", 200, &egr)
+		if len(egr.Data) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(egr.Data) == 0 {
+		t.Error("no egress record for secret.test")
+	}
+	var answers []string
+	for _, path := range []string{"/v1/computers/" + b.ID, "/v1/computers", "/v1/computer-egress", "/v1/admin/orgs/" + org + "/domain_secrets", "/v1/audit"} {
+		r := s.do("GET", path, "")
+		answers = append(answers, string(r.body))
+	}
+	answers = append(answers, string(create.body), s.stderr.String())
+	for i, body := range answers {
+		for _, v := range []string{orgValue, orgOnly, mine, "computer-value", "org-value"} {
+			if strings.Contains(body, v) {
+				t.Errorf("answer %d shows a secret value %q: %s", i, v, body)
+			}
+		}
+	}
+	if !strings.Contains(string(create.body), `"domain_secrets":[{"domain":"secret.test","name":"Authorization"},{"domain":"secret.test","name":"X-Org"}]`) {
+		t.Errorf("the created computer's view: %s", create.body)
+	}
+	// An organisation's secret removed: computers created afterwards do
+	// not get it.
+	if r := s.do("DELETE", "/v1/admin/orgs/"+org+"/domain_secrets?domain=secret.test&name=x-org", ""); r.code != 204 {
+		t.Errorf("delete: %d %s", r.code, r.body)
+	}
+	var c struct {
+		ID string `json:"id"`
+	}
+	s.decode("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["secret.test"]}}`, 201, &c)
+	if out := exec(c.ID, "curl -sS --max-time 10 https://secret.test/"); strings.Contains(out, "X-Org") || !strings.Contains(out, "Authorization: ") {
+		t.Errorf("after removing X-Org: %s", out)
 	}
 }

@@ -254,6 +254,13 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		return View{}, err
 	}
 	network, internet, withheld := m.withhold(p, network, internet)
+	if network == sandbox.NetworkInternet {
+		org, err := m.orgSecrets(ctx, p.Org.ID)
+		if err != nil {
+			return View{}, err
+		}
+		internet = withOrgSecrets(internet, org)
+	}
 	var keyLimits governance.ComputerLimits
 	if p.Caps.Computer != nil {
 		keyLimits = *p.Caps.Computer

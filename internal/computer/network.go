@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"net/textproto"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +50,19 @@ type NetworkPolicy struct {
 	Type           string   `json:"type"`
 	AllowedDomains []string `json:"allowed_domains,omitempty"`
 	AllowedCIDRs   []string `json:"allowed_cidrs,omitempty"`
+	// DomainSecrets are headers Cubicle adds to HTTPS requests to their
+	// domain (OpenAI's domain_secrets): in a request with their values,
+	// in the store and every view without (names only).
+	DomainSecrets []DomainSecret `json:"domain_secrets,omitempty"`
+}
+
+// DomainSecret is one of a network policy's domain_secrets (OpenAI's
+// shape): Name is the HTTP header Cubicle sets on requests to Domain,
+// Value its value, which no answer, record or log ever shows.
+type DomainSecret struct {
+	Domain string `json:"domain"`
+	Name   string `json:"name"`
+	Value  string `json:"value,omitempty"`
 }
 
 // internet turns a request's network policy into the computer's network
@@ -62,7 +77,7 @@ func (m *Manager) internet(who governance.Principal, p *NetworkPolicy) (sandbox.
 		}
 	}
 	if p == nil || p.Type == PolicyDisabled {
-		if p != nil && (len(p.AllowedDomains) > 0 || len(p.AllowedCIDRs) > 0) {
+		if p != nil && (len(p.AllowedDomains) > 0 || len(p.AllowedCIDRs) > 0 || len(p.DomainSecrets) > 0) {
 			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy: a disabled policy allows nothing; use type allowlist", ErrInvalid)
 		}
 		return sandbox.NetworkNone, sandbox.InternetPolicy{}, nil
@@ -110,7 +125,47 @@ func (m *Manager) internet(who governance.Principal, p *NetworkPolicy) (sandbox.
 	if err := pol.Validate(); err != nil {
 		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_domains: %v", ErrInvalid, strings.TrimPrefix(err.Error(), sandbox.ErrInvalidSpec.Error()+": network: "))
 	}
+	secrets, err := domainSecrets(p.DomainSecrets, pol.Domains)
+	if err != nil {
+		return "", sandbox.InternetPolicy{}, err
+	}
+	pol.Secrets = secrets
 	return sandbox.NetworkInternet, pol, nil
+}
+
+// domainSecrets checks a policy's domain_secrets (never naming a value):
+// each for a domain its allowed_domains allow, a header name that does
+// not frame the request, a value without control characters.
+func domainSecrets(list []DomainSecret, allowed []string) ([]sandbox.DomainSecret, error) {
+	var out []sandbox.DomainSecret
+	for _, s := range list {
+		d := strings.ToLower(strings.TrimSuffix(s.Domain, "."))
+		if !within(d, allowed) {
+			return nil, fmt.Errorf("%w: network_policy.domain_secrets: %q is not in allowed_domains (a secret goes only to a domain the policy allows)", ErrInvalid, s.Domain)
+		}
+		out = append(out, sandbox.DomainSecret{Domain: d, Name: textproto.CanonicalMIMEHeaderKey(s.Name), Value: s.Value})
+	}
+	if err := sandbox.ValidateSecrets(out); err != nil {
+		return nil, fmt.Errorf("%w: network_policy.domain_secrets: %v", ErrInvalid, err)
+	}
+	return out, nil
+}
+
+// withOrgSecrets puts the organisation's secrets for domains the policy
+// allows before the computer's own (applied in order: for the same domain
+// and header, the computer's wins).
+func withOrgSecrets(pol sandbox.InternetPolicy, org []sandbox.DomainSecret) sandbox.InternetPolicy {
+	var out []sandbox.DomainSecret
+	for _, s := range org {
+		if within(s.Domain, pol.Domains) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return pol
+	}
+	pol.Secrets = append(out, pol.Secrets...)
+	return pol
 }
 
 // within reports whether the domain pattern d asks for no more than one of
@@ -177,6 +232,11 @@ func effective(mode sandbox.NetworkMode, pol sandbox.InternetPolicy) *NetworkPol
 	out := &NetworkPolicy{Type: PolicyAllowlist, AllowedDomains: pol.Domains}
 	for _, c := range pol.CIDRs {
 		out.AllowedCIDRs = append(out.AllowedCIDRs, c.String())
+	}
+	for _, s := range pol.Secrets { // names only (each once), never a value
+		if v := (DomainSecret{Domain: s.Domain, Name: s.Name}); !slices.Contains(out.DomainSecrets, v) {
+			out.DomainSecrets = append(out.DomainSecrets, v)
+		}
 	}
 	return out
 }

@@ -34,6 +34,11 @@ type Network struct {
 	// Resolver is the DNS server (host:port) of Cubicle's own resolution;
 	// empty: the host's resolver.
 	Resolver string `toml:"resolver"`
+	// UpstreamCA is a PEM file of certificates trusted, besides the host's
+	// system roots, for the real servers of domains with secrets (the
+	// only connections whose TLS Cubicle terminates); tests use their
+	// test CA.
+	UpstreamCA string `toml:"upstream_ca"`
 	// ConnsPerSecond bounds each organisation's new connections (0: no
 	// limit), in bursts of ConnsBurst; BytesPerSecond its bytes each way,
 	// summed over its computers (unset: no limit).
@@ -71,6 +76,9 @@ func (n Network) validate() error {
 	}
 	if n.DialNetns != "" && !strings.HasPrefix(n.DialNetns, "/") {
 		return invalid("network.dial_netns", "must be an absolute path, got %q", n.DialNetns)
+	}
+	if n.UpstreamCA != "" && !strings.HasPrefix(n.UpstreamCA, "/") {
+		return invalid("network.upstream_ca", "must be an absolute path, got %q", n.UpstreamCA)
 	}
 	if n.Resolver != "" {
 		if _, err := netip.ParseAddrPort(n.Resolver); err != nil {

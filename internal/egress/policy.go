@@ -2,7 +2,9 @@ package egress
 
 import (
 	"fmt"
+	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
@@ -35,6 +37,10 @@ type policy struct {
 	exact  map[string]bool
 	suffix []string // ".example.com" for "*.example.com"
 	cidrs  []netip.Prefix
+	// secrets are the headers set on intercepted requests, by the domain
+	// pattern they were given for (normalised: "api.example.com" or
+	// "*.example.com").
+	secrets map[string][]sandbox.DomainSecret
 }
 
 func compile(p sandbox.InternetPolicy) (*policy, error) {
@@ -56,7 +62,60 @@ func compile(p sandbox.InternetPolicy) (*policy, error) {
 			return nil, fmt.Errorf("%w: an invalid CIDR", ErrPolicy)
 		}
 	}
+	if err := sandbox.ValidateSecrets(p.Secrets); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+	}
+	for _, s := range p.Secrets {
+		d := strings.ToLower(strings.TrimSuffix(s.Domain, "."))
+		if !c.allowsPattern(d) {
+			return nil, fmt.Errorf("%w: the secret for %s is for a domain the policy does not allow", ErrPolicy, d)
+		}
+		if c.secrets == nil {
+			c.secrets = map[string][]sandbox.DomainSecret{}
+		}
+		c.secrets[d] = append(c.secrets[d], sandbox.DomainSecret{Domain: d, Name: http.CanonicalHeaderKey(s.Name), Value: s.Value})
+	}
 	return c, nil
+}
+
+// secretsFor returns the secrets of a name: those of the patterns "*.x"
+// matching it, the farthest first, then its own (so that, set in order,
+// the closest pattern wins for a header, and a name's own secret over
+// every pattern's).
+func (p *policy) secretsFor(name string) []sandbox.DomainSecret {
+	if name == "" || len(p.secrets) == 0 {
+		return nil
+	}
+	var out []sandbox.DomainSecret
+	for i := strings.LastIndexByte(name, '.'); i > 0; i = strings.LastIndexByte(name[:i], '.') {
+		out = append(out, p.secrets["*"+name[i:]]...)
+	}
+	return append(out, p.secrets[name]...)
+}
+
+// allowsPattern reports whether the policy allows every name a secret's
+// domain pattern d covers.
+func (p *policy) allowsPattern(d string) bool {
+	if rest, wild := strings.CutPrefix(d, "*."); wild {
+		for _, s := range p.suffix {
+			if strings.HasSuffix("."+rest, s) {
+				return true
+			}
+		}
+		return false
+	}
+	return p.domain(d) != ""
+}
+
+// secretDomains are the domain patterns that have secrets (the computer
+// CA's name constraints).
+func (p *policy) secretDomains() []string {
+	var out []string
+	for d := range p.secrets {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // domain returns the rule that allows name ("" when none does).

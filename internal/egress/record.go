@@ -31,6 +31,9 @@ type Record struct {
 	Rule           string
 	Error          string
 	Sent, Received int64 // bytes from and to the computer
+	// Intercepted says the connection's TLS was terminated by Cubicle to
+	// add its domain's secrets (never which, never their values).
+	Intercepted    bool
 	Opened, Closed time.Time
 }
 
@@ -38,7 +41,7 @@ type Record struct {
 func LogTo(l *slog.Logger) func(Record) {
 	return func(r Record) {
 		l.Debug("egress", "computer", r.Computer, "proto", r.Proto, "name", r.Name, "addr", r.Addr.String(),
-			"verdict", r.Verdict, "rule", r.Rule, "error", r.Error, "sent", r.Sent, "received", r.Received,
+			"verdict", r.Verdict, "rule", r.Rule, "error", r.Error, "intercepted", r.Intercepted, "sent", r.Sent, "received", r.Received,
 			"ms", r.Closed.Sub(r.Opened).Milliseconds())
 	}
 }

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -49,6 +50,10 @@ type Config struct {
 	// RateLimited is told of every connection the Limiter refused (the
 	// audit event computer.egress_rate_limited); may be nil.
 	RateLimited func(Record)
+	// UpstreamCA is PEM certificates trusted, besides the host's system
+	// roots, for the real servers of intercepted domains (tests: their
+	// test CA).
+	UpstreamCA []byte
 }
 
 // Service terminates the network of every internet computer in this
@@ -57,6 +62,11 @@ type Config struct {
 type Service struct {
 	cfg  Config
 	deny []netip.Prefix
+	// roots verify the real servers of intercepted domains; bundle is the
+	// host's system roots as PEM, the first part of every computer's
+	// CABundle.
+	roots  *x509.CertPool
+	bundle []byte
 
 	mu   sync.Mutex
 	nets map[string]*computerNet
@@ -82,7 +92,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.HostAddrs == nil {
 		cfg.HostAddrs = hostAddrs()
 	}
-	s := &Service{cfg: cfg, nets: map[string]*computerNet{}}
+	roots, err := upstreamRoots(cfg.UpstreamCA)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, nets: map[string]*computerNet{}, roots: roots, bundle: systemBundle()}
 	s.deny = append(append(s.deny, private...), cfg.Deny...)
 	for _, a := range cfg.HostAddrs {
 		s.deny = append(s.deny, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
@@ -142,7 +156,29 @@ type link struct {
 	n *computerNet
 }
 
-func (l *link) Env() []string { return l.n.proxyEnv() }
+func (l *link) Env() []string { return append(l.n.proxyEnv(), caEnv...) }
+
+// CACert is the computer's CA certificate (PEM).
+func (l *link) CACert() []byte { return l.n.ca.pem }
+
+// CABundle is the host's system roots and the computer's CA (PEM).
+func (l *link) CABundle() []byte {
+	b := append([]byte{}, l.s.bundle...)
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	return append(b, l.n.ca.pem...)
+}
+
+// caEnv points the usual TLS clients at the computer's CA bundle (OpenSSL
+// and Python's ssl, requests, curl, git, pip; Node adds it to its own).
+var caEnv = func() []string {
+	var env []string
+	for _, k := range []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "PIP_CERT", "GIT_SSL_CAINFO"} {
+		env = append(env, k+"="+sandbox.CABundleFile)
+	}
+	return env
+}()
 
 func (l *link) Close() error {
 	l.s.mu.Lock()

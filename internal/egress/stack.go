@@ -49,6 +49,7 @@ type computerNet struct {
 	fwd    *tcp.Forwarder
 	names  *names
 	token  string       // the password of the computer's proxy credentials
+	ca     *computerCA  // intercepts the domains with secrets
 	proxyL net.Listener // the proxy on the gateway address
 
 	ctx    context.Context // ends at close: every dial and flow with it
@@ -71,6 +72,10 @@ func (s *Service) attach(ctx context.Context, a sandbox.Attachment, pol *policy)
 	n := &computerNet{svc: s, id: a.ComputerID, owner: a.Owner, pol: pol, fd: fd, names: newNames(), flows: map[*flow]struct{}{},
 		token: hex.EncodeToString(tok[:])}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if n.ca, err = newCA(a.ComputerID, pol.secretDomains()); err != nil {
+		n.close()
+		return nil, err
+	}
 	if err := n.build(); err != nil {
 		n.close()
 		return nil, err

@@ -168,6 +168,10 @@ func (f *flow) abort() {
 // is not the name the connection was allowed for (domain fronting) ends
 // the connection, refused.
 func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
+	in, done := n.interceptIf(in, up, t, rec)
+	if done {
+		return
+	}
 	f := &flow{in: in, up: up}
 	if !n.track(f) {
 		f.abort()

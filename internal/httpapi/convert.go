@@ -45,7 +45,7 @@ func computerViewOf(v computer.View) computerView {
 		ReadyAt: unixOf(v.ReadyAt), ExpiresAt: v.ExpiresAt.Unix(), StoppedAt: unixOf(v.StoppedAt),
 		Limits: computerLimits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 			LifetimeSeconds: secondsOf(l.Lifetime), ExecTimeoutSeconds: secondsOf(l.ExecTimeout),
-			NetworkPolicy: (*networkPolicy)(l.NetworkPolicy)},
+			NetworkPolicy: networkPolicyOf(l.NetworkPolicy)},
 		Metadata: v.Metadata, Failure: v.Failure}
 }
 
@@ -60,7 +60,31 @@ func computerViewsOf(vs []computer.View) []computerView {
 func (b createBody) request() computer.CreateRequest {
 	return computer.CreateRequest{MemoryMB: b.MemoryMB, Lifetime: durationOf(b.LifetimeSeconds),
 		ExecTimeout: durationOf(b.ExecTimeoutSeconds), Metadata: b.Metadata,
-		NetworkPolicy: (*computer.NetworkPolicy)(b.NetworkPolicy)}
+		NetworkPolicy: b.NetworkPolicy.request()}
+}
+
+// networkPolicyOf is a computer's policy as answers show it: secrets by
+// domain and name, never a value.
+func networkPolicyOf(p *computer.NetworkPolicy) *networkPolicy {
+	if p == nil {
+		return nil
+	}
+	out := &networkPolicy{Type: p.Type, AllowedDomains: p.AllowedDomains, AllowedCIDRs: p.AllowedCIDRs}
+	for _, s := range p.DomainSecrets {
+		out.DomainSecrets = append(out.DomainSecrets, domainSecret{Domain: s.Domain, Name: s.Name})
+	}
+	return out
+}
+
+func (p *networkPolicy) request() *computer.NetworkPolicy {
+	if p == nil {
+		return nil
+	}
+	out := &computer.NetworkPolicy{Type: p.Type, AllowedDomains: p.AllowedDomains, AllowedCIDRs: p.AllowedCIDRs}
+	for _, s := range p.DomainSecrets {
+		out.DomainSecrets = append(out.DomainSecrets, computer.DomainSecret(s))
+	}
+	return out
 }
 
 // request is the exec the body asks for (its timeout checked by check).

@@ -33,6 +33,16 @@ type networkPolicy struct {
 	Type           string   `json:"type"`
 	AllowedDomains []string `json:"allowed_domains,omitempty"`
 	AllowedCIDRs   []string `json:"allowed_cidrs,omitempty"`
+	// DomainSecrets are OpenAI's domain_secrets: values in a request
+	// only, never in an answer (names only).
+	DomainSecrets []domainSecret `json:"domain_secrets,omitempty"`
+}
+
+// domainSecret is one of a network_policy's domain_secrets.
+type domainSecret struct {
+	Domain string `json:"domain"`
+	Name   string `json:"name"`
+	Value  string `json:"value,omitempty"`
 }
 
 // computerView is the computer object.

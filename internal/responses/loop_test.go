@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -336,11 +337,12 @@ func TestClientFunctionCall(t *testing.T) {
 }
 
 // TestCodeInterpreterNetworkPolicy: the container's network_policy
-// (OpenAI's shape) reaches the response's computer; domain_secrets and
-// other shapes are a 400 naming the parameter.
+// (OpenAI's shape) reaches the response's computer, domain_secrets with
+// their values, while the response object shows them without; other
+// shapes are a 400 naming the parameter.
 func TestCodeInterpreterNetworkPolicy(t *testing.T) {
 	h := newHarness(t, APIChat, func(n int, req map[string]any) (int, any) {
-		if n == 1 {
+		if n%2 == 1 { // each response calls code_interpreter once
 			return 200, upstreamtest.ToolCallsAnswer("", upstreamtest.Call{ID: "c1", Name: tools.CodeInterpreterName, Args: `{"code":"1"}`})
 		}
 		return 200, upstreamtest.TextAnswer("done")
@@ -353,8 +355,19 @@ func TestCodeInterpreterNetworkPolicy(t *testing.T) {
 		h.comp.created[0].NetworkPolicy.Type != "allowlist" || !slices.Equal(h.comp.created[0].NetworkPolicy.AllowedDomains, []string{"pypi.org"}) {
 		t.Fatalf("created %+v", h.comp.created)
 	}
+	body = `{"input":"go","tools":[{"type":"code_interpreter","container":{"type":"auto","network_policy":{"type":"allowlist","allowed_domains":["x.org"],"domain_secrets":[{"domain":"x.org","name":"Authorization","value":"Bearer sk-never-shown"}]}}}]}`
+	resp, err := h.create(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if np := h.comp.created[1].NetworkPolicy; np == nil || len(np.DomainSecrets) != 1 || np.DomainSecrets[0].Value != "Bearer sk-never-shown" {
+		t.Fatalf("created %+v", h.comp.created[1])
+	}
+	if b, _ := json.Marshal(resp); bytes.Contains(b, []byte("sk-never-shown")) || !bytes.Contains(b, []byte(`"name":"Authorization"`)) {
+		t.Errorf("the response object shows %s", b)
+	}
 	for _, np := range []string{
-		`{"type":"allowlist","allowed_domains":["x.org"],"domain_secrets":[{"domain":"x.org","name":"K","value":"v"}]}`,
+		`{"type":"allowlist","allowed_domains":["x.org"],"domain_secrets":[{"domain":"x.org","name":"K","value":"v","x":1}]}`,
 		`{"type":"allowlist","allowed_domains":"x.org"}`,
 	} {
 		_, err := h.create(`{"input":"go","tools":[{"type":"code_interpreter","container":{"type":"auto","network_policy":` + np + `}}]}`)

@@ -241,11 +241,19 @@ func (p *plan) codeInterpreterTool(t json.RawMessage, param string) error {
 		var np struct {
 			Type           string   `json:"type"`
 			AllowedDomains []string `json:"allowed_domains"`
+			DomainSecrets  []struct {
+				Domain string `json:"domain"`
+				Name   string `json:"name"`
+				Value  string `json:"value"`
+			} `json:"domain_secrets"`
 		}
 		if err := strict(c.NetworkPolicy, &np, param+".container.network_policy"); err != nil {
-			return invalid(param+".container.network_policy", `must be {"type":"disabled"} or {"type":"allowlist","allowed_domains":[…]} (domain_secrets are not supported yet)`)
+			return invalid(param+".container.network_policy", `must be {"type":"disabled"} or {"type":"allowlist","allowed_domains":[…],"domain_secrets":[{"domain":…,"name":…,"value":…}]}`)
 		}
 		p.network = &computer.NetworkPolicy{Type: np.Type, AllowedDomains: np.AllowedDomains}
+		for _, s := range np.DomainSecrets {
+			p.network.DomainSecrets = append(p.network.DomainSecrets, computer.DomainSecret(s))
+		}
 	}
 	if p.codeInterpreter {
 		return invalid(param, "code_interpreter is declared twice")
@@ -398,4 +406,38 @@ func (p *plan) allowedTools(raw json.RawMessage) error {
 	p.tools = slices.DeleteFunc(p.tools, func(t chatTool) bool { return !allowed[t.Function.Name] })
 	p.toolChoice, _ = json.Marshal(a.Mode)
 	return nil
+}
+
+// withoutSecretValues is the request's tools as the response object shows
+// (and the store keeps) them: a code_interpreter container's
+// network_policy.domain_secrets by domain and name, never a value. Other
+// tools are left byte for byte.
+func withoutSecretValues(list []json.RawMessage) []json.RawMessage {
+	out := list
+	for i, raw := range list {
+		if !bytes.Contains(raw, []byte("domain_secrets")) {
+			continue
+		}
+		var t map[string]any
+		if json.Unmarshal(raw, &t) != nil {
+			continue
+		}
+		c, _ := t["container"].(map[string]any)
+		np, _ := c["network_policy"].(map[string]any)
+		secrets, _ := np["domain_secrets"].([]any)
+		for _, s := range secrets {
+			if m, ok := s.(map[string]any); ok {
+				delete(m, "value")
+			}
+		}
+		b, err := json.Marshal(t)
+		if err != nil {
+			continue
+		}
+		if &out[0] == &list[0] {
+			out = slices.Clone(list)
+		}
+		out[i] = b
+	}
+	return out
 }

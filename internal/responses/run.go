@@ -88,7 +88,7 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 		return nil, err
 	}
 	resp := &Response{ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
-		Model: pl.model, Output: []any{}, ToolChoice: json.RawMessage(`"auto"`), Tools: req.Tools,
+		Model: pl.model, Output: []any{}, ToolChoice: json.RawMessage(`"auto"`), Tools: withoutSecretValues(req.Tools),
 		Instructions: req.Instructions, MaxToolCalls: req.MaxToolCalls, Metadata: pl.metadata,
 		ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
 		Usage:             Usage{InputTokensDetails: map[string]int{"cached_tokens": 0}, OutputTokensDetails: map[string]int{"reasoning_tokens": 0}}}

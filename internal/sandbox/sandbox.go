@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"path"
+	"slices"
 	"strings"
 	"time"
 )
@@ -117,7 +118,26 @@ type InternetPolicy struct {
 	Domains []string `json:"domains,omitempty"`
 	// CIDRs are the addresses reachable as IP literals.
 	CIDRs []netip.Prefix `json:"cidrs,omitempty"`
+	// Secrets are HTTP headers the Network adds to every request to
+	// their domain over TLS (it intercepts those domains only), so code
+	// in the computer never sees them. Never serialised (json:"-"): a
+	// Spec written anywhere carries no secret value.
+	Secrets []DomainSecret `json:"-"`
 }
+
+// DomainSecret is a header Cubicle sets on every HTTPS request to Domain
+// ("api.example.com", or "*.example.com" for any name below it): Name is
+// the header's name, Value its value (replacing one the request had).
+type DomainSecret struct {
+	Domain, Name, Value string
+}
+
+// String names the secret without its value, so that printing or logging
+// one never shows the value.
+func (s DomainSecret) String() string { return s.Domain + " " + s.Name + ": [redacted]" }
+
+// GoString is String, for %#v.
+func (s DomainSecret) GoString() string { return s.String() }
 
 // Nameserver is the resolver an internet computer's /etc/resolv.conf
 // names: the next hop of its interface, where the Network answers DNS.
@@ -156,9 +176,23 @@ type NetworkCutter interface {
 type Link interface {
 	io.Closer
 	// Env is what every process of the computer gets in its environment
-	// (the proxy variables, with credentials valid for this computer only).
+	// (the proxy variables, with credentials valid for this computer
+	// only, and the variables that point TLS clients at CABundle).
 	Env() []string
+	// CACert is the PEM certificate of the computer's own certificate
+	// authority, with which the Network intercepts the TLS of the domains
+	// that have Secrets (every other domain is spliced, never
+	// intercepted). Its private key never leaves the Network.
+	CACert() []byte
+	// CABundle is what the computer should trust: the host's system roots
+	// and CACert, PEM. The driver writes it to CABundleFile.
+	CABundle() []byte
 }
+
+// CABundleFile is where an internet computer finds CABundle (mode 0644);
+// Env's SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
+// NODE_EXTRA_CA_CERTS and PIP_CERT name it.
+const CABundleFile = "/workspace/.cubicle/ca-bundle.pem"
 
 // Mount is an extra bind mount of a host path into the computer. The driver
 // resolves Source once, on the host, and binds what it resolved to: a path
@@ -305,6 +339,47 @@ func NormalDomain(s string) (string, bool) {
 	return s, true
 }
 
+// MaxSecrets bounds a policy's Secrets; MaxSecretValue one value's bytes.
+const (
+	MaxSecrets     = 64
+	MaxSecretValue = 8 << 10
+)
+
+// reservedHeaders are headers a secret may not set: they frame the
+// request or the connection, so setting them could split or smuggle one.
+var reservedHeaders = []string{"host", "content-length", "transfer-encoding", "connection", "upgrade",
+	"te", "trailer", "keep-alive", "expect", "proxy-authorization", "proxy-connection", "proxy-authenticate"}
+
+// ValidateSecrets checks domain secrets, naming the first bad one (never
+// its value): a domain name or *.domain, a header name (an RFC 9110
+// token) that is not one of the request's framing, a value without
+// control characters of at most MaxSecretValue bytes.
+func ValidateSecrets(list []DomainSecret) error {
+	if len(list) > MaxSecrets {
+		return fmt.Errorf("at most %d domain secrets", MaxSecrets)
+	}
+	for _, s := range list {
+		if _, ok := NormalDomain(strings.TrimPrefix(s.Domain, "*.")); !ok {
+			return fmt.Errorf("domain secret: %q is not a domain name or *.domain", s.Domain)
+		}
+		if s.Name == "" || strings.IndexFunc(s.Name, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
+			return fmt.Errorf("domain secret for %s: %q is not an HTTP header name", s.Domain, s.Name)
+		}
+		if slices.Contains(reservedHeaders, strings.ToLower(s.Name)) {
+			return fmt.Errorf("domain secret for %s: the header %s cannot be set", s.Domain, s.Name)
+		}
+		if s.Value == "" || len(s.Value) > MaxSecretValue || strings.IndexFunc(s.Value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0 {
+			return fmt.Errorf("domain secret %s for %s: the value must be 1 to %d bytes without control characters", s.Name, s.Domain, MaxSecretValue)
+		}
+	}
+	return nil
+}
+
+// isTokenChar reports whether r may be in an HTTP token (RFC 9110 §5.6.2).
+func isTokenChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+}
+
 // Validate checks the policy's entries, naming the first bad one.
 func (p InternetPolicy) Validate() error {
 	for _, d := range p.Domains {
@@ -316,6 +391,9 @@ func (p InternetPolicy) Validate() error {
 		if !c.IsValid() {
 			return fmt.Errorf("%w: network: an invalid CIDR", ErrInvalidSpec)
 		}
+	}
+	if err := ValidateSecrets(p.Secrets); err != nil {
+		return fmt.Errorf("%w: network: %v", ErrInvalidSpec, err)
 	}
 	return nil
 }

@@ -29,7 +29,29 @@ type Store interface {
 	Artifacts() Artifacts
 	Responses() Responses
 	Egress() Egress
+	OrgSecrets() OrgSecrets
 	Close() error
+}
+
+// OrgSecret is one of an organisation's domain secrets: the header Name
+// set to Value on its internet computers' HTTPS requests to Domain
+// ("api.example.com" or "*.example.com").
+type OrgSecret struct {
+	Domain    string    `json:"domain"`
+	Name      string    `json:"name"`
+	Value     string    `json:"-"` // never in an answer
+	CreatedAt time.Time `json:"-"`
+}
+
+// OrgSecrets stores organisations' domain secrets.
+type OrgSecrets interface {
+	// Set creates or replaces the secret of (org, domain, name).
+	Set(ctx context.Context, org string, s OrgSecret) error
+	// List returns an organisation's secrets, values included, by domain
+	// and name.
+	List(ctx context.Context, org string) ([]OrgSecret, error)
+	// Delete removes one; ErrNotFound when there was none.
+	Delete(ctx context.Context, org, domain, name string) error
 }
 
 // Instances records that server processes are alive, so a successor can

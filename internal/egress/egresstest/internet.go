@@ -23,18 +23,29 @@ import (
 
 // The test internet's hosts.
 var (
-	Web      = netip.MustParseAddr("198.51.100.10") // HTTP on :80; allowed.test, sub.wild.test
-	Other    = netip.MustParseAddr("203.0.113.20")  // HTTP on :80; other.test
-	Echo     = netip.MustParseAddr("203.0.113.7")   // TCP echo on :7, UDP sink on :9999
-	DNS      = netip.MustParseAddr("198.51.100.53") // the authority for *.test
-	Private  = netip.MustParseAddr("10.9.9.9")      // what private.test resolves to
-	Zone     = map[string]netip.Addr{"allowed.test.": Web, "sub.wild.test.": Web, "other.test.": Other, "private.test.": Private}
-	hostAddr = []netip.Addr{Web, Other, Echo, DNS}
+	Web     = netip.MustParseAddr("198.51.100.10") // HTTP on :80; allowed.test, sub.wild.test
+	Other   = netip.MustParseAddr("203.0.113.20")  // HTTP on :80; other.test
+	Echo    = netip.MustParseAddr("203.0.113.7")   // TCP echo on :7, UDP sink on :9999
+	DNS     = netip.MustParseAddr("198.51.100.53") // the authority for *.test
+	Private = netip.MustParseAddr("10.9.9.9")      // what private.test resolves to
+	// Secure serves HTTPS on :443 (and HTTP on :80) for TLSNames with a
+	// certificate of the test internet's own CA (Internet.CAPEM), and
+	// answers every request with the headers it received (EchoHeaders).
+	Secure = netip.MustParseAddr("198.51.100.30")
+	Zone   = map[string]netip.Addr{"allowed.test.": Web, "sub.wild.test.": Web, "other.test.": Other, "private.test.": Private,
+		"secret.test.": Secure, "spliced.test.": Secure, "api.secrets.test.": Secure, "untrusted.test.": Secure}
+	// TLSNames are the names Secure's certificate is for (untrusted.test
+	// gets a certificate of a CA nobody trusts).
+	TLSNames = []string{"secret.test", "spliced.test", "*.secrets.test"}
+	hostAddr = []netip.Addr{Web, Other, Echo, DNS, Secure}
 )
 
 // Internet is a running test internet.
 type Internet struct {
 	Netns string // its path, for egress.NetnsDialer
+	// CAPEM is the certificate of the CA that signed Secure's certificate
+	// (egress.Config.UpstreamCA trusts it).
+	CAPEM []byte
 	// UDPSeen counts datagrams that reached the UDP sink.
 	UDPSeen atomic.Int64
 }
@@ -73,6 +84,7 @@ func New(t TB) *Internet {
 	in.serveHTTP(t, Other)
 	in.serveEcho(t)
 	in.serveDNS(t)
+	in.serveTLS(t)
 	in.serveSink(t)
 	return in
 }
@@ -81,7 +93,8 @@ func New(t TB) *Internet {
 func (in *Internet) Config() egress.Config {
 	d := egress.NetnsDialer{Path: in.Netns}
 	return egress.Config{
-		Dialer: d,
+		UpstreamCA: in.CAPEM,
+		Dialer:     d,
 		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, network, netip.AddrPortFrom(DNS, 53).String())
 		}},
