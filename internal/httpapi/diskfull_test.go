@@ -105,7 +105,7 @@ func fillDisk(t *testing.T, dir string, hold bool) (free func()) {
 // stop is recorded at once with its true duration, and audit rows are not
 // lost.
 func TestHostDiskFull(t *testing.T) {
-	dir := smallDisk(t, 96<<20)
+	dir := smallDisk(t, 128<<20)
 	e := newEnvIn(t, dir, nil, withFiles)
 	bdir := e.blobDir()
 	upload := func(name string, data []byte) resp {
@@ -185,7 +185,7 @@ func TestHostDiskFull(t *testing.T) {
 // written once space returns: the stop with its true end, not the time
 // it was finally stored.
 func TestStopHeldUntilDiskHasRoom(t *testing.T) {
-	dir := smallDisk(t, 96<<20)
+	dir := smallDisk(t, 128<<20)
 	e := newEnvIn(t, dir, nil)
 	v := e.create(e.admin, nil)
 	created := time.Now()
@@ -214,7 +214,7 @@ func TestStopHeldUntilDiskHasRoom(t *testing.T) {
 // file delete frees the file's bytes first and then marks its record, so
 // it still answers 204 and the space comes back.
 func TestFileDeleteWithoutHeadroom(t *testing.T) {
-	dir := smallDisk(t, 96<<20)
+	dir := smallDisk(t, 128<<20)
 	e := newEnvIn(t, dir, nil, withFiles)
 	bdir := e.blobDir()
 	r := e.do(e.admin, "POST", "/v1/files?filename=a.bin", bytes.Repeat([]byte("x"), 512<<10))
@@ -289,7 +289,7 @@ func TestDiskNotOvercommitted(t *testing.T) {
 // bound wait, or the server stops before the disk has room) is counted in
 // cubicle_audit_dropped_total and logged, never dropped silently.
 func TestAuditDropCountedAndLogged(t *testing.T) {
-	dir := smallDisk(t, 96<<20)
+	dir := smallDisk(t, 128<<20)
 	e := newEnvIn(t, dir, nil)
 	v := e.create(e.admin, nil)
 	p, err := e.gov.Authenticate(t.Context(), e.admin)
