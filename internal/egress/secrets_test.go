@@ -2,6 +2,8 @@ package egress_test
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -48,6 +50,21 @@ func TestDomainSecrets(t *testing.T) {
 	t.Run("the computer trusts its CA bundle", func(t *testing.T) {
 		expect(t, run(t, sb, "sh", "-c", `stat -c '%a %U' `+sandbox.CABundleFile+`; grep -c 'BEGIN CERTIFICATE' `+sandbox.CABundleFile+`; echo $SSL_CERT_FILE $CURL_CA_BUNDLE $REQUESTS_CA_BUNDLE $NODE_EXTRA_CA_CERTS`),
 			"644 user\n", sandbox.CABundleFile+" "+sandbox.CABundleFile+" "+sandbox.CABundleFile+" "+sandbox.CABundleFile)
+	})
+	t.Run("its system trust store has the computer's CA too", func(t *testing.T) {
+		// The host's bundle plus the computer's CA, read-only; clients that
+		// read no variable (here curl and Python with them unset) trust it.
+		host, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Count(string(host), "BEGIN CERTIFICATE") + 1
+		expect(t, run(t, sb, "sh", "-c", `grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt; echo x >> /etc/ssl/certs/ca-certificates.crt || echo read-only`),
+			strconv.Itoa(want)+"\n", "read-only\n")
+		unset := []string{"env", "-u", "SSL_CERT_FILE", "-u", "CURL_CA_BUNDLE", "-u", "REQUESTS_CA_BUNDLE"}
+		expect(t, run(t, sb, append(unset, curl("--noproxy", "*", "https://secret.test/")...)...), "Authorization: "+secretValue)
+		expect(t, run(t, sb, append(unset, python, "-c", `import urllib.request as u; print(u.build_opener(u.ProxyHandler({})).open("https://secret.test/", timeout=10).read().decode())`)...),
+			"Authorization: "+secretValue)
 	})
 	t.Run("curl and python get the header added, direct and through the proxy", func(t *testing.T) {
 		echo := "Authorization: " + secretValue

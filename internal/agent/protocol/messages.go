@@ -18,6 +18,7 @@ type Init struct {
 	MaxFile    int64     `json:"max_file"`             // largest file the file API writes or reads
 	MemoryHint int64     `json:"memory_hint"`          // memory limit, for messages only
 	Nameserver string    `json:"nameserver,omitempty"` // the resolver of an internet computer ("": no network)
+	CACert     string    `json:"ca_cert,omitempty"`    // PEM of the computer's own CA, added to its system trust store
 }
 
 // HostFDs are the agent's descriptors of the detached mounts that the host

@@ -30,8 +30,8 @@ type computer struct {
 	proc   *exec.Cmd
 	client *agent.Client
 	stderr boundedBuffer
-	pids   *os.File  // the computer's /proc, to see its tasks stop (see Kill)
-	net    io.Closer // an internet computer's interface (Config.Network)
+	pids   *os.File     // the computer's /proc, to see its tasks stop (see Kill)
+	net    sandbox.Link // an internet computer's interface (Config.Network)
 
 	done    chan struct{} // closed when the agent process has been reaped
 	waitErr error

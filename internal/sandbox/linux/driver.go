@@ -223,6 +223,9 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes, Mounts: mounts,
 		Nameserver: nameserver,
 	}
+	if c.net != nil {
+		init.CACert = string(c.net.CACert())
+	}
 	if err := handshake(ctx, hostEnd, init); err != nil {
 		hostEnd.Close()
 		return c.bootError(err)
@@ -254,11 +257,7 @@ func (c *computer) writeNetworkEnv(ctx context.Context, env []string) error {
 		strings.NewReader(content)); err != nil {
 		return fmt.Errorf("write %s: %w", NetworkEnvFile, err)
 	}
-	link, ok := c.net.(sandbox.Link)
-	if !ok {
-		return nil
-	}
-	if bundle := link.CABundle(); len(bundle) > 0 {
+	if bundle := c.net.CABundle(); len(bundle) > 0 {
 		if _, err := c.client.WriteFile(ctx, sandbox.FileWrite{Path: sandbox.CABundleFile, Mode: 0o644, Parents: true},
 			bytes.NewReader(bundle)); err != nil {
 			return fmt.Errorf("write %s: %w", sandbox.CABundleFile, err)

@@ -113,10 +113,13 @@ func bindRuntime(root string, rs *runtimeSource) error {
 	return nil
 }
 
-// bindReadOnly binds src (a file or directory) at dst, read-only, nosuid, nodev.
+// bindReadOnly binds src (a file or directory) at dst, read-only, nosuid,
+// nodev; dst is made first unless it exists.
 func bindReadOnly(src, dst string) error {
-	if err := mountPoint(src, dst); err != nil {
-		return err
+	if _, err := os.Lstat(dst); err != nil {
+		if err := mountPoint(src, dst); err != nil {
+			return err
+		}
 	}
 	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind %s: %w", src, err)
@@ -189,7 +192,32 @@ func writeEtc(root string, init protocol.Init, rs *runtimeSource) error {
 			return err
 		}
 	}
-	return nil
+	return trustCA(etc, init.CACert)
+}
+
+// systemBundle is the trust store that OpenSSL, GnuTLS, Go and Debian's
+// Python and curl read by default.
+const systemBundle = "ssl/certs/ca-certificates.crt"
+
+// trustCA adds the computer's own CA (PEM, "" for none) to its system
+// trust store: the host's bundle plus the CA, written to
+// /etc/ca-certificates.crt on the root tmpfs and bound read-only over the
+// bundle's place. (It stays: an unlinked file the bind still holds would
+// keep the root from being made read-only.)
+func trustCA(etc, pem string) error {
+	if pem == "" {
+		return nil
+	}
+	dst := filepath.Join(etc, systemBundle)
+	host, err := os.ReadFile(dst)
+	if err != nil {
+		return fmt.Errorf("the computer's CA: no trust store at /etc/%s to add it to: %w", systemBundle, err)
+	}
+	bundle := filepath.Join(etc, "ca-certificates.crt")
+	if err := os.WriteFile(bundle, append(append(host, '\n'), pem...), 0o644); err != nil {
+		return err
+	}
+	return bindReadOnly(bundle, dst)
 }
 
 // runtimeLink returns the target of src when src is a symlink into the
