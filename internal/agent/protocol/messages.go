@@ -19,6 +19,7 @@ type Init struct {
 	MemoryHint int64     `json:"memory_hint"`          // memory limit, for messages only
 	Nameserver string    `json:"nameserver,omitempty"` // the resolver of an internet computer ("": no network)
 	CACert     string    `json:"ca_cert,omitempty"`    // PEM of the computer's own CA, added to its system trust store
+	Seccomp    []byte    `json:"seccomp"`              // the seccomp filter of user code, as the host compiled it (struct sock_filter[])
 }
 
 // HostFDs are the agent's descriptors of the detached mounts that the host

@@ -84,7 +84,7 @@ func seal(init protocol.Init) (*os.File, *agent.Spawner, error) {
 	// has CAP_SETPCAP, i.e. before dropPrivileges.
 	spawner, err := agent.NewSpawner(dropBoundingSet)
 	if err == nil {
-		err = dropPrivileges()
+		err = dropPrivileges(init.Seccomp)
 	}
 	if err != nil {
 		ws.Close()

@@ -19,6 +19,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux/disk"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux/seccomp"
 )
 
 // Config configures the driver.
@@ -226,6 +227,12 @@ func (c *computer) launch(ctx context.Context, device string) error {
 	if c.net != nil {
 		init.CACert = string(c.net.CACert())
 	}
+	filter, err := seccomp.Default() // compiled once per process, loaded by every agent
+	if err != nil {
+		hostEnd.Close()
+		return err
+	}
+	init.Seccomp = filter.Bytes()
 	if err := handshake(ctx, hostEnd, init); err != nil {
 		hostEnd.Close()
 		return c.bootError(err)

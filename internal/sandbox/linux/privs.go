@@ -46,8 +46,9 @@ func dropBoundingSet() error {
 
 // dropPrivileges applies, to every thread of the agent: no supplementary
 // groups, no ambient capabilities, only agentCaps, no_new_privs,
-// non-dumpable, and the seccomp filter that every user process inherits.
-func dropPrivileges() error {
+// non-dumpable, and the seccomp filter that every user process inherits
+// (the program the host compiled, see launch).
+func dropPrivileges(filter []byte) error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("drop groups: %w", err)
 	}
@@ -69,11 +70,11 @@ func dropPrivileges() error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("set non-dumpable: %w", err)
 	}
-	filter, err := seccomp.Default()
+	prog, err := seccomp.Parse(filter)
 	if err != nil {
-		return fmt.Errorf("build seccomp filter: %w", err)
+		return err
 	}
-	if err := filter.Load(); err != nil {
+	if err := prog.Load(); err != nil {
 		return fmt.Errorf("load seccomp filter: %w", err)
 	}
 	return nil

@@ -5,6 +5,7 @@ package seccomp
 //go:generate go run gen_syscalls.go
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,6 +44,34 @@ func (f *Filter) Instructions() []unix.SockFilter { return slices.Clone(f.prog) 
 
 // Len returns the number of BPF instructions.
 func (f *Filter) Len() int { return len(f.prog) }
+
+// insnSize is the size of one struct sock_filter.
+const insnSize = 8
+
+// Bytes returns the program as an array of struct sock_filter (little
+// endian), the form in which the host hands it to a computer's agent.
+func (f *Filter) Bytes() []byte {
+	b := make([]byte, 0, len(f.prog)*insnSize)
+	for _, in := range f.prog {
+		b = binary.LittleEndian.AppendUint16(b, in.Code)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.LittleEndian.AppendUint32(b, in.K)
+	}
+	return b
+}
+
+// Parse reads a program written by Bytes.
+func Parse(b []byte) (*Filter, error) {
+	if len(b) == 0 || len(b)%insnSize != 0 || len(b)/insnSize > unix.BPF_MAXINSNS {
+		return nil, fmt.Errorf("seccomp: a program of %d bytes is no array of at most %d instructions", len(b), unix.BPF_MAXINSNS)
+	}
+	prog := make([]unix.SockFilter, len(b)/insnSize)
+	for i := range prog {
+		in := b[i*insnSize:]
+		prog[i] = unix.SockFilter{Code: binary.LittleEndian.Uint16(in), Jt: in[2], Jf: in[3], K: binary.LittleEndian.Uint32(in[4:])}
+	}
+	return &Filter{prog: prog}, nil
+}
 
 // defaultFilter is built once: evaluating the profile reads the kernel version.
 var defaultFilter = sync.OnceValues(func() (*Filter, error) {

@@ -511,3 +511,26 @@ func TestLongJumps(t *testing.T) {
 		}
 	}
 }
+
+// TestBytesRoundTrip: the program the host hands to an agent (Bytes) is
+// read back (Parse) instruction for instruction; what is no program is
+// refused.
+func TestBytesRoundTrip(t *testing.T) {
+	f, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := f.Bytes()
+	if len(b) != 8*f.Len() {
+		t.Fatalf("%d bytes for %d instructions", len(b), f.Len())
+	}
+	g, err := Parse(b)
+	if err != nil || !slices.Equal(g.Instructions(), f.Instructions()) {
+		t.Fatalf("parsed program differs: %v", err)
+	}
+	for _, bad := range [][]byte{nil, b[:7], b[:len(b)-1], make([]byte, 8*(unix.BPF_MAXINSNS+1))} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("a program of %d bytes was accepted", len(bad))
+		}
+	}
+}
