@@ -23,13 +23,7 @@ func TestServeInternetComputers(t *testing.T) {
 		"CUBICLE_NETWORK_ALLOWED_CIDRS=203.0.113.0/24",
 		"CUBICLE_NETWORK_DIAL_NETNS="+in.Netns, "CUBICLE_NETWORK_RESOLVER="+egresstest.DNS.String()+":53",
 		"CUBICLE_NETWORK_RECHECK_SECONDS=1"))
-	var orgs struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	s.decode("GET", "/v1/admin/orgs", "", 200, &orgs)
-	org := orgs.Data[0].ID
+	org := s.firstOrg(t)
 	// The organisation switch is off by default.
 	if r := s.do("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["allowed.test"]}}`); r.code != 403 || !strings.Contains(string(r.body), "has not turned on computer_internet") {
 		t.Fatalf("an internet computer before the organisation's switch: %d %s", r.code, r.body)
@@ -48,16 +42,7 @@ func TestServeInternetComputers(t *testing.T) {
 	if np := view.Limits.NetworkPolicy; np == nil || np.Type != "allowlist" || len(np.AllowedDomains) != 1 {
 		t.Fatalf("the computer's view: %+v", view)
 	}
-	exec := func(id, cmd string) string {
-		t.Helper()
-		body, _ := json.Marshal(map[string]string{"command": cmd})
-		r := s.do("POST", "/v1/computers/"+id+"/exec", string(body))
-		if r.code != 200 {
-			t.Fatalf("exec: %d %s", r.code, r.body)
-		}
-		return string(r.body)
-	}
-	if out := exec(view.ID, "curl -sS --max-time 10 http://allowed.test/; curl -sS --noproxy '*' --max-time 10 http://other.test/"); !strings.Contains(out, "hello allowed.test from 198.51.100.10") || !strings.Contains(out, "Could not resolve host: other.test") {
+	if out := s.exec(t, view.ID, "curl -sS --max-time 10 http://allowed.test/; curl -sS --noproxy '*' --max-time 10 http://other.test/"); !strings.Contains(out, "hello allowed.test from 198.51.100.10") || !strings.Contains(out, "Could not resolve host: other.test") {
 		t.Errorf("allowed.test and other.test from the internet computer: %s", out)
 	}
 	// A computer that asks for nothing has only loopback.
@@ -65,7 +50,7 @@ func TestServeInternetComputers(t *testing.T) {
 		ID string `json:"id"`
 	}
 	s.decode("POST", "/v1/computers", `{}`, 201, &plain)
-	if out := exec(plain.ID, "curl -sS --max-time 10 http://allowed.test/; cat /etc/resolv.conf"); !strings.Contains(out, "no network") || strings.Contains(out, "hello") {
+	if out := s.exec(t, plain.ID, "curl -sS --max-time 10 http://allowed.test/; cat /etc/resolv.conf"); !strings.Contains(out, "no network") || strings.Contains(out, "hello") {
 		t.Errorf("a computer without a network policy: %s", out)
 	}
 	for body, want := range map[string]string{
@@ -126,7 +111,7 @@ func TestServeInternetComputers(t *testing.T) {
 	s.decode("PATCH", "/v1/admin/orgs/"+org, `{"computer_internet":false}`, 200, nil)
 	var out string
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if out = exec(view.ID, "curl -sS --max-time 5 http://allowed.test/ 2>&1; cat /proc/net/dev"); !strings.Contains(out, "eth0") {
+		if out = s.exec(t, view.ID, "curl -sS --max-time 5 http://allowed.test/ 2>&1; cat /proc/net/dev"); !strings.Contains(out, "eth0") {
 			break
 		}
 	}
@@ -203,13 +188,7 @@ func TestServeDomainSecrets(t *testing.T) {
 		"CUBICLE_NETWORK_DIAL_NETNS="+in.Netns, "CUBICLE_NETWORK_RESOLVER="+egresstest.DNS.String()+":53",
 		"CUBICLE_NETWORK_UPSTREAM_CA="+ca))
 	const orgValue, orgOnly, mine = "Bearer org-value-5b1e", "org-only-77c3", "Bearer computer-value-d40a"
-	var orgs struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	s.decode("GET", "/v1/admin/orgs", "", 200, &orgs)
-	org := orgs.Data[0].ID
+	org := s.firstOrg(t)
 	s.decode("PATCH", "/v1/admin/orgs/"+org, `{"computer_internet":true}`, 200, nil)
 	s.decode("POST", "/v1/admin/orgs/"+org+"/domain_secrets", `{"domain":"secret.test","name":"authorization","value":"`+orgValue+`"}`, 200, nil)
 	s.decode("POST", "/v1/admin/orgs/"+org+"/domain_secrets", `{"domain":"secret.test","name":"X-Org","value":"`+orgOnly+`"}`, 200, nil)
@@ -221,21 +200,12 @@ func TestServeDomainSecrets(t *testing.T) {
 	if r := s.do("POST", "/v1/admin/orgs/"+org+"/domain_secrets", `{"domain":"secret.test","name":"Host","value":"x"}`); r.code != 400 {
 		t.Errorf("a secret for Host: %d %s", r.code, r.body)
 	}
-	exec := func(id, cmd string) string {
-		t.Helper()
-		body, _ := json.Marshal(map[string]string{"command": cmd})
-		r := s.do("POST", "/v1/computers/"+id+"/exec", string(body))
-		if r.code != 200 {
-			t.Fatalf("exec: %d %s", r.code, r.body)
-		}
-		return string(r.body)
-	}
 	// Only the organisation's: both its headers.
 	var a struct {
 		ID string `json:"id"`
 	}
 	s.decode("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["secret.test"]}}`, 201, &a)
-	if out := exec(a.ID, "curl -sS --max-time 10 https://secret.test/"); !strings.Contains(out, "Authorization: "+orgValue) || !strings.Contains(out, "X-Org: "+orgOnly) {
+	if out := s.exec(t, a.ID, "curl -sS --max-time 10 https://secret.test/"); !strings.Contains(out, "Authorization: "+orgValue) || !strings.Contains(out, "X-Org: "+orgOnly) {
 		t.Errorf("with the organisation's secrets: %s", out)
 	}
 	// The computer's own wins for the same header; the organisation's
@@ -249,7 +219,7 @@ func TestServeDomainSecrets(t *testing.T) {
 		ID string `json:"id"`
 	}
 	json.Unmarshal(create.body, &b)
-	out := exec(b.ID, "curl -sS --max-time 10 https://secret.test/; python3 -c 'import urllib.request as u; print(u.urlopen(\"https://secret.test/py\", timeout=10).read().decode())'; env; cat /workspace/.cubicle/*")
+	out := s.exec(t, b.ID, "curl -sS --max-time 10 https://secret.test/; python3 -c 'import urllib.request as u; print(u.urlopen(\"https://secret.test/py\", timeout=10).read().decode())'; env; cat /workspace/.cubicle/*")
 	if strings.Count(out, "Authorization: "+mine) != 2 || !strings.Contains(out, "X-Org: "+orgOnly) || strings.Contains(out, orgValue) {
 		t.Errorf("with the computer's own secret: %s", out)
 	}
@@ -300,7 +270,19 @@ func TestServeDomainSecrets(t *testing.T) {
 		ID string `json:"id"`
 	}
 	s.decode("POST", "/v1/computers", `{"network_policy":{"type":"allowlist","allowed_domains":["secret.test"]}}`, 201, &c)
-	if out := exec(c.ID, "curl -sS --max-time 10 https://secret.test/"); strings.Contains(out, "X-Org") || !strings.Contains(out, "Authorization: ") {
+	if out := s.exec(t, c.ID, "curl -sS --max-time 10 https://secret.test/"); strings.Contains(out, "X-Org") || !strings.Contains(out, "Authorization: ") {
 		t.Errorf("after removing X-Org: %s", out)
 	}
+}
+
+// exec runs a shell command in computer id through the API and returns
+// the JSON answer.
+func (s *server) exec(t *testing.T, id, cmd string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"command": cmd})
+	r := s.do("POST", "/v1/computers/"+id+"/exec", string(body))
+	if r.code != 200 {
+		t.Fatalf("exec: %d %s", r.code, r.body)
+	}
+	return string(r.body)
 }

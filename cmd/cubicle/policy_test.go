@@ -16,13 +16,7 @@ func TestServeDeniedByPolicy(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir, serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey, "CUBICLE_COMPUTERS_REGION=eu-west",
 		"CUBICLE_COMPUTERS_POOL_SIZE=0"))
-	var orgs struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	s.decode("GET", "/v1/admin/orgs", "", 200, &orgs)
-	org := orgs.Data[0].ID
+	org := s.firstOrg(t)
 	if r := cli(t, "orgs", "set", "--data", dir, "--policy", `{"settings":{"regions_allow":["us-east"]}}`, org); r.code != 0 || !strings.Contains(r.stdout, `"regions_allow":["us-east"]`) {
 		t.Fatalf("orgs set --policy: %+v", r)
 	}

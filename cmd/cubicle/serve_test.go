@@ -519,3 +519,19 @@ func TestServeBadConfigStops(t *testing.T) {
 		t.Errorf("a refused configuration created the database: %v", err)
 	}
 }
+
+// firstOrg returns the id of the server's first organisation (the admin
+// key's).
+func (s *server) firstOrg(t *testing.T) string {
+	t.Helper()
+	var orgs struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	s.decode("GET", "/v1/admin/orgs", "", 200, &orgs)
+	if len(orgs.Data) == 0 {
+		t.Fatal("the server has no organisation")
+	}
+	return orgs.Data[0].ID
+}

@@ -53,11 +53,8 @@ func (n *computerNet) interceptIf(in, up net.Conn, t target, rec Record) (net.Co
 // another domain is refused (421) and ends the connection.
 func (n *computerNet) intercept(in, up net.Conn, t target, rec Record, secrets []sandbox.DomainSecret) {
 	cc := &countConn{Conn: in, ctx: n.ctx, limit: n.bytes()}
-	f := &flow{in: in, up: up}
-	if !n.track(f) {
-		f.abort()
-		rec.Verdict, rec.Error = Failed, "the computer's network is closing"
-		n.finish(rec)
+	f, ok := n.startFlow(in, up, rec)
+	if !ok {
 		return
 	}
 	defer n.untrack(f)

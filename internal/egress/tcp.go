@@ -167,16 +167,26 @@ func (f *flow) abort() {
 // bytes from the computer are sniffed: a TLS server name or HTTP Host that
 // is not the name the connection was allowed for (domain fronting) ends
 // the connection, refused.
-func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
-	in, done := n.interceptIf(in, up, t, rec)
-	if done {
-		return
-	}
+// startFlow tracks the flow of in and up; false (recorded as failed) when
+// the computer's network is closing.
+func (n *computerNet) startFlow(in, up net.Conn, rec Record) (*flow, bool) {
 	f := &flow{in: in, up: up}
 	if !n.track(f) {
 		f.abort()
 		rec.Verdict, rec.Error = Failed, "the computer's network is closing"
 		n.finish(rec)
+		return nil, false
+	}
+	return f, true
+}
+
+func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
+	in, done := n.interceptIf(in, up, t, rec)
+	if done {
+		return
+	}
+	f, ok := n.startFlow(in, up, rec)
+	if !ok {
 		return
 	}
 	defer n.untrack(f)
