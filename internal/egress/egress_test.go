@@ -279,6 +279,47 @@ except (OSError, ssl.SSLError) as e:
 	})
 }
 
+// TestIPv6 (issue 13): a computer speaks IPv4 only (its interface has no
+// IPv6 address or route), so an IPv6 literal fails inside at once
+// (ENETUNREACH) and never reaches Cubicle; a name whose only addresses
+// are IPv6 is reached by name, Cubicle dialing its own IPv6 resolution;
+// one that resolves to a private IPv6 address (a ULA) is refused like a
+// private IPv4 one.
+func TestIPv6(t *testing.T) {
+	w := newWorld(t, nil)
+	sb := w.computer(t, sandbox.InternetPolicy{
+		Domains: []string{"v6only.test", "private6.test"},
+		CIDRs:   []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")},
+	})
+	r := run(t, sb, "curl", "-sS", "--noproxy", "*", "--max-time", "10", "http://v6only.test/")
+	if !strings.Contains(r.out, "hello v6only.test from 2001:db8::10") {
+		t.Errorf("v6only.test by name: exit %d, %q %q", r.ExitCode, r.out, r.err)
+	}
+	if len(w.log.find(func(r egress.Record) bool {
+		return r.Proto == "tcp" && r.Name == "v6only.test" && r.Verdict == egress.Allowed && r.Addr == netip.AddrPortFrom(egresstest.Web6, 80)
+	})) == 0 {
+		t.Error("no allowed record to [2001:db8::10]:80 for v6only.test")
+	}
+	r = run(t, sb, python, "-c", dnsPy, "private6.test", "8.8.8.8")
+	if !strings.Contains(r.out, "rcode 3 answers 0") {
+		t.Errorf("private6.test: %q %q", r.out, r.err)
+	}
+	if len(w.log.find(func(r egress.Record) bool {
+		return r.Name == "private6.test" && r.Verdict == egress.Refused && strings.HasPrefix(r.Rule, "private:fc00::/7")
+	})) == 0 {
+		t.Error("no refused record for private6.test with the private rule")
+	}
+	v6 := `import socket, errno
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM); s.settimeout(10)
+try:
+    s.connect(("2001:db8::10", 80)); print("connected")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))`
+	if r := run(t, sb, python, "-c", v6); strings.TrimSpace(r.out) != "ENETUNREACH" {
+		t.Errorf("an IPv6 literal from inside: %q %q (want ENETUNREACH)", r.out, r.err)
+	}
+}
+
 // hostAddrs are this host's own non-loopback IPv4 addresses.
 func hostAddrs(t *testing.T) []netip.Addr {
 	addrs, err := net.InterfaceAddrs()

@@ -1,11 +1,13 @@
 package egress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 )
@@ -78,31 +80,42 @@ func (n *computerNet) resolve(ctx context.Context, name string) ([]netip.Addr, e
 	r, ok := n.names.resolved[name]
 	n.names.mu.Unlock()
 	if !ok || time.Since(r.at) > resolvedFor {
-		addrs, err := n.svc.cfg.Resolver.LookupNetIP(ctx, "ip4", name)
+		addrs, err := n.svc.cfg.Resolver.LookupNetIP(ctx, "ip", name)
 		if err != nil {
 			return nil, fmt.Errorf("resolve %s: %w", name, err)
 		}
+		// IPv4 first, then IPv6: the computer itself speaks IPv4 only
+		// (its synthetic address), the upstream side both.
+		slices.SortStableFunc(addrs, func(a, b netip.Addr) int { return cmp.Compare(family(a), family(b)) })
 		r = resolution{addrs: addrs, at: time.Now()}
 		n.names.mu.Lock()
 		n.names.resolved[name] = r
 		n.names.mu.Unlock()
 	}
-	var ok4 []netip.Addr
+	var usable []netip.Addr
 	rule := ""
 	for _, a := range r.addrs {
 		if why := n.svc.refused(a); why != "" {
 			rule = why
 			continue
 		}
-		ok4 = append(ok4, a.Unmap())
+		usable = append(usable, a.Unmap())
 	}
-	if len(ok4) == 0 {
+	if len(usable) == 0 {
 		if rule == "" {
-			return nil, fmt.Errorf("resolve %s: no IPv4 address", name)
+			return nil, fmt.Errorf("resolve %s: no address", name)
 		}
 		return nil, &privateError{name: name, rule: rule}
 	}
-	return ok4, nil
+	return usable, nil
+}
+
+// family orders addresses: IPv4 (0) before IPv6 (1).
+func family(a netip.Addr) int {
+	if a.Unmap().Is4() {
+		return 0
+	}
+	return 1
 }
 
 // notFound reports whether a resolution error says the name does not exist.

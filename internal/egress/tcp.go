@@ -162,11 +162,6 @@ func (f *flow) abort() {
 	f.up.Close()
 }
 
-// splice copies both ways until both directions ended, passing each
-// half-close on, then records the flow with its byte counts. The first
-// bytes from the computer are sniffed: a TLS server name or HTTP Host that
-// is not the name the connection was allowed for (domain fronting) ends
-// the connection, refused.
 // startFlow tracks the flow of in and up; false (recorded as failed) when
 // the computer's network is closing.
 func (n *computerNet) startFlow(in, up net.Conn, rec Record) (*flow, bool) {
@@ -180,6 +175,11 @@ func (n *computerNet) startFlow(in, up net.Conn, rec Record) (*flow, bool) {
 	return f, true
 }
 
+// splice copies both ways until both directions ended, passing each
+// half-close on, then records the flow with its byte counts. The first
+// bytes from the computer are sniffed: a TLS server name or HTTP Host that
+// is not the name the connection was allowed for (domain fronting) ends
+// the connection, refused.
 func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
 	in, done := n.interceptIf(in, up, t, rec)
 	if done {

@@ -28,16 +28,20 @@ var (
 	Echo    = netip.MustParseAddr("203.0.113.7")   // TCP echo on :7, UDP sink on :9999
 	DNS     = netip.MustParseAddr("198.51.100.53") // the authority for *.test
 	Private = netip.MustParseAddr("10.9.9.9")      // what private.test resolves to
+	// Web6 serves HTTP on :80 over IPv6 only: v6only.test has no A record.
+	Web6     = netip.MustParseAddr("2001:db8::10")
+	Private6 = netip.MustParseAddr("fd00::9") // what private6.test resolves to (a ULA)
 	// Secure serves HTTPS on :443 (and HTTP on :80) for TLSNames with a
 	// certificate of the test internet's own CA (Internet.CAPEM), and
 	// answers every request with the headers it received (EchoHeaders).
 	Secure = netip.MustParseAddr("198.51.100.30")
 	Zone   = map[string]netip.Addr{"allowed.test.": Web, "sub.wild.test.": Web, "other.test.": Other, "private.test.": Private,
-		"secret.test.": Secure, "spliced.test.": Secure, "api.secrets.test.": Secure, "untrusted.test.": Secure}
+		"secret.test.": Secure, "spliced.test.": Secure, "api.secrets.test.": Secure, "untrusted.test.": Secure,
+		"v6only.test.": Web6, "private6.test.": Private6}
 	// TLSNames are the names Secure's certificate is for (untrusted.test
 	// gets a certificate of a CA nobody trusts).
 	TLSNames = []string{"secret.test", "spliced.test", "*.secrets.test"}
-	hostAddr = []netip.Addr{Web, Other, Echo, DNS, Secure}
+	hostAddr = []netip.Addr{Web, Other, Echo, DNS, Secure, Web6}
 )
 
 // Internet is a running test internet.
@@ -77,11 +81,16 @@ func New(t TB) *Internet {
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
 	ip("-n", name, "link", "set", "lo", "up")
 	for _, a := range hostAddr {
-		ip("-n", name, "addr", "add", a.String()+"/32", "dev", "lo")
+		if a.Is4() {
+			ip("-n", name, "addr", "add", a.String()+"/32", "dev", "lo")
+		} else {
+			ip("-n", name, "addr", "add", a.String()+"/128", "dev", "lo", "nodad")
+		}
 	}
 	in := &Internet{Netns: "/run/netns/" + name}
 	in.serveHTTP(t, Web)
 	in.serveHTTP(t, Other)
+	in.serveHTTP(t, Web6)
 	in.serveEcho(t)
 	in.serveDNS(t)
 	in.serveTLS(t)
@@ -200,7 +209,8 @@ func (in *Internet) serveSink(t TB) {
 	}()
 }
 
-// serveDNS is the authority for Zone: A records, NXDOMAIN for the rest.
+// serveDNS is the authority for Zone: A and AAAA records, NXDOMAIN for
+// the rest.
 func (in *Internet) serveDNS(t TB) {
 	c := in.listen(t, "udp", netip.AddrPortFrom(DNS, 53).String()).(net.PacketConn)
 	go func() {
@@ -235,10 +245,14 @@ func zoneAnswer(q []byte) []byte {
 	b := dnsmessage.NewBuilder(nil, h)
 	b.StartQuestions()
 	b.Question(question)
-	if ok && question.Type == dnsmessage.TypeA {
+	rh := dnsmessage.ResourceHeader{Name: question.Name, Class: dnsmessage.ClassINET, TTL: 60}
+	switch {
+	case ok && question.Type == dnsmessage.TypeA && a.Is4():
 		b.StartAnswers()
-		b.AResource(dnsmessage.ResourceHeader{Name: question.Name, Class: dnsmessage.ClassINET, TTL: 60},
-			dnsmessage.AResource{A: a.As4()})
+		b.AResource(rh, dnsmessage.AResource{A: a.As4()})
+	case ok && question.Type == dnsmessage.TypeAAAA && a.Is6():
+		b.StartAnswers()
+		b.AAAAResource(rh, dnsmessage.AAAAResource{AAAA: a.As16()})
 	}
 	out, _ := b.Finish()
 	return out
