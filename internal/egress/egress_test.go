@@ -204,6 +204,32 @@ func TestInternetComputer(t *testing.T) {
 			expect(t, run(t, sb, python, "-c", connectPy, a, "80"), "ECONNREFUSED")
 		}
 	})
+	t.Run("a port scan of the host finds nothing but the proxy", func(t *testing.T) {
+		// Every TCP port 1-1024 and a few high ones of each of the host's
+		// own addresses is refused at once; on the gateway only Cubicle's
+		// proxy answers over TCP (its DNS is UDP only).
+		scan := `import socket, sys
+ports = list(range(1, 1025)) + [3128, 5432, 6379, 8080, 8443, 9090]
+for host in sys.argv[1:]:
+    open_ = []
+    for p in ports:
+        s = socket.socket(); s.settimeout(5)
+        if s.connect_ex((host, p)) == 0: open_.append(p)
+        s.close()
+    print(host, open_)`
+		hosts := []string{sandbox.Nameserver}
+		for _, a := range hostAddrs(t) {
+			hosts = append(hosts, a.String())
+		}
+		r := run(t, sb, append([]string{python, "-c", scan}, hosts...)...)
+		want := sandbox.Nameserver + " [3128]\n"
+		for _, h := range hosts[1:] {
+			want += h + " []\n"
+		}
+		if r.out != want {
+			t.Errorf("port scan: %q %q, want %q", r.out, r.err, want)
+		}
+	})
 	t.Run("UDP other than DNS is refused at once", func(t *testing.T) {
 		expect(t, run(t, sb, python, "-c", udpPy, egresstest.Echo.String(), "9999"), "ECONNREFUSED")
 		expect(t, run(t, sb, python, "-c", udpPy, egresstest.Web.String(), "443"), "ECONNREFUSED") // QUIC
