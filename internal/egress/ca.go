@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -118,27 +117,6 @@ func (ca *computerCA) leaf(name string) (*tls.Certificate, error) {
 	c := &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 	ca.leaves[name] = c
 	return c, nil
-}
-
-// systemBundlePaths are where hosts keep their system roots as one PEM
-// file (Go's crypto/x509 looks in the same places).
-var systemBundlePaths = []string{
-	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu, Alpine
-	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
-	"/etc/ssl/ca-bundle.pem",             // openSUSE
-	"/etc/pki/tls/cacert.pem",            // OpenELEC
-	"/etc/ssl/cert.pem",                  // Alpine, macOS
-}
-
-// systemBundle reads the host's system roots as PEM (nil when the host has
-// none of the usual files).
-func systemBundle() []byte {
-	for _, p := range systemBundlePaths {
-		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
-			return b
-		}
-	}
-	return nil
 }
 
 // upstreamRoots are the roots Cubicle verifies an intercepted domain's

@@ -49,7 +49,7 @@ func TestDomainSecrets(t *testing.T) {
 
 	t.Run("the computer trusts its CA bundle", func(t *testing.T) {
 		expect(t, run(t, sb, "sh", "-c", `stat -c '%a %U' `+sandbox.CABundleFile+`; grep -c 'BEGIN CERTIFICATE' `+sandbox.CABundleFile+`; echo $SSL_CERT_FILE $CURL_CA_BUNDLE $REQUESTS_CA_BUNDLE $NODE_EXTRA_CA_CERTS`),
-			"644 user\n", sandbox.CABundleFile+" "+sandbox.CABundleFile+" "+sandbox.CABundleFile+" "+sandbox.CABundleFile)
+			"644 root\n", sandbox.CABundleFile+" "+sandbox.CABundleFile+" "+sandbox.CABundleFile+" "+sandbox.CABundleFile)
 	})
 	t.Run("its system trust store has the computer's CA too", func(t *testing.T) {
 		// The host's bundle plus the computer's CA, read-only; clients that

@@ -62,11 +62,8 @@ type Config struct {
 type Service struct {
 	cfg  Config
 	deny []netip.Prefix
-	// roots verify the real servers of intercepted domains; bundle is the
-	// host's system roots as PEM, the first part of every computer's
-	// CABundle.
-	roots  *x509.CertPool
-	bundle []byte
+	// roots verify the real servers of intercepted domains.
+	roots *x509.CertPool
 
 	mu   sync.Mutex
 	nets map[string]*computerNet
@@ -96,7 +93,7 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, nets: map[string]*computerNet{}, roots: roots, bundle: systemBundle()}
+	s := &Service{cfg: cfg, nets: map[string]*computerNet{}, roots: roots}
 	s.deny = append(append(s.deny, private...), cfg.Deny...)
 	for _, a := range cfg.HostAddrs {
 		s.deny = append(s.deny, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
@@ -160,15 +157,6 @@ func (l *link) Env() []string { return append(l.n.proxyEnv(), caEnv...) }
 
 // CACert is the computer's CA certificate (PEM).
 func (l *link) CACert() []byte { return l.n.ca.pem }
-
-// CABundle is the host's system roots and the computer's CA (PEM).
-func (l *link) CABundle() []byte {
-	b := append([]byte{}, l.s.bundle...)
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		b = append(b, '\n')
-	}
-	return append(b, l.n.ca.pem...)
-}
 
 // caEnv points the usual TLS clients at the computer's CA bundle (OpenSSL
 // and Python's ssl, requests, curl, git, pip; Node adds it to its own).

@@ -177,22 +177,22 @@ type Link interface {
 	io.Closer
 	// Env is what every process of the computer gets in its environment
 	// (the proxy variables, with credentials valid for this computer
-	// only, and the variables that point TLS clients at CABundle).
+	// only, and the variables that point TLS clients at CABundleFile).
 	Env() []string
 	// CACert is the PEM certificate of the computer's own certificate
 	// authority, with which the Network intercepts the TLS of the domains
 	// that have Secrets (every other domain is spliced, never
-	// intercepted). Its private key never leaves the Network.
+	// intercepted). Its private key never leaves the Network. The driver
+	// adds it to the computer's system trust store, CABundleFile.
 	CACert() []byte
-	// CABundle is what the computer should trust: the host's system roots
-	// and CACert, PEM. The driver writes it to CABundleFile.
-	CABundle() []byte
 }
 
-// CABundleFile is where an internet computer finds CABundle (mode 0644);
-// Env's SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
-// NODE_EXTRA_CA_CERTS and PIP_CERT name it.
-const CABundleFile = "/workspace/.cubicle/ca-bundle.pem"
+// CABundleFile is an internet computer's system trust store: the host's
+// roots and the computer's CA (Link.CACert), read-only. Env's
+// SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, NODE_EXTRA_CA_CERTS,
+// PIP_CERT and GIT_SSL_CAINFO name it, for clients that read no system
+// store by default.
+const CABundleFile = "/etc/ssl/certs/ca-certificates.crt"
 
 // Mount is an extra bind mount of a host path into the computer. The driver
 // resolves Source once, on the host, and binds what it resolved to: a path

@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -251,10 +250,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 const NetworkEnvFile = "/workspace/.cubicle/proxy.env"
 
 // writeNetworkEnv writes the network's environment into the computer
-// (nothing for a computer without one), as the sandbox user, mode 0600,
-// and the CA bundle its TLS clients trust (the host's roots and the
-// computer's own CA, which intercepts only domains with secrets) to
-// sandbox.CABundleFile, mode 0644.
+// (nothing for a computer without one), as the sandbox user, mode 0600.
 func (c *computer) writeNetworkEnv(ctx context.Context, env []string) error {
 	if len(env) == 0 {
 		return nil
@@ -263,12 +259,6 @@ func (c *computer) writeNetworkEnv(ctx context.Context, env []string) error {
 	if _, err := c.client.WriteFile(ctx, sandbox.FileWrite{Path: NetworkEnvFile, Mode: 0o600, Parents: true},
 		strings.NewReader(content)); err != nil {
 		return fmt.Errorf("write %s: %w", NetworkEnvFile, err)
-	}
-	if bundle := c.net.CABundle(); len(bundle) > 0 {
-		if _, err := c.client.WriteFile(ctx, sandbox.FileWrite{Path: sandbox.CABundleFile, Mode: 0o644, Parents: true},
-			bytes.NewReader(bundle)); err != nil {
-			return fmt.Errorf("write %s: %w", sandbox.CABundleFile, err)
-		}
 	}
 	return nil
 }
