@@ -67,15 +67,18 @@ func configure(fd int) error {
 	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 		return fmt.Errorf("create the TUN device: %w", err)
 	}
+	index, err := ifIndex(ifr)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", ifName, err)
+	}
 	h, err := netlink.NewHandle(unix.NETLINK_ROUTE) // its socket is in this namespace
 	if err != nil {
 		return fmt.Errorf("netlink: %w", err)
 	}
 	defer h.Close()
-	link, err := h.LinkByName(ifName)
-	if err != nil {
-		return fmt.Errorf("find %s: %w", ifName, err)
-	}
+	// Only the index is needed (asking netlink for the link by name took
+	// ~1.4 ms of a 3.4 ms attach).
+	link := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Index: index, Name: ifName}}
 	steps := []struct {
 		what string
 		do   func() error
@@ -95,4 +98,18 @@ func configure(fd int) error {
 		}
 	}
 	return nil
+}
+
+// ifIndex returns the index of the interface named in ifr, in this
+// thread's network namespace.
+func ifIndex(ifr *unix.Ifreq) (int, error) {
+	sock, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(sock)
+	if err := unix.IoctlIfreq(sock, unix.SIOCGIFINDEX, ifr); err != nil {
+		return 0, err
+	}
+	return int(ifr.Uint32()), nil
 }
