@@ -54,6 +54,17 @@ func (r *records) find(f func(egress.Record) bool) []egress.Record {
 	return out
 }
 
+// await returns the records matching f once there is one (a flow is
+// recorded when it ends, after the client saw its last byte), or none
+// after 10 s.
+func (r *records) await(f func(egress.Record) bool) []egress.Record {
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if found := r.find(f); len(found) > 0 || time.Now().After(end) {
+			return found
+		}
+	}
+}
+
 // world is a test internet, an egress service dialing into it, and a
 // driver whose internet computers use that service.
 type world struct {
@@ -321,7 +332,7 @@ func TestIPv6(t *testing.T) {
 	if !strings.Contains(r.out, "hello v6only.test from 2001:db8::10") {
 		t.Errorf("v6only.test by name: exit %d, %q %q", r.ExitCode, r.out, r.err)
 	}
-	if len(w.log.find(func(r egress.Record) bool {
+	if len(w.log.await(func(r egress.Record) bool {
 		return r.Proto == "tcp" && r.Name == "v6only.test" && r.Verdict == egress.Allowed && r.Addr == netip.AddrPortFrom(egresstest.Web6, 80)
 	})) == 0 {
 		t.Error("no allowed record to [2001:db8::10]:80 for v6only.test")
@@ -330,7 +341,7 @@ func TestIPv6(t *testing.T) {
 	if !strings.Contains(r.out, "rcode 3 answers 0") {
 		t.Errorf("private6.test: %q %q", r.out, r.err)
 	}
-	if len(w.log.find(func(r egress.Record) bool {
+	if len(w.log.await(func(r egress.Record) bool {
 		return r.Name == "private6.test" && r.Verdict == egress.Refused && strings.HasPrefix(r.Rule, "private:fc00::/7")
 	})) == 0 {
 		t.Error("no refused record for private6.test with the private rule")
