@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux/agentbin"
 )
@@ -94,6 +95,7 @@ func writeAgent(dir string, b []byte) (string, error) {
 			return "", fmt.Errorf("store the agent: %w", err)
 		}
 	}
+	pruneAgents(dir, filepath.Base(file))
 	// Not PID 1, it only says so and exits 2; an error here means it cannot
 	// be executed at all.
 	if err := exec.Command(file).Run(); err != nil {
@@ -102,4 +104,23 @@ func writeAgent(dir string, b []byte) (string, error) {
 		}
 	}
 	return file, nil
+}
+
+// staleAgent is how long an agent of another version is kept in
+// stateDir/agent: a process of that version may still be about to start
+// a computer with it.
+const staleAgent = 24 * time.Hour
+
+// pruneAgents removes the agents of other versions (and unfinished copies)
+// last changed more than staleAgent ago.
+func pruneAgents(dir, keep string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && e.Name() != keep && time.Since(info.ModTime()) > staleAgent {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -47,6 +48,14 @@ func smallDisk(s *sandbox.Spec) { s.DiskBytes = 32 << 20 }
 func TestAgentExecutable(t *testing.T) {
 	carried, _ := exec.Command(agentBin, linux.AgentBinaryArg).Output()
 	state := t.TempDir()
+	// An agent of another version, two days old, and one of a minute ago.
+	agents := filepath.Join(state, "agent")
+	os.MkdirAll(agents, 0o700)
+	old, recent := filepath.Join(agents, "0123456789abcdef"), filepath.Join(agents, "fedcba9876543210")
+	for _, f := range []string{old, recent} {
+		os.WriteFile(f, []byte("an old agent"), 0o500)
+	}
+	os.Chtimes(old, time.Now().Add(-48*time.Hour), time.Now().Add(-48*time.Hour))
 	d, err := linux.New(linux.Config{StateDir: state, AgentPath: agentBin})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +74,12 @@ func TestAgentExecutable(t *testing.T) {
 	}
 	if b, err := os.ReadFile(exe); err != nil || !bytes.Equal(b, carried) {
 		t.Fatalf("%s is not the agent %s carries (%d bytes): %v", exe, agentBin, len(carried), err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("a two-day-old agent of another version was kept: %v", err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("a recent agent of another version was removed: %v", err)
 	}
 	other := t.TempDir()
 	d2, err := linux.New(linux.Config{StateDir: other, AgentPath: exe})
