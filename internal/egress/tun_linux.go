@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"unsafe"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
@@ -57,7 +57,9 @@ func openTUN(netns string) (int, error) {
 }
 
 // configure makes fd the TUN device eth0 of this thread's network
-// namespace and configures it with netlink.
+// namespace and configures it with the interface ioctls: MTU, address,
+// up, default route. (Through netlink the same took ~2 ms more once the
+// namespace belongs to the computer's user namespace.)
 func configure(fd int) error {
 	ifr, err := unix.NewIfreq(ifName)
 	if err != nil {
@@ -67,30 +69,38 @@ func configure(fd int) error {
 	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 		return fmt.Errorf("create the TUN device: %w", err)
 	}
-	index, err := ifIndex(ifr)
+	sock, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("find %s: %w", ifName, err)
+		return err
 	}
-	h, err := netlink.NewHandle(unix.NETLINK_ROUTE) // its socket is in this namespace
-	if err != nil {
-		return fmt.Errorf("netlink: %w", err)
+	defer unix.Close(sock)
+	set := func(req uint, fill func(*unix.Ifreq) error) error {
+		r, err := unix.NewIfreq(ifName)
+		if err != nil {
+			return err
+		}
+		if err := fill(r); err != nil {
+			return err
+		}
+		return unix.IoctlIfreq(sock, req, r)
 	}
-	defer h.Close()
-	// Only the index is needed (asking netlink for the link by name took
-	// ~1.4 ms of a 3.4 ms attach).
-	link := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Index: index, Name: ifName}}
 	steps := []struct {
 		what string
 		do   func() error
 	}{
-		{"set its MTU", func() error { return h.LinkSetMTU(link, mtu) }},
+		{"set its MTU", func() error {
+			return set(unix.SIOCSIFMTU, func(r *unix.Ifreq) error { r.SetUint32(mtu); return nil })
+		}},
 		{"address it", func() error {
-			return h.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: computerIP, Mask: net.CIDRMask(24, 32)}})
+			if err := set(unix.SIOCSIFADDR, func(r *unix.Ifreq) error { return r.SetInet4Addr(computerIP.To4()) }); err != nil {
+				return err
+			}
+			return set(unix.SIOCSIFNETMASK, func(r *unix.Ifreq) error { return r.SetInet4Addr(net.IP(net.CIDRMask(24, 32))) })
 		}},
-		{"bring it up", func() error { return h.LinkSetUp(link) }},
-		{"route through it", func() error {
-			return h.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Gw: gatewayIP})
+		{"bring it up", func() error {
+			return set(unix.SIOCSIFFLAGS, func(r *unix.Ifreq) error { r.SetUint16(unix.IFF_UP | unix.IFF_RUNNING); return nil })
 		}},
+		{"route through it", func() error { return addDefaultRoute(sock, gatewayIP.To4()) }},
 	}
 	for _, s := range steps {
 		if err := s.do(); err != nil {
@@ -100,16 +110,31 @@ func configure(fd int) error {
 	return nil
 }
 
-// ifIndex returns the index of the interface named in ifr, in this
-// thread's network namespace.
-func ifIndex(ifr *unix.Ifreq) (int, error) {
-	sock, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return 0, err
+// rtentry is struct rtentry of <linux/route.h> (64-bit layout), for
+// SIOCADDRT.
+type rtentry struct {
+	pad1             uint64
+	dst, gw, genmask unix.RawSockaddrInet4 // each a struct sockaddr
+	flags            uint16
+	pad2             int16
+	pad3             uint64
+	pad4             uintptr
+	metric           int16
+	dev              uintptr
+	mtu, window      uint64
+	irtt             uint16
+}
+
+// addDefaultRoute adds the default route via gw.
+func addDefaultRoute(sock int, gw net.IP) error {
+	rt := rtentry{flags: unix.RTF_UP | unix.RTF_GATEWAY}
+	for _, a := range []*unix.RawSockaddrInet4{&rt.dst, &rt.gw, &rt.genmask} {
+		a.Family = unix.AF_INET
 	}
-	defer unix.Close(sock)
-	if err := unix.IoctlIfreq(sock, unix.SIOCGIFINDEX, ifr); err != nil {
-		return 0, err
+	copy(rt.gw.Addr[:], gw)
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(sock), unix.SIOCADDRT, uintptr(unsafe.Pointer(&rt)))
+	if errno != 0 {
+		return errno
 	}
-	return int(ifr.Uint32()), nil
+	return nil
 }
