@@ -41,7 +41,8 @@ type computerCA struct {
 // newCA makes a computer's CA (ECDSA P-256), permitted to sign for names
 // only (RFC 5280 name constraints: a pattern "*.example.com" permits the
 // names below example.com; "example.com" that name and those below it).
-// With no names it may sign for none ("invalid.", a reserved name).
+// With no names it may sign for none ("invalid.", a reserved name); a
+// computer without secrets gets no CA at all (attach).
 func newCA(computer string, names []string) (*computerCA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

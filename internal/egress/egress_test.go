@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -240,6 +241,14 @@ for host in sys.argv[1:]:
 		if r.out != want {
 			t.Errorf("port scan: %q %q, want %q", r.out, r.err, want)
 		}
+	})
+	t.Run("without secrets, no CA: the trust store is the host's", func(t *testing.T) {
+		host, err := os.ReadFile(sandbox.CABundleFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, run(t, sb, "grep", "-c", "BEGIN CERTIFICATE", sandbox.CABundleFile),
+			strconv.Itoa(strings.Count(string(host), "BEGIN CERTIFICATE"))+"\n")
 	})
 	t.Run("UDP other than DNS is refused at once", func(t *testing.T) {
 		expect(t, run(t, sb, python, "-c", udpPy, egresstest.Echo.String(), "9999"), "ECONNREFUSED")

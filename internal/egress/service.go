@@ -156,7 +156,12 @@ type link struct {
 func (l *link) Env() []string { return append(l.n.proxyEnv(), caEnv...) }
 
 // CACert is the computer's CA certificate (PEM).
-func (l *link) CACert() []byte { return l.n.ca.pem }
+func (l *link) CACert() []byte {
+	if l.n.ca == nil {
+		return nil
+	}
+	return l.n.ca.pem
+}
 
 // caEnv points the usual TLS clients at the computer's CA bundle (OpenSSL
 // and Python's ssl, requests, curl, git, pip; Node adds it to its own).

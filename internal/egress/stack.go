@@ -49,7 +49,7 @@ type computerNet struct {
 	fwd    *tcp.Forwarder
 	names  *names
 	token  string       // the password of the computer's proxy credentials
-	ca     *computerCA  // intercepts the domains with secrets
+	ca     *computerCA  // intercepts the domains with secrets (nil: none)
 	proxyL net.Listener // the proxy on the gateway address
 
 	ctx    context.Context // ends at close: every dial and flow with it
@@ -72,9 +72,13 @@ func (s *Service) attach(ctx context.Context, a sandbox.Attachment, pol *policy)
 	n := &computerNet{svc: s, id: a.ComputerID, owner: a.Owner, pol: pol, fd: fd, names: newNames(), flows: map[*flow]struct{}{},
 		token: hex.EncodeToString(tok[:])}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	if n.ca, err = newCA(a.ComputerID, pol.secretDomains()); err != nil {
-		n.close()
-		return nil, err
+	// Only a computer with secrets has a CA: nothing of another is ever
+	// intercepted (and making one costs ~1.7 ms of its start).
+	if domains := pol.secretDomains(); len(domains) > 0 {
+		if n.ca, err = newCA(a.ComputerID, domains); err != nil {
+			n.close()
+			return nil, err
+		}
 	}
 	if err := n.build(); err != nil {
 		n.close()

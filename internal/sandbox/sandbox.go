@@ -182,8 +182,9 @@ type Link interface {
 	// CACert is the PEM certificate of the computer's own certificate
 	// authority, with which the Network intercepts the TLS of the domains
 	// that have Secrets (every other domain is spliced, never
-	// intercepted). Its private key never leaves the Network. The driver
-	// adds it to the computer's system trust store, CABundleFile.
+	// intercepted); nil for a computer without secrets. Its private key
+	// never leaves the Network. The driver adds it to the computer's
+	// system trust store, CABundleFile.
 	CACert() []byte
 }
 
