@@ -66,9 +66,6 @@ func (m *hostMounts) make(disk string, uid uint32) error {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
 	m.dev = dev
-	if err := unix.Fchdir(int(dev.Fd())); err != nil {
-		return err
-	}
 	var st unix.Stat_t
 	if err := unix.Stat(disk, &st); err != nil {
 		return fmt.Errorf("workspace disk %s: %w", disk, err)

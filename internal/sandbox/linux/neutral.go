@@ -20,9 +20,13 @@ import (
 // made, not bound.
 
 // mountNamed mounts the block device rdev under the neutral source name
-// name, through a node of that name made for the moment in dev, which must
-// be the calling thread's working directory.
+// name, through a node of that name made for the moment in dev. The name
+// is looked up from the working directory, which it sets to dev: it runs
+// on a thread of its own (onPrivateThread).
 func mountNamed(dev *os.File, name string, rdev uint64, fstype string, opts, flags []string, attr int) (*os.File, error) {
+	if err := unix.Fchdir(int(dev.Fd())); err != nil {
+		return nil, err
+	}
 	if err := unix.Mknodat(int(dev.Fd()), name, unix.S_IFBLK|0o600, int(rdev)); err != nil {
 		return nil, fmt.Errorf("make %s node: %w", name, err)
 	}

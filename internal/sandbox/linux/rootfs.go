@@ -12,6 +12,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // runtimePaths are bound read-only from the host: the programs and
@@ -195,10 +196,6 @@ func writeEtc(root string, init protocol.Init, rs *runtimeSource) error {
 	return trustCA(etc, init.CACert)
 }
 
-// systemBundle is the trust store that OpenSSL, GnuTLS, Go and Debian's
-// Python and curl read by default.
-const systemBundle = "ssl/certs/ca-certificates.crt"
-
 // trustCA adds the computer's own CA (PEM, "" for none) to its system
 // trust store: the host's bundle plus the CA, written to
 // /etc/ca-certificates.crt on the root tmpfs and bound read-only over the
@@ -208,10 +205,10 @@ func trustCA(etc, pem string) error {
 	if pem == "" {
 		return nil
 	}
-	dst := filepath.Join(etc, systemBundle)
+	dst := filepath.Join(filepath.Dir(etc), sandbox.CABundleFile)
 	host, err := os.ReadFile(dst)
 	if err != nil {
-		return fmt.Errorf("the computer's CA: no trust store at /etc/%s to add it to: %w", systemBundle, err)
+		return fmt.Errorf("the computer's CA: no trust store at %s to add it to: %w", sandbox.CABundleFile, err)
 	}
 	bundle := filepath.Join(etc, "ca-certificates.crt")
 	if err := os.WriteFile(bundle, append(append(host, '\n'), pem...), 0o644); err != nil {
