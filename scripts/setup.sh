@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Cubicle needs on a Debian 12 host, idempotently: the Python
 # stack that runs inside computers (from Debian, used as /usr/bin/python3),
-# mkfs.ext4 for computers' disks, and the tools the tests use (curl inside
-# internet computers, iproute2 for test networks, npm for
+# mkfs.ext4 for computers' disks, mkfs.erofs for templates' images, and
+# the tools the tests use (curl inside internet computers, iproute2 for
+# test networks, npm for
 # scripts/testdeps.sh: Debian's nodejs and npm, unless an npm is already
 # on the PATH, e.g. from NodeSource).
 set -euo pipefail
@@ -10,7 +11,7 @@ set -euo pipefail
 packages=(
   python3 python3-ipykernel python3-numpy python3-pandas python3-matplotlib
   e2fsprogs util-linux procps iproute2 psmisc gcc libc6-dev
-  python3-jupyter-server python3-nbclient python3-nbformat mmdebstrap
+  python3-jupyter-server python3-nbclient python3-nbformat mmdebstrap erofs-utils
   curl ca-certificates
 )
 command -v npm >/dev/null || packages+=(nodejs npm)

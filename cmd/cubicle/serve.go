@@ -186,6 +186,9 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sql
 	}
 	mc := managerConfig(cfg, fsvc)
 	mc.Internet = internet
+	if mc.Templates, err = templateStore(cfg, cfg.Server.Data); err != nil {
+		return nil, err
+	}
 	s := &components{mgr: computer.New(mc, drv, st, gov), egress: egressLog}
 	if cfg.Gateway.Enabled() {
 		s.gw, err = responses.New(gwc, responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses()})
@@ -271,7 +274,8 @@ func managerConfig(cfg config.Config, fsvc *files.Service) computer.Config {
 	return computer.Config{Disabled: !c.Enabled, Memory: int64(c.Memory), Pids: c.Pids, CPUs: c.CPUs, Disk: int64(c.Disk),
 		Lifetime: c.Lifetime(), ExecTimeout: c.ExecTimeout(), MaxConcurrent: c.MaxConcurrent,
 		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
-		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude, Artifacts: fsvc, Region: c.Region}
+		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude, Artifacts: fsvc, Region: c.Region,
+		Template: cfg.Template.Default}
 }
 
 // managerCloseTimeout bounds how long shutdown waits for computers'

@@ -176,6 +176,12 @@ func openTemplates(cfgPath, data string) (*template.Store, error) {
 	if data == "" {
 		data = cfg.Server.Data
 	}
+	return templateStore(cfg, data)
+}
+
+// templateStore opens the template store of the data directory data with
+// the configured limits.
+func templateStore(cfg config.Config, data string) (*template.Store, error) {
 	return template.Open(filepath.Join(data, "templates"),
 		template.Limits{MaxBytes: int64(cfg.Template.MaxBytes), MaxFiles: cfg.Template.MaxFiles})
 }
@@ -230,6 +236,12 @@ func printTemplateProgress(p template.Progress) {
 		return
 	case p.Step == "build":
 		fmt.Fprintf(os.Stderr, "mmdebstrap: %s\n", p.Message)
+		return
+	}
+	if p.Step == "image" {
+		if p.State == "done" {
+			fmt.Fprintf(os.Stderr, "image %s: written (%s)\n", shortID(p.Digest), humanBytes(p.Bytes))
+		}
 		return
 	}
 	if p.Step == "root" {

@@ -58,7 +58,7 @@ func (fa *fakeAgent) expect(kind protocol.Kind) protocol.Frame {
 			fa.t.Fatalf("client sent kind %d, want %d", f.Kind, kind)
 		}
 		return f
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		fa.t.Fatalf("no frame of kind %d from the client", kind)
 	}
 	return protocol.Frame{}

@@ -17,7 +17,6 @@ import (
 )
 
 const (
-	pythonPath = "/usr/bin/python3"
 	// kernelStartTimeout bounds a kernel's start (process, sockets,
 	// kernel_info). The call's timeout covers only its cells.
 	kernelStartTimeout = 60 * time.Second

@@ -74,6 +74,9 @@ func (s *Server) launchKernel(ctx context.Context, spec kernelSpec) (*pyKernel, 
 // The caller removes dir if it fails.
 func (s *Server) spawnKernel(spec kernelSpec, dir, file string) (*pyKernel, error) {
 	cwd := spec.cwd
+	if s.init.Python == "" {
+		return nil, fmt.Errorf("%w: this computer's template has no Python (python3 with ipykernel); create the computer from a template that has one", protocol.ErrInvalid)
+	}
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", protocol.ErrInternal, os.DevNull, err)
@@ -83,7 +86,7 @@ func (s *Server) spawnKernel(spec kernelSpec, dir, file string) (*pyKernel, erro
 		devnull.Close()
 		return nil, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
 	}
-	argv := []string{pythonPath, "-m", "ipykernel_launcher", "-f", file,
+	argv := []string{s.init.Python, "-m", "ipykernel_launcher", "-f", file,
 		"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False"}
 	// The computer's own environment (Spec.Env), then the spec's, may
 	// override these.

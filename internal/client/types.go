@@ -27,6 +27,7 @@ type Computer struct {
 	Limits    Limits            `json:"limits"`
 	Metadata  map[string]string `json:"metadata"`
 	Failure   string            `json:"failure,omitempty"`
+	Template  string            `json:"template"`
 }
 
 // CreateRequest is the body of POST /v1/computers; zero fields are the
@@ -36,6 +37,7 @@ type CreateRequest struct {
 	LifetimeSeconds    int               `json:"lifetime_seconds,omitempty"`
 	ExecTimeoutSeconds int               `json:"exec_timeout_seconds,omitempty"`
 	Metadata           map[string]string `json:"metadata,omitempty"`
+	Template           string            `json:"template,omitempty"`
 }
 
 // ExecRequest is the body of POST /v1/computers/{id}/exec: exactly one of

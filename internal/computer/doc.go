@@ -12,7 +12,8 @@
 // metrics.go keeps one latency histogram per kind of call (exec, python,
 // tool) and tool calls by tool and outcome, for /metrics. Transports
 // (internal/httpapi, the
-// CLI) call it. It may import internal/sandbox, internal/store,
+// CLI) call it. It may import internal/sandbox, internal/template (the
+// templates computers are made from, templates.go), internal/store,
 // internal/governance, internal/tools (it runs the LLM tools with a key's
 // limits, audit and artifacts), internal/kernel (it merges python outputs),
 // internal/artifact, internal/errdefs and internal/log. Its error kinds (errors.go) are errdefs-classified

@@ -49,6 +49,11 @@ type Config struct {
 	// (computers.region; "" when not set): a policy's regions_allow must
 	// list it (policy.go).
 	Region string
+	// Templates are the templates besides the host's (nil: only "host");
+	// Template is the one computers that name none are made from ("":
+	// "host").
+	Templates Templates
+	Template  string
 	// Artifacts keeps files and images as artifacts (export of
 	// builtin__computer_read_file, save_images of python); nil: export
 	// answers that it is not available and save_images is refused.
@@ -140,6 +145,12 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := m.st.Instances().Beat(ctx, m.instance, m.now()); err != nil {
 		return fmt.Errorf("record instance: %w", err)
 	}
+	// The pool holds computers of the default template.
+	root, env, err := m.root(ctx, m.templateName(CreateRequest{}))
+	if err != nil {
+		return fmt.Errorf("the default template (template.default): %w", err)
+	}
+	m.pool.spec.Root, m.pool.spec.Env = root, env
 	m.bg.Add(1)
 	go m.reap(context.WithoutCancel(ctx))
 	m.pool.start(context.WithoutCancel(ctx))
@@ -194,6 +205,9 @@ type CreateRequest struct {
 	// Mounts are host directories bind-mounted into the computer (set by
 	// the Jupyter API from the operator's allowed roots, never by clients).
 	Mounts []sandbox.Mount
+	// Template names the template the computer is made from ("": the
+	// deployment's default).
+	Template string
 	// NoPool starts a computer of its own rather than claiming a pool one,
 	// whose warm session kernel would hold memory the caller's own kernel
 	// needs.
@@ -253,6 +267,11 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if err != nil {
 		return View{}, err
 	}
+	tmpl := m.templateName(req)
+	root, rootEnv, err := m.root(ctx, tmpl)
+	if err != nil {
+		return View{}, err
+	}
 	network, internet, withheld := m.withhold(p, network, internet)
 	if network == sandbox.NetworkInternet {
 		org, err := m.orgSecrets(ctx, p.Org.ID)
@@ -279,6 +298,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	created := m.now()
 	spec := m.spec(memory, execLimit)
 	spec.Mounts = req.Mounts
+	spec.Root, spec.Env = root, rootEnv
 	spec.Network, spec.Internet = network, internet
 	spec.Owner = sandbox.Owner{Org: p.Org.ID, Key: p.Key.ID}
 	sb := (sandbox.Sandbox)(nil)
@@ -297,7 +317,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	ready := m.now()
 	limits, _ := json.Marshal(storedLimits{MemoryMB: memory >> 20, CPUs: spec.CPUs, Pids: spec.Pids,
 		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: seconds(execLimit),
-		NetworkPolicy: effective(network, internet)})
+		NetworkPolicy: effective(network, internet), Template: tmpl})
 	meta, _ := json.Marshal(req.Metadata)
 	rec := store.Computer{ID: sb.ID(), OrgID: p.Org.ID, KeyID: p.Key.ID, Status: store.StatusReady,
 		CreatedAt: created, ReadyAt: &ready, ExpiresAt: ready.Add(time.Duration(lifetime) * time.Second),

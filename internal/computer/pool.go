@@ -38,7 +38,7 @@ func (p *pool) start(ctx context.Context) {
 // matches says whether a spec can be served from the pool.
 func (p *pool) matches(spec sandbox.Spec) bool {
 	return spec.Network == p.spec.Network && spec.MemoryBytes == p.spec.MemoryBytes && spec.Pids == p.spec.Pids &&
-		spec.CPUs == p.spec.CPUs && spec.DiskBytes == p.spec.DiskBytes
+		spec.CPUs == p.spec.CPUs && spec.DiskBytes == p.spec.DiskBytes && spec.Root == p.spec.Root
 }
 
 // claim takes a ready computer, or nil. One whose agent died while it

@@ -32,6 +32,8 @@ type View struct {
 	Metadata  map[string]string // never nil
 	// Failure says why a failed computer ended (status "failed").
 	Failure string
+	// Template is the template it was made from.
+	Template string
 }
 
 // storedLimits is Limits as the store records them (store.Computer.Limits).
@@ -45,6 +47,9 @@ type storedLimits struct {
 	// NetworkPolicy is an internet computer's policy (absent: loopback
 	// only).
 	NetworkPolicy *NetworkPolicy `json:"network_policy,omitempty"`
+	// Template is what the computer was made from (absent: "host", as
+	// for every computer made before templates).
+	Template string `json:"template,omitempty"`
 }
 
 func viewOf(c store.Computer) View {
@@ -55,6 +60,10 @@ func viewOf(c store.Computer) View {
 	v.Limits = Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 		Lifetime: time.Duration(l.LifetimeSeconds) * time.Second, ExecTimeout: time.Duration(l.ExecTimeoutSeconds) * time.Second,
 		NetworkPolicy: l.NetworkPolicy}
+	v.Template = l.Template
+	if v.Template == "" {
+		v.Template = HostTemplate
+	}
 	json.Unmarshal(c.Metadata, &v.Metadata)
 	if v.Metadata == nil {
 		v.Metadata = map[string]string{}

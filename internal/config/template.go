@@ -11,6 +11,10 @@ type Template struct {
 	// MaxFiles bounds the entries (files, directories, links) one image's
 	// layers may create, summed (default 500000).
 	MaxFiles int64 `toml:"max_files"`
+	// Default is the template computers that name none are made from
+	// ("": "host", the host's runtime); it must exist when the server
+	// starts.
+	Default string `toml:"default"`
 }
 
 // DefaultTemplate is the template section's default.

@@ -46,7 +46,7 @@ func computerViewOf(v computer.View) computerView {
 		Limits: computerLimits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 			LifetimeSeconds: secondsOf(l.Lifetime), ExecTimeoutSeconds: secondsOf(l.ExecTimeout),
 			NetworkPolicy: networkPolicyOf(l.NetworkPolicy)},
-		Metadata: v.Metadata, Failure: v.Failure}
+		Metadata: v.Metadata, Failure: v.Failure, Template: v.Template}
 }
 
 func computerViewsOf(vs []computer.View) []computerView {
@@ -60,7 +60,7 @@ func computerViewsOf(vs []computer.View) []computerView {
 func (b createBody) request() computer.CreateRequest {
 	return computer.CreateRequest{MemoryMB: b.MemoryMB, Lifetime: durationOf(b.LifetimeSeconds),
 		ExecTimeout: durationOf(b.ExecTimeoutSeconds), Metadata: b.Metadata,
-		NetworkPolicy: b.NetworkPolicy.request()}
+		NetworkPolicy: b.NetworkPolicy.request(), Template: b.Template}
 }
 
 // networkPolicyOf is a computer's policy as answers show it: secrets by

@@ -57,6 +57,7 @@ type computerView struct {
 	Limits    computerLimits    `json:"limits"`
 	Metadata  map[string]string `json:"metadata"`
 	Failure   string            `json:"failure,omitempty"`
+	Template  string            `json:"template"`
 }
 
 // createBody is the body of POST /v1/computers.
@@ -66,6 +67,7 @@ type createBody struct {
 	ExecTimeoutSeconds int               `json:"exec_timeout_seconds,omitempty"`
 	Metadata           map[string]string `json:"metadata,omitempty"`
 	NetworkPolicy      *networkPolicy    `json:"network_policy,omitempty"`
+	Template           string            `json:"template,omitempty"`
 }
 
 // execBody is the body of POST /v1/computers/{id}/exec, with the

@@ -223,7 +223,25 @@ type Spec struct {
 	Owner       Owner          `json:"owner,omitzero"`
 	Mounts      []Mount        `json:"mounts,omitempty"`
 	Env         []string       `json:"env,omitempty"`
+	Root        Root           `json:"root,omitzero"`
 }
+
+// Root is the root filesystem of a computer made from a template: an
+// EROFS image (internal/template) that becomes the computer's whole /,
+// read-only, nosuid and nodev, with the computer's own /dev, /proc, /tmp,
+// /workspace and generated /etc files mounted over the mount points the
+// image has for them. The zero Root is the host's runtime (its /usr and a
+// curated /etc, bound read-only).
+type Root struct {
+	Template string `json:"template,omitempty"` // its name, for messages
+	Image    string `json:"image,omitempty"`    // the image file on the host
+	// Python is the template's python3 with ipykernel, a path inside the
+	// image; "" when it has none (Python calls then fail saying so).
+	Python string `json:"python,omitempty"`
+}
+
+// DefaultPython is the Python of a computer on the host's runtime.
+const DefaultPython = "/usr/bin/python3"
 
 // The least a computer may be given: below these a computer cannot start
 // its agent. Validate refuses less, and so does the deployment's
@@ -280,6 +298,9 @@ func (s Spec) Validate() error {
 	}
 	if err := s.Internet.Validate(); err != nil {
 		return err
+	}
+	if s.Root.Image != "" && !path.IsAbs(s.Root.Image) || s.Root.Python != "" && !path.IsAbs(s.Root.Python) {
+		return bad("template", "the image and its Python must be absolute paths: %q, %q", s.Root.Image, s.Root.Python)
 	}
 	for _, kv := range s.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(kv, "\x00") {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -200,6 +201,29 @@ func listing(t *testing.T, root string) []string {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withMountPoints adds to a root's listing the mount points every root
+// gets for computers (dev, proc, tmp, workspace, and files in etc) that
+// it does not have.
+func withMountPoints(want ...string) []string {
+	have := map[string]bool{}
+	for _, w := range want {
+		have[strings.Fields(w)[0]] = true
+	}
+	out := slices.Clone(want)
+	for _, d := range []string{"dev", "etc", "proc", "tmp", "workspace"} {
+		if !have[d] {
+			out = append(out, d+" dir 0755 0:0")
+		}
+	}
+	for _, f := range []string{"group", "hostname", "hosts", "nsswitch.conf", "passwd", "resolv.conf"} {
+		if !have["etc/"+f] {
+			out = append(out, "etc/"+f+" file 0644 0:0 ")
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -244,6 +244,13 @@ func (s *Store) root(ctx context.Context, layers []layerMeta, progress func(Prog
 	if err := writeJSON(filepath.Join(tmp, "root.json"), rm); err != nil {
 		return rm, err
 	}
+	progress(Progress{Step: "image", Digest: chain, State: "writing"})
+	if err := makeImage(ctx, tmp); err != nil {
+		return rm, err
+	}
+	if fi, err := os.Stat(filepath.Join(tmp, imageFile)); err == nil {
+		progress(Progress{Step: "image", Digest: chain, State: "done", Bytes: fi.Size()})
+	}
 	if err := os.Rename(tmp, s.rootPath(chain)); err != nil {
 		return rm, fmt.Errorf("storing root %s: %w", short(chain), err)
 	}

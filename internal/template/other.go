@@ -22,3 +22,5 @@ func flatten(context.Context, []string, []layerMeta, string) (rootMeta, error) {
 func lockFile(context.Context, string, bool) (func(), error) { return nil, errUnsupported }
 
 func findPython(string, []string) (string, error) { return "", errUnsupported }
+
+func makeImage(context.Context, string) error { return errUnsupported }

@@ -187,3 +187,38 @@ func readJSON(path string, v any) error {
 	}
 	return nil
 }
+
+// imageFile is a root's EROFS image, next to its rootfs/.
+const imageFile = "root.erofs"
+
+// Image returns the path of the template's image, the file a computer's
+// root is mounted from, making it first when the template's root has none
+// yet (roots stored before images existed). It takes the store's shared
+// lock, so GC does not collect the root meanwhile.
+func (s *Store) Image(ctx context.Context, t Template) (string, error) {
+	dir := s.rootPath(t.Root)
+	img := filepath.Join(dir, imageFile)
+	if _, err := os.Stat(img); err == nil {
+		return img, nil
+	}
+	unlockStore, err := lockFile(ctx, filepath.Join(s.dir, "lock"), true)
+	if err != nil {
+		return "", err
+	}
+	defer unlockStore()
+	unlock, err := lockFile(ctx, filepath.Join(s.dir, "locks", "root-"+hexOf(t.Root)), false)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(img); err == nil {
+		return img, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rootfs")); err != nil {
+		return "", fmt.Errorf("template %s: its root %s is missing from the store (import it again): %w", t.Name, short(t.Root), err)
+	}
+	if err := makeImage(ctx, dir); err != nil {
+		return "", fmt.Errorf("template %s: %w", t.Name, err)
+	}
+	return img, nil
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -131,7 +132,7 @@ func TestDedupAndGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameLines(t, "b's steps", states, []string{"layer:present", "layer:done", "root:done"})
+	sameLines(t, "b's steps", states, []string{"layer:present", "layer:done", "image:writing", "image:done", "root:done"})
 	if n := len(entries(t, s, "layers")); n != 3 {
 		t.Fatalf("%d layers stored, want 3", n)
 	}
@@ -198,8 +199,8 @@ func TestConcurrentImports(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
-	if done != 3 { // two layers and one root, each made once
-		t.Fatalf("%d steps done, want 3 (each layer and the root once)", done)
+	if done != 4 { // two layers, one root and its image, each made once
+		t.Fatalf("%d steps done, want 4 (each layer, the root and its image once)", done)
 	}
 	if ts, _ := s.List(ctx); len(ts) != 2 || ts[0].Root != ts[1].Root {
 		t.Fatalf("templates %+v", ts)
@@ -228,8 +229,60 @@ func TestNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameLines(t, "replaced root", listing(t, s.RootDir(tp)), []string{"b file 0644 0:0 b"})
+	sameLines(t, "replaced root", listing(t, s.RootDir(tp)), withMountPoints("b file 0644 0:0 b"))
 	if _, err := s.Get(ctx, "nope"); !errors.Is(err, template.ErrNotFound) {
 		t.Fatalf("get nope: %v", err)
+	}
+}
+
+// TestImageMountPoints: every root gets the mount points a computer needs
+// (links where they belong replaced, the trust store resolved inside the
+// root, the image's own files kept) and an EROFS image, made again when
+// missing; an image whose /etc or /etc/passwd cannot be one is refused.
+func TestImageMountPoints(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, template.Limits{})
+	img := imageOf(t, layerOf(t,
+		dir("etc"), file("etc/hosts", "mine", 0o644), symlink("etc/resolv.conf", "/run/systemd/resolve/stub-resolv.conf"),
+		symlink("tmp", "/var/tmp"), dir("usr"), dir("usr/share"), file("usr/share/bundle.pem", "PEM", 0o644),
+		dir("etc/ssl"), dir("etc/ssl/certs"), symlink("etc/ssl/certs/ca-certificates.crt", "/usr/share/bundle.pem"),
+	))
+	tp, err := s.Import(ctx, writeLayout(t, img), template.Options{Name: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameLines(t, "root", listing(t, s.RootDir(tp)), withMountPoints(
+		"etc dir 0755 0:0", "etc/hosts file 0644 0:0 mine", "etc/resolv.conf file 0644 0:0 ",
+		"etc/ssl dir 0755 0:0", "etc/ssl/certs dir 0755 0:0", "etc/ssl/certs/ca-certificates.crt file 0644 0:0 PEM",
+		"tmp dir 0755 0:0", "usr dir 0755 0:0", "usr/share dir 0755 0:0", "usr/share/bundle.pem file 0644 0:0 PEM"))
+	path, err := s.Image(ctx, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	erofsMagic := func() uint32 {
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) < 1028 {
+			t.Fatalf("image %s: %v", path, err)
+		}
+		return binary.LittleEndian.Uint32(b[1024:])
+	}
+	if m := erofsMagic(); m != 0xE0F5E1E2 {
+		t.Fatalf("%s has magic %#x, not EROFS's", path, m)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.Image(ctx, tp); err != nil || again != path || erofsMagic() != 0xE0F5E1E2 {
+		t.Fatalf("image made again: %s, %v", again, err)
+	}
+
+	for name, l := range map[string]v1.Layer{
+		"etc link":   layerOf(t, symlink("etc", "/etc")),
+		"passwd dir": layerOf(t, dir("etc"), dir("etc/passwd")),
+	} {
+		_, err := s.Import(ctx, writeLayout(t, imageOf(t, l)), template.Options{Name: "bad"})
+		if err == nil || !strings.Contains(err.Error(), "a computer needs") {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

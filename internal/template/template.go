@@ -77,12 +77,14 @@ type Options struct {
 // Progress is one step of an import.
 type Progress struct {
 	// Step is "build" (mmdebstrap running, or State "present": cached),
-	// "layer" (Layer of Layers, Digest) or "root" (Digest is the chain id).
+	// "layer" (Layer of Layers, Digest), "root" (Digest is the chain id)
+	// or "image" (the root's image: State "writing", then "done" with its
+	// Bytes).
 	Step   string `json:"step"`
 	Layer  int    `json:"layer,omitempty"`
 	Layers int    `json:"layers,omitempty"`
 	Digest string `json:"digest"`
-	// State is "unpacking" (repeated while Bytes grow), "done", or
+	// State is "unpacking" (repeated while Bytes grow), "writing", "done", or
 	// "present" (already in the store, nothing read).
 	State string `json:"state"`
 	Bytes int64  `json:"bytes"`

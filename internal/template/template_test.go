@@ -130,7 +130,7 @@ func TestImportHostileImage(t *testing.T) {
 				t.Fatal(err)
 			}
 			root := s.RootDir(tp)
-			sameLines(t, "root", listing(t, root), hostileTree)
+			sameLines(t, "root", listing(t, root), withMountPoints(hostileTree...))
 			a, _ := os.Stat(filepath.Join(root, "bin/tool"))
 			b, _ := os.Stat(filepath.Join(root, "bin/tool2"))
 			if !os.SameFile(a, b) {
@@ -142,7 +142,7 @@ func TestImportHostileImage(t *testing.T) {
 				tp.Defaults.WorkingDir != "/srv" || len(tp.Defaults.Env) != 2 {
 				t.Errorf("template %+v", tp)
 			}
-			if n := len(events); n != 3 || events[0].State != "done" || events[2].Step != "root" {
+			if n := len(events); n != 5 || events[0].State != "done" || events[3].Step != "image" || events[4].Step != "root" {
 				t.Errorf("progress %+v", events)
 			}
 			got, err := s.Get(ctx, "hostile")
@@ -211,6 +211,6 @@ func TestImportSymlinkReplacedAcrossLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameLines(t, "root", listing(t, s.RootDir(tp)), []string{"sub dir 0755 0:0", "sub/pwned file 0644 0:0 x"})
+	sameLines(t, "root", listing(t, s.RootDir(tp)), withMountPoints("sub dir 0755 0:0", "sub/pwned file 0644 0:0 x"))
 	sameLines(t, "outside", listing(t, outside), nil)
 }

@@ -20,6 +20,14 @@ type Init struct {
 	Nameserver string    `json:"nameserver,omitempty"` // the resolver of an internet computer ("": no network)
 	CACert     string    `json:"ca_cert,omitempty"`    // PEM of the computer's own CA, added to its system trust store
 	Seccomp    []byte    `json:"seccomp"`              // the seccomp filter of user code, as the host compiled it (struct sock_filter[])
+	// RootImage: Host.Runtime is a template's image, the computer's whole
+	// root (read-only, with mount points for /dev, /proc, /tmp,
+	// /workspace and the generated /etc files), not the host's root that
+	// the runtime paths are bound from.
+	RootImage bool `json:"root_image,omitempty"`
+	// Python is the kernel's python3 (with ipykernel), a path inside the
+	// computer; "" when the computer has none.
+	Python string `json:"python,omitempty"`
 }
 
 // HostFDs are the agent's descriptors of the detached mounts that the host

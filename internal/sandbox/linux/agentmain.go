@@ -119,6 +119,9 @@ func build(conn *os.File) (protocol.Init, error) {
 	if err := bindExtra("", init); err != nil {
 		return init, err
 	}
+	if init.RootImage {
+		return init, nil // mounted read-only by the host
+	}
 	return init, rootReadOnly()
 }
 

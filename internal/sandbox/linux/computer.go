@@ -32,6 +32,9 @@ type computer struct {
 	stderr boundedBuffer
 	pids   *os.File     // the computer's /proc, to see its tasks stop (see Kill)
 	net    sandbox.Link // an internet computer's interface (Config.Network)
+	// rootRelease lets go of the template image the computer's root is
+	// (rootImages), nil for the host's runtime.
+	rootRelease func()
 
 	done    chan struct{} // closed when the agent process has been reaped
 	waitErr error
@@ -208,6 +211,9 @@ func (c *computer) teardown(ctx context.Context, keep bool) error {
 	// Only now: no process of the computer runs, and a computer left for GC
 	// or kept keeps its uid until its directory is gone.
 	c.uid.release(!keep && len(errs) == 0)
+	if c.rootRelease != nil {
+		c.rootRelease()
+	}
 	if c.pids != nil {
 		c.pids.Close()
 		c.pids = nil

@@ -48,6 +48,7 @@ type Driver struct {
 	computers string
 	templates *disk.Templates
 	ids       *hostIDs
+	roots     rootImages // templates' images in use (sandbox.Root)
 	log       *slog.Logger
 	agentOnce sync.Once
 	agent     string // the executable computers' agents run (agentexe.go), once one is made
@@ -177,7 +178,13 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		return err
 	}
 	defer closeAll(files)
-	hm, err := makeHostMounts(device, c.uid.uid)
+	var root *os.File // a template's image, or nil for the host's runtime
+	if c.spec.Root.Image != "" {
+		if root, c.rootRelease, err = c.driver.roots.clone(ctx, c.spec.Root.Image); err != nil {
+			return err
+		}
+	}
+	hm, err := makeHostMounts(device, c.uid.uid, root)
 	if err != nil {
 		return err
 	}
@@ -207,7 +214,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		hostEnd.Close()
 		return fmt.Errorf("write computer record: %w", err)
 	}
-	if err := idmapMounts(mountFiles, c.rec.AgentPid); err != nil {
+	if err := idmapMounts(append(slices.Clip(mountFiles), hm.rootImage()...), c.rec.AgentPid); err != nil {
 		hostEnd.Close()
 		return err
 	}
@@ -221,7 +228,10 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		TmpBytes: tmpBytes(c.spec), ShmBytes: min(64<<20, c.spec.MemoryBytes/4),
 		Env: append(slices.Clip(c.spec.Env), env...), Cgroup: cgfds, Timeout: protocol.Millis(c.spec.Timeout),
 		MaxFile: c.spec.DiskBytes, MemoryHint: c.spec.MemoryBytes, Mounts: mounts,
-		Nameserver: nameserver,
+		Nameserver: nameserver, Python: sandbox.DefaultPython,
+	}
+	if c.spec.Root.Image != "" {
+		init.RootImage, init.Python = true, c.spec.Root.Python
 	}
 	if c.net != nil {
 		init.CACert = string(c.net.CACert())

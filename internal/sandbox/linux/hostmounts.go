@@ -19,6 +19,15 @@ import (
 // gets attached is gone when the last descriptor closes.
 type hostMounts struct {
 	dev, workspace, runtime *os.File // runtime is nil when the host's / is no block device
+	image                   bool     // runtime is a template's image (the computer's whole root)
+}
+
+// rootImage is the template image's mount, to idmap, if the computer has one.
+func (m *hostMounts) rootImage() []*os.File {
+	if !m.image {
+		return nil
+	}
+	return []*os.File{m.runtime}
 }
 
 // files returns the descriptors to pass to the agent, and their numbers
@@ -43,15 +52,17 @@ func (m *hostMounts) close() {
 
 // makeHostMounts mounts the computer's /dev (a small tmpfs with the device
 // nodes), its workspace disk (the block device disk, its root owned by
-// uid) and, when the host's / is a block-device filesystem, a second mount
-// of it named "runtime" (see neutral.go). The block filesystems are
+// uid) and its runtime: root, a template's image (a clone of the mount
+// rootImages holds, which hostMounts owns from now on), or without one, when
+// the host's / is a block-device filesystem, a second mount of it named
+// "runtime" (see neutral.go). The block filesystems are
 // mounted by a relative name through a block node made for the moment in
 // the new /dev, so their source is neutral; that lookup uses the calling
 // thread's working directory, so it runs on a thread of its own
 // (onPrivateThread).
-func makeHostMounts(disk string, uid uint32) (*hostMounts, error) {
-	m := &hostMounts{}
-	err := onPrivateThread(func() error { return m.make(disk, uid) })
+func makeHostMounts(disk string, uid uint32, root *os.File) (*hostMounts, error) {
+	m := &hostMounts{runtime: root, image: root != nil}
+	err := onPrivateThread(func() error { return m.make(disk, uid, root) })
 	if err != nil {
 		m.close()
 		return nil, err
@@ -59,7 +70,7 @@ func makeHostMounts(disk string, uid uint32) (*hostMounts, error) {
 	return m, nil
 }
 
-func (m *hostMounts) make(disk string, uid uint32) error {
+func (m *hostMounts) make(disk string, uid uint32, root *os.File) error {
 	dev, err := fsMount("tmpfs", "tmpfs", []string{"size", "64k", "mode", "755"}, nil,
 		unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
@@ -77,7 +88,9 @@ func (m *hostMounts) make(disk string, uid uint32) error {
 	if err := ownRoot(m.workspace, uid); err != nil {
 		return fmt.Errorf("workspace disk %s: %w", disk, err)
 	}
-	m.runtime = mountRuntime(dev)
+	if !m.image {
+		m.runtime = mountRuntime(dev)
+	}
 	return makeDevices(dev)
 }
 

@@ -31,6 +31,7 @@ const (
 	imageFile  = "disk.img"
 	rootDir    = "root"
 	runtimeDir = "runtime" // where PID 1 mounts the host's root for a moment (neutral.go)
+	etcDir     = "etc"     // where PID 1 writes a template computer's /etc files for a moment (imageEtc)
 	keptDir    = "workspace"
 )
 

@@ -46,23 +46,44 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 const roBind = unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
 
-// buildRoot assembles the computer's root filesystem under init.RootDir.
-// It runs as PID 1 in the new mount namespace, before pivot_root; what
-// only the host can mount arrives as descriptors (init.Host).
+// buildRoot assembles the computer's root filesystem under init.RootDir:
+// a small tmpfs the host's runtime is bound into, or a template's image
+// (init.RootImage). It runs as PID 1 in the new mount namespace, before
+// pivot_root; what only the host can mount arrives as descriptors
+// (init.Host).
 func buildRoot(init protocol.Init) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
 	root := init.RootDir
-	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4m,mode=755"); err != nil {
+	etc := bindHost
+	if init.RootImage {
+		if err := attach(init.Host.Runtime, root); err != nil {
+			return fmt.Errorf("the template's root: %w", err)
+		}
+		etc = imageEtc
+	} else if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4m,mode=755"); err != nil {
 		return fmt.Errorf("mount root tmpfs: %w", err)
 	}
 	// Extra mounts come later (bindExtra, after pivot_root).
-	steps := []func(string, protocol.Init) error{mountDev, bindHost, mountWorkspace, mountTmp, mountProc}
+	steps := []func(string, protocol.Init) error{mountDev, etc, mountWorkspace, mountTmp, mountProc}
 	for _, step := range steps {
 		if err := step(root, init); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// mountDir makes the directory dst to mount on, or, on a template's
+// read-only root, checks that the image has it (a directory, not a link).
+func mountDir(dst string, mode os.FileMode) error {
+	err := os.Mkdir(dst, mode)
+	if !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if fi, err := os.Lstat(dst); err != nil || !fi.IsDir() {
+		return fmt.Errorf("mount point %s is not a directory", dst)
 	}
 	return nil
 }
@@ -158,12 +179,9 @@ func makeMountPoint(dir bool, dst string) error {
 	return f.Close()
 }
 
-func writeEtc(root string, init protocol.Init, rs *runtimeSource) error {
-	etc := root + "/etc"
-	if err := os.Mkdir(etc, 0o755); err != nil {
-		return err
-	}
-	files := map[string]string{
+// etcFiles are the /etc files every computer gets fresh.
+func etcFiles(init protocol.Init) map[string]string {
+	return map[string]string{
 		"passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n" +
 			"user:x:1000:1000:sandbox user:/workspace:/bin/bash\n" +
 			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
@@ -173,7 +191,14 @@ func writeEtc(root string, init protocol.Init, rs *runtimeSource) error {
 		"resolv.conf":   resolvConf(init.Nameserver),
 		"nsswitch.conf": "passwd: files\ngroup: files\nhosts: files dns\n",
 	}
-	for name, content := range files {
+}
+
+func writeEtc(root string, init protocol.Init, rs *runtimeSource) error {
+	etc := root + "/etc"
+	if err := os.Mkdir(etc, 0o755); err != nil {
+		return err
+	}
+	for name, content := range etcFiles(init) {
 		if err := os.WriteFile(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
 			return err
 		}
@@ -193,28 +218,66 @@ func writeEtc(root string, init protocol.Init, rs *runtimeSource) error {
 			return err
 		}
 	}
-	return trustCA(etc, init.CACert)
+	return trustCA(root, etc, init.CACert)
+}
+
+// imageEtc gives a computer on a template's image its fresh /etc files:
+// written on a tmpfs of the moment next to the root and bound over the
+// image's own (the image's /etc is the template's, read-only).
+func imageEtc(root string, init protocol.Init) error {
+	scratch := filepath.Join(filepath.Dir(root), etcDir)
+	if err := os.Mkdir(scratch, 0o700); err != nil {
+		return err
+	}
+	defer os.Remove(scratch)
+	if err := unix.Mount("tmpfs", scratch, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=1m,mode=755"); err != nil {
+		return fmt.Errorf("mount the /etc files' tmpfs: %w", err)
+	}
+	defer unix.Unmount(scratch, unix.MNT_DETACH) // the binds stay
+	for name, content := range etcFiles(init) {
+		src := filepath.Join(scratch, name)
+		if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+			return err
+		}
+		if err := bindFile(src, root+"/etc/"+name); err != nil {
+			return err
+		}
+	}
+	return trustCA(root, scratch, init.CACert)
+}
+
+// bindFile binds the file src over dst, read-only: dst must be a regular
+// file (on a template's image, not a link out of it).
+func bindFile(src, dst string) error {
+	if fi, err := os.Lstat(dst); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("mount point %s is not a regular file", dst)
+	}
+	return bindReadOnly(src, dst)
 }
 
 // trustCA adds the computer's own CA (PEM, "" for none) to its system
-// trust store: the host's bundle plus the CA, written to
-// /etc/ca-certificates.crt on the root tmpfs and bound read-only over the
-// bundle's place. (It stays: an unlinked file the bind still holds would
-// keep the root from being made read-only.)
-func trustCA(etc, pem string) error {
+// trust store: the runtime's bundle plus the CA, written to
+// ca-certificates.crt in dir (/etc on the root tmpfs, or a template
+// computer's scratch) and bound read-only over the bundle's place. (It
+// stays: an unlinked file the bind still holds would keep the root from
+// being made read-only.)
+func trustCA(root, dir, pem string) error {
 	if pem == "" {
 		return nil
 	}
-	dst := filepath.Join(filepath.Dir(etc), sandbox.CABundleFile)
+	dst := root + sandbox.CABundleFile
+	if fi, err := os.Lstat(dst); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("the computer's CA: the trust store %s is not a regular file", sandbox.CABundleFile)
+	}
 	host, err := os.ReadFile(dst)
 	if err != nil {
 		return fmt.Errorf("the computer's CA: no trust store at %s to add it to: %w", sandbox.CABundleFile, err)
 	}
-	bundle := filepath.Join(etc, "ca-certificates.crt")
+	bundle := filepath.Join(dir, "ca-certificates.crt")
 	if err := os.WriteFile(bundle, append(append(host, '\n'), pem...), 0o644); err != nil {
 		return err
 	}
-	return bindReadOnly(bundle, dst)
+	return bindFile(bundle, dst)
 }
 
 // runtimeLink returns the target of src when src is a symlink into the
@@ -241,7 +304,7 @@ func runtimeLink(src string) (string, bool) {
 // mountWorkspace attaches the workspace disk the host mounted.
 func mountWorkspace(root string, init protocol.Init) error {
 	ws := root + agent.WorkspacePath
-	if err := os.Mkdir(ws, 0o755); err != nil {
+	if err := mountDir(ws, 0o755); err != nil {
 		return err
 	}
 	if err := attach(init.Host.Workspace, ws); err != nil {
@@ -264,7 +327,7 @@ func attach(fd int, dst string) error {
 
 func mountTmp(root string, init protocol.Init) error {
 	tmp := root + "/tmp"
-	if err := os.Mkdir(tmp, 0o755); err != nil {
+	if err := mountDir(tmp, 0o755); err != nil {
 		return err
 	}
 	data := fmt.Sprintf("size=%d,mode=1777,nr_inodes=%d", init.TmpBytes, 64<<10)
@@ -278,7 +341,7 @@ func mountTmp(root string, init protocol.Init) error {
 // computer's own /dev/null (mountDev runs first).
 func mountProc(root string, _ protocol.Init) error {
 	proc := root + "/proc"
-	if err := os.Mkdir(proc, 0o555); err != nil {
+	if err := mountDir(proc, 0o555); err != nil {
 		return err
 	}
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
@@ -322,7 +385,7 @@ func mountProc(root string, _ protocol.Init) error {
 // mount points) and mounts the computer's own devpts and /dev/shm in it.
 func mountDev(root string, init protocol.Init) error {
 	dev := root + "/dev"
-	if err := os.Mkdir(dev, 0o755); err != nil {
+	if err := mountDir(dev, 0o755); err != nil {
 		return err
 	}
 	if err := attach(init.Host.Dev, dev); err != nil {

@@ -1,0 +1,112 @@
+package computer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/template"
+)
+
+// Templates are the templates computers can be made from besides the
+// host's runtime: internal/template's Store.
+type Templates interface {
+	Get(ctx context.Context, name string) (template.Template, error)
+	List(ctx context.Context) ([]template.Template, error)
+	// Image is the file a computer's root is mounted from (made when
+	// the template has none yet).
+	Image(ctx context.Context, t template.Template) (string, error)
+}
+
+// HostTemplate names the host's own runtime (its /usr, read-only), the
+// template of every computer that asks for none when the deployment has
+// no other default.
+const HostTemplate = "host"
+
+// TemplateView is a template as the service shows it.
+type TemplateView struct {
+	Name    string
+	ID      string // the digest of the image's config; "" for host
+	Created time.Time
+	Size    int64 // bytes of its files
+	Files   int64
+	// Python is the python3 a kernel runs, "" when the template has none.
+	Python  string
+	Default bool // computers that name no template get this one
+}
+
+// templateName is the template a computer of req is made from.
+func (m *Manager) templateName(req CreateRequest) string {
+	switch {
+	case req.Template != "":
+		return req.Template
+	case m.cfg.Template != "":
+		return m.cfg.Template
+	}
+	return HostTemplate
+}
+
+// root resolves a template to the root filesystem of a computer and the
+// environment its image sets (PATH and the like).
+func (m *Manager) root(ctx context.Context, name string) (sandbox.Root, []string, error) {
+	if name == HostTemplate {
+		return sandbox.Root{}, nil, nil
+	}
+	if m.cfg.Templates == nil {
+		return sandbox.Root{}, nil, fieldError("template", "this deployment has no template %q, only %q", name, HostTemplate)
+	}
+	t, err := m.cfg.Templates.Get(ctx, name)
+	if errors.Is(err, template.ErrNotFound) || errors.Is(err, template.ErrInvalid) {
+		return sandbox.Root{}, nil, fieldError("template", "no template %q (GET /v1/templates lists them)", name)
+	}
+	if err != nil {
+		return sandbox.Root{}, nil, fmt.Errorf("template %s: %w", name, err)
+	}
+	img, err := m.cfg.Templates.Image(ctx, t)
+	if err != nil {
+		return sandbox.Root{}, nil, err
+	}
+	return sandbox.Root{Template: t.Name, Image: img, Python: t.Python}, t.Defaults.Env, nil
+}
+
+// ListTemplates lists the templates p may make computers from: the
+// host's runtime first, then the store's by name.
+func (m *Manager) ListTemplates(ctx context.Context, p governance.Principal) ([]TemplateView, error) {
+	if err := allowed(p); err != nil {
+		return nil, err
+	}
+	if err := m.gate(ctx, p, ""); err != nil {
+		return nil, err
+	}
+	def := m.templateName(CreateRequest{})
+	out := []TemplateView{{Name: HostTemplate, Python: sandbox.DefaultPython, Default: def == HostTemplate}}
+	if m.cfg.Templates == nil {
+		return out, nil
+	}
+	ts, err := m.cfg.Templates.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		out = append(out, TemplateView{Name: t.Name, ID: t.ID, Created: t.Created, Size: t.Size, Files: t.Files,
+			Python: t.Python, Default: def == t.Name})
+	}
+	return out, nil
+}
+
+// GetTemplate returns one template of ListTemplates.
+func (m *Manager) GetTemplate(ctx context.Context, p governance.Principal, name string) (TemplateView, error) {
+	all, err := m.ListTemplates(ctx, p)
+	if err != nil {
+		return TemplateView{}, err
+	}
+	for _, t := range all {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return TemplateView{}, fmt.Errorf("%w: no template %q", ErrTemplateNotFound, name)
+}

@@ -1,0 +1,104 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/template"
+	"github.com/cubicle-sandbox/cubicle/internal/template/templatetest"
+)
+
+// templateStore is a template store in dir holding "mini"
+// (templatetest.MiniRoot, no Python).
+func templateStore(t *testing.T, dir string) *template.Store {
+	t.Helper()
+	s, err := template.Open(filepath.Join(dir, "templates"), template.Limits{MaxBytes: 1 << 30, MaxFiles: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	templatetest.Import(t, s, "mini", templatetest.MiniRoot(t, t.TempDir(), templatetest.Programs...),
+		"PATH=/usr/bin:/bin", "MINI=1")
+	return s
+}
+
+type templateJSON struct {
+	Name      string  `json:"name"`
+	Object    string  `json:"object"`
+	ID        *string `json:"id"`
+	CreatedAt *int64  `json:"created_at"`
+	SizeBytes int64   `json:"size_bytes"`
+	Python    *string `json:"python"`
+	Default   bool    `json:"default"`
+}
+
+// TestTemplates: GET /v1/templates lists the host's runtime and the
+// store's templates; "template" on POST /v1/computers makes a computer
+// from one (its root, its env), an unknown one is a 400 naming the field,
+// and a template without Python says so on a python call.
+func TestTemplates(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnvIn(t, dir, func(c *computer.Config) { c.Templates = templateStore(t, dir) })
+	_, key := e.newKey(e.newOrg("t", true), computerCaps)
+
+	var list struct {
+		Data []templateJSON `json:"data"`
+	}
+	e.do(key, "GET", "/v1/templates", nil).json(t, &list)
+	if len(list.Data) != 2 || list.Data[0].Name != "host" || !list.Data[0].Default || list.Data[0].Python == nil ||
+		list.Data[0].ID != nil || list.Data[1].Name != "mini" || list.Data[1].Default || list.Data[1].Python != nil ||
+		list.Data[1].ID == nil || !strings.HasPrefix(*list.Data[1].ID, "sha256:") || list.Data[1].SizeBytes == 0 ||
+		list.Data[1].Object != "template" {
+		t.Fatalf("templates: %+v", list.Data)
+	}
+	var one templateJSON
+	e.do(key, "GET", "/v1/templates/mini", nil).json(t, &one)
+	if one.Name != "mini" || one.CreatedAt == nil {
+		t.Fatalf("GET mini: %+v", one)
+	}
+	e.do(key, "GET", "/v1/templates/nope", nil).wantError(t, http.StatusNotFound, "not_found")
+
+	c := e.create(key, map[string]any{"template": "mini"})
+	if c.Template != "mini" || e.get(key, c.ID).Template != "mini" {
+		t.Fatalf("computer's template %q", c.Template)
+	}
+	if got := e.sh(key, c.ID, "cat /etc/os-release; echo $MINI; test -e /usr/bin/python3 || echo no-python"); got !=
+		templatetest.OSRelease+"1\nno-python\n" {
+		t.Fatalf("on mini: %q", got)
+	}
+	r := e.do(key, "POST", "/v1/computers/"+c.ID+"/python", map[string]any{"cells": []map[string]string{{"code": "1"}}})
+	if er := r.wantError(t, http.StatusBadRequest, "invalid_request"); !strings.Contains(er.Error.Message, "template has no Python") {
+		t.Fatalf("python on mini: %s", r)
+	}
+	if h := e.create(key, nil); h.Template != "host" {
+		t.Fatalf("a computer that names none is made from %q", h.Template)
+	}
+	er := e.do(key, "POST", "/v1/computers", map[string]any{"template": "nope"}).wantError(t, http.StatusBadRequest, "invalid_request")
+	if er.Error.Param == nil || *er.Error.Param != "template" || !strings.Contains(er.Error.Message, `no template "nope"`) {
+		t.Fatalf("unknown template: %+v", er.Error)
+	}
+}
+
+// TestDefaultTemplate: template.default makes every computer that names
+// none from that template, and GET /v1/templates says which it is.
+func TestDefaultTemplate(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnvIn(t, dir, func(c *computer.Config) { c.Templates, c.Template = templateStore(t, dir), "mini" })
+	_, key := e.newKey(e.newOrg("t", true), computerCaps)
+	c := e.create(key, nil)
+	if c.Template != "mini" || e.sh(key, c.ID, "cat /etc/os-release") != templatetest.OSRelease {
+		t.Fatalf("default template: %q", c.Template)
+	}
+	if h := e.create(key, map[string]any{"template": "host"}); h.Template != "host" || e.sh(key, h.ID, "test -e /usr/bin/python3 && echo yes") != "yes\n" {
+		t.Fatalf("host template: %+v", h)
+	}
+	var list struct {
+		Data []templateJSON `json:"data"`
+	}
+	e.do(key, "GET", "/v1/templates", nil).json(t, &list)
+	if list.Data[0].Default || !list.Data[1].Default {
+		t.Fatalf("default flags: %+v", list.Data)
+	}
+}

@@ -1,0 +1,153 @@
+// Package templatetest makes small template roots for tests: a few of the
+// host's programs with the libraries they load, laid out like a
+// merged-/usr Debian root, and their EROFS images.
+//
+// Only test code imports this package. It may import internal/template,
+// github.com/google/go-containerregistry and the standard library.
+package templatetest
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/cubicle-sandbox/cubicle/internal/template"
+)
+
+// Programs are what MiniRoot copies unless told otherwise: a shell (and
+// /bin/sh, which the agent runs commands with) and a few tools.
+var Programs = []string{"/usr/bin/bash", "/usr/bin/dash", "/usr/bin/cat", "/usr/bin/id", "/usr/bin/ls",
+	"/usr/bin/touch", "/usr/bin/stat", "/usr/bin/head"}
+
+// OSRelease is the /etc/os-release of a MiniRoot: a computer on it reads
+// this, not the host's.
+const OSRelease = "ID=cubicle-mini\nNAME=\"Cubicle test template\"\n"
+
+// MiniRoot makes a root directory under dir holding programs (host paths)
+// and the libraries ldd says they load, at the same paths, with /bin,
+// /lib, /lib64 and /sbin linking into /usr and /usr/bin/sh to dash, and
+// returns it.
+func MiniRoot(t testing.TB, dir string, programs ...string) string {
+	t.Helper()
+	root := filepath.Join(dir, "rootfs")
+	for _, d := range []string{"usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "etc"} {
+		must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	for _, l := range []string{"bin", "lib", "lib64", "sbin"} {
+		must(t, os.Symlink("usr/"+l, filepath.Join(root, l)))
+	}
+	must(t, os.Symlink("dash", filepath.Join(root, "usr/bin/sh")))
+	must(t, os.WriteFile(filepath.Join(root, "etc/os-release"), []byte(OSRelease), 0o644))
+	seen := map[string]bool{}
+	for _, p := range programs {
+		for _, f := range append([]string{p}, libraries(t, p)...) {
+			if !seen[f] {
+				seen[f] = true
+				copyFile(t, f, filepath.Join(root, usrPath(f)))
+			}
+		}
+	}
+	return root
+}
+
+// Image makes the EROFS image of root (template.MakeImage) next to it.
+func Image(t testing.TB, root string) string {
+	t.Helper()
+	img := filepath.Join(filepath.Dir(root), "root.erofs")
+	if err := template.MakeImage(context.Background(), root, img); err != nil {
+		t.Fatalf("make image: %v", err)
+	}
+	return img
+}
+
+// usrPath is where a host file goes in a merged-/usr root: /lib/x and
+// /lib64/x live under /usr.
+func usrPath(p string) string {
+	for _, top := range []string{"/lib/", "/lib64/", "/bin/", "/sbin/"} {
+		if strings.HasPrefix(p, top) {
+			return "usr" + p
+		}
+	}
+	return strings.TrimPrefix(p, "/")
+}
+
+// libraries lists the shared objects program loads (ldd), as host paths.
+func libraries(t testing.TB, program string) []string {
+	t.Helper()
+	out, err := exec.Command("ldd", program).Output()
+	if err != nil {
+		t.Fatalf("ldd %s: %v", program, err)
+	}
+	var libs []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		for _, f := range strings.Fields(sc.Text()) {
+			if strings.HasPrefix(f, "/") {
+				libs = append(libs, f)
+			}
+		}
+	}
+	return libs
+}
+
+func copyFile(t testing.TB, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	must(t, err)
+	defer in.Close()
+	fi, err := in.Stat()
+	must(t, err)
+	must(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	must(t, err)
+	_, err = io.Copy(out, in)
+	must(t, err)
+	must(t, out.Close())
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Import stores root (a directory, e.g. a MiniRoot) in s as the template
+// name: a one-layer OCI image layout of it, with env as its config's.
+func Import(t testing.TB, s *template.Store, name, root string, env ...string) template.Template {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	must(t, tw.AddFS(os.DirFS(root)))
+	must(t, tw.Close())
+	b := buf.Bytes()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+	must(t, err)
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	must(t, err)
+	cf, err := img.ConfigFile()
+	must(t, err)
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Config.Env = "linux", "amd64", env
+	img, err = mutate.ConfigFile(img, cf)
+	must(t, err)
+	dir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	must(t, err)
+	must(t, p.AppendImage(img))
+	tp, err := s.Import(context.Background(), dir, template.Options{Name: name})
+	must(t, err)
+	return tp
+}
