@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/bench"
 	"github.com/cubicle-sandbox/cubicle/internal/cliflag"
+	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+	"github.com/cubicle-sandbox/cubicle/internal/template"
 )
 
 const benchUsage = `Usage: cubicle-bench sandbox [flags]
@@ -18,7 +22,9 @@ const benchUsage = `Usage: cubicle-bench sandbox [flags]
 Measures in one run, side by side, how fast a computer starts and runs a
 process, and prints p50, p90, p99, mean and n of each in milliseconds:
   cubicle  cold start: Create() until /bin/echo's first byte of output
-           (also Create() alone, and Destroy() as its own row)
+           (also Create() alone, and Destroy() as its own row); with
+           --template NAME, the same for a computer made from that
+           template of the data directory's store
   cubicle  exec in a running computer: /bin/true round trip, /bin/echo
            first byte
   host     /bin/echo started directly, the floor
@@ -32,6 +38,7 @@ every cubicle run succeeded, 1 when one failed, 130 when interrupted.
 
 Example:
   cubicle-bench sandbox --n 100 --data /tmp/cubicle-bench --peers bwrap,runc --json
+  cubicle-bench sandbox --n 30 --peers none --data /var/lib/cubicle --template debian
 
 Flags:
 `
@@ -41,6 +48,7 @@ func benchSandbox(args []string) int {
 	n := fs.Int("n", 50, "timed runs per path")
 	warmup := fs.Int("warmup", 3, "untimed warm-up runs per path")
 	peers := fs.String("peers", strings.Join(bench.Peers, ","), "peers to compare with, comma-separated ('none' for none)")
+	tmpl := fs.String("template", "", "also measure computers made from this template (of <data>/templates)")
 	c := commonFlags(fs, cliflag.DefaultData, "state directory for computers' disks and records", "bound on one run of a path")
 	if code, ok := cliflag.Parse(fs, args); !ok {
 		return code
@@ -81,9 +89,14 @@ func benchSandbox(args []string) int {
 		return 1
 	}
 	drv.GC(ctx) // computers of killed earlier runs
+	root, err := templateRoot(ctx, c.data, *tmpl)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle-bench sandbox: --template: %v\n", err)
+		return 1
+	}
 	rep, err := bench.Run(ctx, bench.Config{
 		Driver: drv, Spec: sandbox.DefaultSpec(), N: *n, Warmup: *warmup,
-		Peers: peerList, Timeout: c.timeout.D, Log: os.Stderr,
+		Peers: peerList, Timeout: c.timeout.D, Log: os.Stderr, Template: root,
 	})
 	return benchOutcome{
 		name: "sandbox", made: "computer and container", err: err,
@@ -92,4 +105,26 @@ func benchSandbox(args []string) int {
 		failed:        rep != nil && rep.Failed, failedWhat: "some cubicle runs failed",
 		asJSON: c.asJSON, report: rep, table: func(w io.Writer) error { return bench.WriteTable(w, rep) },
 	}.finish()
+}
+
+// templateRoot is the root of the template name in data's store (the
+// zero Root for "").
+func templateRoot(ctx context.Context, data, name string) (sandbox.Root, error) {
+	if name == "" {
+		return sandbox.Root{}, nil
+	}
+	def := config.DefaultTemplate()
+	st, err := template.Open(filepath.Join(data, "templates"), template.Limits{MaxBytes: int64(def.MaxBytes), MaxFiles: def.MaxFiles})
+	if err != nil {
+		return sandbox.Root{}, err
+	}
+	t, err := st.Get(ctx, name)
+	if err != nil {
+		return sandbox.Root{}, err
+	}
+	img, err := st.Image(ctx, t)
+	if err != nil {
+		return sandbox.Root{}, err
+	}
+	return sandbox.Root{Template: t.Name, Image: img, Python: t.Python}, nil
 }

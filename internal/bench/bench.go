@@ -24,18 +24,24 @@ var Peers = []string{PeerBwrap, PeerRunc}
 
 // Row IDs, stable for JSON consumers.
 const (
-	RowColdStart   = "cubicle_cold_start"
-	RowCreate      = "cubicle_create"
-	RowKill        = "cubicle_kill"
-	RowDestroy     = "cubicle_destroy"
-	RowExecTrue    = "cubicle_exec_true"
-	RowExecEcho    = "cubicle_exec_echo"
-	RowExecIdle    = "cubicle_exec_true_idle"
-	RowHost        = "host_fork_exec"
-	RowBwrap       = "bwrap_start"
-	RowRuncRun     = "runc_run"
-	RowRuncExecTru = "runc_exec_true"
-	RowRuncExecEch = "runc_exec_echo"
+	RowColdStart = "cubicle_cold_start"
+	RowCreate    = "cubicle_create"
+	RowKill      = "cubicle_kill"
+	RowDestroy   = "cubicle_destroy"
+	// The same four rows for a computer made from a template
+	// (Config.Template).
+	RowTemplateColdStart = "cubicle_template_cold_start"
+	RowTemplateCreate    = "cubicle_template_create"
+	RowTemplateKill      = "cubicle_template_kill"
+	RowTemplateDestroy   = "cubicle_template_destroy"
+	RowExecTrue          = "cubicle_exec_true"
+	RowExecEcho          = "cubicle_exec_echo"
+	RowExecIdle          = "cubicle_exec_true_idle"
+	RowHost              = "host_fork_exec"
+	RowBwrap             = "bwrap_start"
+	RowRuncRun           = "runc_run"
+	RowRuncExecTru       = "runc_exec_true"
+	RowRuncExecEch       = "runc_exec_echo"
 )
 
 // Goal is a latency target: the p50 of Row should be at most Limit. One
@@ -75,6 +81,10 @@ type Config struct {
 	TempDir string
 	// Log receives progress and notes; default io.Discard.
 	Log io.Writer
+	// Template, when set, adds the cold start rows of a computer made
+	// from that template (RowTemplateColdStart…), side by side with the
+	// host template's.
+	Template sandbox.Root
 }
 
 // Report is the result of Run.
@@ -194,6 +204,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	paths := []*path{cubicleCold(cfg), cubicleExec(cfg), cubicleExecIdle(cfg), hostForkExec(cfg)}
+	if tp := cubicleTemplateCold(cfg); tp != nil {
+		paths = append(paths[:1], append([]*path{tp}, paths[1:]...)...)
+	}
 	peers, runc := peerPaths(cfg, note)
 	if runc != nil {
 		defer cleanup("runc", runc.close)

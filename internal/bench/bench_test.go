@@ -175,3 +175,35 @@ func TestEditSpec(t *testing.T) {
 		t.Errorf("resources %+v", r)
 	}
 }
+
+// With a template, the cold start rows are measured twice, side by side:
+// on the host's runtime and on the template.
+func TestRunWithTemplate(t *testing.T) {
+	var mu sync.Mutex
+	roots := map[string]int{}
+	d := fakeDriver(nil)
+	newSb := d.New
+	d.New = func(ctx context.Context, spec sandbox.Spec) (*sandboxtest.Sandbox, error) {
+		mu.Lock()
+		roots[spec.Root.Image]++
+		mu.Unlock()
+		return newSb(ctx, spec)
+	}
+	root := sandbox.Root{Template: "debian", Image: "/images/debian.erofs"}
+	rep, err := Run(context.Background(), Config{Driver: d, Spec: sandbox.DefaultSpec(), N: 2, Warmup: 0, Template: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range rep.Rows {
+		ids = append(ids, r.ID)
+	}
+	want := []string{RowColdStart, RowCreate, RowKill, RowDestroy, RowTemplateColdStart, RowTemplateCreate,
+		RowTemplateKill, RowTemplateDestroy, RowExecTrue, RowExecEcho, RowExecIdle, RowHost}
+	if !slices.Equal(ids, want) {
+		t.Errorf("rows %v, want %v", ids, want)
+	}
+	if roots[root.Image] != 2 || roots[""] != 4 {
+		t.Errorf("computers by root: %v, want 2 on the template and 4 on the host", roots)
+	}
+}

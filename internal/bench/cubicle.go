@@ -21,20 +21,39 @@ const echoOutput = "x\n"
 // first byte of output (the headline number), Create alone, Kill (what a
 // DELETE waits for) and the whole teardown (Kill then Destroy).
 func cubicleCold(cfg Config) *path {
-	p := &path{
-		name: "cubicle cold start", required: true,
-		rows: []rowDef{
-			{RowColdStart, "cubicle  cold start → first byte"},
-			{RowCreate, "cubicle  Create() → ready"},
-			{RowKill, "cubicle  Kill() → no code runs"},
-			{RowDestroy, "cubicle  Kill() + Destroy()"},
-		},
+	return coldPath(cfg, cfg.Spec, "cubicle cold start", []rowDef{
+		{RowColdStart, "cubicle  cold start → first byte"},
+		{RowCreate, "cubicle  Create() → ready"},
+		{RowKill, "cubicle  Kill() → no code runs"},
+		{RowDestroy, "cubicle  Kill() + Destroy()"},
+	})
+}
+
+// cubicleTemplateCold is cubicleCold for a computer made from the
+// template cfg.Template, nil without one.
+func cubicleTemplateCold(cfg Config) *path {
+	if cfg.Template.Image == "" {
+		return nil
 	}
+	spec := cfg.Spec
+	spec.Root = cfg.Template
+	return coldPath(cfg, spec, "cubicle cold start on template "+cfg.Template.Template, []rowDef{
+		{RowTemplateColdStart, "cubicle  template cold start → first byte"},
+		{RowTemplateCreate, "cubicle  template Create() → ready"},
+		{RowTemplateKill, "cubicle  template Kill() → no code runs"},
+		{RowTemplateDestroy, "cubicle  template Kill() + Destroy()"},
+	})
+}
+
+// coldPath measures computers of spec from Create to their end; rows
+// are the cold start, Create, Kill and Kill + Destroy rows, in that order.
+func coldPath(cfg Config, spec sandbox.Spec, name string, rows []rowDef) *path {
+	p := &path{name: name, required: true, rows: rows}
 	p.sample = func(ctx context.Context) (map[string]time.Duration, error) {
 		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 		start := time.Now()
-		sb, err := cfg.Driver.Create(ctx, cfg.Spec)
+		sb, err := cfg.Driver.Create(ctx, spec)
 		if err != nil {
 			return nil, fmt.Errorf("create: %w", err)
 		}
@@ -62,10 +81,10 @@ func cubicleCold(cfg Config) *path {
 			return nil, err
 		}
 		return map[string]time.Duration{
-			RowColdStart: first.Sub(start),
-			RowCreate:    ready.Sub(start),
-			RowKill:      killed,
-			RowDestroy:   time.Since(destroyStart),
+			rows[0].id: first.Sub(start),
+			rows[1].id: ready.Sub(start),
+			rows[2].id: killed,
+			rows[3].id: time.Since(destroyStart),
 		}, nil
 	}
 	return p
