@@ -21,7 +21,11 @@ import (
 var agentBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(testbin.Main(m, &agentBin))
+	code := testbin.Main(m, &agentBin)
+	if toolsDir != "" {
+		os.RemoveAll(toolsDir)
+	}
+	os.Exit(code)
 }
 
 // newDriver returns a driver with its own state directory.

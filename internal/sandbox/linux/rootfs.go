@@ -221,29 +221,45 @@ func writeEtc(root string, init protocol.Init, rs *runtimeSource) error {
 	return trustCA(root, etc, init.CACert)
 }
 
-// imageEtc gives a computer on a template's image its fresh /etc files:
-// written on a tmpfs of the moment next to the root and bound over the
-// image's own (the image's /etc is the template's, read-only).
+// imageEtc gives a computer on a template's image its fresh /etc files
+// (and its trust store with its own CA): written on a tmpfs of the moment
+// next to the root, made read-only like the host template's root, and
+// bound over the image's own (the image's /etc is the template's).
 func imageEtc(root string, init protocol.Init) error {
 	scratch := filepath.Join(filepath.Dir(root), etcDir)
 	if err := os.Mkdir(scratch, 0o700); err != nil {
 		return err
 	}
 	defer os.Remove(scratch)
-	if err := unix.Mount("tmpfs", scratch, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=1m,mode=755"); err != nil {
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+	if err := unix.Mount("tmpfs", scratch, "tmpfs", flags, "size=1m,mode=755"); err != nil {
 		return fmt.Errorf("mount the /etc files' tmpfs: %w", err)
 	}
 	defer unix.Unmount(scratch, unix.MNT_DETACH) // the binds stay
+	binds := map[string]string{}
 	for name, content := range etcFiles(init) {
 		src := filepath.Join(scratch, name)
 		if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
 			return err
 		}
-		if err := bindFile(src, root+"/etc/"+name); err != nil {
+		binds[root+"/etc/"+name] = src
+	}
+	bundle, err := caBundle(root, scratch, init.CACert)
+	if err != nil {
+		return err
+	}
+	if bundle != "" {
+		binds[root+sandbox.CABundleFile] = bundle
+	}
+	if err := unix.Mount("", scratch, "", unix.MS_REMOUNT|unix.MS_RDONLY|flags, ""); err != nil {
+		return fmt.Errorf("make the /etc files read-only: %w", err)
+	}
+	for dst, src := range binds {
+		if err := bindFile(src, dst); err != nil {
 			return err
 		}
 	}
-	return trustCA(root, scratch, init.CACert)
+	return nil
 }
 
 // bindFile binds the file src over dst, read-only: dst must be a regular
@@ -256,28 +272,37 @@ func bindFile(src, dst string) error {
 }
 
 // trustCA adds the computer's own CA (PEM, "" for none) to its system
-// trust store: the runtime's bundle plus the CA, written to
-// ca-certificates.crt in dir (/etc on the root tmpfs, or a template
-// computer's scratch) and bound read-only over the bundle's place. (It
-// stays: an unlinked file the bind still holds would keep the root from
-// being made read-only.)
-func trustCA(root, dir, pem string) error {
+// trust store on the root tmpfs (caBundle in /etc, bound over the
+// bundle's place). (It stays: an unlinked file the bind still holds
+// would keep the root from being made read-only.)
+func trustCA(root, etc, pem string) error {
+	bundle, err := caBundle(root, etc, pem)
+	if err != nil || bundle == "" {
+		return err
+	}
+	return bindFile(bundle, root+sandbox.CABundleFile)
+}
+
+// caBundle writes the computer's trust store with its own CA (PEM, ""
+// for none: nothing is written) to ca-certificates.crt in dir: the
+// runtime's bundle plus the CA. It returns the file's path.
+func caBundle(root, dir, pem string) (string, error) {
 	if pem == "" {
-		return nil
+		return "", nil
 	}
 	dst := root + sandbox.CABundleFile
 	if fi, err := os.Lstat(dst); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("the computer's CA: the trust store %s is not a regular file", sandbox.CABundleFile)
+		return "", fmt.Errorf("the computer's CA: the trust store %s is not a regular file", sandbox.CABundleFile)
 	}
 	host, err := os.ReadFile(dst)
 	if err != nil {
-		return fmt.Errorf("the computer's CA: no trust store at %s to add it to: %w", sandbox.CABundleFile, err)
+		return "", fmt.Errorf("the computer's CA: no trust store at %s to add it to: %w", sandbox.CABundleFile, err)
 	}
 	bundle := filepath.Join(dir, "ca-certificates.crt")
 	if err := os.WriteFile(bundle, append(append(host, '\n'), pem...), 0o644); err != nil {
-		return err
+		return "", err
 	}
-	return bindFile(bundle, dst)
+	return bundle, nil
 }
 
 // runtimeLink returns the target of src when src is a symlink into the

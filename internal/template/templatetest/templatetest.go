@@ -12,9 +12,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +61,58 @@ func MiniRoot(t testing.TB, dir string, programs ...string) string {
 			}
 		}
 	}
+	return root
+}
+
+// Tools are the host programs ToolsRoot adds to Programs: what the
+// isolation tests run besides Python.
+var Tools = []string{"/usr/bin/getent", "/usr/bin/tr", "/usr/bin/grep", "/usr/bin/sleep", "/usr/bin/hostname",
+	"/usr/bin/wc", "/usr/bin/echo", "/usr/bin/true", "/usr/bin/env", "/usr/bin/kill", "/usr/bin/cp", "/usr/bin/python3.11"}
+
+// ToolsRoot is a MiniRoot with Tools and the host's Python standard
+// library (/usr/lib/python3.11 without dist-packages, hard-linked when
+// the host's /usr is on the same filesystem as dir), /usr/bin/python3
+// linking to python3.11: a non-host root that runs the isolation probes.
+func ToolsRoot(t testing.TB, dir string) string {
+	t.Helper()
+	root := MiniRoot(t, dir, append(slices.Clone(Programs), Tools...)...)
+	must(t, os.Symlink("python3.11", filepath.Join(root, "usr/bin/python3")))
+	const stdlib = "/usr/lib/python3.11"
+	seen := map[string]bool{}
+	err := filepath.WalkDir(stdlib, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "dist-packages" || d.Name() == "__pycache__" || d.Name() == "test") {
+			return filepath.SkipDir
+		}
+		dst := filepath.Join(root, strings.TrimPrefix(p, "/"))
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, dst)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		if os.Link(p, dst) != nil {
+			copyFile(t, p, dst)
+		}
+		if strings.HasSuffix(p, ".so") { // extension modules load libraries too
+			for _, lib := range libraries(t, p) {
+				if _, err := os.Lstat(filepath.Join(root, usrPath(lib))); err != nil && !seen[lib] {
+					seen[lib] = true
+					copyFile(t, lib, filepath.Join(root, usrPath(lib)))
+				}
+			}
+		}
+		return nil
+	})
+	must(t, err)
 	return root
 }
 
