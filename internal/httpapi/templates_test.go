@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,5 +102,59 @@ func TestDefaultTemplate(t *testing.T) {
 	e.do(key, "GET", "/v1/templates", nil).json(t, &list)
 	if list.Data[0].Default || !list.Data[1].Default {
 		t.Fatalf("default flags: %+v", list.Data)
+	}
+}
+
+// debianStore is the template store in the user's cache directory
+// (~/.cache/cubicle-test, shared with internal/template's TestBuildDebian)
+// holding "debian-kernel": Debian bookworm minbase with Debian's
+// python3-ipykernel and nodejs, built by mmdebstrap from the apt mirror.
+// The first build took 4 minutes here (mmdebstrap on a loaded VM); later
+// runs find it stored and take seconds.
+func debianStore(t *testing.T) *template.Store {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := template.Open(filepath.Join(cache, "cubicle-test", "templates"), template.Limits{MaxBytes: 4 << 30, MaxFiles: 500000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Get(ctx, "debian-kernel"); err == nil {
+		return s
+	}
+	spec := filepath.Join(t.TempDir(), "debian.json")
+	os.WriteFile(spec, []byte(`{"packages": ["python3-ipykernel", "nodejs"]}`), 0o600)
+	if _, err := s.Build(ctx, spec, false, template.Options{Name: "debian-kernel", Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestTemplateDebian: a computer made from a Debian template built from
+// packages runs the template's programs (Debian's nodejs, absent on the
+// host's runtime) and Python cells in the template's own Python and
+// ipykernel, in a session kept between calls.
+func TestTemplateDebian(t *testing.T) {
+	e := newEnv(t, func(c *computer.Config) { c.Templates = debianStore(t) })
+	_, key := e.newKey(e.newOrg("t", true), computerCaps)
+	c := e.create(key, map[string]any{"template": "debian-kernel"})
+	if got := e.sh(key, c.ID, "node -e 'console.log(6*7)'; cat /etc/debian_version"); !strings.HasPrefix(got, "42\n12.") {
+		t.Fatalf("node and debian_version: %q", got)
+	}
+	py := func(code string) pyResult {
+		t.Helper()
+		var res pyResult
+		e.do(key, "POST", "/v1/computers/"+c.ID+"/python", map[string]any{"cells": []map[string]string{{"code": code}}}).json(t, &res)
+		if res.Status != "ok" {
+			t.Fatalf("python %q: %+v", code, res)
+		}
+		return res
+	}
+	py("import sys, ipykernel; x = 6*7")
+	if got := py("print(x, sys.executable, ipykernel.__file__)").Cells[0].stdout(); got != "42 /usr/bin/python3 /usr/lib/python3/dist-packages/ipykernel/__init__.py\n" {
+		t.Fatalf("the template's Python: %q", got)
 	}
 }
