@@ -15,7 +15,7 @@ import (
 // (gateway.upstreams[i].<key>).
 func gatewayConfig(gc config.Gateway) (responses.Config, error) {
 	out := responses.Config{Model: gc.Model, Timeout: gc.Timeout(), IdleTimeout: gc.IdleTimeout(), MaxRounds: gc.MaxRounds,
-		UpstreamURL: gc.UpstreamURL, UpstreamKey: keyFromEnv(gc.UpstreamKeyEnv)}
+		UpstreamURL: gc.UpstreamURL, UpstreamKey: keyFromEnv(gc.UpstreamKeyEnv), CodeInterpreterTemplate: gc.CodeInterpreterTemplate}
 	for _, u := range gc.Upstreams {
 		out.Upstreams = append(out.Upstreams, responses.UpstreamConfig{Name: u.Name, BaseURL: u.BaseURL,
 			Key: keyFromEnv(u.KeyEnv), API: u.API, Models: u.Models, Default: u.Default,

@@ -145,12 +145,14 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := m.st.Instances().Beat(ctx, m.instance, m.now()); err != nil {
 		return fmt.Errorf("record instance: %w", err)
 	}
-	// The pool holds computers of the default template.
-	root, env, err := m.root(ctx, m.templateName(CreateRequest{}))
-	if err != nil {
-		return fmt.Errorf("the default template (template.default): %w", err)
+	// The pool holds computers of the deployment's default template.
+	if name, from := m.templateName(governance.Principal{}, CreateRequest{}); name != HostTemplate {
+		root, env, err := m.root(ctx, name, from)
+		if err != nil {
+			return err
+		}
+		m.pool.spec.Root, m.pool.spec.Env = root, env
 	}
-	m.pool.spec.Root, m.pool.spec.Env = root, env
 	m.bg.Add(1)
 	go m.reap(context.WithoutCancel(ctx))
 	m.pool.start(context.WithoutCancel(ctx))
@@ -267,8 +269,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if err != nil {
 		return View{}, err
 	}
-	tmpl := m.templateName(req)
-	root, rootEnv, err := m.root(ctx, tmpl)
+	tmpl, from := m.templateName(p, req)
+	root, rootEnv, err := m.root(ctx, tmpl, from)
 	if err != nil {
 		return View{}, err
 	}

@@ -35,32 +35,41 @@ type TemplateView struct {
 	Files   int64
 	// Python is the python3 a kernel runs, "" when the template has none.
 	Python  string
-	Default bool // computers that name no template get this one
+	Default bool // the caller's computers that name no template get this one
 }
 
-// templateName is the template a computer of req is made from.
-func (m *Manager) templateName(req CreateRequest) string {
+// templateName is the template a computer of req is made from for p: the
+// request's, else the key's (capabilities.computer.template), else the
+// deployment's (template.default), else the host's. from says where a
+// name that is not the request's came from, for messages.
+func (m *Manager) templateName(p governance.Principal, req CreateRequest) (name, from string) {
 	switch {
 	case req.Template != "":
-		return req.Template
+		return req.Template, ""
+	case p.Caps.Computer != nil && p.Caps.Computer.Template != "":
+		return p.Caps.Computer.Template, "the key's default template (capabilities.computer.template)"
 	case m.cfg.Template != "":
-		return m.cfg.Template
+		return m.cfg.Template, "the deployment's default template (template.default)"
 	}
-	return HostTemplate
+	return HostTemplate, ""
 }
 
 // root resolves a template to the root filesystem of a computer and the
 // environment its image sets (PATH and the like).
-func (m *Manager) root(ctx context.Context, name string) (sandbox.Root, []string, error) {
+func (m *Manager) root(ctx context.Context, name, from string) (sandbox.Root, []string, error) {
 	if name == HostTemplate {
 		return sandbox.Root{}, nil, nil
 	}
+	what := fmt.Sprintf("template %q", name)
+	if from != "" {
+		what = fmt.Sprintf("%s, %q,", from, name)
+	}
 	if m.cfg.Templates == nil {
-		return sandbox.Root{}, nil, fieldError("template", "this deployment has no template %q, only %q", name, HostTemplate)
+		return sandbox.Root{}, nil, fieldError("template", "this deployment has no templates but %q: %s does not exist", HostTemplate, what)
 	}
 	t, err := m.cfg.Templates.Get(ctx, name)
 	if errors.Is(err, template.ErrNotFound) || errors.Is(err, template.ErrInvalid) {
-		return sandbox.Root{}, nil, fieldError("template", "no template %q (GET /v1/templates lists them)", name)
+		return sandbox.Root{}, nil, fieldError("template", "no %s (GET /v1/templates lists them)", what)
 	}
 	if err != nil {
 		return sandbox.Root{}, nil, fmt.Errorf("template %s: %w", name, err)
@@ -81,7 +90,7 @@ func (m *Manager) ListTemplates(ctx context.Context, p governance.Principal) ([]
 	if err := m.gate(ctx, p, ""); err != nil {
 		return nil, err
 	}
-	def := m.templateName(CreateRequest{})
+	def, _ := m.templateName(p, CreateRequest{})
 	out := []TemplateView{{Name: HostTemplate, Python: sandbox.DefaultPython, Default: def == HostTemplate}}
 	if m.cfg.Templates == nil {
 		return out, nil

@@ -51,6 +51,10 @@ type Gateway struct {
 	// MaxRounds bounds the upstream calls of one response; 0: the
 	// gateway's default (responses.DefaultMaxRounds, 8).
 	MaxRounds int `toml:"max_rounds"`
+	// CodeInterpreterTemplate is the template of the computers the
+	// code_interpreter tool runs on ("": the deployment's
+	// template.default).
+	CodeInterpreterTemplate string `toml:"code_interpreter_template"`
 }
 
 // GatewayUpstream is one [[gateway.upstreams]] entry; the gateway checks

@@ -36,6 +36,9 @@ type ComputerLimits struct {
 	// deployment and the organisation (nil: no narrowing; an empty
 	// allowed_domains: no domain at all).
 	Internet *KeyInternet `json:"internet,omitempty"`
+	// Template is the template this key's computers are made from when
+	// they name none ("": the deployment's template.default).
+	Template string `json:"template,omitempty"`
 }
 
 // KeyInternet is a key's ceiling on its computers' network policies:

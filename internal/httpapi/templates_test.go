@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/template"
 	"github.com/cubicle-sandbox/cubicle/internal/template/templatetest"
 )
@@ -156,5 +158,59 @@ func TestTemplateDebian(t *testing.T) {
 	py("import sys, ipykernel; x = 6*7")
 	if got := py("print(x, sys.executable, ipykernel.__file__)").Cells[0].stdout(); got != "42 /usr/bin/python3 /usr/lib/python3/dist-packages/ipykernel/__init__.py\n" {
 		t.Fatalf("the template's Python: %q", got)
+	}
+}
+
+// TestKeyTemplate: a key's capabilities.computer.template is the template
+// of its computers that name none (over template.default); one that does
+// not exist is a 400 saying where the name came from.
+func TestKeyTemplate(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnvIn(t, dir, func(c *computer.Config) { c.Templates = templateStore(t, dir) })
+	org := e.newOrg("t", true)
+	_, mini := e.newKey(org, `{"tooling":{"system_tools":["computer"]},"computer":{"template":"mini"}}`)
+	if c := e.create(mini, nil); c.Template != "mini" || e.sh(mini, c.ID, "cat /etc/os-release") != templatetest.OSRelease {
+		t.Fatalf("key template: %q", c.Template)
+	}
+	if c := e.create(mini, map[string]any{"template": "host"}); c.Template != "host" {
+		t.Fatalf("the request's template comes first: %q", c.Template)
+	}
+	var list struct {
+		Data []templateJSON `json:"data"`
+	}
+	e.do(mini, "GET", "/v1/templates", nil).json(t, &list)
+	if list.Data[0].Default || !list.Data[1].Default {
+		t.Fatalf("default flags for the key: %+v", list.Data)
+	}
+	_, gone := e.newKey(org, `{"tooling":{"system_tools":["computer"]},"computer":{"template":"gone"}}`)
+	er := e.do(gone, "POST", "/v1/computers", nil).wantError(t, http.StatusBadRequest, "invalid_request")
+	if er.Error.Param == nil || *er.Error.Param != "template" || !strings.Contains(er.Error.Message, `the key's default template (capabilities.computer.template), "gone"`) {
+		t.Fatalf("a key's missing template: %+v", er.Error)
+	}
+}
+
+// TestCodeInterpreterTemplate: gateway.code_interpreter_template makes the
+// code interpreter's computers from that template, whose own Python runs
+// the model's code.
+func TestCodeInterpreterTemplate(t *testing.T) {
+	e := newEnv(t, func(c *computer.Config) { c.Templates = debianStore(t) })
+	up := sixTimesSeven(t)
+	e.withGatewayConfig(responses.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model", CodeInterpreterTemplate: "debian-kernel"})
+	_, key := e.newKey("", computerCaps)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"model": "m1", "input": "What is 6*7? Use code.", "tools": ciTool,
+		"include": []string{"code_interpreter_call.outputs"}})
+	var out responseObj
+	r.json(t, &out)
+	if out.Status != "completed" || len(out.Output) != 2 || out.Output[0].Outputs == nil || len(*out.Output[0].Outputs) != 1 {
+		t.Fatalf("response: %s", r)
+	}
+	var o struct{ Type, Logs string }
+	json.Unmarshal((*out.Output[0].Outputs)[0], &o)
+	if o.Logs != "42" {
+		t.Fatalf("outputs: %s", r)
+	}
+	e.waitDestroyed(key, out.ID)
+	if cs := e.computersOf(key, out.ID); len(cs) != 1 || cs[0].Template != "debian-kernel" {
+		t.Fatalf("the code interpreter's computer: %+v", cs)
 	}
 }

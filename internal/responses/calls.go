@@ -88,7 +88,8 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 		return nil
 	}
 	defer timed(&r.timing.Create)()
-	v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID, NetworkPolicy: r.plan.network})
+	v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID, NetworkPolicy: r.plan.network,
+		Template: r.g.cfg.CodeInterpreterTemplate})
 	if errors.Is(err, computer.ErrDeniedByPolicy) {
 		return err
 	}

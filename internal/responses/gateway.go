@@ -34,6 +34,9 @@ type Config struct {
 	// PublicURL is where clients reach the server (scheme://host[:port]),
 	// for absolute artifact URLs; empty: the request's Origin.
 	PublicURL string
+	// CodeInterpreterTemplate is the template code_interpreter's
+	// computers are made from ("": the key's or the deployment's default).
+	CodeInterpreterTemplate string
 }
 
 // UpstreamConfig is one upstream model server.
