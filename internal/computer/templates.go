@@ -33,7 +33,8 @@ type TemplateView struct {
 	Created time.Time
 	Size    int64 // bytes of its files
 	Files   int64
-	// Python is the python3 a kernel runs, "" when the template has none.
+	// Python is the python3 a kernel runs, "" when the template has none
+	// with ipykernel.
 	Python  string
 	Default bool // the caller's computers that name no template get this one
 }
@@ -78,7 +79,16 @@ func (m *Manager) root(ctx context.Context, name, from string) (sandbox.Root, []
 	if err != nil {
 		return sandbox.Root{}, nil, err
 	}
-	return sandbox.Root{Template: t.Name, Image: img, Python: t.Python}, t.Defaults.Env, nil
+	return sandbox.Root{Template: t.Name, Image: img, Python: kernelPython(t)}, t.Defaults.Env, nil
+}
+
+// kernelPython is the Python a template's computers run cells with: its
+// python3 when it has ipykernel, else "" (none).
+func kernelPython(t template.Template) string {
+	if !t.Kernel {
+		return ""
+	}
+	return t.Python
 }
 
 // ListTemplates lists the templates p may make computers from: the
@@ -101,7 +111,7 @@ func (m *Manager) ListTemplates(ctx context.Context, p governance.Principal) ([]
 	}
 	for _, t := range ts {
 		out = append(out, TemplateView{Name: t.Name, ID: t.ID, Created: t.Created, Size: t.Size, Files: t.Files,
-			Python: t.Python, Default: def == t.Name})
+			Python: kernelPython(t), Default: def == t.Name})
 	}
 	return out, nil
 }

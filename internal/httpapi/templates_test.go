@@ -1,10 +1,8 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,40 +105,12 @@ func TestDefaultTemplate(t *testing.T) {
 	}
 }
 
-// debianStore is the template store in the user's cache directory
-// (~/.cache/cubicle-test, shared with internal/template's TestBuildDebian)
-// holding "debian-kernel": Debian bookworm minbase with Debian's
-// python3-ipykernel and nodejs, built by mmdebstrap from the apt mirror.
-// The first build took 4 minutes here (mmdebstrap on a loaded VM); later
-// runs find it stored and take seconds.
-func debianStore(t *testing.T) *template.Store {
-	t.Helper()
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := template.Open(filepath.Join(cache, "cubicle-test", "templates"), template.Limits{MaxBytes: 4 << 30, MaxFiles: 500000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := s.Get(ctx, "debian-kernel"); err == nil {
-		return s
-	}
-	spec := filepath.Join(t.TempDir(), "debian.json")
-	os.WriteFile(spec, []byte(`{"packages": ["python3-ipykernel", "nodejs"]}`), 0o600)
-	if _, err := s.Build(ctx, spec, false, template.Options{Name: "debian-kernel", Replace: true}); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestTemplateDebian: a computer made from a Debian template built from
 // packages runs the template's programs (Debian's nodejs, absent on the
 // host's runtime) and Python cells in the template's own Python and
 // ipykernel, in a session kept between calls.
 func TestTemplateDebian(t *testing.T) {
-	e := newEnv(t, func(c *computer.Config) { c.Templates = debianStore(t) })
+	e := newEnv(t, func(c *computer.Config) { c.Templates = templatetest.DebianKernel(t) })
 	_, key := e.newKey(e.newOrg("t", true), computerCaps)
 	c := e.create(key, map[string]any{"template": "debian-kernel"})
 	if got := e.sh(key, c.ID, "node -e 'console.log(6*7)'; cat /etc/debian_version"); !strings.HasPrefix(got, "42\n12.") {
@@ -193,7 +163,7 @@ func TestKeyTemplate(t *testing.T) {
 // code interpreter's computers from that template, whose own Python runs
 // the model's code.
 func TestCodeInterpreterTemplate(t *testing.T) {
-	e := newEnv(t, func(c *computer.Config) { c.Templates = debianStore(t) })
+	e := newEnv(t, func(c *computer.Config) { c.Templates = templatetest.DebianKernel(t) })
 	up := sixTimesSeven(t)
 	e.withGatewayConfig(responses.Config{UpstreamURL: up.srv.URL + "/v1", Model: "test-model", CodeInterpreterTemplate: "debian-kernel"})
 	_, key := e.newKey("", computerCaps)

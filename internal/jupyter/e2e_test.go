@@ -25,6 +25,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+	"github.com/cubicle-sandbox/cubicle/internal/template/templatetest"
 	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
@@ -43,7 +44,11 @@ type realEnv struct {
 	gov *governance.Service
 }
 
-func newRealEnv(t *testing.T, cfg Config) *realEnv {
+func newRealEnv(t *testing.T, cfg Config) *realEnv { return newRealEnvWith(t, cfg, nil) }
+
+// newRealEnvWith is newRealEnv with the computers' configuration adjusted
+// by tweak.
+func newRealEnvWith(t *testing.T, cfg Config, tweak func(*computer.Config)) *realEnv {
 	t.Helper()
 	dir := t.TempDir()
 	drv, err := linux.New(linux.Config{StateDir: dir, AgentPath: agentBin})
@@ -51,8 +56,12 @@ func newRealEnv(t *testing.T, cfg Config) *realEnv {
 		t.Fatal(err)
 	}
 	key := "cub_kgw_e2e_key_0000001"
-	g := serveGateway(t, cfg, dir, key, drv, computer.Config{Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 64 << 20, Lifetime: 600 * time.Second,
-		ExecTimeout: 30 * time.Second, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20})
+	lim := computer.Config{Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 64 << 20, Lifetime: 600 * time.Second,
+		ExecTimeout: 30 * time.Second, MaxConcurrent: 8, MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20}
+	if tweak != nil {
+		tweak(&lim)
+	}
+	g := serveGateway(t, cfg, dir, key, drv, lim)
 	return &realEnv{url: g.url, key: key, mgr: g.mgr, gov: g.gov}
 }
 
@@ -528,5 +537,46 @@ func TestNbclientThroughJupyterServer(t *testing.T) {
 	}
 	if data(cells[4], "text/plain") != "42" {
 		t.Errorf("arithmetic: %v", cells[4])
+	}
+}
+
+// TestKernelSpecPerTemplate: every template with Python has a kernel spec
+// of its own (python3-<template>), whose kernels run in a computer made
+// from that template, with the template's Python.
+func TestKernelSpecPerTemplate(t *testing.T) {
+	name := templatetest.DebianKernelName
+	e := newRealEnvWith(t, Config{}, func(c *computer.Config) { c.Templates = templatetest.DebianKernel(t) })
+	var all struct {
+		Default     string `json:"default"`
+		Kernelspecs map[string]struct {
+			Spec struct {
+				Argv        []string `json:"argv"`
+				DisplayName string   `json:"display_name"`
+			} `json:"spec"`
+		} `json:"kernelspecs"`
+	}
+	r := doReq(t, e.url, "token "+e.key, "GET", "/api/kernelspecs", nil)
+	if err := json.Unmarshal(r.body, &all); err != nil || all.Default != "python3" || len(all.Kernelspecs) != 2 ||
+		all.Kernelspecs["python3-"+name].Spec.DisplayName != "Python 3 (Cubicle, "+name+")" ||
+		all.Kernelspecs["python3-"+name].Spec.Argv[0] != "/usr/bin/python3" {
+		t.Fatalf("kernelspecs: %s", r)
+	}
+	r = doReq(t, e.url, "token "+e.key, "POST", "/api/kernels", map[string]any{"name": "python3-" + name})
+	var m model
+	if err := json.Unmarshal(r.body, &m); err != nil || r.code != http.StatusCreated || m.Name != "python3-"+name {
+		t.Fatalf("start: %s", r)
+	}
+	if v := e.computerOf(t, m.ID); v.Template != name {
+		t.Fatalf("the kernel's computer is made from %q", v.Template)
+	}
+	ws := dialChannels(t, e.url, e.key, m.ID)
+	// The host's runtime has numpy; the template has none.
+	reply, seen := ws.execute("import importlib.util; print(importlib.util.find_spec('numpy') is None)", false)
+	if reply.status() != "ok" || stdout(seen) != "True\n" {
+		t.Fatalf("in the template's kernel: %s %q", reply.status(), stdout(seen))
+	}
+	r = doReq(t, e.url, "token "+e.key, "POST", "/api/kernels", map[string]any{"name": "python3-nope"})
+	if r.code != http.StatusNotFound || !strings.Contains(string(r.body), "python3-"+name) {
+		t.Fatalf("an unknown spec: %s", r)
 	}
 }

@@ -19,6 +19,7 @@ import (
 // relay to the kernel inside it.
 type kernel struct {
 	id         string
+	spec       string // its kernel spec's name
 	computerID string
 	// p is the creating key's principal: the culler and clean-ups act as it.
 	p   governance.Principal
@@ -60,7 +61,7 @@ const jupyterTime = "2006-01-02T15:04:05.000000Z"
 func (k *kernel) model() model {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return model{ID: k.id, Name: kernelName, LastActivity: k.lastActivity.UTC().Format(jupyterTime),
+	return model{ID: k.id, Name: k.spec, LastActivity: k.lastActivity.UTC().Format(jupyterTime),
 		ExecutionState: k.state, Connections: len(k.conns)}
 }
 

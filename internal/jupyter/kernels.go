@@ -63,10 +63,11 @@ func (s *Server) startKernel(w http.ResponseWriter, r *http.Request, p governanc
 	if req.Name == "" {
 		req.Name = kernelName
 	}
-	if req.Name != kernelName {
-		return fmt.Errorf("%w: %.64q (this gateway has %q)", errNoSpec, req.Name, kernelName)
+	spec, err := s.spec(r.Context(), p, req.Name)
+	if err != nil {
+		return err
 	}
-	k, err := s.start(r.Context(), p, req.Env)
+	k, err := s.start(r.Context(), p, spec, req.Env)
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func (s *Server) startKernel(w http.ResponseWriter, r *http.Request, p governanc
 // start creates the kernel's computer (limits, admission, lifetime, audit
 // and usage as for any computer of p) and opens the relay to a kernel in
 // it. A failure leaves no computer behind.
-func (s *Server) start(ctx context.Context, p governance.Principal, env map[string]string) (*kernel, error) {
+func (s *Server) start(ctx context.Context, p governance.Principal, spec kernelSpec, env map[string]string) (*kernel, error) {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -87,7 +88,7 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 	}
 	id := newKernelID()
 	env = withoutBreaking(env)
-	cwd, view, err := s.createComputer(ctx, p, id, env)
+	cwd, view, err := s.createComputer(ctx, p, id, spec.template, env)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func (s *Server) start(ctx context.Context, p governance.Principal, env map[stri
 		}
 		return nil, err
 	}
-	k := &kernel{id: id, computerID: view.ID, p: p, env: env, cwd: cwd, relay: relay, state: "idle",
+	k := &kernel{id: id, spec: spec.name, computerID: view.ID, p: p, env: env, cwd: cwd, relay: relay, state: "idle",
 		lastActivity: time.Now(), conns: map[*conn]struct{}{}}
 	s.mu.Lock()
 	if s.closed {

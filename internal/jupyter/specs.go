@@ -1,41 +1,103 @@
 package jupyter
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 )
 
-// kernelName is the one kernel spec: Debian's ipykernel in a computer.
-const kernelName = "python3"
+// kernelName is the default kernel spec: Python in a computer of the
+// key's (or the deployment's) default template. Every other template
+// with Python has a spec of its own, templateSpecPrefix + its name.
+const (
+	kernelName         = "python3"
+	templateSpecPrefix = "python3-"
+)
 
-// specModel is the kernelspec model of the Jupyter REST API.
-func specModel() map[string]any {
+// kernelSpec is one kernel spec a key may start: its name, the template
+// its computers are made from ("" for the default) and that template's
+// Python.
+type kernelSpec struct {
+	name, template, python string
+}
+
+// model is the kernelspec model of the Jupyter REST API.
+func (k kernelSpec) model() map[string]any {
+	display := "Python 3 (Cubicle)"
+	if k.template != "" {
+		display = fmt.Sprintf("Python 3 (Cubicle, %s)", k.template)
+	}
 	return map[string]any{
-		"name": kernelName,
+		"name": k.name,
 		"spec": map[string]any{
-			"argv":           []string{"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"},
-			"display_name":   "Python 3 (Cubicle)",
+			"argv":           []string{k.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"},
+			"display_name":   display,
 			"language":       "python",
 			"interrupt_mode": "signal",
 			"env":            map[string]string{},
-			"metadata":       map[string]any{"debugger": false},
+			"metadata":       map[string]any{"debugger": false, "cubicle_template": k.template},
 		},
 		"resources": map[string]string{},
 	}
 }
 
+// specs are the kernel specs p may start: the default first, then one per
+// other template with Python.
+func (s *Server) specs(ctx context.Context, p governance.Principal) ([]kernelSpec, error) {
+	ts, err := s.mgr.ListTemplates(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := []kernelSpec{{name: kernelName, python: "/usr/bin/python3"}}
+	for _, t := range ts {
+		switch {
+		case t.Default && t.Python != "":
+			out[0].python = t.Python
+		case !t.Default && t.Python != "":
+			out = append(out, kernelSpec{name: templateSpecPrefix + t.Name, template: t.Name, python: t.Python})
+		}
+	}
+	return out, nil
+}
+
+// spec finds the kernel spec called name.
+func (s *Server) spec(ctx context.Context, p governance.Principal, name string) (kernelSpec, error) {
+	all, err := s.specs(ctx, p)
+	if err != nil {
+		return kernelSpec{}, err
+	}
+	names := make([]string, len(all))
+	for i, k := range all {
+		if k.name == name {
+			return k, nil
+		}
+		names[i] = k.name
+	}
+	return kernelSpec{}, fmt.Errorf("%w: %.64q (this gateway has %s)", errNoSpec, name, strings.Join(names, ", "))
+}
+
 func (s *Server) listSpecs(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	writeJSON(w, http.StatusOK, map[string]any{"default": kernelName, "kernelspecs": map[string]any{kernelName: specModel()}})
+	all, err := s.specs(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	models := map[string]any{}
+	for _, k := range all {
+		models[k.name] = k.model()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"default": kernelName, "kernelspecs": models})
 	return nil
 }
 
 func (s *Server) getSpec(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	if name := r.PathValue("name"); name != kernelName {
-		return fmt.Errorf("%w: %.64q", errNoSpec, name)
+	k, err := s.spec(r.Context(), p, r.PathValue("name"))
+	if err != nil {
+		return err
 	}
-	writeJSON(w, http.StatusOK, specModel())
+	writeJSON(w, http.StatusOK, k.model())
 	return nil
 }
 

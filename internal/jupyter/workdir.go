@@ -67,10 +67,17 @@ func (s *Server) workdir(ctx context.Context, env map[string]string) (string, []
 // the mount (sandbox.ErrMountSource: it became a symlink, or vanished), the
 // computer is created without it and the kernel starts in /workspace, as
 // for any other working directory that cannot be mounted.
-func (s *Server) createComputer(ctx context.Context, p governance.Principal, id string, env map[string]string) (string, computer.View, error) {
-	cwd, mounts := s.workdir(ctx, env)
+//
+// A kernel of a template's own spec (tmpl not "") starts in /workspace:
+// the template's root is read-only and has no directory to mount the
+// working directory on.
+func (s *Server) createComputer(ctx context.Context, p governance.Principal, id, tmpl string, env map[string]string) (string, computer.View, error) {
+	cwd, mounts := "", []sandbox.Mount(nil)
+	if tmpl == "" {
+		cwd, mounts = s.workdir(ctx, env)
+	}
 	req := computer.CreateRequest{MemoryMB: s.cfg.MemoryMB, Lifetime: s.cfg.Lifetime,
-		Metadata: map[string]string{metaKernelID: id}, Mounts: mounts, NoPool: true}
+		Metadata: map[string]string{metaKernelID: id}, Mounts: mounts, NoPool: true, Template: tmpl}
 	view, err := s.mgr.Create(ctx, p, req)
 	if err != nil && len(mounts) > 0 && errors.Is(err, sandbox.ErrMountSource) {
 		log.From(ctx).InfoContext(ctx, "jupyter: the working directory changed while it was mounted; the kernel starts in /workspace")

@@ -102,6 +102,11 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, src Source, opts 
 	if t.Python, err = findPython(s.RootDir(t), t.Defaults.Env); err != nil {
 		return Template{}, err
 	}
+	if t.Python != "" {
+		if t.Kernel, err = hasKernel(s.RootDir(t)); err != nil {
+			return Template{}, err
+		}
+	}
 	if err := s.writeMeta(t, opts.Replace); err != nil {
 		return Template{}, err
 	}

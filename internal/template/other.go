@@ -24,3 +24,5 @@ func lockFile(context.Context, string, bool) (func(), error) { return nil, errUn
 func findPython(string, []string) (string, error) { return "", errUnsupported }
 
 func makeImage(context.Context, string) error { return errUnsupported }
+
+func hasKernel(string) (bool, error) { return false, errUnsupported }

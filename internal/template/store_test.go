@@ -286,3 +286,30 @@ func TestImageMountPoints(t *testing.T) {
 		}
 	}
 }
+
+// TestKernel: a template's Python has a kernel when ipykernel's launcher
+// is in its packages (Debian's dist-packages, a versioned site-packages),
+// looked up inside the root: a link to the host's own packages (which
+// have ipykernel here) does not count.
+func TestKernel(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, template.Limits{})
+	py := file("usr/bin/python3", "py", 0o755)
+	for name, c := range map[string]struct {
+		l    v1.Layer
+		want bool
+	}{
+		"debian":   {layerOf(t, py, file("usr/lib/python3/dist-packages/ipykernel_launcher.py", "", 0o644)), true},
+		"local":    {layerOf(t, py, file("usr/local/lib/python3.12/site-packages/ipykernel_launcher.py", "", 0o644)), true},
+		"none":     {layerOf(t, py, file("usr/lib/python3/dist-packages/other.py", "", 0o644)), false},
+		"hostlink": {layerOf(t, py, dir("usr/lib"), symlink("usr/lib/python3", "/usr/lib/python3")), false},
+	} {
+		tp, err := s.Import(ctx, writeLayout(t, imageOf(t, c.l)), template.Options{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp.Python != "/usr/bin/python3" || tp.Kernel != c.want {
+			t.Errorf("%s: python %q kernel %v, want kernel %v", name, tp.Python, tp.Kernel, c.want)
+		}
+	}
+}

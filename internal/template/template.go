@@ -27,7 +27,11 @@ type Template struct {
 	Defaults Defaults `json:"defaults"`
 	// Python is the path (inside the root) of the first python3 found on
 	// the image's PATH, empty if none.
-	Python  string  `json:"python,omitempty"`
+	Python string `json:"python,omitempty"`
+	// Kernel says whether that Python has ipykernel (its launcher is in
+	// the image's packages): only then do its computers run Python cells
+	// and have a kernel spec of their own.
+	Kernel  bool    `json:"kernel,omitempty"`
 	Skipped Skipped `json:"skipped"`
 }
 
