@@ -28,8 +28,8 @@ type Record struct {
 	Verdict string
 	// Rule is what decided: "domain:example.com", "cidr:203.0.113.0/24",
 	// "private:10.0.0.0/8", "deny:…", "not-allowed", "udp".
-	Rule           string
-	Error          string
+	Rule  string
+	Error string
 	// Sent and Received are the bytes to and from the server, counted
 	// on the computer's side (TLS records included); through the proxy,
 	// a CONNECT tunnel's bytes or a plain request as it was sent on.
