@@ -119,7 +119,9 @@ func (n *computerNet) proxy(c net.Conn) {
 		req.Header["User-Agent"] = []string{""} // Write adds none then: the request goes as the client sent it
 	}
 	req.Close = true // one request per upstream connection
-	if lim := n.bytes(); lim != nil && req.Body != nil && req.Body != http.NoBody { // (NoBody must stay: another body would go chunked)
+	// The body, at the organisation's byte rate (http.NoBody stays: any
+	// other empty body would be sent chunked).
+	if lim := n.bytes(); lim != nil && req.Body != nil && req.Body != http.NoBody {
 		req.Body = limitedBody{limitedReader{ctx: n.ctx, r: req.Body, l: lim}, req.Body}
 	}
 	// The request goes upstream as Cubicle rewrote it (origin form,
