@@ -107,6 +107,13 @@ upstream = b"POST / HTTP/1.1\r\nHost: allowed.test\r\nX-Test: bytes\r\nContent-L
 print("proxy-http", len(upstream), drain(s))
 s.close()
 
+# A request without a body through the proxy goes on without one.
+s = socket.create_connection((GW, 3128), timeout=10)
+s.sendall(b"GET http://sub.wild.test/ HTTP/1.1\r\nHost: sub.wild.test\r\nProxy-Authorization: Basic " + cred.encode() + b"\r\n\r\n")
+upstream = b"GET / HTTP/1.1\r\nHost: sub.wild.test\r\nConnection: close\r\n\r\n"
+print("proxy-get", len(upstream), drain(s))
+s.close()
+
 echo(socket.create_connection((ECHO, 7), timeout=10), "tcp-echo")
 echo(proxied(ECHO + ":7"), "proxy-echo")
 tls(socket.create_connection(("spliced.test", 443), timeout=10), "tcp-tls", "spliced.test")
@@ -116,11 +123,19 @@ tls(proxied("spliced.test:443"), "proxy-tls", "spliced.test")
 // TestByteCounts (issue 13): an egress record counts the bytes each way
 // exactly as the computer's own socket saw them go to and come from the
 // server, for direct connections and through the proxy, plain HTTP, TLS
-// and raw TCP alike (the proxy's plain HTTP once counted 0 bytes sent).
+// and raw TCP alike (the proxy's plain HTTP once counted 0 bytes sent),
+// with and without the organisation's byte rate.
 func TestByteCounts(t *testing.T) {
-	w := newWorld(t, nil)
+	t.Run("no rate", func(t *testing.T) { byteCounts(t, nil) })
+	t.Run("byte rate", func(t *testing.T) {
+		byteCounts(t, func(c *egress.Config) { c.Limiter = egress.NewRateLimits(0, 0, 64<<20) })
+	})
+}
+
+func byteCounts(t *testing.T, tweak func(*egress.Config)) {
+	w := newWorld(t, tweak)
 	sb := w.computer(t, sandbox.InternetPolicy{
-		Domains: []string{"allowed.test", "spliced.test"},
+		Domains: []string{"allowed.test", "*.wild.test", "spliced.test"},
 		CIDRs:   []netip.Prefix{netip.MustParsePrefix("203.0.113.7/32")},
 	})
 	r := run(t, sb, python, "-c", bytesPy)
@@ -129,12 +144,12 @@ func TestByteCounts(t *testing.T) {
 	}
 	web, echo, secure := netip.AddrPortFrom(egresstest.Web, 80), netip.AddrPortFrom(egresstest.Echo, 7), netip.AddrPortFrom(egresstest.Secure, 443)
 	want := map[string]struct {
-		proto string
-		addr  netip.AddrPort
+		proto, name string
+		addr        netip.AddrPort
 	}{
-		"tcp-http": {"tcp", web}, "proxy-http": {"proxy", web},
-		"tcp-echo": {"tcp", echo}, "proxy-echo": {"proxy", echo},
-		"tcp-tls": {"tcp", secure}, "proxy-tls": {"proxy", secure},
+		"tcp-http": {"tcp", "allowed.test", web}, "proxy-http": {"proxy", "allowed.test", web}, "proxy-get": {"proxy", "sub.wild.test", web},
+		"tcp-echo": {"tcp", "", echo}, "proxy-echo": {"proxy", "", echo},
+		"tcp-tls": {"tcp", "spliced.test", secure}, "proxy-tls": {"proxy", "spliced.test", secure},
 	}
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(r.out), "\n") {
@@ -150,7 +165,7 @@ func TestByteCounts(t *testing.T) {
 		}
 		seen++
 		recs := w.log.await(func(r egress.Record) bool {
-			return r.Proto == k.proto && r.Addr == k.addr && r.Verdict == egress.Allowed
+			return r.Proto == k.proto && r.Name == k.name && r.Addr == k.addr && r.Verdict == egress.Allowed
 		})
 		if len(recs) != 1 {
 			t.Errorf("%s: %d records for %s %s, want 1: %+v", f[0], len(recs), k.proto, k.addr, recs)
