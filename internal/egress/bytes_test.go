@@ -109,9 +109,9 @@ s.close()
 
 # A request without a body through the proxy goes on without one.
 s = socket.create_connection((GW, 3128), timeout=10)
-s.sendall(b"GET http://sub.wild.test/ HTTP/1.1\r\nHost: sub.wild.test\r\nProxy-Authorization: Basic " + cred.encode() + b"\r\n\r\n")
-upstream = b"GET / HTTP/1.1\r\nHost: sub.wild.test\r\nConnection: close\r\n\r\n"
-print("proxy-get", len(upstream), drain(s))
+s.sendall(b"POST http://sub.wild.test/ HTTP/1.1\r\nHost: sub.wild.test\r\nProxy-Authorization: Basic " + cred.encode() + b"\r\nContent-Length: 0\r\n\r\n")
+upstream = b"POST / HTTP/1.1\r\nHost: sub.wild.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+print("proxy-empty", len(upstream), drain(s))
 s.close()
 
 echo(socket.create_connection((ECHO, 7), timeout=10), "tcp-echo")
@@ -147,7 +147,7 @@ func byteCounts(t *testing.T, tweak func(*egress.Config)) {
 		proto, name string
 		addr        netip.AddrPort
 	}{
-		"tcp-http": {"tcp", "allowed.test", web}, "proxy-http": {"proxy", "allowed.test", web}, "proxy-get": {"proxy", "sub.wild.test", web},
+		"tcp-http": {"tcp", "allowed.test", web}, "proxy-http": {"proxy", "allowed.test", web}, "proxy-empty": {"proxy", "sub.wild.test", web},
 		"tcp-echo": {"tcp", "", echo}, "proxy-echo": {"proxy", "", echo},
 		"tcp-tls": {"tcp", "spliced.test", secure}, "proxy-tls": {"proxy", "spliced.test", secure},
 	}
