@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
 
@@ -18,7 +19,10 @@ Manages an organisation's domain secrets: HTTP headers Cubicle adds to its
 internet computers' HTTPS requests to a domain, so code in a computer never
 sees them (docs/network.md). 'secret-set' reads the value from standard
 input (never from the command line, where other users could see it);
-'secrets' lists domains and header names, never a value.
+'secrets' lists domains and header names, never a value. Values are
+sealed in the database with the key in <data>/secrets.key (made 0600 at
+the first secret; keep it with backups of the database). Each change is
+audited (org.domain_secret_created|replaced|deleted).
 
 Examples:
   printf 'Bearer %s' "$TOKEN" | cubicle orgs secret-set --domain api.example.com --header Authorization org_3f9c…
@@ -51,6 +55,7 @@ func orgSecretsCmd(args []string) int {
 		return 1
 	}
 	defer st.Close()
+	gov := governance.New(st) // changes are audited (via "cli", no key)
 	switch verb {
 	case "secrets":
 		list, err := computer.OrgSecrets(ctx, st, org)
@@ -69,14 +74,14 @@ func orgSecretsCmd(args []string) int {
 			fmt.Fprintf(os.Stderr, "cubicle orgs secret-set: read the value: %v\n", err)
 			return 1
 		}
-		s, err := computer.SetOrgSecret(ctx, st, org, computer.DomainSecret{Domain: *domain, Name: *header, Value: strings.TrimRight(string(b), "\r\n")})
+		s, err := computer.SetOrgSecret(ctx, st, gov, governance.Principal{}, org, computer.DomainSecret{Domain: *domain, Name: *header, Value: strings.TrimRight(string(b), "\r\n")})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cubicle orgs secret-set: %v\n", err)
 			return 1
 		}
 		printOut(*asJSON, s, fmt.Sprintf("set %s for %s in %s\n", s.Name, s.Domain, org))
 	case "secret-rm":
-		if err := computer.DeleteOrgSecret(ctx, st, org, *domain, *header); err != nil {
+		if err := computer.DeleteOrgSecret(ctx, st, gov, governance.Principal{}, org, *domain, *header); err != nil {
 			fmt.Fprintf(os.Stderr, "cubicle orgs secret-rm: %v\n", err)
 			return 1
 		}

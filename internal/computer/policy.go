@@ -46,6 +46,11 @@ func errOnlyInternet(orgID string) error {
 // Each refusal by policy is written to the audit trail
 // (computer.denied_by_policy, with the policy level, the setting and why;
 // computerID is "" for a create) and logged. Nothing was created.
+//
+// A call on a running internet computer (computerID set), refused or not,
+// first takes its internet away when a policy now withholds it
+// (withholdRunning): from the first call after a policy change on, the
+// computer has loopback only, also when the call itself is refused.
 func (m *Manager) gate(ctx context.Context, p governance.Principal, computerID string) error {
 	r, only := p.ComputerRegion(m.cfg.Region), false
 	if r == nil && m.cfg.Internet.Only {
@@ -59,12 +64,32 @@ func (m *Manager) gate(ctx context.Context, p governance.Principal, computerID s
 		m.gov.Record(ctx, p, AuditDeniedByPolicy, computerID, data)
 		log.From(ctx).InfoContext(ctx, "computer call denied by policy", "computer", computerID,
 			"policy", r.Level, "setting", r.Setting, "reason", r.Reason)
+		m.withholdCalled(ctx, p, computerID) // refused anyway, whatever it answers
 		return ErrDeniedByPolicy
 	}
 	if m.cfg.Internet.Only && !p.Org.ComputerInternet {
 		return errOnlyInternet(p.Org.ID)
 	}
-	return nil
+	return m.withholdCalled(ctx, p, computerID)
+}
+
+// withholdCalled is withholdRunning for the computer a call names, when
+// it runs on this server in p's organisation and is not being torn down.
+func (m *Manager) withholdCalled(ctx context.Context, p governance.Principal, computerID string) error {
+	if computerID == "" {
+		return nil
+	}
+	l := m.lookup(computerID)
+	if l == nil || l.rec.OrgID != p.Org.ID {
+		return nil
+	}
+	m.mu.Lock()
+	gone := l.gone()
+	m.mu.Unlock()
+	if gone {
+		return nil
+	}
+	return m.withholdRunning(ctx, p, l)
 }
 
 // withhold applies the policy to a computer that would reach the
@@ -85,10 +110,13 @@ func (m *Manager) withhold(p governance.Principal, mode sandbox.NetworkMode, pol
 	return mode, pol, nil
 }
 
-// withholdRunning takes the internet from a running computer whose key or
-// organisation now has a policy that withholds it, before a call uses
-// it (the recheck would within Internet.Recheck; a call must not run in
-// a computer that reaches the internet against the policy meanwhile).
+// withholdRunning takes the internet from a running computer whose
+// organisation, calling key or own key (the one that created it, when
+// another key calls) now has a policy that withholds it, before a call
+// uses it (the recheck would within Internet.Recheck; a call must not run
+// in a computer that reaches the internet against the policy meanwhile).
+// The audit row of a cut for the computer's own key names that key
+// (key_id).
 func (m *Manager) withholdRunning(ctx context.Context, p governance.Principal, l *live) error {
 	m.mu.Lock()
 	has := l.internet && !l.cut
@@ -96,16 +124,31 @@ func (m *Manager) withholdRunning(ctx context.Context, p governance.Principal, l
 	if !has {
 		return nil
 	}
-	r := p.ComputerInternet()
+	r, ownKey := p.ComputerInternet(), ""
+	if r == nil && l.rec.KeyID != p.Key.ID {
+		kr, err := m.gov.KeyInternet(ctx, l.rec.KeyID)
+		switch {
+		case err != nil:
+			// A key that is gone, or a store that cannot answer: the
+			// recheck decides (it cuts for a key that is gone).
+			log.From(ctx).DebugContext(ctx, "reading the policy of a computer's key", "computer", l.rec.ID, "key", l.rec.KeyID, "err", err)
+		case kr != nil:
+			r, ownKey = kr, l.rec.KeyID
+		}
+	}
 	if r == nil {
 		return nil
+	}
+	data := r.Audit()
+	if ownKey != "" {
+		data["key_id"] = ownKey
 	}
 	if err := m.cutInternet(ctx, l, r.Reason); err != nil {
 		// It cannot be taken away: the call is refused rather than run
 		// in a computer that reaches the internet against the policy.
-		m.gov.Record(ctx, p, AuditDeniedByPolicy, l.rec.ID, r.Audit())
+		m.gov.Record(ctx, p, AuditDeniedByPolicy, l.rec.ID, data)
 		return ErrDeniedByPolicy
 	}
-	m.gov.Record(ctx, p, AuditInternetWithheld, l.rec.ID, r.Audit())
+	m.gov.Record(ctx, p, AuditInternetWithheld, l.rec.ID, data)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -114,8 +115,21 @@ func (n *computerNet) proxy(c net.Conn) {
 	}
 	req.Header.Del("Proxy-Authorization")
 	req.Header.Del("Proxy-Connection")
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""} // Write adds none then: the request goes as the client sent it
+	}
 	req.Close = true // one request per upstream connection
-	if err := req.Write(up); err != nil {
+	// The body, at the organisation's byte rate (http.NoBody stays: any
+	// other empty body would be sent chunked).
+	if lim := n.bytes(); lim != nil && req.Body != nil && req.Body != http.NoBody {
+		req.Body = limitedBody{limitedReader{ctx: n.ctx, r: req.Body, l: lim}, req.Body}
+	}
+	// The request goes upstream as Cubicle rewrote it (origin form,
+	// without the proxy's headers): those bytes are what it sent.
+	cw := &countWriter{w: up}
+	err = req.Write(cw)
+	rec.Sent = cw.n
+	if err != nil {
 		up.Close()
 		c.Close()
 		rec.Verdict, rec.Error = Failed, err.Error()
@@ -123,6 +137,24 @@ func (n *computerNet) proxy(c net.Conn) {
 		return
 	}
 	n.splice(buffered{c, br}, up, target{}, rec) // the request is sent; the answer comes back
+}
+
+// countWriter counts what is written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n += int64(k)
+	return k, err
+}
+
+// limitedBody is a request body read at the organisation's byte rate.
+type limitedBody struct {
+	limitedReader
+	io.Closer
 }
 
 // proxyTarget is the host and port a proxy request is for.

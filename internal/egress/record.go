@@ -28,9 +28,12 @@ type Record struct {
 	Verdict string
 	// Rule is what decided: "domain:example.com", "cidr:203.0.113.0/24",
 	// "private:10.0.0.0/8", "deny:…", "not-allowed", "udp".
-	Rule           string
-	Error          string
-	Sent, Received int64 // bytes from and to the computer
+	Rule  string
+	Error string
+	// Sent and Received are the bytes to and from the server, counted
+	// on the computer's side (TLS records included); through the proxy,
+	// a CONNECT tunnel's bytes or a plain request as it was sent on.
+	Sent, Received int64
 	// Intercepted says the connection's TLS was terminated by Cubicle to
 	// add its domain's secrets (never which, never their values).
 	Intercepted    bool

@@ -176,7 +176,8 @@ func (n *computerNet) startFlow(in, up net.Conn, rec Record) (*flow, bool) {
 }
 
 // splice copies both ways until both directions ended, passing each
-// half-close on, then records the flow with its byte counts. The first
+// half-close on, then records the flow with its byte counts (added to
+// what rec already counts: a proxied request written upstream before). The first
 // bytes from the computer are sniffed: a TLS server name or HTTP Host that
 // is not the name the connection was allowed for (domain fronting) ends
 // the connection, refused.
@@ -205,9 +206,9 @@ func (n *computerNet) splice(in, up net.Conn, t target, rec Record) {
 			f.abort()
 			return
 		}
-		rec.Sent = int64(len(head)) + n.copyHalf(up, in, bytes)
+		rec.Sent += int64(len(head)) + n.copyHalf(up, in, bytes)
 	}()
-	rec.Received = n.copyHalf(in, up, bytes)
+	rec.Received += n.copyHalf(in, up, bytes)
 	wg.Wait()
 	f.abort()
 	n.finish(rec)

@@ -214,6 +214,25 @@ func (s *Service) InternetAllowed(ctx context.Context, orgID, keyID string) (why
 	return "", nil
 }
 
+// KeyInternet is what the policies of key keyID and of its organisation
+// say of internet computers, read from the store (never the cache): nil
+// when they allow them. A key that does not exist is store.ErrNotFound.
+func (s *Service) KeyInternet(ctx context.Context, keyID string) (*Refusal, error) {
+	k, err := s.st.Keys().Get(ctx, keyID)
+	if err != nil {
+		return nil, err
+	}
+	org, err := s.st.Orgs().Get(ctx, k.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := principalOf(k, org)
+	if err != nil {
+		return nil, err
+	}
+	return p.ComputerInternet(), nil
+}
+
 // CreateKey creates a key in org and returns it with its secret, which is
 // shown only this once.
 func (s *Service) CreateKey(ctx context.Context, orgID, name string, caps Capabilities) (store.Key, string, error) {

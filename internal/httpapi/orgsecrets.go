@@ -15,7 +15,7 @@ func (a *API) setOrgSecret(w http.ResponseWriter, r *http.Request, p governance.
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	s, err := computer.SetOrgSecret(r.Context(), a.st, r.PathValue("id"), computer.DomainSecret(req))
+	s, err := computer.SetOrgSecret(r.Context(), a.st, a.gov, p, r.PathValue("id"), computer.DomainSecret(req))
 	if err != nil {
 		return withParam("domain_secrets", err)
 	}
@@ -41,7 +41,7 @@ func (a *API) listOrgSecrets(w http.ResponseWriter, r *http.Request, p governanc
 // deleteOrgSecret is DELETE /v1/admin/orgs/{id}/domain_secrets?domain=&name=.
 func (a *API) deleteOrgSecret(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	q := r.URL.Query()
-	if err := computer.DeleteOrgSecret(r.Context(), a.st, r.PathValue("id"), q.Get("domain"), q.Get("name")); err != nil {
+	if err := computer.DeleteOrgSecret(r.Context(), a.st, a.gov, p, r.PathValue("id"), q.Get("domain"), q.Get("name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -15,6 +15,11 @@ import (
 var (
 	ErrNotFound = errdefs.New(errdefs.NotFound, "", "not found")
 	ErrConflict = errors.New("conflict")
+	// ErrSecretsKey: the key that seals organisations' domain secrets at
+	// rest is missing, unreadable or not the one a secret was sealed with
+	// (an operator must restore it; the message says which file). 503:
+	// never the client's fault.
+	ErrSecretsKey = errdefs.New(errdefs.Unavailable, "secrets_key_unavailable", "the organisation's domain secrets cannot be unsealed")
 )
 
 // Store is everything persisted. Implementations are safe for concurrent use.
@@ -43,13 +48,18 @@ type OrgSecret struct {
 	CreatedAt time.Time `json:"-"`
 }
 
-// OrgSecrets stores organisations' domain secrets.
+// OrgSecrets stores organisations' domain secrets, their values sealed at
+// rest (an implementation never writes a value in clear).
 type OrgSecrets interface {
-	// Set creates or replaces the secret of (org, domain, name).
-	Set(ctx context.Context, org string, s OrgSecret) error
+	// Set creates or replaces the secret of (org, domain, name); replaced
+	// says there was one.
+	Set(ctx context.Context, org string, s OrgSecret) (replaced bool, err error)
 	// List returns an organisation's secrets, values included, by domain
-	// and name.
+	// and name; ErrSecretsKey when one cannot be unsealed.
 	List(ctx context.Context, org string) ([]OrgSecret, error)
+	// Names returns an organisation's secrets without values (it needs no
+	// key), by domain and name.
+	Names(ctx context.Context, org string) ([]OrgSecret, error)
 	// Delete removes one; ErrNotFound when there was none.
 	Delete(ctx context.Context, org, domain, name string) error
 }

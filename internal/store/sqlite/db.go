@@ -21,13 +21,16 @@ var migrations embed.FS
 
 // DB is a SQLite-backed store.
 type DB struct {
-	db   *sql.DB
-	room *headroom
+	db      *sql.DB
+	room    *headroom
+	secrets *sealer // the key of organisations' domain secrets (sealed.go)
 }
 
 var _ store.Store = (*DB)(nil)
 
-// Open opens (creating if needed) the database file at path and migrates it.
+// Open opens (creating if needed) the database file at path and migrates
+// it. Organisations' domain secrets are sealed with the key in
+// SecretsKeyFile next to it (sealed.go), made at the first secret.
 func Open(ctx context.Context, path string) (*DB, error) {
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
@@ -39,10 +42,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &DB{db: db, room: newHeadroom(path)}
+	s := &DB{db: db, room: newHeadroom(path), secrets: newSealer(path)}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if err := s.sealCleartext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return s, nil
 }
