@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -11,7 +13,9 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 	"github.com/cubicle-sandbox/cubicle/internal/template"
 )
 
@@ -19,7 +23,8 @@ const templateUsage = `Usage: cubicle template import|pull|build|list|inspect|rm
 
 Manages templates: read-only root filesystems imported from OCI images,
 content-addressed and deduplicated in <data>/templates (docs/templates.md).
-Computers do not start from templates yet.
+Computers are made from one with "template" on POST /v1/computers, a
+key's capabilities.computer.template or template.default.
 
 Examples:
   cubicle template import ./python.tar --name python
@@ -93,7 +98,10 @@ Flags:
 `, templateInspect},
 	"rm": {`Usage: cubicle template rm NAME [flags]
 
-Removes a template, then the layers and roots no other template uses.
+Removes a template, then the layers and roots no other template uses. A
+template that running computers were made from (in the data directory's
+database) is kept unless --force: with it, they keep running on its image
+until they end.
 
 Example:
   cubicle template rm python
@@ -111,6 +119,7 @@ type templateFlags struct {
 	name    *string
 	replace *bool
 	refresh *bool
+	force   *bool
 }
 
 func templateCmd(args []string) int {
@@ -138,6 +147,9 @@ func templateCmd(args []string) int {
 	}
 	if args[0] == "build" {
 		v.refresh = fs.Bool("refresh", false, "run mmdebstrap again even if the spec's build is cached")
+	}
+	if args[0] == "rm" {
+		v.force = fs.Bool("force", false, "remove it even if running computers were made from it")
 	}
 	pos, code, ok := parseInterspersed(fs, args[1:])
 	if !ok {
@@ -325,6 +337,17 @@ func templateRm(ctx context.Context, st *template.Store, v *templateFlags, pos [
 	if !oneArg(v, pos, "NAME") {
 		return 2
 	}
+	if !*v.force {
+		n, err := templateUsers(ctx, filepath.Dir(st.Dir()), pos[0])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle template rm: %v\n", err)
+			return 1
+		}
+		if n > 0 {
+			fmt.Fprintf(os.Stderr, "cubicle template rm: %d running computers were made from %s; delete them first, or pass --force (they keep running until they end)\n", n, pos[0])
+			return 1
+		}
+	}
 	rep, err := st.Remove(ctx, pos[0])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cubicle template rm: %v\n", err)
@@ -361,4 +384,19 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGT"[exp])
+}
+
+// templateUsers counts the running computers made from the template name
+// in the database of the data directory data (none when it has none).
+func templateUsers(ctx context.Context, data, name string) (int, error) {
+	db := filepath.Join(data, "cubicle.db")
+	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	return computer.TemplateUsers(ctx, st, name)
 }

@@ -3,17 +3,23 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
 
 // testLayout writes an OCI layout of one layer: a setuid usr/bin/python3
@@ -103,5 +109,41 @@ func TestTemplateCLI(t *testing.T) {
 		if r := cli(t, "template", verb, "--help"); r.code != 0 || !strings.Contains(r.stdout, "Usage: cubicle template "+verb) || !strings.Contains(r.stdout, "Example:\n  ") {
 			t.Errorf("%s --help: %+v", verb, r)
 		}
+	}
+}
+
+// TestTemplateRmInUse: a template that a running computer (in the data
+// directory's database) was made from is kept unless --force.
+func TestTemplateRmInUse(t *testing.T) {
+	data := t.TempDir()
+	if r := cli(t, "template", "import", testLayout(t), "--name", "py", "--data", data); r.code != 0 {
+		t.Fatalf("import: %+v", r)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(data, "cubicle.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := governance.New(st)
+	if _, err := gov.Bootstrap(ctx, "cub_test_admin_rm_0001"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := gov.Authenticate(ctx, "cub_test_admin_rm_0001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := st.Computers().Create(ctx, store.Computer{ID: "cmp_000000000000000000000001", OrgID: p.Org.ID, KeyID: p.Key.ID,
+		Status: store.StatusReady, CreatedAt: now, ReadyAt: &now, ExpiresAt: now.Add(time.Hour),
+		Limits: json.RawMessage(`{"memory_mb":256,"template":"py"}`), Metadata: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	r := cli(t, "template", "rm", "py", "--data", data)
+	if r.code != 1 || !strings.Contains(r.stderr, "1 running computers were made from py") || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("rm of a template in use: %+v", r)
+	}
+	if r := cli(t, "template", "rm", "py", "--force", "--data", data); r.code != 0 || !strings.Contains(r.stdout, "removed py") {
+		t.Fatalf("rm --force: %+v", r)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/template"
 )
 
@@ -128,4 +129,21 @@ func (m *Manager) GetTemplate(ctx context.Context, p governance.Principal, name 
 		}
 	}
 	return TemplateView{}, fmt.Errorf("%w: no template %q", ErrTemplateNotFound, name)
+}
+
+// TemplateUsers counts the live computers of every organisation (on any
+// server of the store) that were made from the template name: a template
+// in use is not removed (cubicle template rm).
+func TemplateUsers(ctx context.Context, st store.Store, name string) (int, error) {
+	recs, err := st.Computers().Alive(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range recs {
+		if viewOf(r).Template == name {
+			n++
+		}
+	}
+	return n, nil
 }
