@@ -15,7 +15,7 @@ import (
 type pool struct {
 	driver sandbox.Driver
 	spec   sandbox.Spec
-	warm   func(context.Context, sandbox.Python) error // readies a new computer (its kernel); may be nil
+	warm   func(context.Context, sandbox.Sandbox) error // readies a new computer (its kernel); may be nil
 	ready  chan sandbox.Sandbox
 	wake   chan struct{}
 	stop   chan struct{}

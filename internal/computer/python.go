@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/artifact"
@@ -147,7 +148,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 	artifacts := make([][]artifact.Ref, len(req.Cells))
 	start := time.Now()
 	res, err := l.sb.Python(ctx, sandbox.PythonRequest{Cells: SandboxCells(req.Cells), Timeout: timeout,
-		Cwd: req.Cwd, Reset: req.Reset, Mode: req.Mode, Prelude: m.cfg.Prelude, MaxOutput: m.cfg.MaxOutputBytes},
+		Cwd: req.Cwd, Reset: req.Reset, Mode: req.Mode, Prelude: m.preludeFor(l.sb.Spec()), MaxOutput: m.cfg.MaxOutputBytes},
 		func(o sandbox.PythonOutput) {
 			if ans.Add(o) && save != nil && len(o.Output.PNG) > 0 && saveErr == nil {
 				name := fmt.Sprintf("cell%d-image%d.png", o.Cell+1, len(artifacts[o.Cell])+1)
@@ -216,8 +217,8 @@ func (m *Manager) PythonControl(ctx context.Context, p governance.Principal, id,
 
 // warmKernel starts a pool computer's session kernel with the prelude, so
 // the first cell of its user does not pay the kernel's start.
-func (m *Manager) warmKernel(ctx context.Context, sb sandbox.Python) error {
-	res, err := sb.Python(ctx, sandbox.PythonRequest{Prelude: m.cfg.Prelude, Mode: "session",
+func (m *Manager) warmKernel(ctx context.Context, sb sandbox.Sandbox) error {
+	res, err := sb.Python(ctx, sandbox.PythonRequest{Prelude: m.preludeFor(sb.Spec()), Mode: "session",
 		Timeout: time.Minute}, nil)
 	if err == nil && res.Status != "ok" {
 		err = fmt.Errorf("prelude: %s", res.Message)
@@ -226,4 +227,30 @@ func (m *Manager) warmKernel(ctx context.Context, sb sandbox.Python) error {
 		return fmt.Errorf("warm the Python kernel: %w", err)
 	}
 	return nil
+}
+
+// preludeFor is the prelude of computers of spec: the configured one on
+// the host's runtime; on a template, which may lack what it imports,
+// each of its top-level statements runs guarded, so the prelude imports
+// what the template has and skips the rest (an indented prelude is
+// guarded whole).
+func (m *Manager) preludeFor(spec sandbox.Spec) string {
+	if spec.Root.Image == "" || m.cfg.Prelude == "" {
+		return m.cfg.Prelude
+	}
+	lines := strings.Split(strings.TrimRight(m.cfg.Prelude, "\n"), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") || strings.HasSuffix(l, "\\") {
+			lines = []string{strings.Join(lines, "\n")}
+			break
+		}
+	}
+	var b strings.Builder
+	for _, stmt := range lines {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		b.WriteString("try:\n    " + strings.ReplaceAll(stmt, "\n", "\n    ") + "\nexcept Exception:\n    pass\n")
+	}
+	return b.String()
 }

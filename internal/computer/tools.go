@@ -49,7 +49,7 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 	}
 	env := tools.Env{Sandbox: l.sb, Artifacts: p.Caps.HasArtifacts(), Limits: tools.Limits{
 		ExecTimeout: l.execLimit, MaxStreamBytes: m.cfg.MaxOutputBytes,
-		MaxFileBytes: m.cfg.MaxFileBytes, Prelude: m.cfg.Prelude}}
+		MaxFileBytes: m.cfg.MaxFileBytes, Prelude: m.preludeFor(l.sb.Spec())}}
 	if a := m.cfg.Artifacts; a != nil && env.Artifacts {
 		env.Export = func(ctx context.Context, path string) (artifact.Ref, error) {
 			return a.Export(ctx, p, l.sb, id, path)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/template"
 	"github.com/cubicle-sandbox/cubicle/internal/template/templatetest"
@@ -108,9 +109,10 @@ func TestDefaultTemplate(t *testing.T) {
 // TestTemplateDebian: a computer made from a Debian template built from
 // packages runs the template's programs (Debian's nodejs, absent on the
 // host's runtime) and Python cells in the template's own Python and
-// ipykernel, in a session kept between calls.
+// ipykernel, in a session kept between calls, after the deployment's
+// prelude, guarded.
 func TestTemplateDebian(t *testing.T) {
-	e := newEnv(t, func(c *computer.Config) { c.Templates = templatetest.DebianKernel(t) })
+	e := newEnv(t, func(c *computer.Config) { c.Templates, c.Prelude = templatetest.DebianKernel(t), config.DefaultPrelude })
 	_, key := e.newKey(e.newOrg("t", true), computerCaps)
 	c := e.create(key, map[string]any{"template": "debian-kernel"})
 	if got := e.sh(key, c.ID, "node -e 'console.log(6*7)'; cat /etc/debian_version"); !strings.HasPrefix(got, "42\n12.") {
@@ -124,6 +126,11 @@ func TestTemplateDebian(t *testing.T) {
 			t.Fatalf("python %q: %+v", code, res)
 		}
 		return res
+	}
+	// The deployment's prelude imports numpy, pandas and matplotlib, which
+	// the template lacks: on a template it imports what is there.
+	if got := py("print('np' in dir(), 'pd' in dir())").Cells[0].stdout(); got != "False False\n" {
+		t.Fatalf("the prelude on a template: %q", got)
 	}
 	py("import sys, ipykernel; x = 6*7")
 	if got := py("print(x, sys.executable, ipykernel.__file__)").Cells[0].stdout(); got != "42 /usr/bin/python3 /usr/lib/python3/dist-packages/ipykernel/__init__.py\n" {
