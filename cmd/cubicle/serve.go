@@ -275,7 +275,7 @@ func managerConfig(cfg config.Config, fsvc *files.Service) computer.Config {
 		Lifetime: c.Lifetime(), ExecTimeout: c.ExecTimeout(), MaxConcurrent: c.MaxConcurrent,
 		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
 		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude, Artifacts: fsvc, Region: c.Region,
-		Template: cfg.Template.Default}
+		Template: cfg.Template.Default, TemplatePools: cfg.Template.Pools}
 }
 
 // managerCloseTimeout bounds how long shutdown waits for computers'

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +56,9 @@ type Config struct {
 	// "host").
 	Templates Templates
 	Template  string
+	// TemplatePools are warm pools of other templates (template.pools):
+	// name → size. The default template's pool is PoolSize.
+	TemplatePools map[string]int
 	// Artifacts keeps files and images as artifacts (export of
 	// builtin__computer_read_file, save_images of python); nil: export
 	// answers that it is not available and save_images is refused.
@@ -83,7 +88,7 @@ type Manager struct {
 	now      func() time.Time
 
 	adm      admission
-	pool     *pool
+	pools    []*pool // the default template's first, then TemplatePools' by name
 	cleaner  *cleaner
 	metrics  metrics
 	starting atomic.Int64 // creations in flight
@@ -122,9 +127,11 @@ func New(cfg Config, driver sandbox.Driver, st store.Store, gov *governance.Serv
 	if cfg.Disabled || cfg.Internet.Only {
 		cfg.PoolSize = 0 // pool computers have no internet
 	}
-	m.pool = newPool(driver, m.spec(cfg.Memory, cfg.ExecTimeout), cfg.PoolSize)
-	if cfg.Prelude != "" {
-		m.pool.warm = m.warmKernel
+	m.pools = []*pool{newPool(driver, m.spec(cfg.Memory, cfg.ExecTimeout), cfg.PoolSize, "")}
+	for _, name := range slices.Sorted(maps.Keys(cfg.TemplatePools)) {
+		if size := cfg.TemplatePools[name]; size > 0 && !cfg.Disabled && !cfg.Internet.Only {
+			m.pools = append(m.pools, newPool(driver, m.spec(cfg.Memory, cfg.ExecTimeout), size, name))
+		}
 	}
 	return m
 }
@@ -145,17 +152,14 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := m.st.Instances().Beat(ctx, m.instance, m.now()); err != nil {
 		return fmt.Errorf("record instance: %w", err)
 	}
-	// The pool holds computers of the deployment's default template.
-	if name, from := m.templateName(governance.Principal{}, CreateRequest{}); name != HostTemplate {
-		root, env, err := m.root(ctx, name, from)
-		if err != nil {
-			return err
-		}
-		m.pool.spec.Root, m.pool.spec.Env = root, env
+	if err := m.poolRoots(ctx); err != nil {
+		return err
 	}
 	m.bg.Add(1)
 	go m.reap(context.WithoutCancel(ctx))
-	m.pool.start(context.WithoutCancel(ctx))
+	for _, pl := range m.pools {
+		pl.start(context.WithoutCancel(ctx))
+	}
 	return nil
 }
 
@@ -177,7 +181,9 @@ func (m *Manager) Close(ctx context.Context) {
 func (m *Manager) shutdown(ctx context.Context) {
 	close(m.stop)
 	m.bg.Wait()
-	m.pool.close(ctx)
+	for _, pl := range m.pools {
+		pl.close(ctx)
+	}
 	m.mu.Lock()
 	all := make([]*live, 0, len(m.live))
 	for _, l := range m.live {
@@ -304,8 +310,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	spec.Network, spec.Internet = network, internet
 	spec.Owner = sandbox.Owner{Org: p.Org.ID, Key: p.Key.ID}
 	sb := (sandbox.Sandbox)(nil)
-	if !req.NoPool && len(spec.Mounts) == 0 && m.pool.matches(spec) {
-		sb = m.pool.claim()
+	if !req.NoPool && len(spec.Mounts) == 0 {
+		sb = m.claimPooled(spec)
 	}
 	if sb == nil {
 		var err error

@@ -128,7 +128,7 @@ func (m *Manager) Snapshot() Snapshot {
 	}
 	m.mu.Unlock()
 	return Snapshot{ByState: map[string]int{"ready": running, "starting": int(m.starting.Load()), "stopping": stopping},
-		PoolDepth:         m.pool.depth(),
+		PoolDepth:         m.poolDepth(),
 		AdmissionsRefused: m.adm.refused.Load(), AuditDropped: m.gov.AuditDropped(),
 		Exec: m.metrics.exec.snapshot(), Python: m.metrics.python.snapshot(),
 		ToolDuration: m.metrics.tool.snapshot(), ToolCalls: m.metrics.toolCalls()}

@@ -2,19 +2,24 @@ package computer
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
-// pool keeps ready computers of the default limit class. A claim takes one
+// pool keeps ready computers of the default limit class and one template. A claim takes one
 // in O(1) or returns nil at once; a background loop replenishes it. A
 // computer leaves the pool exactly once and is never returned to it.
 type pool struct {
 	driver sandbox.Driver
 	spec   sandbox.Spec
+	// template names the template of a pool of template.pools ("": the
+	// deployment's default); its root is resolved at Start (poolRoots).
+	template string
 	warm   func(context.Context, sandbox.Sandbox) error // readies a new computer (its kernel); may be nil
 	ready  chan sandbox.Sandbox
 	wake   chan struct{}
@@ -22,8 +27,8 @@ type pool struct {
 	done   sync.WaitGroup
 }
 
-func newPool(driver sandbox.Driver, spec sandbox.Spec, size int) *pool {
-	return &pool{driver: driver, spec: spec, ready: make(chan sandbox.Sandbox, size),
+func newPool(driver sandbox.Driver, spec sandbox.Spec, size int, template string) *pool {
+	return &pool{driver: driver, spec: spec, template: template, ready: make(chan sandbox.Sandbox, size),
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
@@ -122,4 +127,50 @@ func (p *pool) close(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// poolRoots resolves each pool's template (the first pool's is the
+// deployment's default) and gives the pools whose computers have Python
+// their warm kernel (with the prelude). Two pools of one template are
+// refused.
+func (m *Manager) poolRoots(ctx context.Context) error {
+	seen := map[string]bool{}
+	for _, pl := range m.pools {
+		name, from := pl.template, "template.pools"
+		if name == "" {
+			name, from = m.templateName(governance.Principal{}, CreateRequest{})
+		}
+		if seen[name] {
+			return fmt.Errorf("template.pools: %q is the default template, whose pool is computers.pool_size", name)
+		}
+		seen[name] = true
+		root, env, err := m.root(ctx, name, from)
+		if err != nil {
+			return err
+		}
+		pl.spec.Root, pl.spec.Env = root, env
+		if m.cfg.Prelude != "" && (root.Image == "" || root.Python != "") {
+			pl.warm = m.warmKernel
+		}
+	}
+	return nil
+}
+
+// claimPooled takes a ready computer of spec from the pool that has them, or nil.
+func (m *Manager) claimPooled(spec sandbox.Spec) sandbox.Sandbox {
+	for _, pl := range m.pools {
+		if pl.matches(spec) {
+			return pl.claim()
+		}
+	}
+	return nil
+}
+
+// poolDepth is the ready computers of every pool.
+func (m *Manager) poolDepth() int {
+	n := 0
+	for _, pl := range m.pools {
+		n += pl.depth()
+	}
+	return n
 }

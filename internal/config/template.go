@@ -15,6 +15,9 @@ type Template struct {
 	// ("": "host", the host's runtime); it must exist when the server
 	// starts.
 	Default string `toml:"default"`
+	// Pools are warm pools of other templates than the default (whose
+	// pool is computers.pool_size): template name → ready computers kept.
+	Pools map[string]int `toml:"pools"`
 }
 
 // DefaultTemplate is the template section's default.
@@ -29,6 +32,11 @@ func (t Template) validate() error {
 		return bad("max_bytes", "must be at least 1M")
 	case t.MaxFiles < 1:
 		return bad("max_files", "must be at least 1")
+	}
+	for name, n := range t.Pools {
+		if n < 0 || n > 64 {
+			return bad("pools", "%q: a pool holds 0 to 64 computers, got %d", name, n)
+		}
 	}
 	return nil
 }

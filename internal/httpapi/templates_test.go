@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/sandboxtest"
 	"github.com/cubicle-sandbox/cubicle/internal/template"
 	"github.com/cubicle-sandbox/cubicle/internal/template/templatetest"
 )
@@ -189,5 +192,32 @@ func TestCodeInterpreterTemplate(t *testing.T) {
 	e.waitDestroyed(key, out.ID)
 	if cs := e.computersOf(key, out.ID); len(cs) != 1 || cs[0].Template != "debian-kernel" {
 		t.Fatalf("the code interpreter's computer: %+v", cs)
+	}
+}
+
+// TestTemplatePools: template.pools keeps ready computers of a template
+// besides the default's pool, and a create of that template takes one.
+func TestTemplatePools(t *testing.T) {
+	dir := t.TempDir()
+	drv := &sandboxtest.Driver{}
+	e := newEnvOn(t, dir, drv, func(c *computer.Config) {
+		c.Templates, c.PoolSize, c.TemplatePools = templateStore(t, dir), 1, map[string]int{"mini": 1}
+	})
+	eventually(t, 10*time.Second, "both pools filled", func() bool { return e.metric("cubicle_pool_depth") == 2 })
+	var pooled string
+	for _, sb := range drv.Sandboxes() {
+		if sb.SpecValue.Root.Template == "mini" {
+			pooled = sb.IDValue
+			if !slices.Contains(sb.SpecValue.Env, "MINI=1") || !strings.HasSuffix(sb.SpecValue.Root.Image, "root.erofs") {
+				t.Fatalf("the mini pool's spec: %+v", sb.SpecValue)
+			}
+		}
+	}
+	_, key := e.newKey(e.newOrg("t", true), computerCaps)
+	if c := e.create(key, map[string]any{"template": "mini"}); pooled == "" || c.ID != pooled || c.Template != "mini" {
+		t.Fatalf("created %s (%s), want the pooled %s", c.ID, c.Template, pooled)
+	}
+	if c := e.create(key, nil); c.Template != "host" || c.ID == pooled {
+		t.Fatalf("a host computer: %+v", c)
 	}
 }
