@@ -20,11 +20,11 @@ type pool struct {
 	// template names the template of a pool of template.pools ("": the
 	// deployment's default); its root is resolved at Start (poolRoots).
 	template string
-	warm   func(context.Context, sandbox.Sandbox) error // readies a new computer (its kernel); may be nil
-	ready  chan sandbox.Sandbox
-	wake   chan struct{}
-	stop   chan struct{}
-	done   sync.WaitGroup
+	warm     func(context.Context, sandbox.Sandbox) error // readies a new computer (its kernel); may be nil
+	ready    chan sandbox.Sandbox
+	wake     chan struct{}
+	stop     chan struct{}
+	done     sync.WaitGroup
 }
 
 func newPool(driver sandbox.Driver, spec sandbox.Spec, size int, template string) *pool {
