@@ -227,11 +227,18 @@ func (s *Server) argv(req protocol.ExecStart) ([]string, error) {
 	return req.Argv, nil
 }
 
+// env is a process's environment: the computer's defaults, its own
+// (Init.Env: a template's, the network's), then extra. The home is the
+// workspace, the computer's one writable disk, so what users install for
+// themselves at run time lands there, within its quota: pip's user site
+// (PIP_BREAK_SYSTEM_PACKAGES: the system's packages are read-only, so a
+// user install cannot break them, and Debian's "externally managed"
+// refusal would only stop it), npm's and cargo's homes.
 func (s *Server) env(extra []string, cwd string) []string {
 	env := []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=/workspace", "USER=user", "LOGNAME=user", "LANG=C.UTF-8",
-		"PWD=" + cwd,
+		"PIP_BREAK_SYSTEM_PACKAGES=1", "PWD=" + cwd,
 	}
 	env = append(env, s.init.Env...)
 	return dedupEnv(append(env, extra...))
