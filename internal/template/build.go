@@ -11,9 +11,11 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -21,27 +23,49 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// Spec is a template built from Debian packages with mmdebstrap (a JSON
-// file: {"suite": "bookworm", "variant": "minbase", "packages": [...],
-// "mirror": "http://deb.debian.org/debian"}).
+// Spec is a template to build (a JSON file): a Debian release made by
+// mmdebstrap ({"suite": "bookworm", "variant": "minbase", "packages":
+// [...], "mirror": "http://deb.debian.org/debian"}) or another template
+// ({"base": "debian"}), then files copied in and environment variables
+// set ({"files": [{"src": "app", "dst": "/opt/app"}], "env": ["A=b"]}).
 type Spec struct {
 	// Suite is the Debian release (default bookworm).
-	Suite string `json:"suite"`
+	Suite string `json:"suite,omitempty"`
 	// Variant is mmdebstrap's: minbase (default), essential, apt or required.
-	Variant string `json:"variant"`
+	Variant string `json:"variant,omitempty"`
 	// Packages are installed on top (e.g. python3-minimal).
-	Packages []string `json:"packages"`
+	Packages []string `json:"packages,omitempty"`
 	// Mirror is the apt mirror (default http://deb.debian.org/debian).
-	Mirror string `json:"mirror"`
+	Mirror string `json:"mirror,omitempty"`
+	// Base is a stored template to build on instead of a Debian release
+	// (Suite, Variant, Packages and Mirror are then not given): its
+	// layers, environment and working directory.
+	Base string `json:"base,omitempty"`
+	// Files are copied into the root, as one layer on top.
+	Files []FileSpec `json:"files,omitempty"`
+	// Env is added to the template's environment (NAME=value; a name
+	// set before is replaced).
+	Env []string `json:"env,omitempty"`
+}
+
+// FileSpec is a file or directory tree copied into a built template: Src
+// on the host (relative to the spec file's directory) to Dst, an absolute
+// path in the root. Owners become root; setuid and setgid bits are
+// dropped; symbolic links are copied as links.
+type FileSpec struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
 }
 
 var (
 	suiteRE   = regexp.MustCompile(`^[a-z][a-z0-9-]{1,31}$`)
 	packageRE = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]{1,63}$`)
 	variants  = map[string]bool{"minbase": true, "essential": true, "apt": true, "required": true}
+	envRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 )
 
-// ReadSpec reads and checks a spec file, filling in the defaults.
+// ReadSpec reads and checks a spec file, filling in the defaults; files'
+// sources are made absolute.
 func ReadSpec(path string) (Spec, error) {
 	var sp Spec
 	b, err := os.ReadFile(path)
@@ -51,8 +75,50 @@ func ReadSpec(path string) (Spec, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sp); err != nil {
-		return sp, errf(ErrInvalid, "spec %s: %v (want {\"suite\", \"variant\", \"packages\", \"mirror\"})", path, err)
+		return sp, errf(ErrInvalid, "spec %s: %v (want {\"suite\", \"variant\", \"packages\", \"mirror\"} or {\"base\"}, and \"files\", \"env\")", path, err)
 	}
+	if err := sp.check(filepath.Dir(path)); err != nil {
+		return sp, errf(ErrInvalid, "spec %s: %v", path, err)
+	}
+	return sp, nil
+}
+
+// check validates sp and fills in its defaults; dir is where relative
+// sources are.
+func (sp *Spec) check(dir string) error {
+	if sp.Base != "" {
+		if sp.Suite != "" || sp.Variant != "" || len(sp.Packages) > 0 || sp.Mirror != "" {
+			return fmt.Errorf("base %q: suite, variant, packages and mirror make a Debian release instead; give one or the other (packages on a base would need run steps, which builds do not have yet)", sp.Base)
+		}
+		if err := CheckName(sp.Base); err != nil {
+			return fmt.Errorf("base: %v", err)
+		}
+	} else if err := sp.checkDebian(); err != nil {
+		return err
+	}
+	for i := range sp.Files {
+		f := &sp.Files[i]
+		if f.Src == "" || !path.IsAbs(f.Dst) || path.Clean(f.Dst) == "/" || strings.Contains(f.Dst, "\x00") {
+			return fmt.Errorf("files[%d]: give src (a host path) and dst (an absolute path in the root, not /)", i)
+		}
+		if !filepath.IsAbs(f.Src) {
+			f.Src = filepath.Join(dir, f.Src)
+		}
+		if _, err := os.Lstat(f.Src); err != nil {
+			return fmt.Errorf("files[%d]: %v", i, err)
+		}
+		f.Dst = path.Clean(f.Dst)
+	}
+	for _, kv := range sp.Env {
+		if !envRE.MatchString(kv) || strings.ContainsAny(kv, "\x00") {
+			return fmt.Errorf("env: %q is not NAME=value", kv)
+		}
+	}
+	return nil
+}
+
+// checkDebian checks a Debian release's fields and fills in defaults.
+func (sp *Spec) checkDebian() error {
 	if sp.Suite == "" {
 		sp.Suite = "bookworm"
 	}
@@ -64,23 +130,24 @@ func ReadSpec(path string) (Spec, error) {
 	}
 	switch {
 	case !suiteRE.MatchString(sp.Suite):
-		return sp, errf(ErrInvalid, "spec %s: suite %q is not a Debian release name like bookworm", path, sp.Suite)
+		return fmt.Errorf("suite %q is not a Debian release name like bookworm", sp.Suite)
 	case !variants[sp.Variant]:
-		return sp, errf(ErrInvalid, "spec %s: variant %q: use minbase, essential, apt or required", path, sp.Variant)
+		return fmt.Errorf("variant %q: use minbase, essential, apt or required", sp.Variant)
 	case !strings.HasPrefix(sp.Mirror, "http://") && !strings.HasPrefix(sp.Mirror, "https://") && !strings.HasPrefix(sp.Mirror, "file:/"):
-		return sp, errf(ErrInvalid, "spec %s: mirror %q is not an http(s):// or file:/ URL", path, sp.Mirror)
+		return fmt.Errorf("mirror %q is not an http(s):// or file:/ URL", sp.Mirror)
 	}
 	for _, p := range sp.Packages {
 		if !packageRE.MatchString(p) {
-			return sp, errf(ErrInvalid, "spec %s: %q is not a Debian package name", path, p)
+			return fmt.Errorf("%q is not a Debian package name", p)
 		}
 	}
-	return sp, nil
+	return nil
 }
 
-// Build makes the root of a spec with mmdebstrap and stores it as a
-// template (one layer). The root's tar is cached in cache/ by the spec's
-// digest, so building the same spec again reuses it unless refresh.
+// Build makes the root of a spec and stores it as a template: the
+// Debian release's one layer (mmdebstrap; its tar is cached in cache/ by
+// the release's digest, so building it again reuses it unless refresh) or
+// the base template's layers, then a layer of the spec's files.
 func (s *Store) Build(ctx context.Context, specPath string, refresh bool, opts Options) (Template, error) {
 	sp, err := ReadSpec(specPath)
 	if err != nil {
@@ -88,63 +155,151 @@ func (s *Store) Build(ctx context.Context, specPath string, refresh bool, opts O
 	}
 	abs, _ := filepath.Abs(specPath)
 	return s.withImport(ctx, opts, func() (v1.Image, Source, func(), error) {
-		tarPath, err := s.buildTar(ctx, sp, refresh, opts.Progress)
-		if err != nil {
-			return nil, Source{}, nil, err
+		img := &builtImage{tars: map[v1.Hash]string{}}
+		cleanup := func() {}
+		if sp.Base != "" {
+			base, err := s.Get(ctx, sp.Base)
+			if err != nil {
+				return nil, Source{}, nil, within(err, "base")
+			}
+			if err := img.onBase(base); err != nil {
+				return nil, Source{}, nil, err
+			}
+		} else {
+			tarPath, err := s.buildTar(ctx, sp, refresh, opts.Progress)
+			if err != nil {
+				return nil, Source{}, nil, err
+			}
+			if err := img.addTar(tarPath); err != nil {
+				return nil, Source{}, nil, err
+			}
+			img.config.Config.Env = []string{"PATH=" + defaultPath}
 		}
-		img, err := singleLayerImage(tarPath)
-		return img, Source{Kind: kindBuild, Ref: abs, Digest: specDigest(sp)}, func() {}, err
+		if len(sp.Files) > 0 {
+			dir, err := s.tempDir("files-")
+			if err != nil {
+				return nil, Source{}, nil, err
+			}
+			cleanup = func() { os.RemoveAll(dir) }
+			tarPath := filepath.Join(dir, "files.tar")
+			if err := writeFilesTar(tarPath, sp.Files); err != nil {
+				cleanup()
+				return nil, Source{}, nil, errf(ErrInvalid, "files: %v", err)
+			}
+			if err := img.addTar(tarPath); err != nil {
+				cleanup()
+				return nil, Source{}, nil, err
+			}
+		}
+		img.config.Config.Env = mergeEnv(img.config.Config.Env, sp.Env)
+		v, err := img.image()
+		return v, Source{Kind: kindBuild, Ref: abs, Digest: buildDigest(sp)}, cleanup, err
 	})
 }
 
-// singleLayerImage is an image of one layer tar, for this host's platform.
-// It is made with go-containerregistry's partial package rather than
-// mutate, which would gzip the whole layer to compute a manifest that an
-// import of a build does not use.
-func singleLayerImage(tarPath string) (v1.Image, error) {
-	f, err := os.Open(tarPath)
+// mergeEnv is env with set's variables added, replacing those of the
+// same name.
+func mergeEnv(env, set []string) []string {
+	out := slices.Clone(env)
+	for _, kv := range set {
+		name, _, _ := strings.Cut(kv, "=")
+		out = slices.DeleteFunc(out, func(o string) bool { return strings.HasPrefix(o, name+"=") })
+		out = append(out, kv)
+	}
+	return out
+}
+
+// builtImage is an image of a build, for this host's platform: a base
+// template's layers, which are in the store already (and are never read
+// again), and tar files. It is made with go-containerregistry's partial
+// package rather than mutate, which would gzip every layer to compute a
+// manifest that an import of a build does not use.
+type builtImage struct {
+	config v1.ConfigFile
+	tars   map[v1.Hash]string // the layers to read, by diff_id
+}
+
+// onBase starts the image from base: its layers and its defaults.
+func (b *builtImage) onBase(base Template) error {
+	for _, l := range base.Layers {
+		h, err := v1.NewHash(l)
+		if err != nil {
+			return errf(ErrCorrupt, "base %s: layer %q: %v", base.Name, l, err)
+		}
+		b.config.RootFS.DiffIDs = append(b.config.RootFS.DiffIDs, h)
+	}
+	b.config.Config = v1.Config{Env: slices.Clone(base.Defaults.Env), WorkingDir: base.Defaults.WorkingDir,
+		User: base.Defaults.User, Entrypoint: base.Defaults.Entrypoint, Cmd: base.Defaults.Cmd}
+	return nil
+}
+
+// addTar adds the layer tar at path on top.
+func (b *builtImage) addTar(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	diffID, _, err := v1.SHA256(f)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cf := v1.ConfigFile{OS: platform.OS, Architecture: runtime.GOARCH,
-		RootFS: v1.RootFS{Type: "layers", DiffIDs: []v1.Hash{diffID}},
-		Config: v1.Config{Env: []string{"PATH=" + defaultPath}}}
-	raw, err := json.Marshal(cf)
+	b.config.RootFS.DiffIDs = append(b.config.RootFS.DiffIDs, diffID)
+	b.tars[diffID] = path
+	return nil
+}
+
+func (b *builtImage) image() (v1.Image, error) {
+	b.config.OS, b.config.Architecture, b.config.RootFS.Type = platform.OS, runtime.GOARCH, "layers"
+	raw, err := json.Marshal(b.config)
 	if err != nil {
 		return nil, err
 	}
-	return partial.UncompressedToImage(&tarImage{path: tarPath, diffID: diffID, config: raw})
+	return partial.UncompressedToImage(&builtCore{b: b, raw: raw})
 }
 
-// tarImage is the core of a one-layer image whose layer is a tar file.
-type tarImage struct {
-	path   string
+// builtCore is builtImage as partial's uncompressed image core.
+type builtCore struct {
+	b   *builtImage
+	raw []byte
+}
+
+func (c *builtCore) RawConfigFile() ([]byte, error)      { return c.raw, nil }
+func (c *builtCore) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
+func (c *builtCore) LayerByDiffID(h v1.Hash) (partial.UncompressedLayer, error) {
+	return builtLayer{diffID: h, path: c.b.tars[h]}, nil
+}
+
+// builtLayer is a layer of a builtImage: a tar file, or (no path) a base
+// template's layer that is in the store.
+type builtLayer struct {
 	diffID v1.Hash
-	config []byte
+	path   string
 }
 
-func (t *tarImage) RawConfigFile() ([]byte, error)      { return t.config, nil }
-func (t *tarImage) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
-func (t *tarImage) LayerByDiffID(h v1.Hash) (partial.UncompressedLayer, error) {
-	if h != t.diffID {
-		return nil, fmt.Errorf("no layer %s", h)
+func (l builtLayer) DiffID() (v1.Hash, error)            { return l.diffID, nil }
+func (l builtLayer) MediaType() (types.MediaType, error) { return types.OCIUncompressedLayer, nil }
+func (l builtLayer) Uncompressed() (io.ReadCloser, error) {
+	if l.path == "" {
+		return nil, errf(ErrCorrupt, "the base's layer %s is no longer in the store: import the base again", short(l.diffID.String()))
 	}
-	return tarLayer{t}, nil
+	return os.Open(l.path)
 }
 
-// tarLayer is tarImage's layer.
-type tarLayer struct{ t *tarImage }
-
-func (l tarLayer) DiffID() (v1.Hash, error)             { return l.t.diffID, nil }
-func (l tarLayer) Uncompressed() (io.ReadCloser, error) { return os.Open(l.t.path) }
-func (l tarLayer) MediaType() (types.MediaType, error)  { return types.OCIUncompressedLayer, nil }
-
+// specDigest is the digest of a spec's Debian release (mmdebstrap's
+// input, what its tar is cached by), as the JSON of its four fields.
 func specDigest(sp Spec) string {
+	b, _ := json.Marshal(struct {
+		Suite    string   `json:"suite"`
+		Variant  string   `json:"variant"`
+		Packages []string `json:"packages"`
+		Mirror   string   `json:"mirror"`
+	}{sp.Suite, sp.Variant, sp.Packages, sp.Mirror})
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(b))
+}
+
+// buildDigest is the digest of a whole spec (Source.Digest of a build).
+func buildDigest(sp Spec) string {
 	b, _ := json.Marshal(sp)
 	return fmt.Sprintf("sha256:%x", sha256.Sum256(b))
 }
