@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,6 +84,56 @@ func TestReadSpec(t *testing.T) {
 	} {
 		_, err := template.ReadSpec(write(body))
 		if !errors.Is(err, template.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+}
+
+// TestBuildOnBase: a spec on a base template adds a layer of files (owned
+// by root, setuid dropped, links kept) and environment variables to the
+// base's layers and defaults; no mmdebstrap runs.
+func TestBuildOnBase(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, template.Limits{})
+	base, err := s.Import(ctx, writeLayout(t, imageOf(t, layerOf(t, dir("usr"), file("usr/base.txt", "base", 0o644)))),
+		template.Options{Name: "base"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "app/sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "app/run.sh"), []byte("#!/bin/sh\necho run\n"), 0o755)
+	os.Chmod(filepath.Join(dir, "app/run.sh"), 0o4755|os.ModeSetuid)
+	os.WriteFile(filepath.Join(dir, "app/sub/data.txt"), []byte("data"), 0o600)
+	os.Symlink("run.sh", filepath.Join(dir, "app/start"))
+	os.WriteFile(filepath.Join(dir, "spec.json"), []byte(`{"base": "base", "files": [{"src": "app", "dst": "/opt/app/"}],
+		"env": ["APP=1", "LANG=C"]}`), 0o600)
+	var steps []string
+	tp, err := s.Build(ctx, filepath.Join(dir, "spec.json"), false, template.Options{Name: "app",
+		Progress: func(p template.Progress) { steps = append(steps, p.Step+":"+p.State) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tp.Layers) != 2 || tp.Layers[0] != base.Layers[0] || tp.Source.Kind != "build" || slices.Contains(steps, "build:running") {
+		t.Fatalf("template %+v, steps %v", tp, steps)
+	}
+	if !slices.Equal(tp.Defaults.Env, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "APP=1", "LANG=C"}) || tp.Defaults.WorkingDir != "/srv" {
+		t.Fatalf("defaults %+v", tp.Defaults)
+	}
+	sameLines(t, "root", listing(t, s.RootDir(tp)), withMountPoints(
+		"opt dir 0755 0:0", "opt/app dir 0755 0:0", "opt/app/run.sh file 0755 0:0 #!/bin/sh\necho run",
+		"opt/app/start link 0777 0:0 -> run.sh", "opt/app/sub dir 0755 0:0", "opt/app/sub/data.txt file 0600 0:0 data",
+		"usr dir 0755 0:0", "usr/base.txt file 0644 0:0 base"))
+
+	for body, want := range map[string]string{
+		`{"base": "nope"}`:                                          `base: no template "nope"`,
+		`{"base": "base", "packages": ["curl"]}`:                    "packages on a base would need run steps",
+		`{"base": "base", "files": [{"src": "gone", "dst": "/x"}]}`: "files[0]: lstat",
+		`{"base": "base", "files": [{"src": "app", "dst": "x"}]}`:   "an absolute path in the root",
+		`{"base": "base", "env": ["1X=2"]}`:                         `env: "1X=2" is not NAME=value`,
+	} {
+		os.WriteFile(filepath.Join(dir, "bad.json"), []byte(body), 0o600)
+		if _, err := s.Build(ctx, filepath.Join(dir, "bad.json"), false, template.Options{Name: "bad"}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", body, err, want)
 		}
 	}
