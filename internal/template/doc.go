@@ -3,8 +3,11 @@
 // image they came from (env, working directory, user, Python). Templates are
 // imported from OCI images (an OCI image layout, as a directory or a tar, a
 // `docker save` archive, or a registry) through go-containerregistry, or
-// built from Debian packages by mmdebstrap (a spec file; the tar it makes
-// is cached in cache/ by the spec's digest).
+// built from a spec file: Debian packages by mmdebstrap (the tar it makes
+// is cached in cache/ by the release's digest) or another template, then
+// files copied in as a layer of their own and environment variables.
+// Each root also has an EROFS image (erofs_linux.go), the file a
+// computer's root is mounted from, with the mount points computers need.
 //
 // The store lives in <data>/templates (mode 0700, root only):
 //
@@ -43,13 +46,14 @@
 //
 // Files: template.go (types, errors, names), store.go (paths, metadata,
 // list, remove), image.go (import of one image: limits, layers, root),
-// source.go (archives, layouts, registries), build.go (specs, mmdebstrap),
-// gc.go; the Linux parts are
+// source.go (archives, layouts, registries), build.go (specs, mmdebstrap,
+// bases), files.go (a build's files as a layer), gc.go; the Linux parts are
 // tree_linux.go (safe creation under a root), unpack_linux.go (a layer's
 // tar), flatten_linux.go (a root from layers), lock_linux.go (flock),
-// python_linux.go (finding Python in a root); other.go refuses elsewhere.
+// python_linux.go (finding Python and ipykernel in a root), erofs_linux.go
+// (mount points and the image); other.go refuses elsewhere.
 //
 // It may import the standard library, golang.org/x/sys/unix and
 // github.com/google/go-containerregistry; nothing of Cubicle's. It runs
-// one program: mmdebstrap (build).
+// two programs: mmdebstrap (build) and mkfs.erofs (images).
 package template
