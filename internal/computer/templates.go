@@ -20,6 +20,9 @@ type Templates interface {
 	// Image is the file a computer's root is mounted from (made when
 	// the template has none yet).
 	Image(ctx context.Context, t template.Template) (string, error)
+	BuildSpec(ctx context.Context, sp template.Spec, ref string, refresh bool, opts template.Options) (template.Template, error)
+	Pull(ctx context.Context, ref string, opts template.Options) (template.Template, error)
+	Remove(ctx context.Context, name string) (template.GCReport, error)
 }
 
 // HostTemplate names the host's own runtime (its /usr, read-only), the

@@ -16,7 +16,7 @@
 // isolation probe). It may import internal/computer, internal/files, internal/responses,
 // internal/governance, internal/sandbox (its error kinds and file types),
 // internal/kernel (outputs), internal/artifact, internal/store,
-// internal/tools, internal/strictjson,
+// internal/tools, internal/template (its progress, streamed), internal/strictjson,
 // internal/errdefs, internal/errdefs/errhttp, internal/log and
 // github.com/coder/websocket.
 package httpapi

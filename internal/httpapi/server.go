@@ -105,6 +105,8 @@ func (a *API) routes() {
 	m.Handle("GET /v1/computer-egress", a.auth(a.orgEgress))
 	m.Handle("GET /v1/templates", a.auth(a.listTemplates))
 	m.Handle("GET /v1/templates/{name}", a.auth(a.getTemplate))
+	m.Handle("POST /v1/templates", a.admin(a.createTemplate))
+	m.Handle("DELETE /v1/templates/{name}", a.admin(a.deleteTemplate))
 	m.Handle("GET /v1/tools", a.auth(a.listTools))
 	m.Handle("POST /v1/tools/{name}/call", a.auth(a.callTool))
 	m.Handle("POST /v1/files", a.auth(a.uploadFile))

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
@@ -219,5 +220,74 @@ func TestTemplatePools(t *testing.T) {
 	}
 	if c := e.create(key, nil); c.Template != "host" || c.ID == pooled {
 		t.Fatalf("a host computer: %+v", c)
+	}
+}
+
+// TestTemplateAdmin: an admin builds a template over the API (a spec on a
+// base; streamed progress with Accept: text/event-stream) and deletes it
+// once no running computer was made from it; bad specs are 400 naming
+// the field, other keys 403.
+func TestTemplateAdmin(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnvIn(t, dir, func(c *computer.Config) { c.Templates = templateStore(t, dir) })
+	_, key := e.newKey(e.newOrg("t", true), computerCaps)
+	body := map[string]any{"name": "mini2", "spec": map[string]any{"base": "mini", "env": []string{"MINI=2"}}}
+	e.do(key, "POST", "/v1/templates", body).wantError(t, http.StatusForbidden, "forbidden")
+
+	r := e.do(e.admin, "POST", "/v1/templates", body)
+	var made templateJSON
+	if r.code != http.StatusCreated {
+		t.Fatalf("build: %s", r)
+	}
+	r.json(t, &made)
+	if made.Name != "mini2" || made.ID == nil {
+		t.Fatalf("built %+v", made)
+	}
+	c := e.create(key, map[string]any{"template": "mini2"})
+	if got := e.sh(key, c.ID, "echo $MINI; cat /etc/os-release"); got != "2\n"+templatetest.OSRelease {
+		t.Fatalf("on mini2: %q", got)
+	}
+	er := e.do(e.admin, "DELETE", "/v1/templates/mini2", nil).wantError(t, http.StatusConflict, "template_in_use")
+	if !strings.Contains(er.Error.Message, "1 running computers were made from mini2") {
+		t.Fatalf("in use: %+v", er.Error)
+	}
+	if r := e.do(key, "DELETE", "/v1/computers/"+c.ID, nil); r.code != http.StatusNoContent {
+		t.Fatalf("delete computer: %s", r)
+	}
+	if r := e.do(e.admin, "DELETE", "/v1/templates/mini2", nil); r.code != http.StatusNoContent {
+		t.Fatalf("delete template: %s", r)
+	}
+	e.do(e.admin, "DELETE", "/v1/templates/mini2", nil).wantError(t, http.StatusNotFound, "not_found")
+	e.do(e.admin, "DELETE", "/v1/templates/host", nil).wantError(t, http.StatusBadRequest, "invalid_request")
+
+	// Streamed: progress events, then the template.
+	r = e.doCtx(context.Background(), e.admin, "POST", "/v1/templates", body, map[string]string{"Accept": "text/event-stream"})
+	if s := string(r.body); r.code != 200 || !strings.Contains(s, "event: progress\ndata: {\"step\":\"layer\"") ||
+		!strings.Contains(s, "event: progress\ndata: {\"step\":\"root\"") || !strings.Contains(s, "event: template\ndata: {\"name\":\"mini2\"") {
+		t.Fatalf("streamed build: %s", r)
+	}
+	for _, c := range []struct {
+		body  any
+		code  int
+		param string
+		want  string
+	}{
+		{body, http.StatusConflict, "", `template "mini2" exists; remove it first ('cubicle template rm mini2') or pass --replace ("replace": true)`},
+		{map[string]any{"name": "x", "spec": map[string]any{"base": "mini", "files": []any{map[string]string{"src": "/etc", "dst": "/x"}}}}, 400, "spec", "files copy host paths"},
+		{map[string]any{"name": "x", "spec": map[string]any{"base": "gone"}}, 400, "spec", `no template "gone"`},
+		{map[string]any{"name": "x", "spec": map[string]any{"bass": "mini"}}, 400, "spec", `unknown field "bass"`},
+		{map[string]any{"name": "Bad Name", "spec": map[string]any{"base": "mini"}}, 400, "name", `template name "Bad Name"`},
+		{map[string]any{"name": "x"}, 400, "spec", "give exactly one of spec"},
+	} {
+		r := e.do(e.admin, "POST", "/v1/templates", c.body)
+		var er apiErr
+		r.json(t, &er)
+		if r.code != c.code || !strings.Contains(er.Error.Message, c.want) {
+			t.Errorf("%v: %s, want %d and %q", c.body, r, c.code, c.want)
+			continue
+		}
+		if c.param != "" && (er.Error.Param == nil || *er.Error.Param != c.param) {
+			t.Errorf("%v: param %v, want %s", c.body, er.Error.Param, c.param)
+		}
 	}
 }

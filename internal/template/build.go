@@ -2,6 +2,7 @@ package template
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -65,20 +66,34 @@ var (
 )
 
 // ReadSpec reads and checks a spec file, filling in the defaults; files'
-// sources are made absolute.
+// sources are made absolute, relative to the file's directory.
 func ReadSpec(path string) (Spec, error) {
-	var sp Spec
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return sp, errf(ErrInvalid, "spec %s: %v", path, err)
+		return Spec{}, errf(ErrInvalid, "spec %s: %v", path, err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	sp, err := ParseSpec(b, filepath.Dir(path))
+	if err != nil {
+		return sp, within(err, "spec %s", path)
+	}
+	return sp, nil
+}
+
+// ParseSpec parses and checks a spec, filling in the defaults. dir is
+// where relative files' sources are; "" refuses files (a spec that came
+// over the API must not name host paths).
+func ParseSpec(b []byte, dir string) (Spec, error) {
+	var sp Spec
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sp); err != nil {
-		return sp, errf(ErrInvalid, "spec %s: %v (want {\"suite\", \"variant\", \"packages\", \"mirror\"} or {\"base\"}, and \"files\", \"env\")", path, err)
+		return sp, errf(ErrInvalid, "%v (want {\"suite\", \"variant\", \"packages\", \"mirror\"} or {\"base\"}, and \"files\", \"env\")", err)
 	}
-	if err := sp.check(filepath.Dir(path)); err != nil {
-		return sp, errf(ErrInvalid, "spec %s: %v", path, err)
+	if dir == "" && len(sp.Files) > 0 {
+		return sp, errf(ErrInvalid, "files copy host paths: build a spec with files with 'cubicle template build' on the host")
+	}
+	if err := sp.check(dir); err != nil {
+		return sp, errf(ErrInvalid, "%v", err)
 	}
 	return sp, nil
 }
@@ -154,6 +169,12 @@ func (s *Store) Build(ctx context.Context, specPath string, refresh bool, opts O
 		return Template{}, err
 	}
 	abs, _ := filepath.Abs(specPath)
+	return s.BuildSpec(ctx, sp, abs, refresh, opts)
+}
+
+// BuildSpec is Build of a checked spec (ParseSpec); ref says where it came
+// from (Source.Ref).
+func (s *Store) BuildSpec(ctx context.Context, sp Spec, ref string, refresh bool, opts Options) (Template, error) {
 	return s.withImport(ctx, opts, func() (v1.Image, Source, func(), error) {
 		img := &builtImage{tars: map[v1.Hash]string{}}
 		cleanup := func() {}
@@ -193,7 +214,7 @@ func (s *Store) Build(ctx context.Context, specPath string, refresh bool, opts O
 		}
 		img.config.Config.Env = mergeEnv(img.config.Config.Env, sp.Env)
 		v, err := img.image()
-		return v, Source{Kind: kindBuild, Ref: abs, Digest: buildDigest(sp)}, cleanup, err
+		return v, Source{Kind: kindBuild, Ref: ref, Digest: buildDigest(sp)}, cleanup, err
 	})
 }
 
