@@ -26,9 +26,9 @@ type kernelSpec struct {
 
 // model is the kernelspec model of the Jupyter REST API.
 func (k kernelSpec) model() map[string]any {
-	display := "Python 3 (Cubicle)"
+	display, meta := "Python 3 (Cubicle)", map[string]any{"debugger": false}
 	if k.template != "" {
-		display = fmt.Sprintf("Python 3 (Cubicle, %s)", k.template)
+		display, meta["cubicle_template"] = fmt.Sprintf("Python 3 (Cubicle, %s)", k.template), k.template
 	}
 	return map[string]any{
 		"name": k.name,
@@ -38,7 +38,7 @@ func (k kernelSpec) model() map[string]any {
 			"language":       "python",
 			"interrupt_mode": "signal",
 			"env":            map[string]string{},
-			"metadata":       map[string]any{"debugger": false, "cubicle_template": k.template},
+			"metadata":       meta,
 		},
 		"resources": map[string]string{},
 	}
