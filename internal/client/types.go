@@ -13,6 +13,7 @@ type Limits struct {
 	DiskMB             int64   `json:"disk_mb"`
 	LifetimeSeconds    int     `json:"lifetime_seconds"`
 	ExecTimeoutSeconds int     `json:"exec_timeout_seconds"`
+	IdleTimeoutSeconds int     `json:"idle_timeout_seconds,omitempty"`
 }
 
 // Computer is the computer object.
@@ -28,6 +29,8 @@ type Computer struct {
 	Metadata  map[string]string `json:"metadata"`
 	Failure   string            `json:"failure,omitempty"`
 	Template  string            `json:"template"`
+	// LastActiveAt is the last call on a running computer.
+	LastActiveAt *int64 `json:"last_active_at,omitempty"`
 }
 
 // CreateRequest is the body of POST /v1/computers; zero fields are the

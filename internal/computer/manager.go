@@ -117,6 +117,10 @@ type live struct {
 	reason    string        // under Manager.mu: why a teardown was started
 	failure   string        // under Manager.mu: why it failed (its agent died), "" otherwise
 	ended     chan struct{} // closed when it leaves Manager.live
+	// idle ends it that long after its last call (0: never);
+	// lastActive is that call (under Manager.mu; lifetime.go).
+	idle       time.Duration
+	lastActive time.Time
 }
 
 // New returns a manager; call Start before use and Close at the end.
@@ -216,6 +220,9 @@ type CreateRequest struct {
 	// Template names the template the computer is made from ("": the
 	// deployment's default).
 	Template string
+	// IdleTimeout ends the computer that long after the last call on it
+	// (whole seconds; 0: never), within its lifetime.
+	IdleTimeout time.Duration
 	// NoPool starts a computer of its own rather than claiming a pool one,
 	// whose warm session kernel would hold memory the caller's own kernel
 	// needs.
@@ -231,6 +238,8 @@ func (r CreateRequest) validate() error {
 		return fmt.Errorf("%w: lifetime_seconds must not be negative", ErrInvalid)
 	case seconds(r.ExecTimeout) < 0:
 		return fmt.Errorf("%w: exec_timeout_seconds must not be negative", ErrInvalid)
+	case seconds(r.IdleTimeout) < 0:
+		return fieldError("idle_timeout_seconds", "must not be negative")
 	case len(r.Metadata) > 16:
 		return fmt.Errorf("%w: metadata holds at most 16 keys", ErrInvalid)
 	}
@@ -325,7 +334,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	ready := m.now()
 	limits, _ := json.Marshal(storedLimits{MemoryMB: memory >> 20, CPUs: spec.CPUs, Pids: spec.Pids,
 		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: seconds(execLimit),
-		NetworkPolicy: effective(network, internet), Template: tmpl})
+		NetworkPolicy: effective(network, internet), Template: tmpl, IdleTimeoutSeconds: seconds(req.IdleTimeout)})
 	meta, _ := json.Marshal(req.Metadata)
 	rec := store.Computer{ID: sb.ID(), OrgID: p.Org.ID, KeyID: p.Key.ID, Status: store.StatusReady,
 		CreatedAt: created, ReadyAt: &ready, ExpiresAt: ready.Add(time.Duration(lifetime) * time.Second),
@@ -336,7 +345,8 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		return View{}, fmt.Errorf("record computer: %w", err)
 	}
 	l := &live{sb: sb, rec: rec, principal: p, memory: memory, execLimit: execLimit, ended: make(chan struct{}),
-		internet: network == sandbox.NetworkInternet}
+		internet: network == sandbox.NetworkInternet, idle: time.Duration(seconds(req.IdleTimeout)) * time.Second,
+		lastActive: ready}
 	m.mu.Lock()
 	m.live[rec.ID] = l
 	m.mu.Unlock()
@@ -346,7 +356,9 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		m.gov.Record(ctx, p, AuditInternetWithheld, rec.ID, withheld.Audit())
 	}
 	log.From(ctx).InfoContext(ctx, "computer created", "computer", rec.ID, "ms", ready.Sub(created).Milliseconds())
-	return viewOf(rec), nil
+	v := viewOf(rec)
+	v.LastActiveAt = &ready
+	return v, nil
 }
 
 // Get returns a computer of p's organisation.
@@ -357,7 +369,7 @@ func (m *Manager) Get(ctx context.Context, p governance.Principal, id string) (V
 	if err := m.gate(ctx, p, id); err != nil {
 		return View{}, err
 	}
-	return m.get(ctx, p, id)
+	return m.liveView(ctx, p, id)
 }
 
 // get is Get once p was allowed and gated.
@@ -480,6 +492,7 @@ func (m *Manager) running(ctx context.Context, p governance.Principal, id string
 		if err := m.withholdRunning(ctx, p, l); err != nil {
 			return nil, err
 		}
+		m.touch(l)
 		return l, nil
 	}
 	v, err := m.get(ctx, p, id)

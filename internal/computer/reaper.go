@@ -45,8 +45,11 @@ func (m *Manager) reap(ctx context.Context) {
 		m.mu.Lock()
 		for _, l := range m.live {
 			retry := !l.retryAt.IsZero() && now.After(l.retryAt)
-			if !l.stopping && (retry || now.After(l.rec.ExpiresAt)) {
+			if !l.stopping && (retry || now.After(l.rec.ExpiresAt) || l.idleOut(now)) {
 				l.stopping = true
+				if l.reason == "" && !retry && !now.After(l.rec.ExpiresAt) {
+					l.reason = ReasonIdle
+				}
 				expired = append(expired, l)
 			}
 		}

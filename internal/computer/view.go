@@ -17,6 +17,8 @@ type Limits struct {
 	ExecTimeout time.Duration // whole seconds
 	// NetworkPolicy is an internet computer's policy (nil: loopback only).
 	NetworkPolicy *NetworkPolicy
+	// IdleTimeout ends it that long after its last call (0: never).
+	IdleTimeout time.Duration
 }
 
 // View is a computer as the service shows it; each transport has its own
@@ -34,6 +36,9 @@ type View struct {
 	Failure string
 	// Template is the template it was made from.
 	Template string
+	// LastActiveAt is the last call on it, for a computer this server
+	// runs (nil otherwise).
+	LastActiveAt *time.Time
 }
 
 // storedLimits is Limits as the store records them (store.Computer.Limits).
@@ -50,6 +55,8 @@ type storedLimits struct {
 	// Template is what the computer was made from (absent: "host", as
 	// for every computer made before templates).
 	Template string `json:"template,omitempty"`
+	// IdleTimeoutSeconds ends it that long after its last call.
+	IdleTimeoutSeconds int `json:"idle_timeout_seconds,omitempty"`
 }
 
 func viewOf(c store.Computer) View {
@@ -59,7 +66,7 @@ func viewOf(c store.Computer) View {
 	json.Unmarshal(c.Limits, &l)
 	v.Limits = Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 		Lifetime: time.Duration(l.LifetimeSeconds) * time.Second, ExecTimeout: time.Duration(l.ExecTimeoutSeconds) * time.Second,
-		NetworkPolicy: l.NetworkPolicy}
+		NetworkPolicy: l.NetworkPolicy, IdleTimeout: time.Duration(l.IdleTimeoutSeconds) * time.Second}
 	v.Template = l.Template
 	if v.Template == "" {
 		v.Template = HostTemplate

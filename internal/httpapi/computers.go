@@ -24,11 +24,30 @@ func (a *API) createComputer(w http.ResponseWriter, r *http.Request, p governanc
 			return err
 		}
 	}
-	v, err := a.comp.Create(r.Context(), p, body.request())
+	req, err := body.request()
+	if err != nil {
+		return err
+	}
+	v, err := a.comp.Create(r.Context(), p, req)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, computerViewOf(v))
+	return nil
+}
+
+// extendComputer moves a running computer's expiry to lifetime_seconds
+// from now (clamped to the caps, as at create).
+func (a *API) extendComputer(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	var body lifetimeBody
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	v, err := a.comp.Extend(r.Context(), p, r.PathValue("id"), durationOf(body.LifetimeSeconds))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, computerViewOf(v))
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -45,8 +46,8 @@ func computerViewOf(v computer.View) computerView {
 		ReadyAt: unixOf(v.ReadyAt), ExpiresAt: v.ExpiresAt.Unix(), StoppedAt: unixOf(v.StoppedAt),
 		Limits: computerLimits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 			LifetimeSeconds: secondsOf(l.Lifetime), ExecTimeoutSeconds: secondsOf(l.ExecTimeout),
-			NetworkPolicy: networkPolicyOf(l.NetworkPolicy)},
-		Metadata: v.Metadata, Failure: v.Failure, Template: v.Template}
+			NetworkPolicy: networkPolicyOf(l.NetworkPolicy), IdleTimeoutSeconds: secondsOf(l.IdleTimeout)},
+		Metadata: v.Metadata, Failure: v.Failure, Template: v.Template, LastActiveAt: unixOf(v.LastActiveAt)}
 }
 
 func computerViewsOf(vs []computer.View) []computerView {
@@ -57,10 +58,22 @@ func computerViewsOf(vs []computer.View) []computerView {
 	return out
 }
 
-func (b createBody) request() computer.CreateRequest {
+func (b createBody) request() (computer.CreateRequest, error) {
+	idle := b.IdleTimeoutSeconds
+	if e := b.ExpiresAfter; e != nil {
+		switch {
+		case idle != 0:
+			return computer.CreateRequest{}, withParam("expires_after", fmt.Errorf("%w: give idle_timeout_seconds or expires_after, not both", errBadRequest))
+		case e.Anchor != "last_active_at":
+			return computer.CreateRequest{}, withParam("expires_after.anchor", fmt.Errorf("%w: expires_after.anchor must be \"last_active_at\", got %q", errBadRequest, e.Anchor))
+		case e.Minutes < 1 || e.Minutes > 10080:
+			return computer.CreateRequest{}, withParam("expires_after.minutes", fmt.Errorf("%w: expires_after.minutes must be between 1 and 10080, got %d", errBadRequest, e.Minutes))
+		}
+		idle = e.Minutes * 60
+	}
 	return computer.CreateRequest{MemoryMB: b.MemoryMB, Lifetime: durationOf(b.LifetimeSeconds),
 		ExecTimeout: durationOf(b.ExecTimeoutSeconds), Metadata: b.Metadata,
-		NetworkPolicy: b.NetworkPolicy.request(), Template: b.Template}
+		NetworkPolicy: b.NetworkPolicy.request(), Template: b.Template, IdleTimeout: durationOf(idle)}, nil
 }
 
 // networkPolicyOf is a computer's policy as answers show it: secrets by

@@ -91,7 +91,7 @@ var volatile = []struct {
 	re   *regexp.Regexp
 	with string
 }{
-	{regexp.MustCompile(`"(created_at|ready_at|expires_at|stopped_at|completed_at|duration_ms|seconds|quantity)":[0-9]+`), `"$1":0`},
+	{regexp.MustCompile(`"(created_at|ready_at|expires_at|stopped_at|last_active_at|completed_at|duration_ms|seconds|quantity)":[0-9]+`), `"$1":0`},
 	{regexp.MustCompile(`"(created_at|ready_at|expires_at|revoked_at|destroyed_at|last_activity)":"[^"]*"`), `"$1":"T"`},
 	{regexp.MustCompile(`\b(req|org|key|srv)_[0-9a-f]{24}\b`), `${1}_0`},
 	{regexp.MustCompile(`\b(resp|msg|ci|fc)_[0-9a-f]{24}\b`), `${1}_0`},

@@ -25,6 +25,8 @@ type computerLimits struct {
 	ExecTimeoutSeconds int     `json:"exec_timeout_seconds"`
 	// NetworkPolicy is an internet computer's (absent: loopback only).
 	NetworkPolicy *networkPolicy `json:"network_policy,omitempty"`
+	// IdleTimeoutSeconds ends it that long after its last call.
+	IdleTimeoutSeconds int `json:"idle_timeout_seconds,omitempty"`
 }
 
 // networkPolicy is a computer's network_policy (OpenAI's container shape,
@@ -58,6 +60,9 @@ type computerView struct {
 	Metadata  map[string]string `json:"metadata"`
 	Failure   string            `json:"failure,omitempty"`
 	Template  string            `json:"template"`
+	// LastActiveAt is the last call on a running computer (absent once
+	// it stopped).
+	LastActiveAt *int64 `json:"last_active_at,omitempty"`
 }
 
 // createBody is the body of POST /v1/computers.
@@ -68,6 +73,21 @@ type createBody struct {
 	Metadata           map[string]string `json:"metadata,omitempty"`
 	NetworkPolicy      *networkPolicy    `json:"network_policy,omitempty"`
 	Template           string            `json:"template,omitempty"`
+	IdleTimeoutSeconds int               `json:"idle_timeout_seconds,omitempty"`
+	// ExpiresAfter is OpenAI's form of the idle timeout.
+	ExpiresAfter *expiresAfter `json:"expires_after,omitempty"`
+}
+
+// expiresAfter is OpenAI's container expires_after: the computer ends
+// minutes after its last call.
+type expiresAfter struct {
+	Anchor  string `json:"anchor"`
+	Minutes int    `json:"minutes"`
+}
+
+// lifetimeBody is the body of POST /v1/computers/{id}/lifetime.
+type lifetimeBody struct {
+	LifetimeSeconds int `json:"lifetime_seconds"`
 }
 
 // execBody is the body of POST /v1/computers/{id}/exec, with the

@@ -92,6 +92,7 @@ func (a *API) routes() {
 	m.Handle("GET /v1/computers", a.auth(a.listComputers))
 	m.Handle("GET /v1/computers/{id}", a.auth(a.getComputer))
 	m.Handle("DELETE /v1/computers/{id}", a.auth(a.deleteComputer))
+	m.Handle("POST /v1/computers/{id}/lifetime", a.auth(a.extendComputer))
 	m.Handle("POST /v1/computers/{id}/exec", a.auth(a.exec))
 	m.Handle("POST /v1/computers/{id}/python", a.auth(a.python))
 	m.Handle("POST /v1/computers/{id}/python/interrupt", a.auth(a.pythonControl("interrupt")))

@@ -180,6 +180,9 @@ type Computers interface {
 	List(ctx context.Context, f ComputerFilter) ([]Computer, error)
 	// Alive lists computers not yet stopped (destroyed or failed), of every org.
 	Alive(ctx context.Context) ([]Computer, error)
+	// SetExpiry sets a live computer's expires_at (its lifetime
+	// extended); ErrNotFound when it is not alive.
+	SetExpiry(ctx context.Context, id string, expiresAt time.Time) error
 	// Stop marks a computer destroyed (or failed) and writes its usage row and
 	// computer.destroyed event in one transaction. It returns ErrConflict
 	// if the computer was already stopped, so the rows exist exactly once.

@@ -55,6 +55,20 @@ func (c computers) MarkReady(ctx context.Context, id string, at time.Time) error
 	})
 }
 
+func (c computers) SetExpiry(ctx context.Context, id string, expiresAt time.Time) error {
+	return c.db.write(func() error {
+		res, err := c.db.db.ExecContext(ctx, `UPDATE computers SET expires_at = ? WHERE id = ? AND `+alive,
+			ms(expiresAt), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: live computer %s", store.ErrNotFound, id)
+		}
+		return nil
+	})
+}
+
 func (c computers) Get(ctx context.Context, orgID, id string) (store.Computer, error) {
 	r, err := scanComputer(c.db.db.QueryRowContext(ctx, `SELECT `+computerColumns+` FROM computers WHERE id = ? AND org_id = ?`, id, orgID))
 	return r, notFound(err, "computer "+id)
