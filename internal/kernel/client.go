@@ -22,7 +22,7 @@ type Options struct {
 	MaxImageBytes    int64         // one decoded PNG; default 16 MiB
 	StallTimeout     time.Duration // a message, once started, must progress; also bounds each handshake; default 10 s
 	WriteTimeout     time.Duration // the kernel must accept what we send; default 10 s
-	Grace            time.Duration // completion with only one of execute_reply / idle; default 200 ms
+	Grace            time.Duration // completion with only one of execute_reply / idle; default 2 s
 	Username         string        // header username; default "cubicle"
 	// OnMessage, when set, puts the Client in raw mode (raw.go): every
 	// message the kernel sends, except replies to the Client's own
@@ -53,7 +53,7 @@ func (o Options) withDefaults() Options {
 	}
 	dur(&o.StallTimeout, 10*time.Second)
 	dur(&o.WriteTimeout, 10*time.Second)
-	dur(&o.Grace, 200*time.Millisecond)
+	dur(&o.Grace, 2*time.Second)
 	if o.Username == "" {
 		o.Username = "cubicle"
 	}

@@ -62,8 +62,13 @@
 //     idle). Caller callbacks run in the caller's goroutine (Run), never in
 //     a reader, so a slow caller cannot make a reader lag.
 //   - Completion is execute_reply and status idle both seen; or one of them
-//     and then Grace (200 ms) without traffic for the cell. ipykernel sends
-//     the reply on shell before idle on iopub, but the two sockets race.
+//     and then Grace (2 s) without traffic for the cell. ipykernel flushes
+//     a cell's output before its reply and sends idle after both, but the
+//     two sockets race: on a loaded host the iopub reader can fall behind
+//     the reply by hundreds of milliseconds while output is still queued
+//     (a 200 ms grace once cut the last 356 bytes of a 10,000-message
+//     flood under the race detector). Only a kernel whose idle is lost
+//     (a PUB socket drops messages) waits the whole grace.
 //   - Connect repeats kernel_info_request until iopub delivers a status
 //     message, because iopub misses what is published before the
 //     subscription reaches the kernel.
