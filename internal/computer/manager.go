@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -223,6 +224,9 @@ type CreateRequest struct {
 	// IdleTimeout ends the computer that long after the last call on it
 	// (whole seconds; 0: never), within its lifetime.
 	IdleTimeout time.Duration
+	// Name is a label of the client's (OpenAI's container name), at most
+	// 256 characters.
+	Name string
 	// NoPool starts a computer of its own rather than claiming a pool one,
 	// whose warm session kernel would hold memory the caller's own kernel
 	// needs.
@@ -240,6 +244,8 @@ func (r CreateRequest) validate() error {
 		return fmt.Errorf("%w: exec_timeout_seconds must not be negative", ErrInvalid)
 	case seconds(r.IdleTimeout) < 0:
 		return fieldError("idle_timeout_seconds", "must not be negative")
+	case len(r.Name) > 256 || strings.ContainsAny(r.Name, "\x00"):
+		return fieldError("name", "is at most 256 characters, without NUL")
 	case len(r.Metadata) > 16:
 		return fmt.Errorf("%w: metadata holds at most 16 keys", ErrInvalid)
 	}
@@ -334,7 +340,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	ready := m.now()
 	limits, _ := json.Marshal(storedLimits{MemoryMB: memory >> 20, CPUs: spec.CPUs, Pids: spec.Pids,
 		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: seconds(execLimit),
-		NetworkPolicy: effective(network, internet), Template: tmpl, IdleTimeoutSeconds: seconds(req.IdleTimeout)})
+		NetworkPolicy: effective(network, internet), Template: tmpl, IdleTimeoutSeconds: seconds(req.IdleTimeout), Name: req.Name})
 	meta, _ := json.Marshal(req.Metadata)
 	rec := store.Computer{ID: sb.ID(), OrgID: p.Org.ID, KeyID: p.Key.ID, Status: store.StatusReady,
 		CreatedAt: created, ReadyAt: &ready, ExpiresAt: ready.Add(time.Duration(lifetime) * time.Second),

@@ -39,6 +39,8 @@ type View struct {
 	// LastActiveAt is the last call on it, for a computer this server
 	// runs (nil otherwise).
 	LastActiveAt *time.Time
+	// Name is the client's label ("" for none).
+	Name string
 }
 
 // storedLimits is Limits as the store records them (store.Computer.Limits).
@@ -57,6 +59,8 @@ type storedLimits struct {
 	Template string `json:"template,omitempty"`
 	// IdleTimeoutSeconds ends it that long after its last call.
 	IdleTimeoutSeconds int `json:"idle_timeout_seconds,omitempty"`
+	// Name is the client's label of the computer.
+	Name string `json:"name,omitempty"`
 }
 
 func viewOf(c store.Computer) View {
@@ -67,7 +71,7 @@ func viewOf(c store.Computer) View {
 	v.Limits = Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 		Lifetime: time.Duration(l.LifetimeSeconds) * time.Second, ExecTimeout: time.Duration(l.ExecTimeoutSeconds) * time.Second,
 		NetworkPolicy: l.NetworkPolicy, IdleTimeout: time.Duration(l.IdleTimeoutSeconds) * time.Second}
-	v.Template = l.Template
+	v.Template, v.Name = l.Template, l.Name
 	if v.Template == "" {
 		v.Template = HostTemplate
 	}

@@ -47,7 +47,7 @@ func computerViewOf(v computer.View) computerView {
 		Limits: computerLimits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 			LifetimeSeconds: secondsOf(l.Lifetime), ExecTimeoutSeconds: secondsOf(l.ExecTimeout),
 			NetworkPolicy: networkPolicyOf(l.NetworkPolicy), IdleTimeoutSeconds: secondsOf(l.IdleTimeout)},
-		Metadata: v.Metadata, Failure: v.Failure, Template: v.Template, LastActiveAt: unixOf(v.LastActiveAt)}
+		Metadata: v.Metadata, Failure: v.Failure, Template: v.Template, LastActiveAt: unixOf(v.LastActiveAt), Name: v.Name}
 }
 
 func computerViewsOf(vs []computer.View) []computerView {
@@ -73,7 +73,7 @@ func (b createBody) request() (computer.CreateRequest, error) {
 	}
 	return computer.CreateRequest{MemoryMB: b.MemoryMB, Lifetime: durationOf(b.LifetimeSeconds),
 		ExecTimeout: durationOf(b.ExecTimeoutSeconds), Metadata: b.Metadata,
-		NetworkPolicy: b.NetworkPolicy.request(), Template: b.Template, IdleTimeout: durationOf(idle)}, nil
+		NetworkPolicy: b.NetworkPolicy.request(), Template: b.Template, IdleTimeout: durationOf(idle), Name: b.Name}, nil
 }
 
 // networkPolicyOf is a computer's policy as answers show it: secrets by

@@ -63,6 +63,7 @@ type computerView struct {
 	// LastActiveAt is the last call on a running computer (absent once
 	// it stopped).
 	LastActiveAt *int64 `json:"last_active_at,omitempty"`
+	Name         string `json:"name,omitempty"`
 }
 
 // createBody is the body of POST /v1/computers.
@@ -74,6 +75,7 @@ type createBody struct {
 	NetworkPolicy      *networkPolicy    `json:"network_policy,omitempty"`
 	Template           string            `json:"template,omitempty"`
 	IdleTimeoutSeconds int               `json:"idle_timeout_seconds,omitempty"`
+	Name               string            `json:"name,omitempty"`
 	// ExpiresAfter is OpenAI's form of the idle timeout.
 	ExpiresAfter *expiresAfter `json:"expires_after,omitempty"`
 }
