@@ -158,53 +158,64 @@ func (a *API) getContainer(w http.ResponseWriter, r *http.Request, p governance.
 	return nil
 }
 
-// listContainers is OpenAI's cursor page: ?after=<id>&limit=1..100
-// (default 20)&order=asc|desc (default desc)&name=.
+// listContainers is OpenAI's cursor page of the organisation's
+// computers (cursorPage), newest first unless order=asc; ?name= filters.
 func (a *API) listContainers(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	all, err := a.comp.List(r.Context(), p, true, "")
+	if err != nil {
+		return err
+	}
+	if name := r.URL.Query().Get("name"); name != "" {
+		all = slices.DeleteFunc(all, func(v computer.View) bool { return v.Name != name })
+	}
+	data := make([]containerView, len(all))
+	for i, v := range all {
+		data[i] = containerOf(v)
+	}
+	page, err := cursorPage(r, data, func(c containerView) string { return c.ID })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// cursorPage is OpenAI's cursor page of items (oldest first):
+// ?order=asc|desc (default desc), ?after=<id of the item before the
+// page>, ?limit=1..100 (default 20); {object, data, first_id, last_id,
+// has_more}.
+func cursorPage[T any](r *http.Request, items []T, id func(T) string) (map[string]any, error) {
 	q := r.URL.Query()
 	limit := 20
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 100 {
-			return withParam("limit", fmt.Errorf("%w: limit must be between 1 and 100, got %q", errBadRequest, s))
+			return nil, withParam("limit", fmt.Errorf("%w: limit must be between 1 and 100, got %q", errBadRequest, s))
 		}
 		limit = n
 	}
-	order := q.Get("order")
-	if order == "" {
-		order = "desc"
-	} else if order != "asc" && order != "desc" {
-		return withParam("order", fmt.Errorf("%w: order must be asc or desc, got %q", errBadRequest, order))
-	}
-	all, err := a.comp.List(r.Context(), p, true, "")
-	if err != nil {
-		return err
-	}
-	if order == "desc" {
-		slices.Reverse(all)
-	}
-	if name := q.Get("name"); name != "" {
-		all = slices.DeleteFunc(all, func(v computer.View) bool { return v.Name != name })
+	switch q.Get("order") {
+	case "", "desc":
+		items = slices.Clone(items)
+		slices.Reverse(items)
+	case "asc":
+	default:
+		return nil, withParam("order", fmt.Errorf("%w: order must be asc or desc, got %q", errBadRequest, q.Get("order")))
 	}
 	if after := q.Get("after"); after != "" {
-		i := slices.IndexFunc(all, func(v computer.View) bool { return v.ID == after })
+		i := slices.IndexFunc(items, func(x T) bool { return id(x) == after })
 		if i < 0 {
-			return withParam("after", fmt.Errorf("%w: no container %q to list after", errBadRequest, after))
+			return nil, withParam("after", fmt.Errorf("%w: no %q to list after", errBadRequest, after))
 		}
-		all = all[i+1:]
+		items = items[i+1:]
 	}
-	more := len(all) > limit
-	all = all[:min(limit, len(all))]
-	data := make([]containerView, len(all))
-	for i, v := range all {
-		data[i] = containerOf(v)
+	more := len(items) > limit
+	items = items[:min(limit, len(items))]
+	page := map[string]any{"object": "list", "data": items, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(items) > 0 {
+		page["first_id"], page["last_id"] = id(items[0]), id(items[len(items)-1])
 	}
-	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
-	if len(data) > 0 {
-		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
-	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return page, nil
 }
 
 func (a *API) deleteContainer(w http.ResponseWriter, r *http.Request, p governance.Principal) error {

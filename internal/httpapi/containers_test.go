@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -79,5 +80,71 @@ func TestContainersOpenAI(t *testing.T) {
 		if er.Error.Param == nil || *er.Error.Param != param {
 			t.Errorf("%s: param %v, want %s (%s)", body, er.Error.Param, param, er.Error.Message)
 		}
+	}
+}
+
+// TestContainerFilesOpenAI: OpenAI's container files through the official
+// Go client: upload (multipart) and copy of an uploaded file (file_id),
+// list, retrieve, content, delete; the files are the computer's.
+func TestContainerFilesOpenAI(t *testing.T) {
+	e := newEnv(t, nil, withFiles)
+	_, key := e.newKey("", computerCaps)
+	ctx := t.Context()
+	client := e.sdk(key)
+	c, err := client.Containers.New(ctx, openai.ContainerNewParams{Name: "files"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := client.Containers.Files.New(ctx, c.ID, openai.ContainerFileNewParams{
+		File: openai.File(strings.NewReader("hello notes\n"), "notes.txt", "text/plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(up.ID, "cfile_") || up.Path != "/workspace/notes.txt" || up.Bytes != 12 || up.ContainerID != c.ID || up.Source != "user" {
+		t.Fatalf("uploaded %s", up.RawJSON())
+	}
+	if got := e.sh(key, c.ID, "cat /workspace/notes.txt"); got != "hello notes\n" {
+		t.Fatalf("in the computer: %q", got)
+	}
+	r := e.do(key, "POST", "/v1/files?filename=data.csv", "a,b\n")
+	var f struct{ ID string }
+	r.json(t, &f)
+	byID, err := client.Containers.Files.New(ctx, c.ID, openai.ContainerFileNewParams{FileID: openai.String(f.ID)})
+	if err != nil || byID.Path != "/workspace/data.csv" || byID.Bytes != 4 {
+		t.Fatalf("by file_id: %v %+v", err, byID)
+	}
+	e.sh(key, c.ID, "mkdir -p /workspace/out && echo made > /workspace/out/result.txt")
+	page, err := client.Containers.Files.List(ctx, c.ID, openai.ContainerFileListParams{Order: openai.ContainerFileListParamsOrderAsc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, cf := range page.Data {
+		paths = append(paths, cf.Path)
+	}
+	if strings.Join(paths, " ") != "/workspace/data.csv /workspace/notes.txt /workspace/out/result.txt" {
+		t.Fatalf("listed %v", paths)
+	}
+	got, err := client.Containers.Files.Get(ctx, c.ID, up.ID)
+	if err != nil || got.Path != up.Path {
+		t.Fatalf("get: %v %+v", err, got)
+	}
+	res, err := client.Containers.Files.Content.Get(ctx, c.ID, up.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(b) != "hello notes\n" {
+		t.Fatalf("content %q", b)
+	}
+	if err := client.Containers.Files.Delete(ctx, c.ID, up.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Containers.Files.Get(ctx, c.ID, up.ID); err == nil {
+		t.Fatal("a deleted file is still found")
+	}
+	if r := e.exec(key, c.ID, map[string]any{"command": "test -e /workspace/notes.txt"}); r.ExitCode == 0 {
+		t.Fatal("the deleted file is still in the computer")
 	}
 }

@@ -26,6 +26,7 @@ func withParam(param string, err error) error { return &paramError{param: param,
 var (
 	errTooLarge   = errdefs.New(errdefs.TooLarge, "", "request body too large")
 	errBadRequest = errdefs.New(errdefs.InvalidArgument, "", "bad request")
+	errNotFound   = errdefs.New(errdefs.NotFound, "", "not found")
 	// errBodyTimeout: the client stopped sending its request body (slowclients.go).
 	errBodyTimeout = errdefs.New(errdefs.Timeout, "", "request timeout: the client sent no byte of the request body for too long")
 	errNoGateway   = errdefs.New(errdefs.Unavailable, "gateway_not_configured",
