@@ -60,6 +60,25 @@ func (s *server) withheldEvents(t *testing.T, id string) []map[string]any {
 
 const allowedOnly = `{"network_policy":{"type":"allowlist","allowed_domains":["allowed.test"]}}`
 
+// onlineComputer switches the first organisation's computer_internet on
+// and makes, with a new computer key of it, an internet computer that is
+// online: the organisation, the key's id, the key's client and the
+// computer.
+func (s *server) onlineComputer(t *testing.T) (org, kid string, b *server, c struct {
+	ID string `json:"id"`
+}) {
+	t.Helper()
+	org = s.firstOrg(t)
+	s.decode("PATCH", "/v1/admin/orgs/"+org, `{"computer_internet":true}`, 200, nil)
+	kid, ksec := s.newComputerKey(t, org)
+	b = s.as(ksec)
+	b.decode("POST", "/v1/computers", allowedOnly, 201, &c)
+	if page, iface := b.online(t, c.ID); !page || !iface {
+		t.Fatalf("the internet computer is not online: page %v, interface %v", page, iface)
+	}
+	return org, kid, b, c
+}
+
 // TestServeInternetCutByPolicy (issue 13): a running internet computer
 // whose organisation or key gets a policy that withholds internet
 // computers loses its internet at the next call on it, before that call
@@ -83,21 +102,11 @@ func TestServeInternetCutByPolicy(t *testing.T) {
 	settle := func() { time.Sleep(1500 * time.Millisecond) }
 	t.Run("internet", func(t *testing.T) {
 		s := startServer(t, t.TempDir(), env())
-		org := s.firstOrg(t)
-		s.decode("PATCH", "/v1/admin/orgs/"+org, `{"computer_internet":true}`, 200, nil)
-		kid, ksec := s.newComputerKey(t, org)
-		b := s.as(ksec)
+		org, kid, _, c := s.onlineComputer(t)
+		settle()
 
 		// The computer's own key turns restrictive; another key (the
 		// admin's, unrestricted) makes the next call.
-		var c struct {
-			ID string `json:"id"`
-		}
-		b.decode("POST", "/v1/computers", allowedOnly, 201, &c)
-		if page, iface := b.online(t, c.ID); !page || !iface {
-			t.Fatalf("the internet computer is not online: page %v, interface %v", page, iface)
-		}
-		settle()
 		s.decode("PATCH", "/v1/admin/keys/"+kid, `{"policy":{"settings":{"redact_pii":true}}}`, 200, nil)
 		if page, iface := s.online(t, c.ID); page || iface {
 			t.Errorf("the first call after the computer's key turned restrictive ran online: page %v, interface %v", page, iface)
@@ -133,17 +142,7 @@ func TestServeInternetCutByPolicy(t *testing.T) {
 	})
 	t.Run("only internet", func(t *testing.T) {
 		s := startServer(t, t.TempDir(), env("CUBICLE_NETWORK_ONLY_INTERNET=true"))
-		org := s.firstOrg(t)
-		s.decode("PATCH", "/v1/admin/orgs/"+org, `{"computer_internet":true}`, 200, nil)
-		kid, ksec := s.newComputerKey(t, org)
-		b := s.as(ksec)
-		var c struct {
-			ID string `json:"id"`
-		}
-		b.decode("POST", "/v1/computers", allowedOnly, 201, &c)
-		if page, iface := b.online(t, c.ID); !page || !iface {
-			t.Fatalf("the internet computer is not online: page %v, interface %v", page, iface)
-		}
+		_, kid, b, c := s.onlineComputer(t)
 		settle()
 		// The key turns restrictive: its call is Denied by policy., and
 		// the computer's internet is gone with that call.
