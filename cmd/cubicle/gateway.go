@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
@@ -15,7 +16,8 @@ import (
 // (gateway.upstreams[i].<key>).
 func gatewayConfig(gc config.Gateway) (responses.Config, error) {
 	out := responses.Config{Model: gc.Model, Timeout: gc.Timeout(), IdleTimeout: gc.IdleTimeout(), MaxRounds: gc.MaxRounds,
-		UpstreamURL: gc.UpstreamURL, UpstreamKey: keyFromEnv(gc.UpstreamKeyEnv), CodeInterpreterTemplate: gc.CodeInterpreterTemplate}
+		UpstreamURL: gc.UpstreamURL, UpstreamKey: keyFromEnv(gc.UpstreamKeyEnv), CodeInterpreterTemplate: gc.CodeInterpreterTemplate,
+		ReuseComputers: gc.ReuseComputers, ComputerIdle: time.Duration(gc.ComputerIdleSeconds) * time.Second}
 	for _, u := range gc.Upstreams {
 		out.Upstreams = append(out.Upstreams, responses.UpstreamConfig{Name: u.Name, BaseURL: u.BaseURL,
 			Key: keyFromEnv(u.KeyEnv), API: u.API, Models: u.Models, Default: u.Default,

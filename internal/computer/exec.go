@@ -102,6 +102,7 @@ func (m *Manager) Exec(ctx context.Context, p governance.Principal, id string, r
 	if err != nil {
 		return ExecResult{}, err
 	}
+	defer m.busy(l)()
 	timeout := tools.CapSeconds(l.execLimit, seconds(req.Timeout))
 	wire := sandbox.ExecRequest{Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Timeout: timeout}
 	for k, v := range req.Env {

@@ -70,6 +70,7 @@ func (m *Manager) PutFile(ctx context.Context, p governance.Principal, id, path 
 	if err != nil {
 		return sandbox.Written{}, err
 	}
+	defer m.busy(l)()
 	w, err := l.sb.WriteFile(ctx, sandbox.FileWrite{Path: path, Parents: true}, &limitedReader{r: body, n: m.cfg.MaxFileBytes})
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {
@@ -87,6 +88,7 @@ func (m *Manager) GetFile(ctx context.Context, p governance.Principal, id, path 
 	if err != nil {
 		return err
 	}
+	defer m.busy(l)()
 	fi, err := l.sb.Stat(ctx, path)
 	if err != nil {
 		return m.fileError(ctx, id, err)

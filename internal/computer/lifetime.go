@@ -26,9 +26,24 @@ func (m *Manager) touch(l *live) {
 	m.mu.Unlock()
 }
 
+// busy marks a call on l in flight until the returned func runs: a
+// computer is never idle while a call runs, however long it takes, and
+// its idle time counts from the end of its last call.
+func (m *Manager) busy(l *live) func() {
+	m.mu.Lock()
+	l.calls++
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		l.calls--
+		l.lastActive = m.now()
+		m.mu.Unlock()
+	}
+}
+
 // idleOut reports whether l's idle timeout ran out at now (under m.mu).
 func (l *live) idleOut(now time.Time) bool {
-	return l.idle > 0 && now.Sub(l.lastActive) >= l.idle
+	return l.idle > 0 && l.calls == 0 && now.Sub(l.lastActive) >= l.idle
 }
 
 // Extend moves the expiry of a running computer of p's organisation to

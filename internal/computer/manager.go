@@ -122,6 +122,7 @@ type live struct {
 	// lastActive is that call (under Manager.mu; lifetime.go).
 	idle       time.Duration
 	lastActive time.Time
+	calls      int // calls in flight (busy)
 }
 
 // New returns a manager; call Start before use and Close at the end.
@@ -465,6 +466,7 @@ func (m *Manager) WithSandbox(ctx context.Context, p governance.Principal, id st
 	if err != nil {
 		return err
 	}
+	defer m.busy(l)()
 	return fn(l.sb)
 }
 

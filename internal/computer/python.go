@@ -138,6 +138,7 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 	if err != nil {
 		return PythonResult{}, err
 	}
+	defer m.busy(l)()
 	save, err := m.imageSaverFor(p, req.SaveImages)
 	if err != nil {
 		return PythonResult{}, err

@@ -47,6 +47,7 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 	if err != nil {
 		return tools.Result{}, err
 	}
+	defer m.busy(l)()
 	env := tools.Env{Sandbox: l.sb, Artifacts: p.Caps.HasArtifacts(), Limits: tools.Limits{
 		ExecTimeout: l.execLimit, MaxStreamBytes: m.cfg.MaxOutputBytes,
 		MaxFileBytes: m.cfg.MaxFileBytes, Prelude: m.preludeFor(l.sb.Spec())}}

@@ -55,6 +55,13 @@ type Gateway struct {
 	// code_interpreter tool runs on ("": the deployment's
 	// template.default).
 	CodeInterpreterTemplate string `toml:"code_interpreter_template"`
+	// ReuseComputers keeps a stored response's computer after the answer
+	// for the responses continuing it (OpenAI's auto container); false:
+	// one computer per response, deleted after the answer.
+	ReuseComputers bool `toml:"reuse_computers"`
+	// ComputerIdleSeconds ends a kept computer that long after its last
+	// call; 0: the gateway's default (responses.DefaultComputerIdle, 1200).
+	ComputerIdleSeconds int `toml:"computer_idle_seconds"`
 }
 
 // GatewayUpstream is one [[gateway.upstreams]] entry; the gateway checks

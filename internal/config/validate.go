@@ -121,6 +121,8 @@ func (g Gateway) validate() error {
 		return invalid("gateway.timeout_seconds", "must not be negative")
 	case g.MaxRounds < 0:
 		return invalid("gateway.max_rounds", "must not be negative")
+	case g.ComputerIdleSeconds < 0:
+		return invalid("gateway.computer_idle_seconds", "must not be negative")
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ func TestIdleTimeout(t *testing.T) {
 	if g := e.get(key, c.ID); g.Status != "ready" || *g.LastActiveAt < time.Now().Unix()-1 {
 		t.Fatalf("while active: %+v", g)
 	}
+	// A call longer than the idle timeout is not cut: the computer is
+	// never idle while a call runs.
+	e.sh(key, c.ID, "sleep 3")
 	eventually(t, 10*time.Second, "the idle computer ends", func() bool { return e.get(key, c.ID).Status == "destroyed" })
 	evs := eventsOf(e.audit(key, "?type=computer.destroyed"), c.ID, "computer.destroyed")
 	if len(evs) != 1 || evs[0].Data["reason"] != "idle" {

@@ -88,18 +88,18 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 		return nil
 	}
 	defer timed(&r.timing.Create)()
-	v, err := r.g.comp.Create(ctx, r.p, computer.CreateRequest{ResponseID: r.resp.ID, NetworkPolicy: r.plan.network,
-		Template: r.g.cfg.CodeInterpreterTemplate})
-	if errors.Is(err, computer.ErrDeniedByPolicy) {
+	reused, err := r.reuseComputer(ctx)
+	if err != nil {
 		return err
 	}
-	if err != nil {
-		return fmt.Errorf("gateway: create the response's computer: %w", err)
-	}
-	r.computerID = v.ID
 	in := files.InputsRequest{FileIDs: r.plan.fileIDs}
-	if prev := r.plan.previous; prev != nil {
-		in.FileIDs, in.ArtifactIDs = newestFirst(in.FileIDs, prev.FileIDs), prev.ArtifactIDs
+	if !reused {
+		if err := r.createComputer(ctx); err != nil {
+			return err
+		}
+		if prev := r.plan.previous; prev != nil {
+			in.FileIDs, in.ArtifactIDs = newestFirst(in.FileIDs, prev.FileIDs), prev.ArtifactIDs
+		}
 	}
 	if len(in.FileIDs)+len(in.ArtifactIDs) == 0 || r.g.files == nil {
 		return nil
@@ -113,6 +113,55 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway: copy the input files: %w", err)
 	}
+	return nil
+}
+
+// reuseComputer takes the response's computer from the request: an
+// explicit container (which must be running), or, with
+// Config.ReuseComputers, the previous response's computer while it runs.
+// Either is kept after the answer.
+func (r *Run) reuseComputer(ctx context.Context) (bool, error) {
+	id := r.plan.container
+	if id == "" && r.g.cfg.ReuseComputers && r.plan.previous != nil {
+		id = r.plan.previous.ComputerID
+	}
+	if id == "" {
+		return false, nil
+	}
+	err := r.g.comp.CheckRunning(ctx, r.p, id)
+	switch {
+	case err == nil:
+		r.computerID, r.keepComputer = id, true
+		return true, nil
+	case r.plan.container != "":
+		return false, fmt.Errorf("gateway: the code_interpreter container %s: %w", id, err)
+	case errors.Is(err, computer.ErrDeniedByPolicy):
+		return false, err
+	}
+	return false, nil // the previous computer ended: a new one
+}
+
+// createComputer makes the response's computer (the auto container);
+// with Config.ReuseComputers a stored response keeps it after the answer,
+// ending ComputerIdle after its last call.
+func (r *Run) createComputer(ctx context.Context) error {
+	req := computer.CreateRequest{ResponseID: r.resp.ID, NetworkPolicy: r.plan.network,
+		Template: r.g.cfg.CodeInterpreterTemplate, MemoryMB: r.plan.memoryMB}
+	keep := r.g.cfg.ReuseComputers && r.resp.Store
+	if keep {
+		req.IdleTimeout = r.g.cfg.ComputerIdle
+		if req.IdleTimeout <= 0 {
+			req.IdleTimeout = DefaultComputerIdle
+		}
+	}
+	v, err := r.g.comp.Create(ctx, r.p, req)
+	if errors.Is(err, computer.ErrDeniedByPolicy) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("gateway: create the response's computer: %w", err)
+	}
+	r.computerID, r.keepComputer = v.ID, keep
 	return nil
 }
 

@@ -39,7 +39,7 @@ func (p *pendingDeletes) add() bool {
 // gateway is closing (Gateway.Close), it deletes before returning.
 func (r *Run) Close(ctx context.Context) {
 	id := r.computerID
-	if id == "" || r.closed {
+	if id == "" || r.closed || r.keepComputer {
 		return
 	}
 	r.closed = true

@@ -31,6 +31,10 @@ type conversation struct {
 	FileIDs []string `json:"file_ids,omitempty"`
 	// ArtifactIDs are the artifacts the chain's computers kept, newest first.
 	ArtifactIDs []string `json:"artifact_ids,omitempty"`
+	// ComputerID is the computer the response ran in when it was kept
+	// after the answer (Config.ReuseComputers, or an explicit container):
+	// the chain's next response runs in it while it lives.
+	ComputerID string `json:"computer_id,omitempty"`
 }
 
 // Bounds of a stored conversation.
@@ -180,6 +184,9 @@ func (r *Run) conversation(ctx context.Context) json.RawMessage {
 		}
 	}
 	c.ArtifactIDs = newestFirst(kept, prevArtifacts)
+	if r.keepComputer {
+		c.ComputerID = r.computerID
+	}
 	body, err := json.Marshal(c)
 	if err == nil && len(body) > MaxConversationBytes {
 		err = fmt.Errorf("%d bytes, more than %d", len(body), MaxConversationBytes)

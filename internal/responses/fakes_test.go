@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,16 @@ func (f *fakeComputers) Delete(_ context.Context, _ governance.Principal, id str
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.deleted = append(f.deleted, id)
+	return nil
+}
+
+// CheckRunning: every computer this fake made and did not delete runs.
+func (f *fakeComputers) CheckRunning(_ context.Context, _ governance.Principal, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if slices.Contains(f.deleted, id) {
+		return computer.ErrGone
+	}
 	return nil
 }
 

@@ -37,7 +37,21 @@ type Config struct {
 	// CodeInterpreterTemplate is the template code_interpreter's
 	// computers are made from ("": the key's or the deployment's default).
 	CodeInterpreterTemplate string
+	// ReuseComputers keeps a stored response's computer after the answer
+	// (ending ComputerIdle after its last call) so that a response
+	// continuing it (previous_response_id) runs in the same computer,
+	// with its files and Python state: OpenAI's auto container. Without
+	// it every response has a computer of its own, deleted after the
+	// answer (the seed's behaviour).
+	ReuseComputers bool
+	// ComputerIdle is a kept computer's idle timeout (default 20 minutes,
+	// OpenAI's).
+	ComputerIdle time.Duration
 }
+
+// DefaultComputerIdle is Config.ComputerIdle's default: OpenAI's
+// containers expire 20 minutes after their last activity.
+const DefaultComputerIdle = 20 * time.Minute
 
 // UpstreamConfig is one upstream model server.
 type UpstreamConfig struct {

@@ -66,7 +66,13 @@ type plan struct {
 	codeInterpreter bool // the gateway's code_interpreter is offered
 	// network is the code_interpreter container's network_policy (nil:
 	// loopback only), for the response's computer.
-	network      *computer.NetworkPolicy
+	network *computer.NetworkPolicy
+	// container is an explicit code_interpreter container: a running
+	// computer of the caller's organisation the response uses (and
+	// keeps); "" for the auto container.
+	container string
+	// memoryMB is the auto container's memory_limit (0: the deployment's).
+	memoryMB     int64
 	clientFuncs  map[string]bool // client function names
 	gatewayTools map[string]bool // gateway function tools (builtin__computer_*, python)
 	fileIDs      []string        // input_file ids of the input, in order, deduplicated
@@ -233,9 +239,29 @@ func (p *plan) codeInterpreterTool(t json.RawMessage, param string) error {
 	var c struct {
 		Type          string          `json:"type"`
 		NetworkPolicy json.RawMessage `json:"network_policy"`
+		FileIDs       []string        `json:"file_ids"`
+		MemoryLimit   string          `json:"memory_limit"`
+	}
+	if err := json.Unmarshal(ci.Container, &p.container); err == nil {
+		if !strings.HasPrefix(p.container, "cmp_") {
+			return invalid(param+".container", "a container id is a computer's (cmp_…), got %q", p.container)
+		}
+		return p.addCodeInterpreter(param)
 	}
 	if len(ci.Container) == 0 || strict(ci.Container, &c, param+".container") != nil || c.Type != "auto" {
-		return invalid(param+".container", `only {"type":"auto"} (with an optional network_policy) is supported as the code_interpreter container`)
+		return invalid(param+".container", `must be a container id or {"type":"auto"} (with optional network_policy, file_ids, memory_limit)`)
+	}
+	for _, id := range c.FileIDs {
+		if !slices.Contains(p.fileIDs, id) {
+			p.fileIDs = append(p.fileIDs, id)
+		}
+	}
+	if c.MemoryLimit != "" {
+		mb, ok := map[string]int64{"1g": 1 << 10, "4g": 4 << 10, "16g": 16 << 10, "64g": 64 << 10}[c.MemoryLimit]
+		if !ok {
+			return invalid(param+".container.memory_limit", "must be 1g, 4g, 16g or 64g, got %q", c.MemoryLimit)
+		}
+		p.memoryMB = mb // clamped to the deployment's memory, as for any computer
 	}
 	if len(c.NetworkPolicy) > 0 && string(c.NetworkPolicy) != "null" {
 		var np struct {
@@ -255,6 +281,11 @@ func (p *plan) codeInterpreterTool(t json.RawMessage, param string) error {
 			p.network.DomainSecrets = append(p.network.DomainSecrets, computer.DomainSecret(s))
 		}
 	}
+	return p.addCodeInterpreter(param)
+}
+
+// addCodeInterpreter offers the code_interpreter tool, once.
+func (p *plan) addCodeInterpreter(param string) error {
 	if p.codeInterpreter {
 		return invalid(param, "code_interpreter is declared twice")
 	}

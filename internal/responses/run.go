@@ -32,6 +32,10 @@ type Run struct {
 	started time.Time
 	timing  Timing
 	closed  bool // Close was called
+	// keepComputer leaves the computer running after the answer (an
+	// explicit container, or a stored response with
+	// Config.ReuseComputers).
+	keepComputer bool
 	// turn is the upstream answer being turned into items (the last one
 	// once the loop ended).
 	turn *turnOutput

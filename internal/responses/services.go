@@ -19,7 +19,8 @@ import (
 // response makes at most one computer (Create, at its first gateway tool
 // call), runs its tool calls there (RunTool), copies the request's input
 // files in (WithSandbox, with Files.CopyInputs) and deletes it after the
-// answer (Delete).
+// answer (Delete), unless it keeps it (Config.ReuseComputers, an explicit
+// container: CheckRunning says whether a kept one still runs).
 type Computers interface {
 	// ToolsEnabled reports whether p may use computer tools at all.
 	ToolsEnabled(p governance.Principal) bool
@@ -29,6 +30,7 @@ type Computers interface {
 	RunTool(ctx context.Context, p governance.Principal, id string, reg *tools.Registry, name string, args json.RawMessage) (tools.Result, error)
 	WithSandbox(ctx context.Context, p governance.Principal, id string, fn func(sandbox.Sandbox) error) error
 	Delete(ctx context.Context, p governance.Principal, id string) error
+	CheckRunning(ctx context.Context, p governance.Principal, id string) error
 }
 
 // Files is what the gateway asks of the files service (*files.Service):
