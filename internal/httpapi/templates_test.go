@@ -3,12 +3,21 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
@@ -288,6 +297,53 @@ func TestTemplateAdmin(t *testing.T) {
 		}
 		if c.param != "" && (er.Error.Param == nil || *er.Error.Param != c.param) {
 			t.Errorf("%v: param %v, want %s", c.body, er.Error.Param, c.param)
+		}
+	}
+}
+
+// TestTemplateSourcesRunPython: templates imported from an OCI image
+// layout and pulled from a registry (here the Debian kernel template's
+// layer as an image: its layer and root are found stored) make computers
+// that run programs and Python cells in the template's own kernel.
+func TestTemplateSourcesRunPython(t *testing.T) {
+	st := templatetest.DebianKernel(t)
+	img := templatetest.DebianKernelImage(t)
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	if err == nil {
+		err = p.AppendImage(img)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Import(ctx, dir, template.Options{Name: "debian-oci", Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	ref := strings.TrimPrefix(reg.URL, "http://") + "/test/debian:kernel"
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pull(ctx, ref, template.Options{Name: "debian-pulled", Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *computer.Config) { c.Templates = st })
+	_, key := e.newKey(e.newOrg("t", true), computerCaps)
+	for _, name := range []string{"debian-oci", "debian-pulled"} {
+		c := e.create(key, map[string]any{"template": name})
+		if got := e.sh(key, c.ID, "node -e 'console.log(6*7)'"); got != "42\n" {
+			t.Fatalf("%s: node: %q", name, got)
+		}
+		var res pyResult
+		e.do(key, "POST", "/v1/computers/"+c.ID+"/python", map[string]any{"cells": []map[string]string{{"code": "import sys; print(sys.executable)"}}}).json(t, &res)
+		if res.Status != "ok" || res.Cells[0].stdout() != "/usr/bin/python3\n" {
+			t.Fatalf("%s: python: %+v", name, res)
 		}
 	}
 }

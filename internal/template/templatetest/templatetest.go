@@ -14,10 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/cubicle-sandbox/cubicle/internal/template"
 )
@@ -225,3 +227,52 @@ func DebianKernel(t testing.TB) *template.Store {
 
 // DebianKernelName names DebianKernel's template.
 const DebianKernelName = "debian-kernel"
+
+// DebianKernelImage is DebianKernel's template as an OCI image: one
+// uncompressed layer, the mmdebstrap tar the build cached (so importing
+// or pulling it into DebianKernel's store finds its layer and root
+// stored), with the template's environment.
+func DebianKernelImage(t testing.TB) v1.Image {
+	t.Helper()
+	s := DebianKernel(t)
+	tp, err := s.Get(context.Background(), DebianKernelName)
+	must(t, err)
+	want, err := v1.NewHash(tp.Layers[0])
+	must(t, err)
+	tars, _ := filepath.Glob(filepath.Join(s.Dir(), "cache", "build-*.tar"))
+	for _, p := range tars {
+		f, err := os.Open(p)
+		must(t, err)
+		h, size, err := v1.SHA256(f)
+		f.Close()
+		must(t, err)
+		if h != want {
+			continue
+		}
+		img, err := mutate.AppendLayers(empty.Image, rawLayer{path: p, hash: h, size: size})
+		must(t, err)
+		cf, err := img.ConfigFile()
+		must(t, err)
+		cf = cf.DeepCopy()
+		cf.OS, cf.Architecture, cf.Config.Env = "linux", "amd64", tp.Defaults.Env
+		img, err = mutate.ConfigFile(img, cf)
+		must(t, err)
+		return img
+	}
+	t.Fatalf("no cached build of %s in %s", DebianKernelName, s.Dir())
+	return nil
+}
+
+// rawLayer is an uncompressed layer tar on disk, stored and sent as it is.
+type rawLayer struct {
+	path string
+	hash v1.Hash
+	size int64
+}
+
+func (l rawLayer) Digest() (v1.Hash, error)             { return l.hash, nil }
+func (l rawLayer) DiffID() (v1.Hash, error)             { return l.hash, nil }
+func (l rawLayer) Compressed() (io.ReadCloser, error)   { return os.Open(l.path) }
+func (l rawLayer) Uncompressed() (io.ReadCloser, error) { return os.Open(l.path) }
+func (l rawLayer) Size() (int64, error)                 { return l.size, nil }
+func (l rawLayer) MediaType() (types.MediaType, error)  { return types.OCIUncompressedLayer, nil }
