@@ -3,21 +3,12 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
@@ -309,27 +300,10 @@ func TestTemplateSourcesRunPython(t *testing.T) {
 	st := templatetest.DebianKernel(t)
 	img := templatetest.DebianKernelImage(t)
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "layout")
-	p, err := layout.Write(dir, empty.Index)
-	if err == nil {
-		err = p.AppendImage(img)
-	}
-	if err != nil {
+	if _, err := st.Import(ctx, templatetest.Layout(t, img), template.Options{Name: "debian-oci", Replace: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Import(ctx, dir, template.Options{Name: "debian-oci", Replace: true}); err != nil {
-		t.Fatal(err)
-	}
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(reg.Close)
-	ref := strings.TrimPrefix(reg.URL, "http://") + "/test/debian:kernel"
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(r, img); err != nil {
-		t.Fatal(err)
-	}
+	ref := templatetest.Registry(t, img)
 	if _, err := st.Pull(ctx, ref, template.Options{Name: "debian-pulled", Replace: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +16,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -193,11 +198,7 @@ func Import(t testing.TB, s *template.Store, name, root string, env ...string) t
 	cf.OS, cf.Architecture, cf.Config.Env = "linux", "amd64", env
 	img, err = mutate.ConfigFile(img, cf)
 	must(t, err)
-	dir := filepath.Join(t.TempDir(), "layout")
-	p, err := layout.Write(dir, empty.Index)
-	must(t, err)
-	must(t, p.AppendImage(img))
-	tp, err := s.Import(context.Background(), dir, template.Options{Name: name})
+	tp, err := s.Import(context.Background(), Layout(t, img), template.Options{Name: name})
 	must(t, err)
 	return tp
 }
@@ -276,3 +277,26 @@ func (l rawLayer) Compressed() (io.ReadCloser, error)   { return os.Open(l.path)
 func (l rawLayer) Uncompressed() (io.ReadCloser, error) { return os.Open(l.path) }
 func (l rawLayer) Size() (int64, error)                 { return l.size, nil }
 func (l rawLayer) MediaType() (types.MediaType, error)  { return types.OCIUncompressedLayer, nil }
+
+// Layout writes img as an OCI image layout directory and returns it.
+func Layout(t testing.TB, img v1.Image) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	must(t, err)
+	must(t, p.AppendImage(img))
+	return dir
+}
+
+// Registry serves img from a registry on 127.0.0.1 (go-containerregistry's)
+// until the test ends, and returns its reference.
+func Registry(t testing.TB, img v1.Image) string {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/test/image:v1"
+	r, err := name.ParseReference(ref)
+	must(t, err)
+	must(t, remote.Write(r, img))
+	return ref
+}
