@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+	"github.com/cubicle-sandbox/cubicle/internal/template/templatetest"
 )
 
 // testLayout writes an OCI layout of one layer: a setuid usr/bin/python3
@@ -40,15 +40,7 @@ func testLayout(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "layout")
-	p, err := layout.Write(dir, empty.Index)
-	if err == nil {
-		err = p.AppendImage(img)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return templatetest.Layout(t, img)
 }
 
 // TestTemplateCLI: import (progress on stderr, --json result on stdout),
