@@ -300,6 +300,10 @@ func TestTemplateSourcesRunPython(t *testing.T) {
 	st := templatetest.DebianKernel(t)
 	img := templatetest.DebianKernelImage(t)
 	ctx := context.Background()
+	t.Cleanup(func() { // they share the cache store's layer and root: removing them collects nothing
+		st.Remove(context.Background(), "debian-oci")
+		st.Remove(context.Background(), "debian-pulled")
+	})
 	if _, err := st.Import(ctx, templatetest.Layout(t, img), template.Options{Name: "debian-oci", Replace: true}); err != nil {
 		t.Fatal(err)
 	}
