@@ -84,6 +84,7 @@ func TestLauncherDeath(t *testing.T) {
 	ctx := context.Background()
 	running := newComputer(t, d, smallDisk)
 	mustSucceed(t, running, "true")
+	runningAgent := agentPidOf(t, state, running.ID())
 	old := linux.LauncherPid()
 	if old == 0 {
 		t.Fatal("no launcher after a computer started")
@@ -122,8 +123,9 @@ func TestLauncherDeath(t *testing.T) {
 	}
 	select {
 	case <-running.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the running computer's end was not seen after the launcher died")
+	case <-time.After(30 * time.Second): // an exit unmounts the workspace, slow on a busy disk
+		stat, _ := os.ReadFile(filepath.Join("/proc", itoa(runningAgent), "stat"))
+		t.Fatalf("the running computer's end was not seen after the launcher died; its agent: %s", stat)
 	}
 	if r := running.ExitReason(); !strings.Contains(r, "launcher ended") {
 		t.Fatalf("exit reason %q", r)
@@ -148,7 +150,7 @@ func TestLauncherDeath(t *testing.T) {
 	}
 	select {
 	case <-next.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second): // an exit unmounts the workspace, slow on a busy disk
 		t.Fatal("the new launcher's agent was killed and its end not seen")
 	}
 	if r := next.ExitReason(); r != "killed by signal 9 (SIGKILL)" {
