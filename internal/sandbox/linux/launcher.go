@@ -91,7 +91,7 @@ func (s *launcherSlot) startLocked(path string) {
 	}()
 }
 
-// current returns the launcher in use, or nil (for tests).
+// current returns the launcher last started, or nil.
 func (s *launcherSlot) current() *launcher {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -162,7 +162,7 @@ func startLauncher(path string) (*launcher, error) {
 		c.Close()
 		select {
 		case werr := <-exited:
-			err = fmt.Errorf("%w (%v)", err, werr)
+			err = fmt.Errorf("%w (%s)", err, exitText(werr))
 		case <-time.After(time.Second):
 		}
 		return nil, fmt.Errorf("start the agent launcher %s: %w", path, err)
@@ -252,7 +252,7 @@ func (l *launcher) read(exited <-chan error) {
 	reason := errLauncherGone
 	select {
 	case werr := <-exited:
-		reason = fmt.Errorf("%w (%v)", errLauncherGone, werr)
+		reason = fmt.Errorf("%w (%s)", errLauncherGone, exitText(werr))
 	case <-time.After(100 * time.Millisecond):
 	}
 	l.die(reason)
@@ -302,6 +302,14 @@ func (l *launcher) die(reason error) {
 		go a.awaitExit()
 		delete(l.agents, id)
 	}
+}
+
+// exitText says how the launcher process ended, from its Wait.
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }
 
 // keeper is a thread that never ends: what it forks with a parent-death

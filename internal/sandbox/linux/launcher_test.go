@@ -157,3 +157,35 @@ func TestLauncherDeath(t *testing.T) {
 		t.Fatalf("exit reason of a killed agent: %q", r)
 	}
 }
+
+// TestLauncherCannotStart: when the agent executable cannot serve as the
+// launcher, a create fails saying so (there is no in-process fallback),
+// and a later one with a working executable starts a launcher again.
+func TestLauncherCannotStart(t *testing.T) {
+	d := newDriver(t)
+	mustSucceed(t, newComputer(t, d, smallDisk), "true")
+	if err := syscall.Kill(linux.LauncherPid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); linux.LauncherPid() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the launcher's death was not seen")
+		}
+	}
+	broken, err := linux.New(linux.Config{StateDir: t.TempDir(), AgentPath: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := sandbox.DefaultSpec()
+	smallDisk(&spec)
+	sb, err := broken.Create(context.Background(), spec)
+	if err == nil {
+		sb.Destroy(context.Background())
+		t.Fatal("a computer started without a launcher")
+	}
+	if !strings.Contains(err.Error(), "start the agent launcher /bin/true") {
+		t.Fatalf("create without a launcher: %v", err)
+	}
+	t.Logf("create without a launcher: %v", err)
+	mustSucceed(t, newComputer(t, d, smallDisk), "true")
+}
