@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -336,8 +337,13 @@ func TestServeKill9Recovery(t *testing.T) {
 		}
 	}
 
-	// What the first server runs: its agents, and the two computers' records.
-	agents := childrenOf(s1.cmd.Process.Pid)
+	// What the first server runs: its launcher and the launcher's children,
+	// the agents, and the two computers' records.
+	agents := map[int]uint64{}
+	for launcher, start := range childrenOf(s1.cmd.Process.Pid) {
+		agents[launcher] = start // it must die with the server too
+		maps.Copy(agents, childrenOf(launcher))
+	}
 	for _, id := range ids {
 		var rec struct {
 			AgentPid   int    `json:"agent_pid"`
@@ -349,7 +355,7 @@ func TestServeKill9Recovery(t *testing.T) {
 		}
 		json.Unmarshal(b, &rec)
 		if rec.AgentPid == 0 || agents[rec.AgentPid] == 0 {
-			t.Fatalf("agent of %s (%d) is not a child of the server (%v)", id, rec.AgentPid, agents)
+			t.Fatalf("agent of %s (%d) is not a child of the server's launcher (%v)", id, rec.AgentPid, agents)
 		}
 	}
 	if len(agents) < 2 {
@@ -367,7 +373,7 @@ func TestServeKill9Recovery(t *testing.T) {
 	for pid, start := range agents {
 		if running(pid, start) {
 			state, _ := procState(pid)
-			t.Errorf("agent %d of the killed server still runs (state %s)", pid, state)
+			t.Errorf("launcher or agent %d of the killed server still runs (state %s)", pid, state)
 		}
 	}
 	if n := processesWithCmdline(sleeper); n != 0 {

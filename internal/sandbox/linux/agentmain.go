@@ -20,14 +20,17 @@ const AgentArg = "agent"
 // cgroup descriptors follow it.
 const controlFD = 3
 
-// IsAgent reports whether this process was started as a computer's agent:
-// PID 1 of a new PID namespace invoked with the hidden subcommand.
+// IsAgent reports whether this process was started by the driver from the
+// agent executable: as a computer's agent (PID 1 of a new PID namespace
+// invoked with the hidden subcommand) or as the launcher that forks the
+// agents (LauncherArg, with the driver's socket; launcher.go).
 func IsAgent() bool {
-	return len(os.Args) >= 2 && os.Args[1] == AgentArg && os.Getpid() == 1
+	return len(os.Args) >= 2 && os.Args[1] == AgentArg && os.Getpid() == 1 || isLauncher()
 }
 
-// AgentMain runs the agent and returns the process exit code. It must be
-// called early in main, before anything else starts goroutines that matter.
+// AgentMain runs the agent, or the launcher, and returns the process exit
+// code. It must be called early in main, before anything else starts
+// goroutines that matter.
 //
 // The agent is PID 1 of the computer, in the computer's user namespace
 // from its first instruction (root inside, mapped to the host's root; the
@@ -36,6 +39,9 @@ func IsAgent() bool {
 // it, hostname, network), drops to the few capabilities it needs, loads
 // seccomp and serves the control channel; user processes are its children.
 func AgentMain() int {
+	if isLauncher() {
+		return launcherMain()
+	}
 	// Descriptors inherited from whoever started the host process must never
 	// reach user code; mark them all close-on-exec before anything else.
 	unix.CloseRange(controlFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)

@@ -2,13 +2,10 @@ package linux
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -27,7 +24,7 @@ type computer struct {
 	lock   *os.File
 	uid    hostID // the host uid user code runs as
 	cg     *userCgroup
-	proc   *exec.Cmd
+	proc   *agentProc
 	client *agent.Client
 	stderr boundedBuffer
 	pids   *os.File     // the computer's /proc, to see its tasks stop (see Kill)
@@ -36,8 +33,7 @@ type computer struct {
 	// (rootImages), nil for the host's runtime.
 	rootRelease func()
 
-	done    chan struct{} // closed when the agent process has been reaped
-	waitErr error
+	done chan struct{} // closed when the agent process has ended (agentProc.done)
 
 	teardownMu sync.Mutex
 	killed     bool // Kill returned: no task of the computer runs code
@@ -59,7 +55,8 @@ func (c *computer) CutNetwork() error {
 	return c.net.Close()
 }
 
-// Done is closed when the agent process has been reaped.
+// Done is closed when the agent process has been reaped (by the launcher;
+// or it exited after the launcher died).
 func (c *computer) Done() <-chan struct{} { return c.done }
 
 // ExitReason describes the agent's end from its wait status, once Done is
@@ -67,24 +64,10 @@ func (c *computer) Done() <-chan struct{} { return c.done }
 func (c *computer) ExitReason() string {
 	select {
 	case <-c.done:
+		return c.proc.exitReason()
 	default:
 		return ""
 	}
-	var ee *exec.ExitError
-	if !errors.As(c.waitErr, &ee) {
-		if c.waitErr != nil {
-			return c.waitErr.Error()
-		}
-		return "exited with status 0"
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	switch {
-	case ok && ws.Signaled():
-		return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), unix.SignalName(ws.Signal()))
-	case ok:
-		return fmt.Sprintf("exited with status %d", ws.ExitStatus())
-	}
-	return ee.Error()
 }
 
 func (c *computer) Exec(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {

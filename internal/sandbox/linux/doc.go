@@ -4,9 +4,12 @@
 // profile.
 //
 // The host side (Driver, computer) prepares cgroups, the disk and the
-// mounts only it can make (hostmounts.go, neutral.go), then starts the
-// agent (the lean cmd/cubicle-agent the binary carries, agentexe.go and
-// agentbin, or the cubicle binary itself) in new user, PID, mount,
+// mounts only it can make (hostmounts.go, neutral.go), then has the
+// launcher, a long-lived process of the agent executable that forks the
+// agents so that this process never forks without vfork (launcher.go,
+// launchermain.go), start the agent (the lean cmd/cubicle-agent the
+// binary carries, agentexe.go and agentbin, or the cubicle binary
+// itself) in new user, PID, mount,
 // network, IPC, UTS and cgroup namespaces; the user namespace maps the
 // sandbox user to the computer's own host uid (uids.go). The child side
 // (AgentMain) builds the computer's root filesystem as PID 1 (rootfs.go),

@@ -110,6 +110,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	if spec.Network == sandbox.NetworkInternet && d.cfg.Network == nil {
 		return nil, fmt.Errorf("%w: network: this host gives computers no internet (egress is not configured)", sandbox.ErrInvalidSpec)
 	}
+	d.prepareLauncher()
 	c := &computer{id: newID(), spec: spec, driver: d, done: make(chan struct{})}
 	c.dir = computerDir(filepath.Join(d.computers, c.id))
 	if err := c.start(ctx); err != nil {
@@ -201,14 +202,13 @@ func (c *computer) launch(ctx context.Context, device string) error {
 	if err != nil {
 		return err
 	}
-	c.proc, err = startAgent(c.driver.agentExecutable(), append([]*os.File{agentEnd}, files...), c.uid.uid, &c.stderr)
+	c.proc, err = c.driver.startAgent(append([]*os.File{agentEnd}, files...), c.uid.uid, &c.stderr, c.done)
 	agentEnd.Close() // the agent has it now; if it dies, the host sees end of file at once
 	if err != nil {
 		hostEnd.Close()
 		return err
 	}
-	go func() { c.waitErr = c.proc.Wait(); close(c.done) }()
-	c.rec.AgentPid = c.proc.Process.Pid
+	c.rec.AgentPid = c.proc.pid
 	c.rec.AgentStart, _ = procStart(c.rec.AgentPid)
 	if err := c.dir.write(c.rec); err != nil {
 		hostEnd.Close()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,29 +211,12 @@ func TestConcurrentExec(t *testing.T) {
 }
 
 // ioAgentPids lists the agents this test process started: cubicle agent
-// processes whose parent is us.
+// processes whose parent is our launcher.
 func ioAgentPids(t *testing.T) map[int]bool {
 	t.Helper()
-	me := os.Getpid()
 	pids := map[int]bool{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, dir := range dirs {
-		cmdline, err := os.ReadFile(dir + "/cmdline")
-		if err != nil || !bytes.HasPrefix(cmdline, []byte("cubicle\x00agent\x00")) {
-			continue
-		}
-		stat, err := os.ReadFile(dir + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may contain spaces, so split after ')'.
-		rest := string(stat[bytes.LastIndexByte(stat, ')')+1:])
-		fields := strings.Fields(rest)
-		if len(fields) < 2 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(fields[1]); ppid == me {
-			pid, _ := strconv.Atoi(filepath.Base(dir))
+	for _, pid := range agentPids(t) {
+		if ours(pid) {
 			pids[pid] = true
 		}
 	}

@@ -336,7 +336,7 @@ func TestIsolationProcesses(t *testing.T) {
 			}
 			out := mustSucceed(t, sb, "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
 			// Neither the test binary nor the agent shows up.
-			for _, other := range []string{filepath.Base(exe), "cubicle agent"} {
+			for _, other := range []string{filepath.Base(exe), "cubicle agent", "cubicle launcher"} {
 				if strings.Contains(out, other) {
 					t.Errorf("process %q visible in the computer: %q", other, out)
 				}

@@ -46,7 +46,7 @@ func (c *computer) signal() {
 		c.cg.kill()
 	}
 	if c.proc != nil {
-		c.proc.Process.Signal(unix.SIGKILL)
+		c.proc.kill()
 	}
 }
 

@@ -43,7 +43,7 @@ func measure(t *testing.T, stateDir string, ids []string) footprint {
 	b, _ := os.ReadFile("/proc/self/mountinfo")
 	f.mounts = bytes.Count(b, []byte(stateDir))
 	for _, pid := range agentPids(t) {
-		if ppid(pid) == os.Getpid() {
+		if ours(pid) {
 			f.agents++
 		}
 	}
@@ -161,6 +161,20 @@ func TestGCAfterKilledOwner(t *testing.T) {
 		t.Fatalf("expected the killed run's computer directory, found %d", len(ents))
 	}
 	ids := []string{ents[0].Name()}
+	// The run's launcher and its agent died with it, before any GC.
+	agent := agentPidOf(t, state, ids[0])
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		alive := strings.HasPrefix(cmdline(agent), "cubicle agent")
+		for _, pid := range launcherPids() {
+			alive = alive || ppid(pid) == owner || ppid(pid) == 1
+		}
+		if !alive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed run's agent %d (%q) or launcher still alive", agent, cmdline(agent))
+		}
+	}
 	if left := measure(t, state, ids); left.cgroups != 4 {
 		t.Fatalf("expected the killed run's cgroups in 4 hierarchies before gc, found %+v", left)
 	}
@@ -180,6 +194,26 @@ func TestGCAfterKilledOwner(t *testing.T) {
 			t.Errorf("agent %d of the killed run still alive", pid)
 		}
 	}
+}
+
+// launcherPids finds running launchers.
+func launcherPids() []int {
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, []byte("cubicle\x00launcher\x00")) {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// ours reports whether agent pid was started by this process's launcher.
+func ours(pid int) bool {
+	launcher := ppid(pid)
+	return launcher > 0 && ppid(launcher) == os.Getpid()
 }
 
 func ppid(pid int) int {

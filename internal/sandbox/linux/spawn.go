@@ -2,8 +2,8 @@ package linux
 
 import (
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 
@@ -42,31 +42,114 @@ func socketpair() (host, agentEnd *os.File, err error) {
 	return os.NewFile(uintptr(fds[0]), "control"), os.NewFile(uintptr(fds[1]), "control"), nil
 }
 
-// startAgent re-executes cubicle as PID 1 of the computer's namespaces.
-// extra become descriptors 3, 4, ... in the agent. The agent dies with the
-// thread that started it (Pdeathsig), so a killed owner leaves no running
-// computer behind, only files and cgroups for GC.
-func startAgent(path string, extra []*os.File, hostUID uint32, stderr *boundedBuffer) (*exec.Cmd, error) {
-	cmd := &exec.Cmd{
-		Path:       path,
-		Args:       []string{"cubicle", AgentArg},
-		Env:        []string{},
-		Dir:        "/",
-		ExtraFiles: extra,
-		Stderr:     stderr,
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 namespaces,
-			UidMappings:                userMap(hostUID),
-			GidMappings:                userMap(hostUID),
-			GidMappingsEnableSetgroups: true,
-			Pdeathsig:                  syscall.SIGKILL,
-			Setsid:                     true, // a terminal's Ctrl-C must reach cubicle, not the agent
-		},
-	}
-	if err := cmd.Start(); err != nil {
+// startAgent has the launcher (launcher.go) start the agent as PID 1 of
+// the computer's namespaces. extra become descriptors 3, 4, ... in the
+// agent; what it writes to stderr is kept in stderr (bounded), for boot
+// errors; done is closed once it has ended. The agent dies with the
+// launcher, which dies with this process (Pdeathsig both), so a killed
+// owner leaves no running computer behind, only files and cgroups for GC.
+func (d *Driver) startAgent(extra []*os.File, hostUID uint32, stderr *boundedBuffer, done chan struct{}) (*agentProc, error) {
+	path := d.agentExecutable()
+	l, err := theLauncher.get(path)
+	if err != nil {
 		return nil, fmt.Errorf("start agent: %w", err)
 	}
-	return cmd, nil
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start agent: %w", err)
+	}
+	a, err := l.start(path, hostUID, w, extra, done)
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	go func() {
+		io.Copy(stderr, r)
+		r.Close()
+	}()
+	return a, nil
+}
+
+// prepareLauncher starts the launcher in the background when there is
+// none, so that the first computer's start overlaps with it.
+func (d *Driver) prepareLauncher() {
+	if l := theLauncher.current(); l != nil && !l.isGone() {
+		return
+	}
+	go func() { theLauncher.prepare(d.agentExecutable()) }()
+}
+
+// agentProc is a computer's agent. The launcher, not this process, is its
+// parent: it is signalled through its pidfd (never a reused pid), and its
+// end is reported by the launcher, which reaps it, or, once the launcher
+// is gone, seen on the pidfd.
+type agentProc struct {
+	pid  int
+	done chan struct{} // closed once it ended
+
+	mu     sync.Mutex
+	pidfd  int    // -1 once it ended
+	reason string // how it ended, set before done is closed
+}
+
+// kill sends SIGKILL to the agent, unless it has ended.
+func (a *agentProc) kill() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pidfd >= 0 {
+		unix.PidfdSendSignal(a.pidfd, unix.SIGKILL, nil, 0)
+	}
+}
+
+// end records how the agent ended and closes done (once).
+func (a *agentProc) end(reason string) {
+	a.mu.Lock()
+	if a.pidfd < 0 {
+		a.mu.Unlock()
+		return
+	}
+	unix.Close(a.pidfd)
+	a.pidfd, a.reason = -1, reason
+	a.mu.Unlock()
+	close(a.done)
+}
+
+// exitReason returns how the agent ended, once done is closed.
+func (a *agentProc) exitReason() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reason
+}
+
+// launcherGoneReason is the end of an agent whose launcher died first: its
+// parent-death signal killed it, and nobody can say more.
+const launcherGoneReason = "killed when the agent launcher ended (exit status unknown)"
+
+// awaitExit waits for the agent to exit after its launcher died (then only
+// this goroutine ends it).
+func (a *agentProc) awaitExit() {
+	a.mu.Lock()
+	fd := a.pidfd
+	a.mu.Unlock()
+	if fd < 0 {
+		return
+	}
+	for {
+		_, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	a.end(launcherGoneReason)
+}
+
+// exitReason describes a wait status.
+func exitReason(ws unix.WaitStatus) string {
+	if ws.Signaled() {
+		return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), unix.SignalName(ws.Signal()))
+	}
+	return fmt.Sprintf("exited with status %d", ws.ExitStatus())
 }
 
 // boundedBuffer keeps the first bytes the agent writes to stderr, for error
