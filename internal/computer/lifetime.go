@@ -83,11 +83,17 @@ func (m *Manager) liveView(ctx context.Context, p governance.Principal, id strin
 	if err != nil {
 		return v, err
 	}
-	if l := m.lookup(id); l != nil {
+	return m.withLastCall(v), nil
+}
+
+// withLastCall adds the last call on v's computer when this server runs
+// it.
+func (m *Manager) withLastCall(v View) View {
+	if l := m.lookup(v.ID); l != nil {
 		m.mu.Lock()
 		at := l.lastActive
 		m.mu.Unlock()
 		v.LastActiveAt = &at
 	}
-	return v, nil
+	return v
 }

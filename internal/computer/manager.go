@@ -405,7 +405,7 @@ func (m *Manager) List(ctx context.Context, p governance.Principal, all bool, re
 	}
 	out := make([]View, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, viewOf(r))
+		out = append(out, m.withLastCall(viewOf(r)))
 	}
 	return out, nil
 }

@@ -50,7 +50,7 @@ func TestContainersOpenAI(t *testing.T) {
 		t.Fatalf("default expiry: %v %+v", err, other)
 	}
 	page, err := client.Containers.List(ctx, openai.ContainerListParams{Limit: openai.Int(1)})
-	if err != nil || len(page.Data) != 1 || page.Data[0].ID != other.ID || !page.HasMore {
+	if err != nil || len(page.Data) != 1 || page.Data[0].ID != other.ID || !page.HasMore || page.Data[0].LastActiveAt == 0 {
 		t.Fatalf("first page (newest first): %v %s", err, page.RawJSON())
 	}
 	if next, err := page.GetNextPage(); err != nil || len(next.Data) != 1 || next.Data[0].ID != c.ID {
