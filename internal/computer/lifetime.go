@@ -97,3 +97,11 @@ func (m *Manager) withLastCall(v View) View {
 	}
 	return v
 }
+
+// OpenAIMemoryMB is the memory of OpenAI's container memory_limit ("1g",
+// "4g", "16g", "64g") in MiB, false for any other value. Like memory_mb,
+// it is clamped to the deployment's memory when a computer is made.
+func OpenAIMemoryMB(limit string) (int64, bool) {
+	mb, ok := map[string]int64{"1g": 1 << 10, "4g": 4 << 10, "16g": 16 << 10, "64g": 64 << 10}[limit]
+	return mb, ok
+}

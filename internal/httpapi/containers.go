@@ -61,9 +61,6 @@ func containerOf(v computer.View) containerView {
 		MemoryLimit: memoryLimitOf(v.Limits.MemoryMB), NetworkPolicy: np}
 }
 
-// memoryLimits are OpenAI's memory_limit values, in MiB.
-var memoryLimits = map[string]int64{"1g": 1 << 10, "4g": 4 << 10, "16g": 16 << 10, "64g": 64 << 10}
-
 // memoryLimitOf is a computer's memory in OpenAI's form ("1g"), or in
 // mebibytes ("512m") when it is none of OpenAI's (the deployment's
 // memory is below what was asked).
@@ -85,19 +82,16 @@ func (b containerBody) request() (computer.CreateRequest, error) {
 	case len(b.Skills) > 0:
 		return bad("skills", "skills are not supported by this server")
 	}
-	minutes := defaultContainerMinutes
+	idle := defaultContainerMinutes * 60
 	if e := b.ExpiresAfter; e != nil {
-		if e.Anchor != "last_active_at" {
-			return bad("expires_after.anchor", "expires_after.anchor must be \"last_active_at\", got %q", e.Anchor)
+		var err error
+		if idle, err = e.seconds(); err != nil {
+			return computer.CreateRequest{}, err
 		}
-		if e.Minutes < 1 || e.Minutes > 10080 {
-			return bad("expires_after.minutes", "expires_after.minutes must be between 1 and 10080, got %d", e.Minutes)
-		}
-		minutes = e.Minutes
 	}
-	req := computer.CreateRequest{Name: b.Name, IdleTimeout: durationOf(minutes * 60), NetworkPolicy: b.NetworkPolicy.request()}
+	req := computer.CreateRequest{Name: b.Name, IdleTimeout: durationOf(idle), NetworkPolicy: b.NetworkPolicy.request()}
 	if b.MemoryLimit != "" {
-		mb, ok := memoryLimits[b.MemoryLimit]
+		mb, ok := computer.OpenAIMemoryMB(b.MemoryLimit)
 		if !ok {
 			return bad("memory_limit", "memory_limit must be one of 1g, 4g, 16g, 64g, got %q", b.MemoryLimit)
 		}

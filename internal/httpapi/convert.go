@@ -61,15 +61,13 @@ func computerViewsOf(vs []computer.View) []computerView {
 func (b createBody) request() (computer.CreateRequest, error) {
 	idle := b.IdleTimeoutSeconds
 	if e := b.ExpiresAfter; e != nil {
-		switch {
-		case idle != 0:
+		if idle != 0 {
 			return computer.CreateRequest{}, withParam("expires_after", fmt.Errorf("%w: give idle_timeout_seconds or expires_after, not both", errBadRequest))
-		case e.Anchor != "last_active_at":
-			return computer.CreateRequest{}, withParam("expires_after.anchor", fmt.Errorf("%w: expires_after.anchor must be \"last_active_at\", got %q", errBadRequest, e.Anchor))
-		case e.Minutes < 1 || e.Minutes > 10080:
-			return computer.CreateRequest{}, withParam("expires_after.minutes", fmt.Errorf("%w: expires_after.minutes must be between 1 and 10080, got %d", errBadRequest, e.Minutes))
 		}
-		idle = e.Minutes * 60
+		var err error
+		if idle, err = e.seconds(); err != nil {
+			return computer.CreateRequest{}, err
+		}
 	}
 	return computer.CreateRequest{MemoryMB: b.MemoryMB, Lifetime: durationOf(b.LifetimeSeconds),
 		ExecTimeout: durationOf(b.ExecTimeoutSeconds), Metadata: b.Metadata,
@@ -192,4 +190,16 @@ func answer(res tools.Result) toolAnswer {
 		out.Images = append(out.Images, toolImage{PNG: im.PNG, Width: im.Width, Height: im.Height})
 	}
 	return out
+}
+
+// seconds is the idle timeout OpenAI's expires_after asks for: anchored
+// at the last activity, 1 to 10080 minutes (a week).
+func (e *expiresAfter) seconds() (int, error) {
+	switch {
+	case e.Anchor != "last_active_at":
+		return 0, withParam("expires_after.anchor", fmt.Errorf("%w: expires_after.anchor must be \"last_active_at\", got %q", errBadRequest, e.Anchor))
+	case e.Minutes < 1 || e.Minutes > 10080:
+		return 0, withParam("expires_after.minutes", fmt.Errorf("%w: expires_after.minutes must be between 1 and 10080, got %d", errBadRequest, e.Minutes))
+	}
+	return e.Minutes * 60, nil
 }

@@ -257,7 +257,7 @@ func (p *plan) codeInterpreterTool(t json.RawMessage, param string) error {
 		}
 	}
 	if c.MemoryLimit != "" {
-		mb, ok := map[string]int64{"1g": 1 << 10, "4g": 4 << 10, "16g": 16 << 10, "64g": 64 << 10}[c.MemoryLimit]
+		mb, ok := computer.OpenAIMemoryMB(c.MemoryLimit)
 		if !ok {
 			return invalid(param+".container.memory_limit", "must be 1g, 4g, 16g or 64g, got %q", c.MemoryLimit)
 		}
