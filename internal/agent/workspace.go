@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -49,14 +50,38 @@ func (ws *workspace) worker() {
 	// The thread keeps the user's fs identity for its whole life; it is
 	// never unlocked, so no other goroutine ever runs with it.
 	runtime.LockOSThread()
-	errG := unix.Setfsgid(SandboxGID)
-	errU := unix.Setfsuid(SandboxUID)
+	err := takeUserFSIdentity()
 	for job := range ws.jobs {
-		if errG != nil || errU != nil {
-			panic(fmt.Sprintf("agent: cannot take the sandbox user's identity: %v %v", errG, errU))
+		if err != nil {
+			panic(fmt.Sprintf("agent: cannot take the sandbox user's identity: %v", err))
 		}
 		job()
 	}
+}
+
+// takeUserFSIdentity gives the calling (locked) thread the sandbox user's
+// filesystem uid and gid, keeping its parent-death signal: the kernel
+// clears a thread's on any change of fsuid or fsgid, and the agent dies
+// with its launcher only through its main thread's, which this thread may
+// be (Go picks the thread a locked goroutine runs on).
+func takeUserFSIdentity() error {
+	var sig int
+	if err := unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&sig)), 0, 0, 0); err != nil {
+		return fmt.Errorf("read the parent-death signal: %w", err)
+	}
+	if err := unix.Setfsgid(SandboxGID); err != nil {
+		return fmt.Errorf("setfsgid: %w", err)
+	}
+	if err := unix.Setfsuid(SandboxUID); err != nil {
+		return fmt.Errorf("setfsuid: %w", err)
+	}
+	if sig == 0 {
+		return nil
+	}
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(sig), 0, 0, 0); err != nil {
+		return fmt.Errorf("restore the parent-death signal: %w", err)
+	}
+	return nil
 }
 
 // as runs fn on a user-identity thread.

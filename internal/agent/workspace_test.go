@@ -3,8 +3,11 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -213,5 +216,34 @@ func TestSplitPath(t *testing.T) {
 		if got := strings.Join(splitPath(in), "|"); got != want {
 			t.Errorf("splitPath(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The file workers take the sandbox user's fs identity, which clears a
+// thread's parent-death signal; the agent's main thread can be one of
+// them, and the agent must still die with its launcher.
+func TestUserFSIdentityKeepsParentDeathSignal(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test needs root (CI runs as root)")
+	}
+	got := make(chan string, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread is discarded
+		var sig int
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+			got <- err.Error()
+			return
+		}
+		if err := takeUserFSIdentity(); err != nil {
+			got <- err.Error()
+			return
+		}
+		unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&sig)), 0, 0, 0)
+		fsuid, _ := unix.SetfsuidRetUid(-1)
+		got <- fmt.Sprintf("fsuid %d, parent-death signal %d", fsuid, sig)
+	}()
+	want := fmt.Sprintf("fsuid %d, parent-death signal %d", SandboxUID, unix.SIGKILL)
+	if g := <-got; g != want {
+		t.Fatalf("after takeUserFSIdentity: %s, want %s", g, want)
 	}
 }

@@ -287,9 +287,10 @@ func (l *launcher) handle(r launchReport, fds []int) {
 	}
 }
 
-// die fails the starts in flight and watches the agents still running:
-// they end with the launcher (their parent-death signal), which can no
-// longer report how; their pidfds say when.
+// die fails the starts in flight and ends the agents still running: they
+// die with the launcher (their parent-death signal), and are killed here
+// too, so that none outlives it whatever it did to that signal; their
+// pidfds say when they are gone, as the launcher can no longer.
 func (l *launcher) die(reason error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -299,6 +300,7 @@ func (l *launcher) die(reason error) {
 		delete(l.starts, id)
 	}
 	for id, a := range l.agents {
+		a.kill()
 		go a.awaitExit()
 		delete(l.agents, id)
 	}
