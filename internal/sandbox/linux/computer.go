@@ -213,7 +213,7 @@ func (c *computer) teardown(ctx context.Context, keep bool) error {
 
 func (c *computer) removeDir() error {
 	os.Remove(c.dir.path(rootDir))
-	os.Remove(c.dir.path(imageFile))
+	c.driver.templates.Discard(c.dir.path(imageFile))
 	os.Remove(c.dir.path(recordFile))
 	os.Remove(c.dir.path(lockFile))
 	if err := os.Remove(string(c.dir)); err != nil && !os.IsNotExist(err) {

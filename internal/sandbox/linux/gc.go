@@ -52,6 +52,10 @@ func (d *Driver) gc(ctx context.Context, kept bool) (sandbox.GCReport, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	// Images that a process ended before unlinking (Discard).
+	if _, err := d.templates.RemoveDiscarded(); err != nil {
+		errs = append(errs, err)
+	}
 	return rep, errors.Join(errs...)
 }
 

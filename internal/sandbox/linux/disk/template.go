@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,11 +49,17 @@ var mkfsArgs = []string{
 type Templates struct {
 	dir      string
 	mkfsRuns atomic.Int64 // for tests: how many templates were built
+	unlink   func(string) error
+
+	discard      sync.Mutex
+	discardQueue []string      // renamed into the discard directory, not yet unlinked
+	discarding   bool          // an unlinkDiscarded goroutine runs
+	discarded    chan struct{} // closed when that goroutine has emptied the queue
 }
 
 // NewTemplates returns a cache of ext4 templates kept in dir (created on
 // first use).
-func NewTemplates(dir string) *Templates { return &Templates{dir: dir} }
+func NewTemplates(dir string) *Templates { return &Templates{dir: dir, unlink: os.Remove} }
 
 // Create makes path a new ext4 image of sizeBytes rounded up to a MiB
 // (at least 16 MiB). path must not exist yet. The image is a sparse copy of
@@ -60,8 +67,18 @@ func NewTemplates(dir string) *Templates { return &Templates{dir: dir} }
 // the host (fallocate): a disk whose image were sparse could be admitted
 // beyond the host's free space, and would then fail with I/O errors
 // inside while its df showed free space. With no room for the whole image,
-// Create fails with ENOSPC and leaves nothing.
+// Create fails with ENOSPC and leaves nothing; but first, when images this
+// process discarded are still being unlinked, it waits for them and tries
+// once more.
 func (t *Templates) Create(ctx context.Context, path string, sizeBytes int64) error {
+	err := t.create(ctx, path, sizeBytes)
+	if isNoSpace(err) && t.awaitDiscards(ctx) {
+		err = t.create(ctx, path, sizeBytes) // the discarded images' room is back
+	}
+	return err
+}
+
+func (t *Templates) create(ctx context.Context, path string, sizeBytes int64) error {
 	if sizeBytes < minSize {
 		return fmt.Errorf("create disk image %s: size %d bytes is below the 16 MiB minimum", path, sizeBytes)
 	}
