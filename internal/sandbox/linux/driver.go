@@ -185,7 +185,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 			return err
 		}
 	}
-	hm, err := makeHostMounts(device, c.uid.uid, root)
+	hm, err := makeHostMounts(device, root)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		hostEnd.Close()
 		return fmt.Errorf("write computer record: %w", err)
 	}
-	if err := idmapMounts(append(slices.Clip(mountFiles), hm.rootImage()...), c.rec.AgentPid); err != nil {
+	if err := idmapMounts(c.rec.AgentPid, hm.idmapped(), mountFiles); err != nil {
 		hostEnd.Close()
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cubicle-sandbox/cubicle/internal/agent"
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
@@ -22,12 +23,13 @@ type hostMounts struct {
 	image                   bool     // runtime is a template's image (the computer's whole root)
 }
 
-// rootImage is the template image's mount, to idmap, if the computer has one.
-func (m *hostMounts) rootImage() []*os.File {
+// idmapped are the mounts to idmap to the computer's user namespace: its
+// workspace disk and, if it has one, its template image.
+func (m *hostMounts) idmapped() []*os.File {
 	if !m.image {
-		return nil
+		return []*os.File{m.workspace}
 	}
-	return []*os.File{m.runtime}
+	return []*os.File{m.workspace, m.runtime}
 }
 
 // files returns the descriptors to pass to the agent, and their numbers
@@ -52,7 +54,7 @@ func (m *hostMounts) close() {
 
 // makeHostMounts mounts the computer's /dev (a small tmpfs with the device
 // nodes), its workspace disk (the block device disk, its root owned by
-// uid) and its runtime: root, a template's image (a clone of the mount
+// uid 1000 on disk, idmapped later) and its runtime: root, a template's image (a clone of the mount
 // rootImages holds, which hostMounts owns from now on), or without one, when
 // the host's / is a block-device filesystem, a second mount of it named
 // "runtime" (see neutral.go). The block filesystems are
@@ -60,9 +62,9 @@ func (m *hostMounts) close() {
 // the new /dev, so their source is neutral; that lookup uses the calling
 // thread's working directory, so it runs on a thread of its own
 // (onPrivateThread).
-func makeHostMounts(disk string, uid uint32, root *os.File) (*hostMounts, error) {
+func makeHostMounts(disk string, root *os.File) (*hostMounts, error) {
 	m := &hostMounts{runtime: root, image: root != nil}
-	err := onPrivateThread(func() error { return m.make(disk, uid, root) })
+	err := onPrivateThread(func() error { return m.make(disk, root) })
 	if err != nil {
 		m.close()
 		return nil, err
@@ -70,7 +72,7 @@ func makeHostMounts(disk string, uid uint32, root *os.File) (*hostMounts, error)
 	return m, nil
 }
 
-func (m *hostMounts) make(disk string, uid uint32, root *os.File) error {
+func (m *hostMounts) make(disk string, root *os.File) error {
 	dev, err := fsMount("tmpfs", "tmpfs", []string{"size", "64k", "mode", "755"}, nil,
 		unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
@@ -85,7 +87,7 @@ func (m *hostMounts) make(disk string, uid uint32, root *os.File) error {
 		unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV); err != nil {
 		return fmt.Errorf("mount workspace disk %s: %w", disk, err)
 	}
-	if err := ownRoot(m.workspace, uid); err != nil {
+	if err := ownRoot(m.workspace); err != nil {
 		return fmt.Errorf("workspace disk %s: %w", disk, err)
 	}
 	if !m.image {
@@ -171,9 +173,11 @@ func fsMount(fstype, source string, opts, flags []string, attr int) (*os.File, e
 	return os.NewFile(uintptr(fd), source), nil
 }
 
-// ownRoot gives the root directory of the mount m to the computer's host
-// uid (the sandbox user inside), mode 0755, without lost+found.
-func ownRoot(m *os.File, uid uint32) error {
+// ownRoot gives the root directory of the workspace mount m (not yet
+// idmapped) to uid 1000 on disk, the sandbox user inside once idmapped,
+// mode 0755, without lost+found.
+func ownRoot(m *os.File) error {
+	uid := agent.SandboxUID
 	unix.Unlinkat(int(m.Fd()), "lost+found", unix.AT_REMOVEDIR)
 	fd, err := unix.Openat(int(m.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

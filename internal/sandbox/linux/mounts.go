@@ -91,13 +91,16 @@ func resolveSource(m sandbox.Mount) (int, error) {
 	return fd, nil
 }
 
-// idmapMounts idmaps the extra mounts (still detached) to the user
-// namespace of the computer whose agent is pid, so that the host's uid 1000
-// owns their files as the sandbox user does inside (uid 1000 there, the
-// computer's own uid on the host), as without a user namespace; a
-// filesystem that cannot be idmapped is attached as it is.
-func idmapMounts(files []*os.File, pid int) error {
-	if len(files) == 0 {
+// idmapMounts idmaps detached mounts to the user namespace of the
+// computer whose agent is pid, so that on-disk uid 1000 is the sandbox user
+// inside (the computer's own uid on the host) and root stays root: the
+// computer's workspace disk and template image (required: an error when
+// they cannot be idmapped), and its extra bind mounts (binds: a filesystem
+// that cannot be idmapped is attached as it is, owned as on the host).
+// A workspace so owned by uid 1000 on disk keeps its owner when another
+// computer, with another host uid, mounts it (a resumed one).
+func idmapMounts(pid int, required, binds []*os.File) error {
+	if len(required)+len(binds) == 0 {
 		return nil
 	}
 	userns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", pid))
@@ -106,7 +109,12 @@ func idmapMounts(files []*os.File, pid int) error {
 	}
 	defer userns.Close()
 	idmap := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(userns.Fd())}
-	for _, f := range files {
+	for _, f := range required {
+		if err := unix.MountSetattr(int(f.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &idmap); err != nil {
+			return fmt.Errorf("idmap the computer's %s mount: %w", f.Name(), err)
+		}
+	}
+	for _, f := range binds {
 		unix.MountSetattr(int(f.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &idmap)
 	}
 	return nil
