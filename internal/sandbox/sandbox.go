@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -61,6 +62,29 @@ type Lifecycle interface {
 	// once Done is closed; "" before.
 	ExitReason() string
 }
+
+// Pauser is a computer that can stop while keeping its workspace, for a
+// later Resumer.Resume with its id.
+type Pauser interface {
+	// Pause ends the computer like Destroy (every process dies), but keeps
+	// its workspace disk, unmounted, exactly as its processes left it.
+	Pause(ctx context.Context) error
+}
+
+// Resumer is a driver that resumes paused computers.
+type Resumer interface {
+	// Resume starts the paused computer id again, with spec's limits and
+	// its workspace as it was paused (spec.DiskBytes is the disk's size).
+	// ErrNoPaused when there is no paused computer id; when the start
+	// fails, it stays paused.
+	Resume(ctx context.Context, id string, spec Spec) (Sandbox, error)
+	// DiscardPaused removes the workspace of the paused computer id (none:
+	// nil).
+	DiscardPaused(ctx context.Context, id string) error
+}
+
+// ErrNoPaused is a Resume of a computer whose workspace is not kept.
+var ErrNoPaused = errors.New("no paused workspace of that computer is kept on this host")
 
 // Processes runs processes in a computer.
 type Processes interface {

@@ -39,6 +39,7 @@ type computer struct {
 	killed     bool // Kill returned: no task of the computer runs code
 	tornDown   bool
 	keptPath   string
+	resumed    bool // its disk is a paused computer's (Driver.Resume)
 }
 
 var _ sandbox.Sandbox = (*computer)(nil)
@@ -140,22 +141,37 @@ func (c *computer) Kill(ctx context.Context) error {
 // is idempotent, and after a partial failure a later call retries what is
 // left (every step is safe to repeat).
 func (c *computer) Destroy(ctx context.Context) error {
-	_, err := c.finish(ctx, false)
+	_, err := c.finish(ctx, endDestroy)
 	return err
 }
 
 // Keep stops the computer but keeps its disk, mounted on the host.
 func (c *computer) Keep(ctx context.Context) (string, error) {
-	return c.finish(ctx, true)
+	return c.finish(ctx, endKeep)
 }
 
-func (c *computer) finish(ctx context.Context, keep bool) (string, error) {
+// Pause stops the computer but keeps its disk, unmounted, for Resume.
+func (c *computer) Pause(ctx context.Context) error {
+	_, err := c.finish(ctx, endPause)
+	return err
+}
+
+// ending is what becomes of a computer's disk when it ends.
+type ending int
+
+const (
+	endDestroy ending = iota // removed
+	endKeep                  // mounted on the host for inspection (Keep)
+	endPause                 // kept, unmounted, for Resume (Pause)
+)
+
+func (c *computer) finish(ctx context.Context, end ending) (string, error) {
 	c.teardownMu.Lock()
 	defer c.teardownMu.Unlock()
 	if c.tornDown {
 		return c.keptPath, nil
 	}
-	if err := c.teardown(ctx, keep); err != nil {
+	if err := c.teardown(ctx, end); err != nil {
 		return "", err
 	}
 	c.tornDown = true
@@ -165,8 +181,10 @@ func (c *computer) finish(ctx context.Context, keep bool) (string, error) {
 // teardown kills the agent (which takes the whole PID namespace with it),
 // waits until every process is gone (the last one to exit unmounts the
 // workspace, which detaches its loop device), then removes cgroups, the disk
-// image and the directory. With keep, the disk is mounted at <dir>/workspace instead.
-func (c *computer) teardown(ctx context.Context, keep bool) error {
+// image and the directory. With endKeep, the disk is mounted at
+// <dir>/workspace instead; with endPause, it is moved to the paused
+// directory.
+func (c *computer) teardown(ctx context.Context, end ending) error {
 	var errs []error
 	c.signal()
 	if c.proc != nil {
@@ -182,14 +200,25 @@ func (c *computer) teardown(ctx context.Context, keep bool) error {
 			errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
 		}
 	}
+	keep := end == endKeep
 	if keep {
 		path, err := c.keepDisk(ctx)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		c.keptPath = path
-	} else if err := c.removeDir(); err != nil {
-		errs = append(errs, err)
+	} else {
+		saved := true // a disk to pause is never removed before it is saved
+		if end == endPause {
+			if err := c.driver.savePaused(ctx, c.id, c.dir.path(imageFile)); err != nil {
+				errs, saved = append(errs, err), false
+			}
+		}
+		if saved {
+			if err := c.removeDir(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	// Only now: no process of the computer runs, and a computer left for GC
 	// or kept keeps its uid until its directory is gone.

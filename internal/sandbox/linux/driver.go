@@ -110,11 +110,21 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	if spec.Network == sandbox.NetworkInternet && d.cfg.Network == nil {
 		return nil, fmt.Errorf("%w: network: this host gives computers no internet (egress is not configured)", sandbox.ErrInvalidSpec)
 	}
+	return d.create(ctx, newID(), spec, false)
+}
+
+// create starts computer id; resumed, with the paused image of id as its
+// disk, which a failed start puts back.
+func (d *Driver) create(ctx context.Context, id string, spec sandbox.Spec, resumed bool) (*computer, error) {
 	d.prepareLauncher()
-	c := &computer{id: newID(), spec: spec, driver: d, done: make(chan struct{})}
+	c := &computer{id: id, spec: spec, driver: d, done: make(chan struct{}), resumed: resumed}
 	c.dir = computerDir(filepath.Join(d.computers, c.id))
 	if err := c.start(ctx); err != nil {
-		c.teardown(context.WithoutCancel(ctx), false)
+		end := endDestroy
+		if resumed {
+			end = endPause
+		}
+		c.teardown(context.WithoutCancel(ctx), end)
 		return nil, err
 	}
 	return c, nil
@@ -143,7 +153,11 @@ func (c *computer) start(ctx context.Context) error {
 		return fmt.Errorf("write computer record: %w", err)
 	}
 	image := c.dir.path(imageFile)
-	if err := c.driver.templates.Create(ctx, image, c.spec.DiskBytes); err != nil {
+	if c.resumed {
+		if err := os.Rename(c.driver.pausedPath(c.id), image); err != nil {
+			return fmt.Errorf("take the paused workspace disk: %w", err)
+		}
+	} else if err := c.driver.templates.Create(ctx, image, c.spec.DiskBytes); err != nil {
 		return fmt.Errorf("create workspace disk: %w", err)
 	}
 	loop, err := disk.Attach(ctx, image, false)

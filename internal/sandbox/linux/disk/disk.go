@@ -4,12 +4,14 @@ package disk
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -166,4 +168,33 @@ func mountedDevices() (map[string]bool, error) {
 		return nil, fmt.Errorf("read mount table: %w", err)
 	}
 	return m, nil
+}
+
+// AwaitReleased waits until no loop device is attached to image: its
+// filesystem was unmounted and every write reached the image (the last
+// process of a computer unmounts its workspace as it exits; the autoclear
+// loop device then detaches). It gives up when ctx ends.
+func AwaitReleased(ctx context.Context, image string) error {
+	for {
+		held := -1
+		loops, _ := filepath.Glob("/sys/block/loop*")
+		for _, l := range loops {
+			n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(l), "loop"))
+			if err != nil {
+				continue
+			}
+			if b, ok := backingFile(n); ok && b == image {
+				held = n
+				break
+			}
+		}
+		if held < 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("/dev/loop%d still holds %s: %w", held, image, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
