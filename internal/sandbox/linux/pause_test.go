@@ -104,4 +104,3 @@ func TestResumeUnknownAndDiscard(t *testing.T) {
 		t.Fatalf("resume after discard: %v, want ErrNoPaused", err)
 	}
 }
-
