@@ -131,6 +131,9 @@ const (
 	// StatusFailed is a computer that ended by itself (its agent died):
 	// stopped like a destroyed one, with Computer.Failure saying why.
 	StatusFailed = "failed"
+	// StatusPaused is a computer stopped with its workspace kept: nothing
+	// of it runs, and it can be resumed (Computers.Resume) or stopped.
+	StatusPaused = "paused"
 )
 
 // Stopped reports whether a computer of that status has ended.
@@ -151,6 +154,10 @@ type Computer struct {
 	ResponseID  string          `json:"response_id,omitempty"`
 	Instance    string          `json:"instance"`          // the server process that owns it
 	Failure     string          `json:"failure,omitempty"` // why a failed computer ended
+	// Pauses counts the computer's pauses; PausedAt is when the current
+	// one began (nil unless paused).
+	Pauses   int        `json:"pauses,omitempty"`
+	PausedAt *time.Time `json:"paused_at,omitempty"`
 }
 
 // ComputerFilter selects computers of one org.
@@ -178,13 +185,23 @@ type Computers interface {
 	MarkReady(ctx context.Context, id string, at time.Time) error
 	Get(ctx context.Context, orgID, id string) (Computer, error)
 	List(ctx context.Context, f ComputerFilter) ([]Computer, error)
-	// Alive lists computers not yet stopped (destroyed or failed), of every org.
+	// Alive lists computers not yet stopped (destroyed or failed), of every
+	// org, paused ones included.
 	Alive(ctx context.Context) ([]Computer, error)
+	// Pause records that a ready computer stopped with its workspace kept:
+	// status paused and one usage row for the running period that ended
+	// (s.Seconds) with its computer.paused event, in one transaction;
+	// ErrConflict unless it was ready.
+	Pause(ctx context.Context, s Stop) error
+	// Resume records that a paused computer runs again from at, owned by
+	// instance, until expiresAt; ErrConflict unless it was paused.
+	Resume(ctx context.Context, id string, at time.Time, instance string, expiresAt time.Time) error
 	// SetExpiry sets a live computer's expires_at (its lifetime
 	// extended); ErrNotFound when it is not alive.
 	SetExpiry(ctx context.Context, id string, expiresAt time.Time) error
-	// Stop marks a computer destroyed (or failed) and writes its usage row and
-	// computer.destroyed event in one transaction. It returns ErrConflict
+	// Stop marks a computer destroyed (or failed) and writes its usage row
+	// (none for a paused computer: its last period was charged at the
+	// pause) and computer.destroyed event in one transaction. It returns ErrConflict
 	// if the computer was already stopped, so the rows exist exactly once.
 	Stop(ctx context.Context, s Stop) error
 }

@@ -15,7 +15,7 @@ type computers struct{ db *DB }
 
 func (s *DB) Computers() store.Computers { return computers{s} }
 
-const computerColumns = `id, org_id, key_id, status, created_at, ready_at, expires_at, destroyed_at, limits, metadata, response_id, instance, failure`
+const computerColumns = `id, org_id, key_id, status, created_at, ready_at, expires_at, destroyed_at, limits, metadata, response_id, instance, failure, pauses, paused_at`
 
 // alive selects computers not yet stopped.
 const alive = `status NOT IN ('` + store.StatusDestroyed + `', '` + store.StatusFailed + `')`
@@ -23,10 +23,11 @@ const alive = `status NOT IN ('` + store.StatusDestroyed + `', '` + store.Status
 func scanComputer(row interface{ Scan(...any) error }) (store.Computer, error) {
 	var c store.Computer
 	var created, expires int64
-	var ready, destroyed sql.NullInt64
+	var ready, destroyed, paused sql.NullInt64
 	var limits, meta string
-	err := row.Scan(&c.ID, &c.OrgID, &c.KeyID, &c.Status, &created, &ready, &expires, &destroyed, &limits, &meta, &c.ResponseID, &c.Instance, &c.Failure)
+	err := row.Scan(&c.ID, &c.OrgID, &c.KeyID, &c.Status, &created, &ready, &expires, &destroyed, &limits, &meta, &c.ResponseID, &c.Instance, &c.Failure, &c.Pauses, &paused)
 	c.CreatedAt, c.ReadyAt, c.ExpiresAt, c.DestroyedAt = fromMS(created), fromNullMS(ready), fromMS(expires), fromNullMS(destroyed)
+	c.PausedAt = fromNullMS(paused)
 	c.Limits, c.Metadata = json.RawMessage(limits), json.RawMessage(meta)
 	return c, err
 }
@@ -40,9 +41,9 @@ func orEmpty(b json.RawMessage) string {
 
 func (c computers) Create(ctx context.Context, r store.Computer) error {
 	return c.db.write(func() error {
-		_, err := c.db.db.ExecContext(ctx, `INSERT INTO computers (`+computerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := c.db.db.ExecContext(ctx, `INSERT INTO computers (`+computerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.OrgID, r.KeyID, r.Status, ms(r.CreatedAt), nullMS(r.ReadyAt), ms(r.ExpiresAt), nullMS(r.DestroyedAt),
-			orEmpty(r.Limits), orEmpty(r.Metadata), r.ResponseID, r.Instance, r.Failure)
+			orEmpty(r.Limits), orEmpty(r.Metadata), r.ResponseID, r.Instance, r.Failure, r.Pauses, nullMS(r.PausedAt))
 		return err
 	})
 }
@@ -115,9 +116,10 @@ func (c computers) Stop(ctx context.Context, s store.Stop) error {
 
 func (c computers) stop(ctx context.Context, s store.Stop) error {
 	return c.db.tx(ctx, func(tx *sql.Tx) error {
-		var orgID, keyID string
-		err := tx.QueryRowContext(ctx, `SELECT org_id, key_id FROM computers WHERE id = ? AND `+alive,
-			s.ComputerID).Scan(&orgID, &keyID)
+		var orgID, keyID, was string
+		var period int
+		err := tx.QueryRowContext(ctx, `SELECT org_id, key_id, status, pauses FROM computers WHERE id = ? AND `+alive,
+			s.ComputerID).Scan(&orgID, &keyID, &was, &period)
 		if err == sql.ErrNoRows {
 			return fmt.Errorf("computer %s already stopped: %w", s.ComputerID, store.ErrConflict)
 		}
@@ -132,8 +134,9 @@ func (c computers) stop(ctx context.Context, s store.Stop) error {
 			status, ms(s.At), s.Failure, s.ComputerID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO usage (org_id, key_id, computer_id, kind, quantity, created_at) VALUES (?, ?, ?, 'sandbox_seconds', ?, ?)`,
-			orgID, keyID, s.ComputerID, s.Seconds, ms(s.At)); err != nil {
+		if was == store.StatusPaused {
+			s.Seconds = 0 // charged up to the pause
+		} else if err := insertUsage(ctx, tx, orgID, keyID, s, period); err != nil {
 			return err
 		}
 		event := map[string]any{"seconds": s.Seconds, "reason": s.Reason}
@@ -144,5 +147,57 @@ func (c computers) stop(ctx context.Context, s store.Stop) error {
 		_, err = tx.ExecContext(ctx, `INSERT INTO audit (org_id, key_id, type, computer_id, data, created_at) VALUES (?, ?, 'computer.destroyed', ?, ?, ?)`,
 			orgID, keyID, s.ComputerID, string(data), ms(s.At))
 		return err
+	})
+}
+
+// insertUsage writes the sandbox_seconds row of a computer's running
+// period (0 before its first pause).
+func insertUsage(ctx context.Context, tx *sql.Tx, orgID, keyID string, s store.Stop, period int) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO usage (org_id, key_id, computer_id, kind, quantity, created_at, period) VALUES (?, ?, ?, 'sandbox_seconds', ?, ?, ?)`,
+		orgID, keyID, s.ComputerID, s.Seconds, ms(s.At), period)
+	return err
+}
+
+// Pause records a ready computer's pause once: status, the usage row of
+// the period that ended and the computer.paused event.
+func (c computers) Pause(ctx context.Context, s store.Stop) error {
+	return c.db.mustWrite(func() error {
+		return c.db.tx(ctx, func(tx *sql.Tx) error {
+			var orgID, keyID string
+			var period int
+			err := tx.QueryRowContext(ctx, `SELECT org_id, key_id, pauses FROM computers WHERE id = ? AND status = ?`,
+				s.ComputerID, store.StatusReady).Scan(&orgID, &keyID, &period)
+			if err == sql.ErrNoRows {
+				return fmt.Errorf("computer %s is not running: %w", s.ComputerID, store.ErrConflict)
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE computers SET status = ?, paused_at = ?, pauses = pauses + 1 WHERE id = ?`,
+				store.StatusPaused, ms(s.At), s.ComputerID); err != nil {
+				return err
+			}
+			if err := insertUsage(ctx, tx, orgID, keyID, s, period); err != nil {
+				return err
+			}
+			data, _ := json.Marshal(map[string]any{"seconds": s.Seconds, "reason": s.Reason})
+			_, err = tx.ExecContext(ctx, `INSERT INTO audit (org_id, key_id, type, computer_id, data, created_at) VALUES (?, ?, 'computer.paused', ?, ?, ?)`,
+				orgID, keyID, s.ComputerID, string(data), ms(s.At))
+			return err
+		})
+	})
+}
+
+func (c computers) Resume(ctx context.Context, id string, at time.Time, instance string, expiresAt time.Time) error {
+	return c.db.write(func() error {
+		res, err := c.db.db.ExecContext(ctx, `UPDATE computers SET status = ?, ready_at = ?, paused_at = NULL, instance = ?, expires_at = ? WHERE id = ? AND status = ?`,
+			store.StatusReady, ms(at), instance, ms(expiresAt), id, store.StatusPaused)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("computer %s is not paused: %w", id, store.ErrConflict)
+		}
+		return nil
 	})
 }

@@ -107,3 +107,64 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatalf("second revoke: %v, want ErrNotFound", err)
 	}
 }
+
+// TestPauseResumeUsage: each running period of a computer is charged once
+// (its own usage row), a pause only from ready and a resume only from
+// paused, and the final stop of a paused computer charges nothing more.
+func TestPauseResumeUsage(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "c.db"))
+	seed(t, db)
+	ctx := context.Background()
+	cs := db.Computers()
+	now := time.Now()
+	if err := cs.Pause(ctx, store.Stop{ComputerID: "cmp_1", At: now, Seconds: 1}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("pause of a starting computer: %v, want ErrConflict", err)
+	}
+	if err := cs.MarkReady(ctx, "cmp_1", now); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := cs.Pause(ctx, store.Stop{ComputerID: "cmp_1", At: now, Seconds: int64(10 + i), Reason: "requested"}); err != nil {
+			t.Fatalf("pause %d: %v", i, err)
+		}
+		if err := cs.Pause(ctx, store.Stop{ComputerID: "cmp_1", At: now, Seconds: 99}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("second pause: %v, want ErrConflict", err)
+		}
+		c, err := cs.Get(ctx, "org_1", "cmp_1")
+		if err != nil || c.Status != store.StatusPaused || c.Pauses != i+1 || c.PausedAt == nil {
+			t.Fatalf("paused computer %+v, %v", c, err)
+		}
+		if alive, _ := cs.Alive(ctx); len(alive) != 1 {
+			t.Fatalf("a paused computer is alive (not stopped): %+v", alive)
+		}
+		if i < 2 {
+			if err := cs.Resume(ctx, "cmp_1", now, "i2", now.Add(time.Hour)); err != nil {
+				t.Fatalf("resume %d: %v", i, err)
+			}
+			if err := cs.Resume(ctx, "cmp_1", now, "i2", now.Add(time.Hour)); !errors.Is(err, store.ErrConflict) {
+				t.Fatalf("resume of a ready computer: %v, want ErrConflict", err)
+			}
+		}
+	}
+	if err := cs.Stop(ctx, store.Stop{ComputerID: "cmp_1", At: now, Seconds: 50, Reason: "deleted"}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Usage().List(ctx, "org_1", time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, r := range rows {
+		got = append(got, r.Quantity)
+	}
+	if len(got) != 3 || got[0] != 10 || got[1] != 11 || got[2] != 12 {
+		t.Fatalf("usage %v, want one row per running period: [10 11 12]", got)
+	}
+	evs, _ := db.Audit().List(ctx, store.EventFilter{OrgID: "org_1", Type: "computer.paused"})
+	if len(evs) != 3 {
+		t.Fatalf("%d computer.paused events, want 3", len(evs))
+	}
+	if c, _ := cs.Get(ctx, "org_1", "cmp_1"); c.Status != store.StatusDestroyed {
+		t.Fatalf("after the stop: %s", c.Status)
+	}
+}
