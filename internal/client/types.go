@@ -14,6 +14,7 @@ type Limits struct {
 	LifetimeSeconds    int     `json:"lifetime_seconds"`
 	ExecTimeoutSeconds int     `json:"exec_timeout_seconds"`
 	IdleTimeoutSeconds int     `json:"idle_timeout_seconds,omitempty"`
+	OnExpire           string  `json:"on_expire,omitempty"`
 }
 
 // Computer is the computer object.
@@ -31,6 +32,10 @@ type Computer struct {
 	Template  string            `json:"template"`
 	// LastActiveAt is the last call on a running computer.
 	LastActiveAt *int64 `json:"last_active_at,omitempty"`
+	// PausedAt is when a paused computer was paused; Pauses counts its
+	// pauses.
+	PausedAt *int64 `json:"paused_at,omitempty"`
+	Pauses   int    `json:"pauses,omitempty"`
 }
 
 // CreateRequest is the body of POST /v1/computers; zero fields are the

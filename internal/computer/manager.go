@@ -60,6 +60,9 @@ type Config struct {
 	// TemplatePools are warm pools of other templates (template.pools):
 	// name → size. The default template's pool is PoolSize.
 	TemplatePools map[string]int
+	// PausedMax is how long a paused computer is kept before it is
+	// deleted (computers.paused_max_seconds; 0: DefaultPausedMax).
+	PausedMax time.Duration
 	// Artifacts keeps files and images as artifacts (export of
 	// builtin__computer_read_file, save_images of python); nil: export
 	// answers that it is not available and save_images is refused.
@@ -97,6 +100,8 @@ type Manager struct {
 	mu    sync.Mutex
 	live  map[string]*live
 	stops heldStops
+	// pausedBusy are paused computers being resumed or deleted (under mu).
+	pausedBusy map[string]bool
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -123,12 +128,15 @@ type live struct {
 	idle       time.Duration
 	lastActive time.Time
 	calls      int // calls in flight (busy)
+	// pauseAtEnd pauses it, rather than deleting it, when its lifetime
+	// or idle time ends (on_expire "pause").
+	pauseAtEnd bool
 }
 
 // New returns a manager; call Start before use and Close at the end.
 func New(cfg Config, driver sandbox.Driver, st store.Store, gov *governance.Service) *Manager {
 	m := &Manager{cfg: cfg, driver: driver, st: st, gov: gov, instance: governance.NewID("srv"),
-		now: time.Now, live: map[string]*live{}, stop: make(chan struct{}), cleaner: newCleaner()}
+		now: time.Now, live: map[string]*live{}, pausedBusy: map[string]bool{}, stop: make(chan struct{}), cleaner: newCleaner()}
 	m.adm = admission{maxCount: cfg.MaxConcurrent, maxMemory: cfg.MemoryBudget}
 	if cfg.Disabled || cfg.Internet.Only {
 		cfg.PoolSize = 0 // pool computers have no internet
@@ -228,6 +236,9 @@ type CreateRequest struct {
 	// Name is a label of the client's (OpenAI's container name), at most
 	// 256 characters.
 	Name string
+	// OnExpire is what the end of its lifetime or idle time does:
+	// OnExpireDelete ("" too) or OnExpirePause.
+	OnExpire string
 	// NoPool starts a computer of its own rather than claiming a pool one,
 	// whose warm session kernel would hold memory the caller's own kernel
 	// needs.
@@ -245,6 +256,8 @@ func (r CreateRequest) validate() error {
 		return fmt.Errorf("%w: exec_timeout_seconds must not be negative", ErrInvalid)
 	case seconds(r.IdleTimeout) < 0:
 		return fieldError("idle_timeout_seconds", "must not be negative")
+	case r.OnExpire != "" && r.OnExpire != OnExpireDelete && r.OnExpire != OnExpirePause:
+		return fieldError("on_expire", `must be "delete" or "pause"`)
 	case len(r.Name) > 256 || strings.ContainsAny(r.Name, "\x00"):
 		return fieldError("name", "is at most 256 characters, without NUL")
 	case len(r.Metadata) > 16:
@@ -287,44 +300,17 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if err := req.validate(); err != nil {
 		return View{}, err
 	}
-	network, internet, err := m.internet(p, req.NetworkPolicy)
+	pl, err := m.plan(ctx, p, req)
 	if err != nil {
 		return View{}, err
 	}
-	tmpl, from := m.templateName(p, req)
-	root, rootEnv, err := m.root(ctx, tmpl, from)
-	if err != nil {
-		return View{}, err
-	}
-	network, internet, withheld := m.withhold(p, network, internet)
-	if network == sandbox.NetworkInternet {
-		org, err := m.orgSecrets(ctx, p.Org.ID)
-		if err != nil {
-			return View{}, err
-		}
-		internet = withOrgSecrets(internet, org)
-	}
-	var keyLimits governance.ComputerLimits
-	if p.Caps.Computer != nil {
-		keyLimits = *p.Caps.Computer
-	}
-	lifetime := governance.Clamp(seconds(m.cfg.Lifetime), keyLimits.LifetimeSeconds, seconds(req.Lifetime))
-	execLimit := tools.CapSeconds(m.cfg.ExecTimeout, keyLimits.ExecTimeoutSeconds, seconds(req.ExecTimeout))
-	memory := m.cfg.Memory
-	if req.MemoryMB > 0 && req.MemoryMB < memory>>20 {
-		memory = max(req.MemoryMB<<20, 32<<20)
-	}
+	memory, spec := pl.memory, pl.spec
 	if err := m.adm.admit(ctx, memory); err != nil {
 		return View{}, err
 	}
 	m.starting.Add(1)
 	defer m.starting.Add(-1)
 	created := m.now()
-	spec := m.spec(memory, execLimit)
-	spec.Mounts = req.Mounts
-	spec.Root, spec.Env = root, rootEnv
-	spec.Network, spec.Internet = network, internet
-	spec.Owner = sandbox.Owner{Org: p.Org.ID, Key: p.Key.ID}
 	sb := (sandbox.Sandbox)(nil)
 	if !req.NoPool && len(spec.Mounts) == 0 {
 		sb = m.claimPooled(spec)
@@ -339,33 +325,92 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		}
 	}
 	ready := m.now()
-	limits, _ := json.Marshal(storedLimits{MemoryMB: memory >> 20, CPUs: spec.CPUs, Pids: spec.Pids,
-		DiskMB: spec.DiskBytes >> 20, LifetimeSeconds: lifetime, ExecTimeoutSeconds: seconds(execLimit),
-		NetworkPolicy: effective(network, internet), Template: tmpl, IdleTimeoutSeconds: seconds(req.IdleTimeout), Name: req.Name})
 	meta, _ := json.Marshal(req.Metadata)
 	rec := store.Computer{ID: sb.ID(), OrgID: p.Org.ID, KeyID: p.Key.ID, Status: store.StatusReady,
-		CreatedAt: created, ReadyAt: &ready, ExpiresAt: ready.Add(time.Duration(lifetime) * time.Second),
-		Limits: limits, Metadata: meta, ResponseID: req.ResponseID, Instance: m.instance}
+		CreatedAt: created, ReadyAt: &ready, ExpiresAt: ready.Add(time.Duration(pl.lifetime) * time.Second),
+		Limits: pl.limits(req), Metadata: meta, ResponseID: req.ResponseID, Instance: m.instance}
 	if err := m.st.Computers().Create(ctx, rec); err != nil {
 		sb.Destroy(context.WithoutCancel(ctx))
 		m.adm.release(memory, false)
 		return View{}, fmt.Errorf("record computer: %w", err)
 	}
-	l := &live{sb: sb, rec: rec, principal: p, memory: memory, execLimit: execLimit, ended: make(chan struct{}),
-		internet: network == sandbox.NetworkInternet, idle: time.Duration(seconds(req.IdleTimeout)) * time.Second,
-		lastActive: ready}
-	m.mu.Lock()
-	m.live[rec.ID] = l
-	m.mu.Unlock()
-	go m.watch(context.WithoutCancel(ctx), l)
-	m.gov.Record(ctx, p, "computer.created", rec.ID, map[string]any{"memory_mb": memory >> 20, "lifetime_seconds": lifetime})
-	if withheld != nil {
-		m.gov.Record(ctx, p, AuditInternetWithheld, rec.ID, withheld.Audit())
+	m.adopt(ctx, p, sb, rec, pl, req)
+	m.gov.Record(ctx, p, "computer.created", rec.ID, map[string]any{"memory_mb": memory >> 20, "lifetime_seconds": pl.lifetime})
+	if pl.withheld != nil {
+		m.gov.Record(ctx, p, AuditInternetWithheld, rec.ID, pl.withheld.Audit())
 	}
 	log.From(ctx).InfoContext(ctx, "computer created", "computer", rec.ID, "ms", ready.Sub(created).Milliseconds())
 	v := viewOf(rec)
 	v.LastActiveAt = &ready
 	return v, nil
+}
+
+// plan is a computer about to start: its spec, and what is recorded of it.
+type plan struct {
+	spec      sandbox.Spec
+	memory    int64
+	lifetime  int // seconds
+	execLimit time.Duration
+	tmpl      string
+	withheld  *governance.Refusal // internet the policy withheld
+}
+
+// plan works out the computer req asks p for: limits clamped to the key's
+// and the deployment's, its template and its network.
+func (m *Manager) plan(ctx context.Context, p governance.Principal, req CreateRequest) (plan, error) {
+	network, internet, err := m.internet(p, req.NetworkPolicy)
+	if err != nil {
+		return plan{}, err
+	}
+	tmpl, from := m.templateName(p, req)
+	root, rootEnv, err := m.root(ctx, tmpl, from)
+	if err != nil {
+		return plan{}, err
+	}
+	network, internet, withheld := m.withhold(p, network, internet)
+	if network == sandbox.NetworkInternet {
+		org, err := m.orgSecrets(ctx, p.Org.ID)
+		if err != nil {
+			return plan{}, err
+		}
+		internet = withOrgSecrets(internet, org)
+	}
+	var keyLimits governance.ComputerLimits
+	if p.Caps.Computer != nil {
+		keyLimits = *p.Caps.Computer
+	}
+	lifetime := governance.Clamp(seconds(m.cfg.Lifetime), keyLimits.LifetimeSeconds, seconds(req.Lifetime))
+	execLimit := tools.CapSeconds(m.cfg.ExecTimeout, keyLimits.ExecTimeoutSeconds, seconds(req.ExecTimeout))
+	memory := m.cfg.Memory
+	if req.MemoryMB > 0 && req.MemoryMB < memory>>20 {
+		memory = max(req.MemoryMB<<20, 32<<20)
+	}
+	spec := m.spec(memory, execLimit)
+	spec.Mounts = req.Mounts
+	spec.Root, spec.Env = root, rootEnv
+	spec.Network, spec.Internet = network, internet
+	spec.Owner = sandbox.Owner{Org: p.Org.ID, Key: p.Key.ID}
+	return plan{spec: spec, memory: memory, lifetime: lifetime, execLimit: execLimit, tmpl: tmpl, withheld: withheld}, nil
+}
+
+// limits is what the store records of the plan's limits.
+func (pl plan) limits(req CreateRequest) json.RawMessage {
+	b, _ := json.Marshal(storedLimits{MemoryMB: pl.memory >> 20, CPUs: pl.spec.CPUs, Pids: pl.spec.Pids,
+		DiskMB: pl.spec.DiskBytes >> 20, LifetimeSeconds: pl.lifetime, ExecTimeoutSeconds: seconds(pl.execLimit),
+		NetworkPolicy: effective(pl.spec.Network, pl.spec.Internet), Template: pl.tmpl,
+		IdleTimeoutSeconds: seconds(req.IdleTimeout), Name: req.Name, OnExpire: req.OnExpire})
+	return b
+}
+
+// adopt makes sb, recorded as rec, a live computer of this server.
+func (m *Manager) adopt(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, rec store.Computer, pl plan, req CreateRequest) {
+	l := &live{sb: sb, rec: rec, principal: p, memory: pl.memory, execLimit: pl.execLimit, ended: make(chan struct{}),
+		internet: pl.spec.Network == sandbox.NetworkInternet, idle: time.Duration(seconds(req.IdleTimeout)) * time.Second,
+		lastActive: *rec.ReadyAt, pauseAtEnd: req.OnExpire == OnExpirePause}
+	m.mu.Lock()
+	m.live[rec.ID] = l
+	m.mu.Unlock()
+	go m.watch(context.WithoutCancel(ctx), l)
 }
 
 // Get returns a computer of p's organisation.
@@ -424,6 +469,10 @@ func (m *Manager) Delete(ctx context.Context, p governance.Principal, id string)
 	}
 	if store.Stopped(rec.Status) {
 		return goneError(id, rec.Failure)
+	}
+	if rec.Status == store.StatusPaused {
+		m.gov.Record(ctx, p, "computer.destroy_requested", id, nil)
+		return m.deletePaused(context.WithoutCancel(ctx), rec, "deleted")
 	}
 	l := m.lookup(id)
 	if l == nil {
@@ -506,6 +555,9 @@ func (m *Manager) running(ctx context.Context, p governance.Principal, id string
 	v, err := m.get(ctx, p, id)
 	if err != nil {
 		return nil, err
+	}
+	if v.Status == store.StatusPaused {
+		return nil, fmt.Errorf("%w (%s)", ErrPaused, id)
 	}
 	return nil, goneError(id, v.Failure)
 }

@@ -17,7 +17,7 @@ func (m *Manager) reap(ctx context.Context) {
 	defer m.bg.Done()
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
-	var lastBeat, lastRecheck time.Time
+	var lastBeat, lastRecheck, lastSweep time.Time
 	recheck := m.cfg.Internet.Recheck
 	if recheck <= 0 {
 		recheck = DefaultRecheck
@@ -41,6 +41,10 @@ func (m *Manager) reap(ctx context.Context) {
 			m.recheckInternet(ctx)
 			lastRecheck = now
 		}
+		if now.Sub(lastSweep) >= pausedSweepEvery {
+			m.sweepPaused(ctx)
+			lastSweep = now
+		}
 		var expired []*live
 		m.mu.Lock()
 		for _, l := range m.live {
@@ -58,6 +62,10 @@ func (m *Manager) reap(ctx context.Context) {
 			reason := "expired"
 			if l.reason != "" {
 				reason = l.reason
+			}
+			if l.pauseAtEnd && (reason == "expired" || reason == ReasonIdle) && m.pausable(l) {
+				m.pause(ctx, l, reason)
+				continue
 			}
 			m.destroy(ctx, l, reason)
 		}
@@ -89,11 +97,16 @@ func (m *Manager) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recovery: %w", err)
 	}
+	n := 0
 	for _, rec := range orphans {
+		if rec.Status == store.StatusPaused {
+			continue // nothing of it ran; it waits for a resume
+		}
 		m.recordStop(ctx, rec, store.Stop{At: m.goneAt(ctx, rec.Instance), Reason: "server_restarted"})
+		n++
 	}
-	if len(orphans) > 0 {
-		log.From(ctx).InfoContext(ctx, "recovery: stopped computers of a previous server", "count", len(orphans))
+	if n > 0 {
+		log.From(ctx).InfoContext(ctx, "recovery: stopped computers of a previous server", "count", n)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
@@ -52,13 +51,6 @@ func (m *Manager) retryStops(ctx context.Context) int {
 // s (its At, Reason and Failure; the rest is derived from rec), once: a
 // second attempt is a no-op.
 func (m *Manager) recordStop(ctx context.Context, rec store.Computer, s store.Stop) {
-	from := rec.CreatedAt
-	if rec.ReadyAt != nil {
-		from = *rec.ReadyAt
-	}
-	s.ComputerID, s.Seconds = rec.ID, 0
-	if d := s.At.Sub(from); d > 0 {
-		s.Seconds = int64((d + time.Second - 1) / time.Second)
-	}
+	s.ComputerID, s.Seconds = rec.ID, chargedSeconds(rec, s.At)
 	m.writeStop(ctx, s)
 }

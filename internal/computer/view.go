@@ -1,6 +1,7 @@
 package computer
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -19,6 +20,9 @@ type Limits struct {
 	NetworkPolicy *NetworkPolicy
 	// IdleTimeout ends it that long after its last call (0: never).
 	IdleTimeout time.Duration
+	// OnExpire is what its lifetime's or idle time's end does: OnExpireDelete
+	// or OnExpirePause.
+	OnExpire string
 }
 
 // View is a computer as the service shows it; each transport has its own
@@ -41,6 +45,10 @@ type View struct {
 	LastActiveAt *time.Time
 	// Name is the client's label ("" for none).
 	Name string
+	// PausedAt is when a paused computer was paused; Pauses counts its
+	// pauses so far.
+	PausedAt *time.Time
+	Pauses   int
 }
 
 // storedLimits is Limits as the store records them (store.Computer.Limits).
@@ -61,6 +69,9 @@ type storedLimits struct {
 	IdleTimeoutSeconds int `json:"idle_timeout_seconds,omitempty"`
 	// Name is the client's label of the computer.
 	Name string `json:"name,omitempty"`
+	// OnExpire is "pause" for a computer paused at its end (absent:
+	// deleted).
+	OnExpire string `json:"on_expire,omitempty"`
 }
 
 func viewOf(c store.Computer) View {
@@ -70,7 +81,9 @@ func viewOf(c store.Computer) View {
 	json.Unmarshal(c.Limits, &l)
 	v.Limits = Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 		Lifetime: time.Duration(l.LifetimeSeconds) * time.Second, ExecTimeout: time.Duration(l.ExecTimeoutSeconds) * time.Second,
-		NetworkPolicy: l.NetworkPolicy, IdleTimeout: time.Duration(l.IdleTimeoutSeconds) * time.Second}
+		NetworkPolicy: l.NetworkPolicy, IdleTimeout: time.Duration(l.IdleTimeoutSeconds) * time.Second,
+		OnExpire: cmp.Or(l.OnExpire, OnExpireDelete)}
+	v.PausedAt, v.Pauses = c.PausedAt, c.Pauses
 	v.Template, v.Name = l.Template, l.Name
 	if v.Template == "" {
 		v.Template = HostTemplate

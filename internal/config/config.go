@@ -157,11 +157,14 @@ type Computers struct {
 	Disk               Size    `toml:"disk"`
 	LifetimeSeconds    int     `toml:"lifetime_seconds"`
 	ExecTimeoutSeconds int     `toml:"exec_timeout_seconds"`
-	MaxConcurrent      int     `toml:"max_concurrent"`
-	MemoryBudget       Size    `toml:"memory_budget"`
-	PoolSize           int     `toml:"pool_size"`
-	MaxFileBytes       Size    `toml:"max_file_bytes"`
-	MaxOutputBytes     Size    `toml:"max_output_bytes"`
+	// PausedMaxSeconds is how long a paused computer is kept before it is
+	// deleted (its workspace with it).
+	PausedMaxSeconds int  `toml:"paused_max_seconds"`
+	MaxConcurrent    int  `toml:"max_concurrent"`
+	MemoryBudget     Size `toml:"memory_budget"`
+	PoolSize         int  `toml:"pool_size"`
+	MaxFileBytes     Size `toml:"max_file_bytes"`
+	MaxOutputBytes   Size `toml:"max_output_bytes"`
 	// UIDRange is "START:COUNT", the host uids computers run as: each live
 	// computer's uid 1000 is one of them (and its gid the same number).
 	UIDRange string `toml:"uid_range"`
@@ -205,7 +208,7 @@ func Default() Config {
 			IdleTimeoutSeconds: 120},
 		Computers: Computers{
 			Enabled: true, Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
-			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32,
+			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32, PausedMaxSeconds: 604800,
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: kernel.DefaultMaxOutputBytes,
 			UIDRange: DefaultUIDRange,
 		},
@@ -222,6 +225,9 @@ const DefaultPrelude = "import numpy as np\nimport pandas as pd\nimport matplotl
 
 // Lifetime is the deployment's lifetime cap (lifetime_seconds).
 func (c Computers) Lifetime() time.Duration { return seconds(c.LifetimeSeconds) }
+
+// PausedMax is how long paused computers are kept (paused_max_seconds).
+func (c Computers) PausedMax() time.Duration { return seconds(c.PausedMaxSeconds) }
 
 // ExecTimeout is the deployment's per-process cap (exec_timeout_seconds).
 func (c Computers) ExecTimeout() time.Duration { return seconds(c.ExecTimeoutSeconds) }

@@ -71,6 +71,8 @@ func (k Computers) validate() error {
 		return invalid("computers.lifetime_seconds", "must be at least 1")
 	case k.ExecTimeoutSeconds < 1:
 		return invalid("computers.exec_timeout_seconds", "must be at least 1")
+	case k.PausedMaxSeconds < 1:
+		return invalid("computers.paused_max_seconds", "must be at least 1")
 	case k.MaxConcurrent < 1:
 		return invalid("computers.max_concurrent", "must be at least 1")
 	case k.MemoryBudget < k.Memory:

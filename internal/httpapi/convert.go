@@ -46,8 +46,17 @@ func computerViewOf(v computer.View) computerView {
 		ReadyAt: unixOf(v.ReadyAt), ExpiresAt: v.ExpiresAt.Unix(), StoppedAt: unixOf(v.StoppedAt),
 		Limits: computerLimits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 			LifetimeSeconds: secondsOf(l.Lifetime), ExecTimeoutSeconds: secondsOf(l.ExecTimeout),
-			NetworkPolicy: networkPolicyOf(l.NetworkPolicy), IdleTimeoutSeconds: secondsOf(l.IdleTimeout)},
-		Metadata: v.Metadata, Failure: v.Failure, Template: v.Template, LastActiveAt: unixOf(v.LastActiveAt), Name: v.Name}
+			NetworkPolicy: networkPolicyOf(l.NetworkPolicy), IdleTimeoutSeconds: secondsOf(l.IdleTimeout), OnExpire: onExpireOf(l.OnExpire)},
+		Metadata: v.Metadata, Failure: v.Failure, Template: v.Template, LastActiveAt: unixOf(v.LastActiveAt), Name: v.Name,
+		PausedAt: unixOf(v.PausedAt), Pauses: v.Pauses}
+}
+
+// onExpireOf shows on_expire only when it is not the default.
+func onExpireOf(s string) string {
+	if s == computer.OnExpireDelete {
+		return ""
+	}
+	return s
 }
 
 func computerViewsOf(vs []computer.View) []computerView {
@@ -71,7 +80,7 @@ func (b createBody) request() (computer.CreateRequest, error) {
 	}
 	return computer.CreateRequest{MemoryMB: b.MemoryMB, Lifetime: durationOf(b.LifetimeSeconds),
 		ExecTimeout: durationOf(b.ExecTimeoutSeconds), Metadata: b.Metadata,
-		NetworkPolicy: b.NetworkPolicy.request(), Template: b.Template, IdleTimeout: durationOf(idle), Name: b.Name}, nil
+		NetworkPolicy: b.NetworkPolicy.request(), Template: b.Template, IdleTimeout: durationOf(idle), Name: b.Name, OnExpire: b.OnExpire}, nil
 }
 
 // networkPolicyOf is a computer's policy as answers show it: secrets by

@@ -27,6 +27,9 @@ type computerLimits struct {
 	NetworkPolicy *networkPolicy `json:"network_policy,omitempty"`
 	// IdleTimeoutSeconds ends it that long after its last call.
 	IdleTimeoutSeconds int `json:"idle_timeout_seconds,omitempty"`
+	// OnExpire is "pause" for a computer paused when its lifetime or idle
+	// time ends (absent: it is deleted).
+	OnExpire string `json:"on_expire,omitempty"`
 }
 
 // networkPolicy is a computer's network_policy (OpenAI's container shape,
@@ -64,6 +67,10 @@ type computerView struct {
 	// it stopped).
 	LastActiveAt *int64 `json:"last_active_at,omitempty"`
 	Name         string `json:"name,omitempty"`
+	// PausedAt is when a paused computer was paused; Pauses counts the
+	// pauses of a computer paused at least once.
+	PausedAt *int64 `json:"paused_at,omitempty"`
+	Pauses   int    `json:"pauses,omitempty"`
 }
 
 // createBody is the body of POST /v1/computers.
@@ -78,6 +85,8 @@ type createBody struct {
 	Name               string            `json:"name,omitempty"`
 	// ExpiresAfter is OpenAI's form of the idle timeout.
 	ExpiresAfter *expiresAfter `json:"expires_after,omitempty"`
+	// OnExpire: "delete" (the default) or "pause".
+	OnExpire string `json:"on_expire,omitempty"`
 }
 
 // expiresAfter is OpenAI's container expires_after: the computer ends

@@ -93,6 +93,8 @@ func (a *API) routes() {
 	m.Handle("GET /v1/computers/{id}", a.auth(a.getComputer))
 	m.Handle("DELETE /v1/computers/{id}", a.auth(a.deleteComputer))
 	m.Handle("POST /v1/computers/{id}/lifetime", a.auth(a.extendComputer))
+	m.Handle("POST /v1/computers/{id}/pause", a.auth(a.pauseComputer))
+	m.Handle("POST /v1/computers/{id}/resume", a.auth(a.resumeComputer))
 	m.Handle("POST /v1/computers/{id}/exec", a.auth(a.exec))
 	m.Handle("POST /v1/computers/{id}/python", a.auth(a.python))
 	m.Handle("POST /v1/computers/{id}/python/interrupt", a.auth(a.pythonControl("interrupt")))
