@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -106,5 +107,29 @@ func TestPausedDeleteAndAutoPause(t *testing.T) {
 	er := e.do(key, "POST", "/v1/computers", map[string]any{"on_expire": "sleep"}).wantError(t, http.StatusBadRequest, "invalid_request")
 	if er.Error.Param == nil || *er.Error.Param != "on_expire" {
 		t.Fatalf("bad on_expire: %+v", er.Error)
+	}
+}
+
+// TestPausedSurvivesRestart: a paused computer is not charged or ended by
+// the next server's recovery, and resumes there with its files.
+func TestPausedSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnvIn(t, dir, nil)
+	_, key := e.newKey("", computerCaps)
+	c := e.create(key, nil)
+	e.sh(key, c.ID, "echo before restart > /workspace/f")
+	e.do(key, "POST", "/v1/computers/"+c.ID+"/pause", nil).json(t, new(view))
+	e.mgr.Close(context.Background())
+
+	e2 := newEnvIn(t, dir, nil)
+	if g := e2.get(key, c.ID); g.Status != "paused" {
+		t.Fatalf("after a restart: %+v", g)
+	}
+	e2.do(key, "POST", "/v1/computers/"+c.ID+"/resume", nil).json(t, new(view))
+	if out := e2.sh(key, c.ID, "cat /workspace/f"); out != "before restart\n" {
+		t.Fatalf("resumed after a restart: %q", out)
+	}
+	if rows := usageOf(e2.usage(key), c.ID); len(rows) != 1 {
+		t.Fatalf("usage rows %+v, want only the first running period", rows)
 	}
 }
