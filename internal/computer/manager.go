@@ -557,7 +557,7 @@ func (m *Manager) running(ctx context.Context, p governance.Principal, id string
 		return nil, err
 	}
 	if v.Status == store.StatusPaused {
-		return nil, fmt.Errorf("%w (%s)", ErrPaused, id)
+		return nil, fmt.Errorf("%w: resume %s first (POST /v1/computers/%s/resume)", ErrPaused, id, id)
 	}
 	return nil, goneError(id, v.Failure)
 }

@@ -37,7 +37,7 @@ var (
 	// ErrNotPaused: a resume of a computer that is not paused.
 	ErrNotPaused = errdefs.New(errdefs.Conflict, "computer_not_paused", "the computer is not paused")
 	// ErrPaused: a call on a paused computer.
-	ErrPaused = errdefs.New(errdefs.Conflict, "computer_paused", "the computer is paused; resume it first (POST /v1/computers/{id}/resume)")
+	ErrPaused = errdefs.New(errdefs.Conflict, "computer_paused", "the computer is paused")
 	// errCannotPause: a driver that keeps no workspace of a stopped computer.
 	errCannotPause = errdefs.New(errdefs.Unavailable, "computer_unavailable", "this host cannot pause computers")
 )
