@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,7 +117,11 @@ func (s *Server) handler(f run) sdk.ToolHandler {
 		if !ok {
 			return nil, errNoPrincipal
 		}
-		res, err := f(ctx, p, req.Params.Arguments)
+		args := req.Params.Arguments
+		if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+			args = json.RawMessage("{}") // no arguments: every one is optional
+		}
+		res, err := f(ctx, p, args)
 		if err != nil {
 			return errorResult(ctx, err), nil
 		}

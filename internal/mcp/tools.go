@@ -36,7 +36,7 @@ type tool struct {
 // computerID is the argument every tool on one computer takes.
 const computerIDSchema = `{"type":"string","description":"The computer's id (cmp_…), from create_computer or list_computers."}`
 
-// tools are the MCP tools, in the order tools/list shows them.
+// tools are the MCP tools (tools/list shows them sorted by name).
 func (s *Server) tools() []tool {
 	return []tool{
 		{&sdk.Tool{Name: CreateComputer, Title: "Create a computer",
