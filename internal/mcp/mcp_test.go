@@ -171,7 +171,9 @@ func TestMCPTools(t *testing.T) {
 		t.Fatalf("delete: %v %q", r.IsError, text(r))
 	}
 	r := call(t, s, mcp.DeleteComputer, map[string]any{"computer_id": id})
-	var errBody struct{ Error struct{ Code, Message string } }
+	var errBody struct {
+		Error struct{ Code, Message string }
+	}
 	structured(t, r, &errBody)
 	if !r.IsError || errBody.Error.Code != "computer_gone" || text(r) != "the computer is already gone: "+id {
 		t.Errorf("delete again: %v %q %+v", r.IsError, text(r), errBody)
@@ -190,7 +192,9 @@ func TestMCPCapabilities(t *testing.T) {
 	e := newEnv(t)
 	files := e.connect(e.newKey(`{"files":{}}`))
 	r := call(t, files, mcp.CreateComputer, nil)
-	var errBody struct{ Error struct{ Code, Message string } }
+	var errBody struct {
+		Error struct{ Code, Message string }
+	}
 	structured(t, r, &errBody)
 	if !r.IsError || errBody.Error.Code != "forbidden" || text(r) != "computers are not enabled for this key or organisation: the key lacks the computer capability" {
 		t.Errorf("create without the computer capability: %v %q %+v", r.IsError, text(r), errBody)
