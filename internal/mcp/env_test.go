@@ -5,22 +5,17 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
-	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi/httpapitest"
 	"github.com/cubicle-sandbox/cubicle/internal/mcp"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
-	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
@@ -45,42 +40,10 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	dir := t.TempDir()
-	ctx := context.Background()
-	drv, err := linux.New(linux.Config{StateDir: dir, AgentPath: agentBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "cubicle.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gov := governance.New(st)
-	if _, err := gov.Bootstrap(ctx, adminSecret); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := gov.Authenticate(ctx, adminSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := computer.New(computer.Config{
-		Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20,
-		Lifetime: 600 * time.Second, ExecTimeout: 30 * time.Second, MaxConcurrent: 4,
-		MemoryBudget: 8 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20, Prelude: config.DefaultPrelude,
-	}, drv, st, gov)
-	if err := mgr.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	api := httpapi.New(httpapi.Options{Governance: gov, Computers: mgr, Store: st})
-	api.SetReady(true)
-	srv := httptest.NewServer(api)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		mgr.Close(context.Background())
-		st.Close()
-	})
-	return &env{t: t, url: srv.URL, gov: gov, admin: admin}
+	cfg := httpapitest.Config()
+	cfg.Prelude = config.DefaultPrelude // matplotlib inline, as serve's default
+	srv := httpapitest.Start(t, agentBin, adminSecret, cfg)
+	return &env{t: t, url: srv.URL, gov: srv.Gov, admin: srv.Admin}
 }
 
 // newKey makes a key of the admin's organisation with capabilities caps
