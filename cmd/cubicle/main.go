@@ -25,6 +25,7 @@ func commands() []command {
 		{"serve", "serve the computers API over HTTP", serveCmd},
 		{"run", "run one command in a fresh computer", runCmd},
 		{"python", "run Python cells or a REPL in a computer's kernel", pythonCmd},
+		{"mcp", "serve a server's computers as MCP tools over stdio", mcpCmd},
 		{"keys", "create, list and revoke API keys", keysCmd},
 		{"orgs", "create and list organisations", orgsCmd},
 		{"template", "import, pull, build, list and remove templates (root filesystems)", templateCmd},

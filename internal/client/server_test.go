@@ -5,21 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/client"
-	"github.com/cubicle-sandbox/cubicle/internal/computer"
-	"github.com/cubicle-sandbox/cubicle/internal/governance"
-	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
-	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
-	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi/httpapitest"
 	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
 
@@ -33,33 +27,7 @@ const adminKey = "cub_client_test_admin_0001"
 // computers) on an httptest server, and a client of it with the admin key.
 func realServer(t *testing.T) (*client.Client, string) {
 	t.Helper()
-	ctx, dir := context.Background(), t.TempDir()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "cubicle.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gov := governance.New(st)
-	if _, err := gov.Bootstrap(ctx, adminKey); err != nil {
-		t.Fatal(err)
-	}
-	drv, err := linux.New(linux.Config{StateDir: dir, AgentPath: agentBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := computer.New(computer.Config{Memory: 256 << 20, Pids: 128, CPUs: 1, Disk: 32 << 20, Lifetime: 600 * time.Second,
-		ExecTimeout: 30 * time.Second, MaxConcurrent: 4, MemoryBudget: 4 << 30, MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20}, drv, st, gov)
-	if err := mgr.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	api := httpapi.New(httpapi.Options{Governance: gov, Computers: mgr, Store: st})
-	api.SetReady(true)
-	srv := httptest.NewServer(api)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		mgr.Close(context.Background())
-		st.Close()
-	})
+	srv := httpapitest.Start(t, agentBin, adminKey, httpapitest.Config())
 	c, err := client.New(client.Config{URL: srv.URL, Key: adminKey})
 	if err != nil {
 		t.Fatal(err)

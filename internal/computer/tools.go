@@ -1,6 +1,7 @@
 package computer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,12 @@ import (
 // system tool.
 func (m *Manager) ToolsEnabled(p governance.Principal) bool {
 	return m != nil && !m.cfg.Disabled && allowed(p) == nil && p.Caps.HasSystemTool("computer")
+}
+
+// MaxFileBytes is the largest file a tool may write (computers.max_file_bytes),
+// for a transport that bounds request bodies (internal/mcp).
+func (m *Manager) MaxFileBytes() int64 {
+	return cmp.Or(m.cfg.MaxFileBytes, tools.DefaultMaxFileBytes)
 }
 
 // RunTool runs one tool of reg on a live computer of p's organisation. A

@@ -14,7 +14,7 @@
 // service, the gateway, the Jupyter API as a Mount, the body timeout); the
 // only state that changes while serving is readiness (SetReady, after the
 // isolation probe). It may import internal/computer, internal/files, internal/responses,
-// internal/governance, internal/sandbox (its error kinds and file types),
+// internal/governance, internal/mcp (the MCP tools it serves at /mcp), internal/sandbox (its error kinds and file types),
 // internal/kernel (outputs), internal/artifact, internal/store,
 // internal/tools, internal/template (its progress, streamed), internal/strictjson,
 // internal/errdefs, internal/errdefs/errhttp, internal/log and

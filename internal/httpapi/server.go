@@ -12,6 +12,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/log"
+	"github.com/cubicle-sandbox/cubicle/internal/mcp"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -61,6 +62,8 @@ type API struct {
 	sockets sockets
 	// bodyTimeout is how long a request body may go without a byte (slowclients.go).
 	bodyTimeout time.Duration
+	// mcp serves /mcp: the computers as MCP tools (internal/mcp).
+	mcp *mcp.Server
 }
 
 // New builds the handler. Readiness starts false: SetReady, the one
@@ -70,6 +73,7 @@ func New(o Options) *API {
 	a := &API{gov: o.Governance, comp: o.Computers, st: o.Store, tools: tools.Default(), files: o.Files,
 		gateway: o.Gateway, mux: http.NewServeMux(), bodyTimeout: cmp.Or(o.BodyTimeout, DefaultBodyTimeout)}
 	a.sockets.ctx, a.sockets.cancel = context.WithCancel(context.Background())
+	a.mcp = mcp.New(a.comp, a.tools)
 	a.routes()
 	for _, m := range o.Mounts {
 		m.Routes(a.mux.Handle)
@@ -135,6 +139,12 @@ func (a *API) routes() {
 	m.Handle("DELETE /v1/responses/{id}", a.auth(a.deleteResponse))
 	m.Handle("GET /v1/usage", a.auth(a.usage))
 	m.Handle("GET /v1/audit", a.auth(a.audit))
+	// MCP over streamable HTTP (docs/mcp.md): the same keys, principal and
+	// audit as every /v1 route.
+	m.Handle("/mcp", a.auth(func(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+		a.mcp.ServeHTTP(w, r, p)
+		return nil
+	}))
 
 	m.Handle("POST /v1/admin/orgs", a.admin(a.createOrg))
 	m.Handle("GET /v1/admin/orgs", a.admin(a.listOrgs))

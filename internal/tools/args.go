@@ -15,14 +15,15 @@ import (
 // Workspace is where relative paths resolve.
 const Workspace = "/workspace"
 
-// decodeArgs reads a tool's arguments strictly into v: a JSON object (or a
-// JSON string holding one, as OpenAI sends them), no unknown fields, the
-// required fields present and not null, the right types. It returns the
-// error sentence for the model, or "".
 // notAnObject is the sentence of arguments that are not a JSON object.
 const notAnObject = "Invalid arguments: expected a JSON object."
 
-func decodeArgs(raw json.RawMessage, v any, required ...string) string {
+// DecodeArgs reads a tool's arguments strictly into v: a JSON object (or a
+// JSON string holding one, as OpenAI sends them), no unknown fields, the
+// required fields present and not null, the right types. It returns the
+// error sentence for the model, or "". The MCP tools (internal/mcp) read
+// theirs with it too, so they say the same sentences.
+func DecodeArgs(raw json.RawMessage, v any, required ...string) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")

@@ -75,7 +75,7 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 		Command        *string `json:"command"`
 		TimeoutSeconds *int    `json:"timeout_seconds"`
 	}
-	if msg := decodeArgs(raw, &a, "command"); msg != "" {
+	if msg := DecodeArgs(raw, &a, "command"); msg != "" {
 		return failed("%s", msg), nil
 	}
 	lim := env.Limits.withDefaults()
@@ -155,7 +155,7 @@ func runWriteFile(ctx context.Context, env Env, raw json.RawMessage) (Result, er
 		Path    *string `json:"path"`
 		Content *string `json:"content"`
 	}
-	if msg := decodeArgs(raw, &a, "path", "content"); msg != "" {
+	if msg := DecodeArgs(raw, &a, "path", "content"); msg != "" {
 		return failed("%s", msg), nil
 	}
 	lim := env.Limits.withDefaults()
@@ -189,7 +189,7 @@ func runReadFile(ctx context.Context, env Env, raw json.RawMessage) (Result, err
 		Path   *string `json:"path"`
 		Export *bool   `json:"export"`
 	}
-	if msg := decodeArgs(raw, &a, "path"); msg != "" {
+	if msg := DecodeArgs(raw, &a, "path"); msg != "" {
 		return failed("%s", msg), nil
 	}
 	lim := env.Limits.withDefaults()
@@ -319,7 +319,7 @@ func pythonRequest(raw json.RawMessage, lim Limits) (req sandbox.PythonRequest, 
 		Cwd     *string `json:"cwd"`
 		Reset   *bool   `json:"reset"`
 	}
-	if msg := decodeArgs(raw, &a, "cells"); msg != "" {
+	if msg := DecodeArgs(raw, &a, "cells"); msg != "" {
 		return req, msg
 	}
 	if len(a.Cells) == 0 || len(a.Cells) > sandbox.MaxPythonCells {

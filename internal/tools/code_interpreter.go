@@ -34,7 +34,7 @@ func runCodeInterpreter(ctx context.Context, env Env, raw json.RawMessage) (Resu
 	var a struct {
 		Code *string `json:"code"`
 	}
-	if msg := decodeArgs(raw, &a, "code"); msg != "" {
+	if msg := DecodeArgs(raw, &a, "code"); msg != "" {
 		return failed("%s", msg), nil
 	}
 	args, err := json.Marshal(map[string]any{"cells": []map[string]any{{"code": *a.Code, "title": nil}},
