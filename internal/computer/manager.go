@@ -131,6 +131,9 @@ type live struct {
 	// pauseAtEnd pauses it, rather than deleting it, when its lifetime
 	// or idle time ends (on_expire "pause").
 	pauseAtEnd bool
+	// python: a session kernel ran the user's cells (under Manager.mu);
+	// a pause keeps its variables.
+	python bool
 }
 
 // New returns a manager; call Start before use and Close at the end.
@@ -403,7 +406,7 @@ func (pl plan) limits(req CreateRequest) json.RawMessage {
 }
 
 // adopt makes sb, recorded as rec, a live computer of this server.
-func (m *Manager) adopt(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, rec store.Computer, pl plan, req CreateRequest) {
+func (m *Manager) adopt(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, rec store.Computer, pl plan, req CreateRequest) *live {
 	l := &live{sb: sb, rec: rec, principal: p, memory: pl.memory, execLimit: pl.execLimit, ended: make(chan struct{}),
 		internet: pl.spec.Network == sandbox.NetworkInternet, idle: time.Duration(seconds(req.IdleTimeout)) * time.Second,
 		lastActive: *rec.ReadyAt, pauseAtEnd: req.OnExpire == OnExpirePause}
@@ -411,6 +414,7 @@ func (m *Manager) adopt(ctx context.Context, p governance.Principal, sb sandbox.
 	m.live[rec.ID] = l
 	m.mu.Unlock()
 	go m.watch(context.WithoutCancel(ctx), l)
+	return l
 }
 
 // Get returns a computer of p's organisation.

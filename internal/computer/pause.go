@@ -57,16 +57,27 @@ func (m *Manager) Pause(ctx context.Context, p governance.Principal, id string) 
 	if !m.claim(l) {
 		return View{}, m.goneError(l)
 	}
-	if err := m.pause(context.WithoutCancel(ctx), l, ReasonRequested); err != nil {
+	vars, err := m.pause(context.WithoutCancel(ctx), l, ReasonRequested)
+	if err != nil {
 		return View{}, err
 	}
-	return m.get(ctx, p, id)
+	v, err := m.get(ctx, p, id)
+	v.Python = vars
+	return v, err
 }
 
-// pause stops l, claimed, keeping its workspace, and records the pause;
-// a computer that cannot be paused is destroyed instead, failed, saying
+// pause stops l, claimed, keeping its workspace (and its session
+// kernel's variables, which it reports), and records the pause; a
+// computer that cannot be paused is destroyed instead, failed, saying
 // why.
-func (m *Manager) pause(ctx context.Context, l *live, reason string) error {
+func (m *Manager) pause(ctx context.Context, l *live, reason string) (*PythonVariables, error) {
+	m.mu.Lock()
+	python := l.python
+	m.mu.Unlock()
+	var vars *PythonVariables
+	if python {
+		vars = m.runStateCell(ctx, l.sb, pythonSaveCell)
+	}
 	at := m.now()
 	err := l.sb.(sandbox.Pauser).Pause(ctx)
 	if err != nil {
@@ -75,7 +86,7 @@ func (m *Manager) pause(ctx context.Context, l *live, reason string) error {
 		l.failure = fmt.Sprintf("its workspace could not be kept when it was paused (%v)", err)
 		m.mu.Unlock()
 		m.destroy(ctx, l, "pause_failed")
-		return fmt.Errorf("%w: pause %s: %v", ErrUnavailable, l.rec.ID, err)
+		return nil, fmt.Errorf("%w: pause %s: %v", ErrUnavailable, l.rec.ID, err)
 	}
 	m.mu.Lock()
 	l.killed = true
@@ -90,10 +101,10 @@ func (m *Manager) pause(ctx context.Context, l *live, reason string) error {
 		// Its workspace is kept; the record still says ready, so the
 		// next start's recovery charges it up to then and ends it.
 		log.From(ctx).ErrorContext(ctx, "record computer pause", "computer", l.rec.ID, "err", err)
-		return fmt.Errorf("%w: record the pause of %s: %v", ErrUnavailable, l.rec.ID, err)
+		return nil, fmt.Errorf("%w: record the pause of %s: %v", ErrUnavailable, l.rec.ID, err)
 	}
 	log.From(ctx).InfoContext(ctx, "computer paused", "computer", l.rec.ID, "reason", reason)
-	return nil
+	return vars, nil
 }
 
 // Resume starts a paused computer of p's organisation again: the same id,
@@ -158,11 +169,20 @@ func (m *Manager) Resume(ctx context.Context, p governance.Principal, id string)
 		pausedFor = seconds(ready.Sub(*rec.PausedAt))
 	}
 	rec.Status, rec.ReadyAt, rec.ExpiresAt, rec.PausedAt, rec.Instance = store.StatusReady, &ready, expires, nil, m.instance
-	m.adopt(ctx, p, sb, rec, pl, req)
+	var vars *PythonVariables
+	if _, err := sb.Stat(ctx, pythonStateFile); err == nil {
+		vars = m.runStateCell(ctx, sb, pythonRestoreCell)
+	}
+	l := m.adopt(ctx, p, sb, rec, pl, req)
+	if vars != nil {
+		m.mu.Lock()
+		l.python = true
+		m.mu.Unlock()
+	}
 	m.gov.Record(ctx, p, "computer.resumed", id, map[string]any{"paused_seconds": pausedFor, "pauses": rec.Pauses})
 	log.From(ctx).InfoContext(ctx, "computer resumed", "computer", id, "ms", m.now().Sub(ready).Milliseconds())
 	v := viewOf(rec)
-	v.LastActiveAt = &ready
+	v.LastActiveAt, v.Python = &ready, vars
 	return v, nil
 }
 

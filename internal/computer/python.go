@@ -139,6 +139,11 @@ func (m *Manager) Python(ctx context.Context, p governance.Principal, id string,
 		return PythonResult{}, err
 	}
 	defer m.busy(l)()
+	if req.Mode != sandbox.ModePerCall {
+		m.mu.Lock()
+		l.python = true
+		m.mu.Unlock()
+	}
 	save, err := m.imageSaverFor(p, req.SaveImages)
 	if err != nil {
 		return PythonResult{}, err

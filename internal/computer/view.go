@@ -49,6 +49,9 @@ type View struct {
 	// pauses so far.
 	PausedAt *time.Time
 	Pauses   int
+	// Python is what a pause kept of the session kernel's variables, or
+	// what a resume restored (nil: no kernel had run cells).
+	Python *PythonVariables
 }
 
 // storedLimits is Limits as the store records them (store.Computer.Limits).

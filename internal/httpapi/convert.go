@@ -48,7 +48,21 @@ func computerViewOf(v computer.View) computerView {
 			LifetimeSeconds: secondsOf(l.Lifetime), ExecTimeoutSeconds: secondsOf(l.ExecTimeout),
 			NetworkPolicy: networkPolicyOf(l.NetworkPolicy), IdleTimeoutSeconds: secondsOf(l.IdleTimeout), OnExpire: onExpireOf(l.OnExpire)},
 		Metadata: v.Metadata, Failure: v.Failure, Template: v.Template, LastActiveAt: unixOf(v.LastActiveAt), Name: v.Name,
-		PausedAt: unixOf(v.PausedAt), Pauses: v.Pauses}
+		PausedAt: unixOf(v.PausedAt), Pauses: v.Pauses, Python: pythonVariablesOf(v.Python)}
+}
+
+func pythonVariablesOf(p *computer.PythonVariables) *pythonVariables {
+	if p == nil {
+		return nil
+	}
+	out := &pythonVariables{Kept: p.Kept, Lost: p.Lost, Error: p.Error}
+	if out.Kept == nil {
+		out.Kept = []string{}
+	}
+	if out.Lost == nil {
+		out.Lost = map[string]string{}
+	}
+	return out
 }
 
 // onExpireOf shows on_expire only when it is not the default.

@@ -71,6 +71,18 @@ type computerView struct {
 	// pauses of a computer paused at least once.
 	PausedAt *int64 `json:"paused_at,omitempty"`
 	Pauses   int    `json:"pauses,omitempty"`
+	// Python, in the answer of a pause or a resume of a computer whose
+	// session kernel ran cells: which of its variables were kept (or
+	// restored) and which not, with why.
+	Python *pythonVariables `json:"python,omitempty"`
+}
+
+// pythonVariables is a pause's or resume's report on the session
+// kernel's variables.
+type pythonVariables struct {
+	Kept  []string          `json:"kept"`
+	Lost  map[string]string `json:"lost"`
+	Error string            `json:"error,omitempty"`
 }
 
 // createBody is the body of POST /v1/computers.

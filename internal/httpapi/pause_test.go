@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +132,49 @@ func TestPausedSurvivesRestart(t *testing.T) {
 	}
 	if rows := usageOf(e2.usage(key), c.ID); len(rows) != 1 {
 		t.Fatalf("usage rows %+v, want only the first running period", rows)
+	}
+}
+
+// TestPausePythonVariables: what of the session kernel's variables can be
+// kept is restored on resume (values, imported modules, functions and
+// classes defined in the session, instances of them); what cannot is
+// named with why, in the pause's and the resume's answers.
+func TestPausePythonVariables(t *testing.T) {
+	e := newEnv(t, nil)
+	key := e.admin
+	c := e.create(key, nil)
+	e.python(key, c.ID, map[string]any{"cells": []map[string]any{{"code": `
+import math as m2
+x = 41
+def f(a):
+    return a + 1
+class K:
+    def __init__(self): self.v = 7
+k = K()
+data = {"rows": [1, 2, 3]}
+gen = (i for i in range(3))`}}})
+	type pyVars struct {
+		Python struct {
+			Kept  []string          `json:"kept"`
+			Lost  map[string]string `json:"lost"`
+			Error string            `json:"error"`
+		} `json:"python"`
+	}
+	var p pyVars
+	e.do(key, "POST", "/v1/computers/"+c.ID+"/pause", nil).json(t, &p)
+	want := "K data f k m2 x"
+	if got := strings.Join(p.Python.Kept, " "); got != want || p.Python.Lost["gen"] == "" || p.Python.Error != "" {
+		t.Fatalf("pause kept %q (want %q), lost %v, error %q", got, want, p.Python.Lost, p.Python.Error)
+	}
+	var r pyVars
+	e.do(key, "POST", "/v1/computers/"+c.ID+"/resume", nil).json(t, &r)
+	if got := strings.Join(r.Python.Kept, " "); got != want || r.Python.Lost["gen"] == "" {
+		t.Fatalf("resume restored %q (want %q), lost %v, error %q", got, want, r.Python.Lost, r.Python.Error)
+	}
+	if v := e.pyValue(c.ID, "(f(x), round(m2.pi, 2), k.v, type(k).__name__, data['rows'][2])"); v != "(42, 3.14, 7, 'K', 3)" {
+		t.Fatalf("after resume: %s", v)
+	}
+	if ls := e.sh(key, c.ID, "ls -A /workspace"); ls != "" {
+		t.Fatalf("the kept state stays in the workspace after the resume: %q", ls)
 	}
 }
