@@ -83,6 +83,23 @@ type Resumer interface {
 	DiscardPaused(ctx context.Context, id string) error
 }
 
+// Volumer is a driver that keeps volumes: named disks that outlive
+// computers, mounted into them (Spec.Volumes).
+type Volumer interface {
+	// CreateVolume makes volume id, an empty filesystem of sizeBytes
+	// whose root the sandbox user owns.
+	CreateVolume(ctx context.Context, id string, sizeBytes int64) error
+	// DeleteVolume removes volume id (none: nil). It must not be mounted.
+	DeleteVolume(ctx context.Context, id string) error
+}
+
+// VolumeMount mounts volume ID at Target in a computer.
+type VolumeMount struct {
+	ID       string `json:"id"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
 // ErrNoPaused is a Resume of a computer whose workspace is not kept.
 var ErrNoPaused = errors.New("no paused workspace of that computer is kept on this host")
 
@@ -248,7 +265,12 @@ type Spec struct {
 	Mounts      []Mount        `json:"mounts,omitempty"`
 	Env         []string       `json:"env,omitempty"`
 	Root        Root           `json:"root,omitzero"`
+	// Volumes are mounted at their targets (Volumer; at most MaxVolumes).
+	Volumes []VolumeMount `json:"volumes,omitempty"`
 }
+
+// MaxVolumes is how many volumes one computer may mount.
+const MaxVolumes = 8
 
 // Root is the root filesystem of a computer made from a template: an
 // EROFS image (internal/template) that becomes the computer's whole /,
@@ -341,6 +363,39 @@ func (s Spec) Validate() error {
 		if m.Root != "" && !beneath(m.Root, m.Source) {
 			return bad("mounts", "source %q is not beneath its root %q", m.Source, m.Root)
 		}
+	}
+	if len(s.Volumes) > MaxVolumes {
+		return bad("volumes", "at most %d", MaxVolumes)
+	}
+	targets := map[string]bool{}
+	for _, m := range s.Mounts {
+		targets[path.Clean(m.Target)] = true
+	}
+	for _, v := range s.Volumes {
+		if !strings.HasPrefix(v.ID, "vol_") || len(v.ID) > 64 || strings.ContainsAny(v.ID, "/.\x00") {
+			return bad("volumes", "%q is not a volume id", v.ID)
+		}
+		if err := CheckTarget(v.Target); err != nil {
+			return bad("volumes", "%v", err)
+		}
+		if targets[v.Target] {
+			return bad("volumes", "two mounts at %s", v.Target)
+		}
+		targets[v.Target] = true
+	}
+	return nil
+}
+
+// CheckTarget says why target cannot be where a volume is mounted: it
+// must be a clean absolute path of at most 256 bytes, not / and not in
+// the computer's own filesystems (/proc, /dev, /sys, /workspace, /tmp,
+// /etc).
+func CheckTarget(target string) error {
+	switch {
+	case !path.IsAbs(target) || path.Clean(target) != target || len(target) > 256 || strings.ContainsAny(target, "\x00\n"):
+		return fmt.Errorf("%q is not a clean absolute path of at most 256 bytes", target)
+	case target == "/" || reserved(target):
+		return fmt.Errorf("%q is reserved (/, /proc, /dev, /sys, /workspace, /tmp and /etc are the computer's own)", target)
 	}
 	return nil
 }

@@ -35,7 +35,33 @@ type Store interface {
 	Responses() Responses
 	Egress() Egress
 	OrgSecrets() OrgSecrets
+	Volumes() Volumes
 	Close() error
+}
+
+// Volume is a named persistent disk of an organisation.
+type Volume struct {
+	ID        string     `json:"id"`
+	OrgID     string     `json:"org_id"`
+	KeyID     string     `json:"key_id"`
+	Name      string     `json:"name"`
+	SizeMB    int64      `json:"size_mb"`
+	CreatedAt time.Time  `json:"created_at"`
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
+}
+
+// Volumes stores volumes' records.
+type Volumes interface {
+	// Create records a volume; ErrConflict when the organisation has a
+	// live volume of that name.
+	Create(ctx context.Context, v Volume) error
+	// Get returns the live volume of that name; ErrNotFound for none.
+	Get(ctx context.Context, orgID, name string) (Volume, error)
+	// List returns the organisation's live volumes by name.
+	List(ctx context.Context, orgID string) ([]Volume, error)
+	// Delete marks a live volume deleted and writes its volume_mb_seconds
+	// usage row and volume.deleted event, once; ErrNotFound for none.
+	Delete(ctx context.Context, orgID, name string, at time.Time) (Volume, error)
 }
 
 // OrgSecret is one of an organisation's domain secrets: the header Name

@@ -199,7 +199,12 @@ func (c *computer) launch(ctx context.Context, device string) error {
 			return err
 		}
 	}
-	hm, err := makeHostMounts(device, root)
+	vols, err := c.driver.attachVolumes(ctx, c.spec)
+	if err != nil {
+		return err
+	}
+	defer closeVolumes(vols) // once mounted, the mounts hold the devices
+	hm, err := makeHostMounts(device, root, vols)
 	if err != nil {
 		return err
 	}
@@ -212,6 +217,8 @@ func (c *computer) launch(ctx context.Context, device string) error {
 	}
 	defer closeAll(mountFiles)
 	files = append(files, mountFiles...)
+	mounts = append(mounts, volumeMounts(vols, controlFD+1+len(files))...)
+	files = append(files, hm.volumes...)
 	hostEnd, agentEnd, err := socketpair()
 	if err != nil {
 		return err

@@ -21,15 +21,17 @@ import (
 type hostMounts struct {
 	dev, workspace, runtime *os.File // runtime is nil when the host's / is no block device
 	image                   bool     // runtime is a template's image (the computer's whole root)
+	volumes                 []*os.File
 }
 
 // idmapped are the mounts to idmap to the computer's user namespace: its
 // workspace disk and, if it has one, its template image.
 func (m *hostMounts) idmapped() []*os.File {
-	if !m.image {
-		return []*os.File{m.workspace}
+	out := append([]*os.File{m.workspace}, m.volumes...)
+	if m.image {
+		out = append(out, m.runtime)
 	}
-	return []*os.File{m.workspace, m.runtime}
+	return out
 }
 
 // files returns the descriptors to pass to the agent, and their numbers
@@ -45,7 +47,7 @@ func (m *hostMounts) files(first int) ([]*os.File, protocol.HostFDs) {
 }
 
 func (m *hostMounts) close() {
-	for _, f := range []*os.File{m.dev, m.workspace, m.runtime} {
+	for _, f := range append([]*os.File{m.dev, m.workspace, m.runtime}, m.volumes...) {
 		if f != nil {
 			f.Close()
 		}
@@ -62,9 +64,9 @@ func (m *hostMounts) close() {
 // the new /dev, so their source is neutral; that lookup uses the calling
 // thread's working directory, so it runs on a thread of its own
 // (onPrivateThread).
-func makeHostMounts(disk string, root *os.File) (*hostMounts, error) {
+func makeHostMounts(disk string, root *os.File, vols []volumeDevice) (*hostMounts, error) {
 	m := &hostMounts{runtime: root, image: root != nil}
-	err := onPrivateThread(func() error { return m.make(disk, root) })
+	err := onPrivateThread(func() error { return m.make(disk, root, vols) })
 	if err != nil {
 		m.close()
 		return nil, err
@@ -72,7 +74,7 @@ func makeHostMounts(disk string, root *os.File) (*hostMounts, error) {
 	return m, nil
 }
 
-func (m *hostMounts) make(disk string, root *os.File) error {
+func (m *hostMounts) make(disk string, root *os.File, vols []volumeDevice) error {
 	dev, err := fsMount("tmpfs", "tmpfs", []string{"size", "64k", "mode", "755"}, nil,
 		unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
@@ -92,6 +94,13 @@ func (m *hostMounts) make(disk string, root *os.File) error {
 	}
 	if !m.image {
 		m.runtime = mountRuntime(dev)
+	}
+	for _, v := range vols {
+		f, err := mountVolume(dev, v)
+		if err != nil {
+			return err
+		}
+		m.volumes = append(m.volumes, f)
 	}
 	return makeDevices(dev)
 }
