@@ -273,6 +273,7 @@ func managerConfig(cfg config.Config, fsvc *files.Service) computer.Config {
 	c := cfg.Computers
 	return computer.Config{Disabled: !c.Enabled, Memory: int64(c.Memory), Pids: c.Pids, CPUs: c.CPUs, Disk: int64(c.Disk),
 		Lifetime: c.Lifetime(), ExecTimeout: c.ExecTimeout(), MaxConcurrent: c.MaxConcurrent, PausedMax: c.PausedMax(),
+		VolumeMax: int64(c.VolumeMaxSize), VolumesPerOrg: c.MaxVolumes,
 		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
 		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude, Artifacts: fsvc, Region: c.Region,
 		Template: cfg.Template.Default, TemplatePools: cfg.Template.Pools}

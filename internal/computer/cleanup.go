@@ -114,6 +114,7 @@ func (m *Manager) cleanup(ctx context.Context, l *live, reason string) {
 	}
 	m.mu.Unlock()
 	m.adm.release(l.memory, true)
+	m.releaseVolumes(l.vols)
 }
 
 // retryLater hands a failed teardown back to the reaper.

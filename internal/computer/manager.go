@@ -60,6 +60,11 @@ type Config struct {
 	// TemplatePools are warm pools of other templates (template.pools):
 	// name → size. The default template's pool is PoolSize.
 	TemplatePools map[string]int
+	// VolumeMax bounds a volume's size (computers.volume_max_size; 0:
+	// DefaultVolumeMax); VolumesPerOrg how many an organisation may have
+	// (computers.max_volumes; 0: DefaultVolumesPerOrg).
+	VolumeMax     int64
+	VolumesPerOrg int
 	// PausedMax is how long a paused computer is kept before it is
 	// deleted (computers.paused_max_seconds; 0: DefaultPausedMax).
 	PausedMax time.Duration
@@ -102,6 +107,10 @@ type Manager struct {
 	stops heldStops
 	// pausedBusy are paused computers being resumed or deleted (under mu).
 	pausedBusy map[string]bool
+	// volUsers are the running computers' claims on volumes, by volume id;
+	// volDeleting the volumes being deleted (under mu).
+	volUsers    map[string][]*volClaim
+	volDeleting map[string]bool
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -134,12 +143,15 @@ type live struct {
 	// python: a session kernel ran the user's cells (under Manager.mu);
 	// a pause keeps its variables.
 	python bool
+	// vols is its claim on the volumes it mounts (nil: none).
+	vols *volClaim
 }
 
 // New returns a manager; call Start before use and Close at the end.
 func New(cfg Config, driver sandbox.Driver, st store.Store, gov *governance.Service) *Manager {
 	m := &Manager{cfg: cfg, driver: driver, st: st, gov: gov, instance: governance.NewID("srv"),
-		now: time.Now, live: map[string]*live{}, pausedBusy: map[string]bool{}, stop: make(chan struct{}), cleaner: newCleaner()}
+		now: time.Now, live: map[string]*live{}, pausedBusy: map[string]bool{},
+		volUsers: map[string][]*volClaim{}, volDeleting: map[string]bool{}, stop: make(chan struct{}), cleaner: newCleaner()}
 	m.adm = admission{maxCount: cfg.MaxConcurrent, maxMemory: cfg.MemoryBudget}
 	if cfg.Disabled || cfg.Internet.Only {
 		cfg.PoolSize = 0 // pool computers have no internet
@@ -242,6 +254,8 @@ type CreateRequest struct {
 	// OnExpire is what the end of its lifetime or idle time does:
 	// OnExpireDelete ("" too) or OnExpirePause.
 	OnExpire string
+	// Volumes are the organisation's volumes mounted into it.
+	Volumes []VolumeRequest
 	// NoPool starts a computer of its own rather than claiming a pool one,
 	// whose warm session kernel would hold memory the caller's own kernel
 	// needs.
@@ -271,7 +285,7 @@ func (r CreateRequest) validate() error {
 			return fmt.Errorf("%w: metadata keys are at most 64 characters and values 512", ErrInvalid)
 		}
 	}
-	return nil
+	return checkVolumes(r.Volumes)
 }
 
 // errDisabled refuses every new computer of a deployment that runs none.
@@ -308,14 +322,19 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		return View{}, err
 	}
 	memory, spec := pl.memory, pl.spec
+	claim, err := m.claimVolumes(spec.Volumes)
+	if err != nil {
+		return View{}, err
+	}
 	if err := m.adm.admit(ctx, memory); err != nil {
+		m.releaseVolumes(claim)
 		return View{}, err
 	}
 	m.starting.Add(1)
 	defer m.starting.Add(-1)
 	created := m.now()
 	sb := (sandbox.Sandbox)(nil)
-	if !req.NoPool && len(spec.Mounts) == 0 {
+	if !req.NoPool && len(spec.Mounts) == 0 && len(spec.Volumes) == 0 {
 		sb = m.claimPooled(spec)
 	}
 	if sb == nil {
@@ -323,6 +342,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 		sb, err = m.driver.Create(ctx, spec)
 		if err != nil {
 			m.adm.release(memory, false)
+			m.releaseVolumes(claim)
 			return View{}, fmt.Errorf("start computer: %w",
 				store.FullFor(fmt.Sprintf("no room for another computer's %d MiB disk", spec.DiskBytes>>20), err))
 		}
@@ -335,9 +355,10 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	if err := m.st.Computers().Create(ctx, rec); err != nil {
 		sb.Destroy(context.WithoutCancel(ctx))
 		m.adm.release(memory, false)
+		m.releaseVolumes(claim)
 		return View{}, fmt.Errorf("record computer: %w", err)
 	}
-	m.adopt(ctx, p, sb, rec, pl, req)
+	m.adopt(ctx, p, sb, rec, pl, req, claim)
 	m.gov.Record(ctx, p, "computer.created", rec.ID, map[string]any{"memory_mb": memory >> 20, "lifetime_seconds": pl.lifetime})
 	if pl.withheld != nil {
 		m.gov.Record(ctx, p, AuditInternetWithheld, rec.ID, pl.withheld.Audit())
@@ -393,6 +414,9 @@ func (m *Manager) plan(ctx context.Context, p governance.Principal, req CreateRe
 	spec.Root, spec.Env = root, rootEnv
 	spec.Network, spec.Internet = network, internet
 	spec.Owner = sandbox.Owner{Org: p.Org.ID, Key: p.Key.ID}
+	if spec.Volumes, err = m.volumeMounts(ctx, p, req.Volumes); err != nil {
+		return plan{}, err
+	}
 	return plan{spec: spec, memory: memory, lifetime: lifetime, execLimit: execLimit, tmpl: tmpl, withheld: withheld}, nil
 }
 
@@ -401,16 +425,19 @@ func (pl plan) limits(req CreateRequest) json.RawMessage {
 	b, _ := json.Marshal(storedLimits{MemoryMB: pl.memory >> 20, CPUs: pl.spec.CPUs, Pids: pl.spec.Pids,
 		DiskMB: pl.spec.DiskBytes >> 20, LifetimeSeconds: pl.lifetime, ExecTimeoutSeconds: seconds(pl.execLimit),
 		NetworkPolicy: effective(pl.spec.Network, pl.spec.Internet), Template: pl.tmpl,
-		IdleTimeoutSeconds: seconds(req.IdleTimeout), Name: req.Name, OnExpire: req.OnExpire})
+		IdleTimeoutSeconds: seconds(req.IdleTimeout), Name: req.Name, OnExpire: req.OnExpire, Volumes: req.Volumes})
 	return b
 }
 
 // adopt makes sb, recorded as rec, a live computer of this server.
-func (m *Manager) adopt(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, rec store.Computer, pl plan, req CreateRequest) *live {
+func (m *Manager) adopt(ctx context.Context, p governance.Principal, sb sandbox.Sandbox, rec store.Computer, pl plan, req CreateRequest, claim *volClaim) *live {
 	l := &live{sb: sb, rec: rec, principal: p, memory: pl.memory, execLimit: pl.execLimit, ended: make(chan struct{}),
 		internet: pl.spec.Network == sandbox.NetworkInternet, idle: time.Duration(seconds(req.IdleTimeout)) * time.Second,
-		lastActive: *rec.ReadyAt, pauseAtEnd: req.OnExpire == OnExpirePause}
+		lastActive: *rec.ReadyAt, pauseAtEnd: req.OnExpire == OnExpirePause, vols: claim}
 	m.mu.Lock()
+	if claim != nil {
+		claim.computer = rec.ID
+	}
 	m.live[rec.ID] = l
 	m.mu.Unlock()
 	go m.watch(context.WithoutCancel(ctx), l)

@@ -96,6 +96,7 @@ func (m *Manager) pause(ctx context.Context, l *live, reason string) (*PythonVar
 	}
 	m.mu.Unlock()
 	m.adm.release(l.memory, false)
+	m.releaseVolumes(l.vols)
 	s := store.Stop{ComputerID: l.rec.ID, At: at, Reason: reason, Seconds: chargedSeconds(l.rec, at)}
 	if err := m.st.Computers().Pause(ctx, s); err != nil {
 		// Its workspace is kept; the record still says ready, so the
@@ -138,12 +139,20 @@ func (m *Manager) Resume(ctx context.Context, p governance.Principal, id string)
 	if err != nil {
 		return View{}, err
 	}
+	claim, err := m.claimVolumes(pl.spec.Volumes)
+	if err != nil {
+		return View{}, fmt.Errorf("%w (it stays paused)", err)
+	}
 	if err := m.adm.admit(ctx, pl.memory); err != nil {
+		m.releaseVolumes(claim)
 		return View{}, err
 	}
 	m.starting.Add(1)
 	defer m.starting.Add(-1)
 	sb, err := resumer.Resume(ctx, id, pl.spec)
+	if err != nil {
+		m.releaseVolumes(claim)
+	}
 	if errors.Is(err, sandbox.ErrNoPaused) {
 		m.adm.release(pl.memory, false)
 		failure := "its paused workspace is no longer on this host"
@@ -162,6 +171,7 @@ func (m *Manager) Resume(ctx context.Context, p governance.Principal, id string)
 			log.From(ctx).ErrorContext(ctx, "pause a computer whose resume was not recorded", "computer", id, "err", perr)
 		}
 		m.adm.release(pl.memory, false)
+		m.releaseVolumes(claim)
 		return View{}, fmt.Errorf("record the resume of %s (it stays paused): %w", id, err)
 	}
 	pausedFor := 0
@@ -173,7 +183,7 @@ func (m *Manager) Resume(ctx context.Context, p governance.Principal, id string)
 	if _, err := sb.Stat(ctx, pythonStateFile); err == nil {
 		vars = m.runStateCell(ctx, sb, pythonRestoreCell)
 	}
-	l := m.adopt(ctx, p, sb, rec, pl, req)
+	l := m.adopt(ctx, p, sb, rec, pl, req, claim)
 	if vars != nil {
 		m.mu.Lock()
 		l.python = true
@@ -211,7 +221,7 @@ func (m *Manager) pausedRecord(ctx context.Context, p governance.Principal, id s
 func requestOf(v View) CreateRequest {
 	req := CreateRequest{MemoryMB: v.Limits.MemoryMB, Lifetime: v.Limits.Lifetime, ExecTimeout: v.Limits.ExecTimeout,
 		Metadata: v.Metadata, Template: v.Template, IdleTimeout: v.Limits.IdleTimeout, Name: v.Name,
-		OnExpire: v.Limits.OnExpire, NoPool: true}
+		OnExpire: v.Limits.OnExpire, Volumes: v.Limits.Volumes, NoPool: true}
 	if np := v.Limits.NetworkPolicy; np != nil {
 		req.NetworkPolicy = &NetworkPolicy{Type: np.Type, AllowedDomains: np.AllowedDomains, AllowedCIDRs: np.AllowedCIDRs}
 	}

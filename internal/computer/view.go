@@ -23,6 +23,8 @@ type Limits struct {
 	// OnExpire is what its lifetime's or idle time's end does: OnExpireDelete
 	// or OnExpirePause.
 	OnExpire string
+	// Volumes are the volumes it mounts.
+	Volumes []VolumeRequest
 }
 
 // View is a computer as the service shows it; each transport has its own
@@ -75,6 +77,8 @@ type storedLimits struct {
 	// OnExpire is "pause" for a computer paused at its end (absent:
 	// deleted).
 	OnExpire string `json:"on_expire,omitempty"`
+	// Volumes are the volumes it mounts.
+	Volumes []VolumeRequest `json:"volumes,omitempty"`
 }
 
 func viewOf(c store.Computer) View {
@@ -85,7 +89,7 @@ func viewOf(c store.Computer) View {
 	v.Limits = Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 		Lifetime: time.Duration(l.LifetimeSeconds) * time.Second, ExecTimeout: time.Duration(l.ExecTimeoutSeconds) * time.Second,
 		NetworkPolicy: l.NetworkPolicy, IdleTimeout: time.Duration(l.IdleTimeoutSeconds) * time.Second,
-		OnExpire: cmp.Or(l.OnExpire, OnExpireDelete)}
+		OnExpire: cmp.Or(l.OnExpire, OnExpireDelete), Volumes: l.Volumes}
 	v.PausedAt, v.Pauses = c.PausedAt, c.Pauses
 	v.Template, v.Name = l.Template, l.Name
 	if v.Template == "" {

@@ -159,12 +159,16 @@ type Computers struct {
 	ExecTimeoutSeconds int     `toml:"exec_timeout_seconds"`
 	// PausedMaxSeconds is how long a paused computer is kept before it is
 	// deleted (its workspace with it).
-	PausedMaxSeconds int  `toml:"paused_max_seconds"`
-	MaxConcurrent    int  `toml:"max_concurrent"`
-	MemoryBudget     Size `toml:"memory_budget"`
-	PoolSize         int  `toml:"pool_size"`
-	MaxFileBytes     Size `toml:"max_file_bytes"`
-	MaxOutputBytes   Size `toml:"max_output_bytes"`
+	PausedMaxSeconds int `toml:"paused_max_seconds"`
+	// VolumeMaxSize bounds one volume; MaxVolumes is how many an
+	// organisation may have.
+	VolumeMaxSize  Size `toml:"volume_max_size"`
+	MaxVolumes     int  `toml:"max_volumes"`
+	MaxConcurrent  int  `toml:"max_concurrent"`
+	MemoryBudget   Size `toml:"memory_budget"`
+	PoolSize       int  `toml:"pool_size"`
+	MaxFileBytes   Size `toml:"max_file_bytes"`
+	MaxOutputBytes Size `toml:"max_output_bytes"`
 	// UIDRange is "START:COUNT", the host uids computers run as: each live
 	// computer's uid 1000 is one of them (and its gid the same number).
 	UIDRange string `toml:"uid_range"`
@@ -209,6 +213,7 @@ func Default() Config {
 		Computers: Computers{
 			Enabled: true, Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32, PausedMaxSeconds: 604800,
+			VolumeMaxSize: 4 << 30, MaxVolumes: 20,
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: kernel.DefaultMaxOutputBytes,
 			UIDRange: DefaultUIDRange,
 		},

@@ -73,6 +73,10 @@ func (k Computers) validate() error {
 		return invalid("computers.exec_timeout_seconds", "must be at least 1")
 	case k.PausedMaxSeconds < 1:
 		return invalid("computers.paused_max_seconds", "must be at least 1")
+	case k.VolumeMaxSize < 16<<20:
+		return invalid("computers.volume_max_size", "must be at least 16M")
+	case k.MaxVolumes < 0:
+		return invalid("computers.max_volumes", "must not be negative")
 	case k.MaxConcurrent < 1:
 		return invalid("computers.max_concurrent", "must be at least 1")
 	case k.MemoryBudget < k.Memory:

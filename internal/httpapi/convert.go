@@ -46,7 +46,8 @@ func computerViewOf(v computer.View) computerView {
 		ReadyAt: unixOf(v.ReadyAt), ExpiresAt: v.ExpiresAt.Unix(), StoppedAt: unixOf(v.StoppedAt),
 		Limits: computerLimits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 			LifetimeSeconds: secondsOf(l.Lifetime), ExecTimeoutSeconds: secondsOf(l.ExecTimeout),
-			NetworkPolicy: networkPolicyOf(l.NetworkPolicy), IdleTimeoutSeconds: secondsOf(l.IdleTimeout), OnExpire: onExpireOf(l.OnExpire)},
+			NetworkPolicy: networkPolicyOf(l.NetworkPolicy), IdleTimeoutSeconds: secondsOf(l.IdleTimeout), OnExpire: onExpireOf(l.OnExpire),
+			Volumes: volumeMountsOf(l.Volumes)},
 		Metadata: v.Metadata, Failure: v.Failure, Template: v.Template, LastActiveAt: unixOf(v.LastActiveAt), Name: v.Name,
 		PausedAt: unixOf(v.PausedAt), Pauses: v.Pauses, Python: pythonVariablesOf(v.Python)}
 }
@@ -63,6 +64,26 @@ func pythonVariablesOf(p *computer.PythonVariables) *pythonVariables {
 		out.Lost = map[string]string{}
 	}
 	return out
+}
+
+func volumeMountsOf(vs []computer.VolumeRequest) []volumeMount {
+	var out []volumeMount
+	for _, v := range vs {
+		out = append(out, volumeMount{Name: v.Name, Path: v.Path, ReadOnly: v.ReadOnly})
+	}
+	return out
+}
+
+func volumeRequestsOf(vs []volumeMount) []computer.VolumeRequest {
+	var out []computer.VolumeRequest
+	for _, v := range vs {
+		out = append(out, computer.VolumeRequest{Name: v.Name, Path: v.Path, ReadOnly: v.ReadOnly})
+	}
+	return out
+}
+
+func volumeViewOf(v computer.Volume) volumeView {
+	return volumeView{ID: v.ID, Object: "volume", Name: v.Name, SizeMB: v.SizeMB, CreatedAt: v.CreatedAt.Unix(), Computers: v.Computers}
 }
 
 // onExpireOf shows on_expire only when it is not the default.
@@ -94,7 +115,8 @@ func (b createBody) request() (computer.CreateRequest, error) {
 	}
 	return computer.CreateRequest{MemoryMB: b.MemoryMB, Lifetime: durationOf(b.LifetimeSeconds),
 		ExecTimeout: durationOf(b.ExecTimeoutSeconds), Metadata: b.Metadata,
-		NetworkPolicy: b.NetworkPolicy.request(), Template: b.Template, IdleTimeout: durationOf(idle), Name: b.Name, OnExpire: b.OnExpire}, nil
+		NetworkPolicy: b.NetworkPolicy.request(), Template: b.Template, IdleTimeout: durationOf(idle), Name: b.Name, OnExpire: b.OnExpire,
+		Volumes: volumeRequestsOf(b.Volumes)}, nil
 }
 
 // networkPolicyOf is a computer's policy as answers show it: secrets by

@@ -30,6 +30,8 @@ type computerLimits struct {
 	// OnExpire is "pause" for a computer paused when its lifetime or idle
 	// time ends (absent: it is deleted).
 	OnExpire string `json:"on_expire,omitempty"`
+	// Volumes are the volumes it mounts.
+	Volumes []volumeMount `json:"volumes,omitempty"`
 }
 
 // networkPolicy is a computer's network_policy (OpenAI's container shape,
@@ -99,6 +101,31 @@ type createBody struct {
 	ExpiresAfter *expiresAfter `json:"expires_after,omitempty"`
 	// OnExpire: "delete" (the default) or "pause".
 	OnExpire string `json:"on_expire,omitempty"`
+	// Volumes mount the organisation's volumes.
+	Volumes []volumeMount `json:"volumes,omitempty"`
+}
+
+// volumeMount mounts a volume into a computer.
+type volumeMount struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+// volumeView is the volume object.
+type volumeView struct {
+	ID        string   `json:"id"`
+	Object    string   `json:"object"`
+	Name      string   `json:"name"`
+	SizeMB    int64    `json:"size_mb"`
+	CreatedAt int64    `json:"created_at"`
+	Computers []string `json:"computers"`
+}
+
+// createVolumeBody is the body of POST /v1/volumes.
+type createVolumeBody struct {
+	Name   string `json:"name"`
+	SizeMB int64  `json:"size_mb,omitempty"`
 }
 
 // expiresAfter is OpenAI's container expires_after: the computer ends
