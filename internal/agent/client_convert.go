@@ -24,6 +24,21 @@ func exitStatus(s protocol.ExitStatus) sandbox.ExitStatus {
 		OOMKilled: s.OOMKilled, Duration: s.Duration.D()}
 }
 
+func wireProcStart(r sandbox.ProcessStart) protocol.ProcStart {
+	return protocol.ProcStart{Argv: r.Argv, Command: r.Command, Env: r.Env, Cwd: r.Cwd,
+		Timeout: protocol.Millis(r.Timeout), Stdin: r.Stdin, CloseStdin: r.CloseStdin}
+}
+
+func processInfo(p protocol.ProcInfo) sandbox.ProcessInfo {
+	out := sandbox.ProcessInfo{ID: p.ID, Pid: p.Pid, Argv: p.Argv, Command: p.Command, Cwd: p.Cwd,
+		Running: p.Running, StartedAt: p.StartedAt, EndedAt: p.EndedAt, StdinOpen: p.StdinOpen,
+		OutputStart: p.OutputStart, OutputEnd: p.OutputEnd}
+	if p.Exit != nil {
+		out.Exit = exitStatus(*p.Exit)
+	}
+	return out
+}
+
 func listing(l protocol.Listing) sandbox.Listing {
 	out := sandbox.Listing{Entries: make([]sandbox.FileInfo, len(l.Entries)), Truncated: l.Truncated}
 	for i, fi := range l.Entries {
@@ -56,7 +71,7 @@ func pythonResult(r protocol.PythonResult) sandbox.PythonResult {
 }
 
 // errorKinds are the sandbox's kinds of the protocol's error codes (the
-// others, internal and unknown_process, have no kind of their own).
+// other, internal, has no kind of its own).
 var errorKinds = []struct{ wire, kind error }{
 	{protocol.ErrNotFound, sandbox.ErrNotFound}, {protocol.ErrExists, sandbox.ErrExists},
 	{protocol.ErrNotDir, sandbox.ErrNotDir}, {protocol.ErrIsDir, sandbox.ErrIsDir},
@@ -67,6 +82,8 @@ var errorKinds = []struct{ wire, kind error }{
 	{protocol.ErrLocked, sandbox.ErrLocked}, {protocol.ErrChanging, sandbox.ErrChanging},
 	{protocol.ErrKernelDead, sandbox.ErrKernelDead}, {protocol.ErrKernelBacklog, sandbox.ErrKernelBacklog},
 	{protocol.ErrBusy, sandbox.ErrKernelBusy},
+	{protocol.ErrUnknownProc, sandbox.ErrNoProcess}, {protocol.ErrTooManyProcs, sandbox.ErrTooManyProcesses},
+	{protocol.ErrStdinClosed, sandbox.ErrStdinClosed},
 }
 
 // fromWire is the agent's error as the sandbox's kind, with the agent's
