@@ -14,6 +14,12 @@ import (
 var _ [protocol.MaxKernelMessage - sandbox.MaxKernelMessage]struct{}
 var _ [sandbox.MaxKernelMessage - protocol.MaxKernelMessage]struct{}
 
+// And a stdin write, and a process's output ring, by the same size.
+var _ [protocol.ProcRing - sandbox.ProcessOutputRing]struct{}
+var _ [sandbox.ProcessOutputRing - protocol.ProcRing]struct{}
+var _ [protocol.MaxProcStdin - sandbox.MaxStdinWrite]struct{}
+var _ [sandbox.MaxStdinWrite - protocol.MaxProcStdin]struct{}
+
 func wireExec(r sandbox.ExecRequest, stdin bool) protocol.ExecStart {
 	return protocol.ExecStart{Argv: r.Argv, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Stdin: stdin,
 		Timeout: protocol.Millis(r.Timeout)}

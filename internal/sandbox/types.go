@@ -243,3 +243,21 @@ type StdinResult struct {
 	Written int
 	Closed  bool
 }
+
+// MaxStdinWrite bounds the bytes of one write to a background process's
+// stdin (StdinWrite.Data, ProcessStart.Stdin).
+const MaxStdinWrite = 256 << 10
+
+// Signals are the signals a background process may be sent, by name, with
+// their Linux numbers.
+var Signals = map[string]int{
+	"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGUSR1": 10,
+	"SIGUSR2": 12, "SIGTERM": 15, "SIGCONT": 18, "SIGSTOP": 19,
+}
+
+// SIGKILL is Signals["SIGKILL"].
+const SIGKILL = 9
+
+// ProcessOutputRing is how many bytes of a background process's output
+// (stdout and stderr together) a computer keeps: the newest ones.
+const ProcessOutputRing = 1 << 20
