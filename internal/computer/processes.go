@@ -46,7 +46,7 @@ func (r ProcessRequest) Validate() error {
 func (m *Manager) processError(ctx context.Context, id string, err error) error {
 	switch {
 	case isAny(err, sandbox.ErrNoProcess):
-		return fmt.Errorf("%w: %w", ErrProcessNotFound, err)
+		return errdefs.Wrap(errdefs.NotFound, "", err) // "no such process: proc_9"
 	case isAny(err, sandbox.ErrTooManyProcesses):
 		return errdefs.Wrap(errdefs.ResourceExhausted, "too_many_processes", err)
 	case isAny(err, sandbox.ErrStdinClosed):
@@ -56,9 +56,6 @@ func (m *Manager) processError(ctx context.Context, id string, err error) error 
 	}
 	return m.callError(ctx, id, err)
 }
-
-// ErrProcessNotFound: the computer holds no background process of that id.
-var ErrProcessNotFound = errdefs.New(errdefs.NotFound, "", "no such process")
 
 // StartProcess starts a background process in a computer of p's
 // organisation and answers once it runs.

@@ -76,6 +76,24 @@ func (e *env) procGet(key, id, pid string) procView {
 	return v
 }
 
+// followSSE opens an output stream (GET with Accept: text/event-stream) as
+// the admin and fails unless it answers 200.
+func (e *env) followSSE(ctx context.Context, path string) *http.Response {
+	e.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+e.admin)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		res.Body.Close()
+		e.t.Fatalf("GET %s as SSE: %d", path, res.StatusCode)
+	}
+	return res
+}
+
 // A background HTTP server started by one request keeps serving after it
 // ended; a later request reads its log from offset 0, an SSE stream
 // re-attaches from an offset and follows it, and DELETE kills it.
@@ -111,17 +129,8 @@ for i in range(100):
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	from := int64(len(o.Stdout))
-	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/v1/computers/%s/processes/%s/output?offset=%d", e.url, id, p.ID, from), nil)
-	req.Header.Set("Authorization", "Bearer "+e.admin)
-	req.Header.Set("Accept", "text/event-stream")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := e.followSSE(ctx, fmt.Sprintf("/v1/computers/%s/processes/%s/output?offset=%d", id, p.ID, from))
 	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("SSE: %d", res.StatusCode)
-	}
 	fetched := make(chan string, 1)
 	go func() {
 		r := e.doCtx(ctx, e.admin, "POST", "/v1/computers/"+id+"/exec", map[string]any{"command": strings.Replace(fetch, `/"`, `/?again"`, 1)}, nil)
@@ -198,13 +207,7 @@ func TestProcessStdinAndSignal(t *testing.T) {
 		t.Fatalf("SIGTERM: %s", r)
 	}
 	// SSE from 0 of an exited process: its output, then exit.
-	req, _ := http.NewRequest("GET", e.url+"/v1/computers/"+id+"/processes/"+p.ID+"/output", nil)
-	req.Header.Set("Authorization", "Bearer "+e.admin)
-	req.Header.Set("Accept", "text/event-stream")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := e.followSSE(context.Background(), "/v1/computers/"+id+"/processes/"+p.ID+"/output")
 	defer res.Body.Close()
 	var names []string
 	for _, ev := range readSSE(t, res.Body, nil) {
