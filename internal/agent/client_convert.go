@@ -14,6 +14,12 @@ import (
 var _ [protocol.MaxKernelMessage - sandbox.MaxKernelMessage]struct{}
 var _ [sandbox.MaxKernelMessage - protocol.MaxKernelMessage]struct{}
 
+// And a stdin write, and a process's output ring, by the same size.
+var _ [protocol.ProcRing - sandbox.ProcessOutputRing]struct{}
+var _ [sandbox.ProcessOutputRing - protocol.ProcRing]struct{}
+var _ [protocol.MaxProcStdin - sandbox.MaxStdinWrite]struct{}
+var _ [sandbox.MaxStdinWrite - protocol.MaxProcStdin]struct{}
+
 func wireExec(r sandbox.ExecRequest, stdin bool) protocol.ExecStart {
 	return protocol.ExecStart{Argv: r.Argv, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Stdin: stdin,
 		Timeout: protocol.Millis(r.Timeout)}
@@ -22,6 +28,21 @@ func wireExec(r sandbox.ExecRequest, stdin bool) protocol.ExecStart {
 func exitStatus(s protocol.ExitStatus) sandbox.ExitStatus {
 	return sandbox.ExitStatus{ExitCode: s.ExitCode, Signal: s.Signal, TimedOut: s.TimedOut,
 		OOMKilled: s.OOMKilled, Duration: s.Duration.D()}
+}
+
+func wireProcStart(r sandbox.ProcessStart) protocol.ProcStart {
+	return protocol.ProcStart{Argv: r.Argv, Command: r.Command, Env: r.Env, Cwd: r.Cwd,
+		Timeout: protocol.Millis(r.Timeout), Stdin: r.Stdin, CloseStdin: r.CloseStdin}
+}
+
+func processInfo(p protocol.ProcInfo) sandbox.ProcessInfo {
+	out := sandbox.ProcessInfo{ID: p.ID, Pid: p.Pid, Argv: p.Argv, Command: p.Command, Cwd: p.Cwd,
+		Running: p.Running, StartedAt: p.StartedAt, EndedAt: p.EndedAt, StdinOpen: p.StdinOpen,
+		OutputStart: p.OutputStart, OutputEnd: p.OutputEnd}
+	if p.Exit != nil {
+		out.Exit = exitStatus(*p.Exit)
+	}
+	return out
 }
 
 func listing(l protocol.Listing) sandbox.Listing {
@@ -56,7 +77,7 @@ func pythonResult(r protocol.PythonResult) sandbox.PythonResult {
 }
 
 // errorKinds are the sandbox's kinds of the protocol's error codes (the
-// others, internal and unknown_process, have no kind of their own).
+// other, internal, has no kind of its own).
 var errorKinds = []struct{ wire, kind error }{
 	{protocol.ErrNotFound, sandbox.ErrNotFound}, {protocol.ErrExists, sandbox.ErrExists},
 	{protocol.ErrNotDir, sandbox.ErrNotDir}, {protocol.ErrIsDir, sandbox.ErrIsDir},
@@ -67,6 +88,8 @@ var errorKinds = []struct{ wire, kind error }{
 	{protocol.ErrLocked, sandbox.ErrLocked}, {protocol.ErrChanging, sandbox.ErrChanging},
 	{protocol.ErrKernelDead, sandbox.ErrKernelDead}, {protocol.ErrKernelBacklog, sandbox.ErrKernelBacklog},
 	{protocol.ErrBusy, sandbox.ErrKernelBusy},
+	{protocol.ErrUnknownProc, sandbox.ErrNoProcess}, {protocol.ErrTooManyProcs, sandbox.ErrTooManyProcesses},
+	{protocol.ErrStdinClosed, sandbox.ErrStdinClosed},
 }
 
 // fromWire is the agent's error as the sandbox's kind, with the agent's

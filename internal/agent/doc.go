@@ -16,6 +16,10 @@
 // (starting a kernel), python_kernel.go (a running kernel: process, kill,
 // cells), python_output.go (outputs fitted into frames).
 //
+// It holds background processes that outlive the host's requests, each
+// with a bounded ring of its newest output and a stdin pipe
+// (process_bg.go, proc_ring.go; client_proc.go on the host).
+//
 // And it relays a Jupyter kernel of its own to the host for the Kernel
 // Gateway API: every message in both directions, chunked over the control
 // channel, with crash restarts and bounded queues on both sides

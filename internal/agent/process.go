@@ -40,6 +40,11 @@ type process struct {
 	in       chan []byte // the same queue, never reset: feedStdin drains it
 	timedOut bool
 	killed   bool // a kill was asked for, possibly before the process existed
+
+	// bg is set for a background process (process_bg.go): its output goes
+	// to bg's ring instead of frames, its stdin is bg's, it has no default
+	// timeout, and its start is told to bg.
+	bg *bgProc
 }
 
 func (p *process) getPid() int {
@@ -101,7 +106,7 @@ func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart
 		return protocol.ExitStatus{}, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
 	}
 	defer stderrR.Close()
-	stdin, stdinW, err := s.stdinFor(req.Stdin)
+	stdin, stdinW, err := s.stdinFor(req.Stdin || p.bg != nil)
 	if err != nil {
 		stdoutW.Close()
 		stderrW.Close()
@@ -120,18 +125,22 @@ func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart
 		}
 		return protocol.ExitStatus{}, err
 	}
-	if stdinW != nil {
-		go s.feedStdin(p, stdinW)
+	if p.bg != nil {
+		p.bg.started(p.getPid(), cwd, stdinW)
+	} else {
+		if stdinW != nil {
+			go s.feedStdin(p, stdinW)
+		}
+		s.sendJSON(protocol.KindStarted, p.id, protocol.Started{Pid: p.getPid()})
 	}
-	s.sendJSON(protocol.KindStarted, p.id, protocol.Started{Pid: p.getPid()})
 
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go s.pump(&pumps, p.id, protocol.KindStdout, stdoutR)
-	go s.pump(&pumps, p.id, protocol.KindStderr, stderrR)
+	go s.pump(&pumps, s.outputTo(p, protocol.KindStdout), stdoutR)
+	go s.pump(&pumps, s.outputTo(p, protocol.KindStderr), stderrR)
 
 	timeout := req.Timeout.D()
-	if timeout <= 0 {
+	if timeout <= 0 && p.bg == nil {
 		timeout = s.init.Timeout.D()
 	}
 	ws := s.waitProcess(ctx, p, w, timeout)
@@ -387,16 +396,27 @@ func (s *Server) stdinFor(want bool) (child, host *os.File, err error) {
 	return r, w, nil
 }
 
-// pump forwards one output pipe as data frames. Backpressure is end to end:
-// when the host reads slowly, the agent's write blocks and so does the
-// process, so neither side buffers more than a frame.
-func (s *Server) pump(wg *sync.WaitGroup, id uint32, kind protocol.Kind, r *os.File) {
+// outputTo is where p's output of stream kind goes: data frames on its
+// stream, or a background process's ring. It reports false when the
+// output can go nowhere any more.
+func (s *Server) outputTo(p *process, kind protocol.Kind) func([]byte) bool {
+	if p.bg != nil {
+		return func(b []byte) bool { p.bg.output(kind, b); return true }
+	}
+	return func(b []byte) bool { return s.send(kind, p.id, b) == nil }
+}
+
+// pump forwards one output pipe to emit (outputTo). Backpressure is end to
+// end: when the host reads slowly, the agent's write blocks and so does the
+// process, so neither side buffers more than a frame. A background
+// process's ring never blocks: it drops its oldest bytes.
+func (s *Server) pump(wg *sync.WaitGroup, emit func([]byte) bool, r *os.File) {
 	defer wg.Done()
 	buf := make([]byte, protocol.ChunkSize)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			if s.send(kind, id, buf[:n]) != nil {
+			if !emit(buf[:n]) {
 				return
 			}
 		}

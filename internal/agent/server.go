@@ -34,6 +34,8 @@ type Server struct {
 	relay   *kernelRelay // the kernel relay, if one is open (kernel_relay.go)
 
 	py *pythonManager // Python kernels (python.go)
+
+	bg *bgTable // background processes (process_bg.go)
 }
 
 // NewServer prepares a server. workspaceDir is an open directory descriptor
@@ -51,6 +53,7 @@ func NewServer(conn io.ReadWriter, init protocol.Init, workspaceDir *os.File, sp
 		uploads: make(map[uint32]*upload),
 	}
 	s.py = newPythonManager(s)
+	s.bg = newBgTable()
 	return s
 }
 
@@ -125,6 +128,9 @@ func (s *Server) dispatch(ctx context.Context, f protocol.Frame) {
 		}
 	case protocol.KindKernelMessage, protocol.KindKernelControl, protocol.KindKernelClose:
 		s.relayInput(f)
+	case protocol.KindProcStart, protocol.KindProcList, protocol.KindProcGet, protocol.KindProcOutput,
+		protocol.KindProcDetach, protocol.KindProcStdin, protocol.KindProcSignal:
+		s.backgroundRequest(ctx, f)
 	case protocol.KindPing:
 		s.sendJSON(protocol.KindOK, f.ID, struct{}{})
 	default:

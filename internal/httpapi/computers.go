@@ -167,6 +167,17 @@ func (s *sse) send(event string, v any) {
 	s.rc.Flush()
 }
 
+// sendID is send with an event id (a client's Last-Event-ID when it
+// reconnects).
+func (s *sse) sendID(event, id string, v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start()
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(s.w, "id: %s\nevent: %s\ndata: %s\n\n", id, event, b)
+	s.rc.Flush()
+}
+
 // close stops the keep-alives; the handler returns right after.
 func (s *sse) close() {
 	s.mu.Lock()

@@ -155,6 +155,23 @@ func execAnswerOf(res computer.ExecResult, encoding string) execAnswer {
 		StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated, Encoding: encoding}
 }
 
+// processRequest is the background process the body asks for.
+func (b *execBody) processRequest() computer.ProcessRequest {
+	return computer.ProcessRequest{ExecRequest: b.request(), CloseStdin: b.CloseStdin}
+}
+
+func processViewOf(p sandbox.ProcessInfo) processView {
+	v := processView{ID: p.ID, Object: "process", Pid: p.Pid, Command: p.Command, Argv: p.Argv, Cwd: p.Cwd,
+		Status: "running", StartedAt: p.StartedAt.Unix(), StdinOpen: p.StdinOpen,
+		OutputStart: p.OutputStart, OutputEnd: p.OutputEnd}
+	if !p.Running {
+		code, ended, ms := p.Exit.ExitCode, p.EndedAt.Unix(), p.EndedAt.Sub(p.StartedAt).Milliseconds()
+		v.Status, v.ExitCode, v.Signal, v.EndedAt, v.DurationMS = "exited", &code, p.Exit.Signal, &ended, &ms
+		v.TimedOut, v.OOMKilled = p.Exit.TimedOut, p.Exit.OOMKilled
+	}
+	return v
+}
+
 func listingView(l sandbox.Listing) fileListing {
 	out := fileListing{Data: make([]fileEntry, len(l.Entries)), Object: "list", Truncated: l.Truncated}
 	for i, fi := range l.Entries {

@@ -19,6 +19,9 @@ func (b *execBody) check() error {
 	default:
 		return withParam("encoding", fmt.Errorf("%w: encoding must be utf-8 or base64", errBadRequest))
 	}
+	if b.CloseStdin && !b.Background {
+		return withParam("close_stdin", fmt.Errorf("%w: close_stdin is for a background process (background: true); an exec's stdin is closed after stdin", errBadRequest))
+	}
 	t, err := callTimeout(b.TimeoutSeconds, b.Timeout)
 	if err != nil {
 		return err
@@ -43,6 +46,9 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 	}
 	if err := body.check(); err != nil {
 		return err
+	}
+	if body.Background {
+		return a.startBackground(w, r, p, &body)
 	}
 	req, id := body.request(), r.PathValue("id")
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {

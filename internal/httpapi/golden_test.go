@@ -59,8 +59,38 @@ func goldenSandbox(ctx context.Context, spec sandbox.Spec) (*sandboxtest.Sandbox
 			return sandbox.Written{Path: "/workspace/" + req.Path, Bytes: n}, err
 		},
 		PythonFunc: goldenPython,
+		StartProcessFunc: func(ctx context.Context, req sandbox.ProcessStart) (sandbox.ProcessInfo, error) {
+			return goldenRunning, nil
+		},
+		ListProcessesFunc: func(ctx context.Context) ([]sandbox.ProcessInfo, error) {
+			return []sandbox.ProcessInfo{goldenExited, goldenRunning}, nil
+		},
+		GetProcessFunc: func(ctx context.Context, id string) (sandbox.ProcessInfo, error) { return goldenExited, nil },
+		ProcessOutputFunc: func(ctx context.Context, req sandbox.OutputRequest, out sandbox.OutputIO) (sandbox.OutputEnd, error) {
+			out.Mark(2, 2)
+			out.Stdout.Write([]byte("hello\n"))
+			out.Stderr.Write([]byte("warn \xc3"))
+			out.Stderr.Write([]byte("\xa9\n"))
+			return sandbox.OutputEnd{Next: 16, Process: goldenExited}, nil
+		},
+		WriteStdinFunc: func(ctx context.Context, req sandbox.StdinWrite) (sandbox.StdinResult, error) {
+			return sandbox.StdinResult{Written: len(req.Data), Closed: req.Close}, nil
+		},
+		SignalProcessFunc: func(ctx context.Context, id string, sig int, wait time.Duration) (sandbox.ProcessInfo, error) {
+			return goldenExited, nil
+		},
 	}, nil
 }
+
+// goldenRunning and goldenExited are the background processes of the
+// golden sandbox.
+var (
+	goldenRunning = sandbox.ProcessInfo{ID: "proc_2", Pid: 9, Argv: []string{"sleep", "9"}, Cwd: "/workspace",
+		Running: true, StartedAt: goldenModTime, StdinOpen: true}
+	goldenExited = sandbox.ProcessInfo{ID: "proc_1", Pid: 7, Command: "x", Cwd: "/workspace",
+		Exit: sandbox.ExitStatus{ExitCode: -1, Signal: 15}, StartedAt: goldenModTime,
+		EndedAt: goldenModTime.Add(1500 * time.Millisecond), OutputStart: 2, OutputEnd: 16}
+)
 
 // goldenPNG is a 1×1 PNG.
 var goldenPNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa7V\xbd\xfa\x00\x00\x00\x00IEND\xaeB`\x82")
@@ -141,6 +171,16 @@ func TestGoldenJSON(t *testing.T) {
 		{"python_sse", "POST", base + "/python", python, sse, 200},
 		{"files_list", "GET", base + "/files?dir=.", nil, nil, 200},
 		{"file_put", "PUT", base + "/files/a/b.txt", "12345", nil, 201},
+		{"process_start", "POST", base + "/processes", map[string]any{"argv": []string{"sleep", "9"}}, nil, 201},
+		{"exec_background", "POST", base + "/exec", map[string]any{"argv": []string{"sleep", "9"}, "background": true}, nil, 201},
+		{"process_list", "GET", base + "/processes", nil, nil, 200},
+		{"process_get", "GET", base + "/processes/proc_1", nil, nil, 200},
+		{"process_output", "GET", base + "/processes/proc_1/output?offset=0", nil, nil, 200},
+		{"process_output_base64", "GET", base + "/processes/proc_1/output?encoding=base64", nil, nil, 200},
+		{"process_output_sse", "GET", base + "/processes/proc_1/output", nil, sse, 200},
+		{"process_stdin", "POST", base + "/processes/proc_1/stdin", map[string]any{"data": "hi", "close": true}, nil, 200},
+		{"process_signal", "POST", base + "/processes/proc_1/signal", map[string]any{"signal": "SIGTERM"}, nil, 200},
+		{"process_kill", "DELETE", base + "/processes/proc_1", nil, nil, 200},
 		{"tool_exec", "POST", base + "/tools/builtin__computer_exec", map[string]any{"arguments": map[string]any{"command": "x"}}, nil, 200},
 		{"tool_write_file", "POST", base + "/tools/builtin__computer_write_file", map[string]any{"arguments": map[string]any{"path": "a.txt", "content": "abc"}}, nil, 200},
 		{"tool_read_file", "POST", base + "/tools/builtin__computer_read_file", map[string]any{"arguments": map[string]any{"path": "notes.txt"}}, nil, 200},

@@ -154,6 +154,10 @@ type execBody struct {
 	Encoding       string            `json:"encoding,omitempty"`
 	TimeoutSeconds *int              `json:"timeout_seconds,omitempty"`
 	Timeout        *int              `json:"timeout,omitempty"`
+	// Background starts a background process and answers it at once
+	// (POST …/processes); CloseStdin closes its stdin after Stdin.
+	Background bool `json:"background,omitempty"`
+	CloseStdin bool `json:"close_stdin,omitempty"`
 
 	timeout int // seconds, from either name (check)
 }
@@ -285,4 +289,65 @@ type toolCell struct {
 	Index   int            `json:"index"`
 	Status  string         `json:"status"`
 	Outputs []pythonOutput `json:"outputs"`
+}
+
+// processView is a background process (POST/GET …/processes…).
+type processView struct {
+	ID         string   `json:"id"`
+	Object     string   `json:"object"` // "process"
+	Pid        int      `json:"pid"`
+	Command    string   `json:"command,omitempty"`
+	Argv       []string `json:"argv,omitempty"`
+	Cwd        string   `json:"cwd"`
+	Status     string   `json:"status"`    // running, exited
+	ExitCode   *int     `json:"exit_code"` // null while running; -1 when a signal ended it
+	Signal     int      `json:"signal,omitempty"`
+	TimedOut   bool     `json:"timed_out"`
+	OOMKilled  bool     `json:"oom_killed"`
+	StartedAt  int64    `json:"started_at"`
+	EndedAt    *int64   `json:"ended_at"`
+	DurationMS *int64   `json:"duration_ms,omitempty"`
+	StdinOpen  bool     `json:"stdin_open"`
+	// The computer holds the output bytes [OutputStart, OutputEnd).
+	OutputStart int64 `json:"output_start"`
+	OutputEnd   int64 `json:"output_end"`
+}
+
+// processOutput is the answer of GET …/processes/{pid}/output: the
+// bytes [Offset, NextOffset) of the output, by stream; Dropped bytes
+// before Offset (from the offset asked for) were no longer held.
+type processOutput struct {
+	Object     string      `json:"object"` // "process.output"
+	Offset     int64       `json:"offset"`
+	Dropped    int64       `json:"dropped"`
+	NextOffset int64       `json:"next_offset"`
+	Stdout     string      `json:"stdout"`
+	Stderr     string      `json:"stderr"`
+	Encoding   string      `json:"encoding,omitempty"`
+	Process    processView `json:"process"`
+}
+
+// stdinBody is the body of POST …/processes/{pid}/stdin.
+type stdinBody struct {
+	Data     string `json:"data"`
+	Encoding string `json:"encoding,omitempty"` // utf-8 (default) or base64
+	Close    bool   `json:"close,omitempty"`
+}
+
+// stdinAnswer says how many bytes the process took and whether its stdin
+// is closed.
+type stdinAnswer struct {
+	Written int  `json:"written"`
+	Closed  bool `json:"closed"`
+}
+
+// signalBody is the body of POST …/processes/{pid}/signal.
+type signalBody struct {
+	Signal string `json:"signal"`
+}
+
+// droppedEvent is the SSE event that says bytes were lost before Offset.
+type droppedEvent struct {
+	Offset  int64 `json:"offset"`
+	Dropped int64 `json:"dropped"`
 }

@@ -1,7 +1,8 @@
 // Package sandbox defines what a computer is to the rest of Cubicle: a
 // Driver that creates computers from a Spec, and the Sandbox interface, made
 // of small parts a consumer takes one of: Lifecycle (identity, kill,
-// destroy, death), Processes (exec), Files (/workspace), Python (the session
+// destroy, death), Processes (exec), Background (processes that outlive a
+// call, held by the computer), Files (/workspace), Python (the session
 // kernel) and Kernels (a relayed kernel for Jupyter clients).
 //
 // Its types (types.go) are the domain's: plain structs without JSON tags

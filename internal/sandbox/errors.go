@@ -26,6 +26,13 @@ var (
 	// ErrChanging refuses a snapshot read of a file that a process in the
 	// computer has open for writing.
 	ErrChanging = errors.New("the file is open for writing by a process in the computer; try again once it is complete")
+	// ErrNoProcess: the computer holds no background process of that id.
+	ErrNoProcess = errors.New("no such process")
+	// ErrTooManyProcesses: the computer runs as many background processes
+	// as it may.
+	ErrTooManyProcesses = errors.New("too many background processes")
+	// ErrStdinClosed: the process's stdin was closed, or it exited.
+	ErrStdinClosed = errors.New("the process's stdin is closed")
 	// ErrGone: the computer's agent is gone (it died or was killed).
 	ErrGone = errors.New("the computer's agent is gone")
 

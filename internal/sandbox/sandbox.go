@@ -34,6 +34,7 @@ type GCReport struct {
 type Sandbox interface {
 	Lifecycle
 	Processes
+	Background
 	Files
 	Python
 	Kernels
@@ -108,6 +109,23 @@ type Processes interface {
 	// Exec runs a process to completion. Cancelling ctx kills the process
 	// tree; Exec returns after it was reaped.
 	Exec(ctx context.Context, req ExecRequest, sio ExecIO) (ExitStatus, error)
+}
+
+// Background runs processes that outlive the call that starts them: the
+// computer holds each one and the newest output (a bounded ring) until it
+// is forgotten. They die with the computer.
+type Background interface {
+	StartProcess(ctx context.Context, req ProcessStart) (ProcessInfo, error)
+	// ListProcesses lists the processes the computer holds, oldest first.
+	ListProcesses(ctx context.Context) ([]ProcessInfo, error)
+	GetProcess(ctx context.Context, id string) (ProcessInfo, error)
+	// ProcessOutput reads output (see OutputRequest); cancelling ctx ends a
+	// follow, which then answers ctx's error.
+	ProcessOutput(ctx context.Context, req OutputRequest, out OutputIO) (OutputEnd, error)
+	WriteStdin(ctx context.Context, req StdinWrite) (StdinResult, error)
+	// SignalProcess sends sig to the process (SIGKILL: its whole tree)
+	// and waits up to wait for it to exit.
+	SignalProcess(ctx context.Context, id string, sig int, wait time.Duration) (ProcessInfo, error)
 }
 
 // Files moves files in and out of a computer's /workspace, with the

@@ -172,3 +172,92 @@ type KernelMessage struct {
 	Content      json.RawMessage
 	Buffers      [][]byte
 }
+
+// ProcessStart starts a background process: it runs like an ExecRequest's
+// (same user, cgroup, limits) but is held by the computer, not by the
+// call, until it exits or the computer ends. Timeout 0: none. Its stdin is
+// a pipe that stays open until closed; Stdin is written to it first, and
+// CloseStdin closes it after.
+type ProcessStart struct {
+	Argv       []string
+	Command    string
+	Env        []string // NAME=value, on top of the computer's
+	Cwd        string
+	Timeout    time.Duration
+	Stdin      []byte
+	CloseStdin bool
+}
+
+// ProcessInfo describes a background process.
+type ProcessInfo struct {
+	ID        string // "proc_<n>", unique in its computer
+	Pid       int    // inside the computer
+	Argv      []string
+	Command   string
+	Cwd       string
+	Running   bool
+	Exit      ExitStatus // once it is not Running
+	StartedAt time.Time
+	EndedAt   time.Time // zero while Running
+	StdinOpen bool
+	// The computer holds the output bytes [OutputStart, OutputEnd); an
+	// offset counts stdout and stderr together from the process's start.
+	OutputStart, OutputEnd int64
+}
+
+// OutputRequest reads a background process's output from Offset: at most
+// Limit bytes (0: all the computer holds), or with Follow everything until
+// the process exited (or the call is cancelled).
+type OutputRequest struct {
+	ID     string
+	Offset int64
+	Limit  int64
+	Follow bool
+}
+
+// OutputIO receives a process's output, from one goroutine. Mark is told,
+// first and again whenever bytes were lost, the offset of the bytes that
+// follow and how many before it were lost (dropped from the ring).
+type OutputIO struct {
+	Stdout, Stderr io.Writer
+	Mark           func(offset, dropped int64)
+}
+
+// OutputEnd ends an output read: Next is the offset after the last byte
+// sent, Process the process then.
+type OutputEnd struct {
+	Next    int64
+	Process ProcessInfo
+}
+
+// StdinWrite writes Data to a background process's stdin (what it does not
+// read within a few seconds is not written), then closes it with Close.
+type StdinWrite struct {
+	ID    string
+	Data  []byte
+	Close bool
+}
+
+// StdinResult says how many bytes were written and whether stdin is closed.
+type StdinResult struct {
+	Written int
+	Closed  bool
+}
+
+// MaxStdinWrite bounds the bytes of one write to a background process's
+// stdin (StdinWrite.Data, ProcessStart.Stdin).
+const MaxStdinWrite = 256 << 10
+
+// Signals are the signals a background process may be sent, by name, with
+// their Linux numbers.
+var Signals = map[string]int{
+	"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGUSR1": 10,
+	"SIGUSR2": 12, "SIGTERM": 15, "SIGCONT": 18, "SIGSTOP": 19,
+}
+
+// SIGKILL is Signals["SIGKILL"].
+const SIGKILL = 9
+
+// ProcessOutputRing is how many bytes of a background process's output
+// (stdout and stderr together) a computer keeps: the newest ones.
+const ProcessOutputRing = 1 << 20

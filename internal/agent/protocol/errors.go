@@ -33,6 +33,10 @@ var (
 	// ErrKernelBacklog ends a kernel relay whose messages were not taken
 	// fast enough (by the host from the agent, or by the consumer).
 	ErrKernelBacklog = errors.New("kernel backlog")
+	// ErrTooManyProcs refuses a background process past MaxProcs running.
+	ErrTooManyProcs = errors.New("too many background processes")
+	// ErrStdinClosed: the process's stdin was closed (or it exited).
+	ErrStdinClosed = errors.New("the process's stdin is closed")
 )
 
 var codes = map[string]error{
@@ -43,6 +47,7 @@ var codes = map[string]error{
 	"unknown_process": ErrUnknownProc, "internal": ErrInternal,
 	"busy": ErrBusy, "kernel_dead": ErrKernelDead, "locked": ErrLocked,
 	"changing": ErrChanging, "kernel_backlog": ErrKernelBacklog,
+	"too_many_processes": ErrTooManyProcs, "stdin_closed": ErrStdinClosed,
 }
 
 // WireError is an error as it travels on the control channel.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -73,6 +74,30 @@ func (c *computer) ExitReason() string {
 
 func (c *computer) Exec(ctx context.Context, req sandbox.ExecRequest, sio sandbox.ExecIO) (sandbox.ExitStatus, error) {
 	return c.client.Exec(ctx, req, sio)
+}
+
+func (c *computer) StartProcess(ctx context.Context, req sandbox.ProcessStart) (sandbox.ProcessInfo, error) {
+	return c.client.StartProcess(ctx, req)
+}
+
+func (c *computer) ListProcesses(ctx context.Context) ([]sandbox.ProcessInfo, error) {
+	return c.client.ListProcesses(ctx)
+}
+
+func (c *computer) GetProcess(ctx context.Context, id string) (sandbox.ProcessInfo, error) {
+	return c.client.GetProcess(ctx, id)
+}
+
+func (c *computer) ProcessOutput(ctx context.Context, req sandbox.OutputRequest, out sandbox.OutputIO) (sandbox.OutputEnd, error) {
+	return c.client.ProcessOutput(ctx, req, out)
+}
+
+func (c *computer) WriteStdin(ctx context.Context, req sandbox.StdinWrite) (sandbox.StdinResult, error) {
+	return c.client.WriteStdin(ctx, req)
+}
+
+func (c *computer) SignalProcess(ctx context.Context, id string, sig int, wait time.Duration) (sandbox.ProcessInfo, error) {
+	return c.client.SignalProcess(ctx, id, sig, wait)
 }
 
 func (c *computer) WriteFile(ctx context.Context, req sandbox.FileWrite, r io.Reader) (sandbox.Written, error) {

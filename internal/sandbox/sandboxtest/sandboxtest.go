@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
@@ -29,6 +30,12 @@ type Sandbox struct {
 	PythonControlFunc func(ctx context.Context, action string) error
 	OpenKernelFunc    func(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error)
 	KeepFunc          func(ctx context.Context) (string, error)
+	StartProcessFunc  func(ctx context.Context, req sandbox.ProcessStart) (sandbox.ProcessInfo, error)
+	ListProcessesFunc func(ctx context.Context) ([]sandbox.ProcessInfo, error)
+	GetProcessFunc    func(ctx context.Context, id string) (sandbox.ProcessInfo, error)
+	ProcessOutputFunc func(ctx context.Context, req sandbox.OutputRequest, out sandbox.OutputIO) (sandbox.OutputEnd, error)
+	WriteStdinFunc    func(ctx context.Context, req sandbox.StdinWrite) (sandbox.StdinResult, error)
+	SignalProcessFunc func(ctx context.Context, id string, sig int, wait time.Duration) (sandbox.ProcessInfo, error)
 	// KillFunc and DestroyFunc run before the default, which ends the
 	// computer (Done closes with ExitReason "killed"); an error they
 	// return is the call's and leaves the computer running.
@@ -98,6 +105,48 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest, sio sandbox
 		return sandbox.ExitStatus{}, notScripted("Exec")
 	}
 	return s.ExecFunc(ctx, req, sio)
+}
+
+func (s *Sandbox) StartProcess(ctx context.Context, req sandbox.ProcessStart) (sandbox.ProcessInfo, error) {
+	if s.StartProcessFunc == nil {
+		return sandbox.ProcessInfo{}, notScripted("StartProcess")
+	}
+	return s.StartProcessFunc(ctx, req)
+}
+
+func (s *Sandbox) ListProcesses(ctx context.Context) ([]sandbox.ProcessInfo, error) {
+	if s.ListProcessesFunc == nil {
+		return nil, notScripted("ListProcesses")
+	}
+	return s.ListProcessesFunc(ctx)
+}
+
+func (s *Sandbox) GetProcess(ctx context.Context, id string) (sandbox.ProcessInfo, error) {
+	if s.GetProcessFunc == nil {
+		return sandbox.ProcessInfo{}, notScripted("GetProcess")
+	}
+	return s.GetProcessFunc(ctx, id)
+}
+
+func (s *Sandbox) ProcessOutput(ctx context.Context, req sandbox.OutputRequest, out sandbox.OutputIO) (sandbox.OutputEnd, error) {
+	if s.ProcessOutputFunc == nil {
+		return sandbox.OutputEnd{}, notScripted("ProcessOutput")
+	}
+	return s.ProcessOutputFunc(ctx, req, out)
+}
+
+func (s *Sandbox) WriteStdin(ctx context.Context, req sandbox.StdinWrite) (sandbox.StdinResult, error) {
+	if s.WriteStdinFunc == nil {
+		return sandbox.StdinResult{}, notScripted("WriteStdin")
+	}
+	return s.WriteStdinFunc(ctx, req)
+}
+
+func (s *Sandbox) SignalProcess(ctx context.Context, id string, sig int, wait time.Duration) (sandbox.ProcessInfo, error) {
+	if s.SignalProcessFunc == nil {
+		return sandbox.ProcessInfo{}, notScripted("SignalProcess")
+	}
+	return s.SignalProcessFunc(ctx, id, sig, wait)
 }
 
 func (s *Sandbox) WriteFile(ctx context.Context, req sandbox.FileWrite, r io.Reader) (sandbox.Written, error) {
