@@ -2,6 +2,7 @@ package linux_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
@@ -22,6 +23,10 @@ func TestVolumes(t *testing.T) {
 		s.Volumes = []sandbox.VolumeMount{{ID: id, Target: "/data"}}
 	})
 	mustSucceed(t, a, "echo from a > /data/f && mkdir /data/d && sync")
+	// Its mount names nothing of the host: source "volume", no loop device.
+	if out := mustSucceed(t, a, "grep ' /data ' /proc/self/mountinfo | sed 's/.* - //'"); !strings.HasPrefix(out, "ext4 volume rw") {
+		t.Fatalf("the volume's mountinfo: %q", out)
+	}
 	if out := mustSucceed(t, a, "stat -c '%u %a' /data /data/f; df -m /data | tail -1 | awk '{print ($2 > 20)}'"); out != "1000 755\n1000 644\n1\n" {
 		t.Fatalf("volume in a: %q", out)
 	}
