@@ -1,15 +1,12 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"path"
-	"slices"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
@@ -38,44 +35,14 @@ type containerFileView struct {
 	Source      string `json:"source"`
 }
 
-// containerFileID is the id of the file at path (absolute) of container.
-func containerFileID(container, path string) string {
-	sum := sha256.Sum256([]byte(container + "\x00" + path))
-	return "cfile_" + hex.EncodeToString(sum[:12])
-}
-
 func containerFileOf(container string, fi sandbox.FileInfo) containerFileView {
-	return containerFileView{ID: containerFileID(container, fi.Path), Object: "container.file", ContainerID: container,
+	return containerFileView{ID: computer.ContainerFileID(container, fi.Path), Object: "container.file", ContainerID: container,
 		CreatedAt: fi.ModTime.Unix(), Bytes: fi.Size, Path: fi.Path, Source: "user"}
 }
 
-// containerFiles walks the container's workspace (not its .cubicle
-// directory) for regular files, at most maxContainerFiles, by path.
+// containerFiles lists the container's files (computer.WorkspaceFiles).
 func (a *API) containerFiles(r *http.Request, p governance.Principal, id string) ([]sandbox.FileInfo, bool, error) {
-	var out []sandbox.FileInfo
-	dirs := []string{"."}
-	for len(dirs) > 0 {
-		dir := dirs[0]
-		dirs = dirs[1:]
-		list, err := a.comp.ListFiles(r.Context(), p, id, dir)
-		if err != nil {
-			return nil, false, err
-		}
-		for _, e := range list.Entries {
-			rel := strings.TrimPrefix(strings.TrimPrefix(e.Path, "/workspace"), "/")
-			switch {
-			case e.Type == "dir" && rel != ".cubicle":
-				dirs = append(dirs, rel)
-			case e.Type == "file":
-				if len(out) == maxContainerFiles {
-					return out, true, nil
-				}
-				out = append(out, e)
-			}
-		}
-	}
-	slices.SortFunc(out, func(x, y sandbox.FileInfo) int { return strings.Compare(x.Path, y.Path) })
-	return out, false, nil
+	return a.comp.WorkspaceFiles(r.Context(), p, id, maxContainerFiles)
 }
 
 // containerFile finds the file of the path's id.
@@ -86,7 +53,7 @@ func (a *API) containerFile(r *http.Request, p governance.Principal) (string, sa
 		return id, sandbox.FileInfo{}, err
 	}
 	for _, fi := range all {
-		if containerFileID(id, fi.Path) == fileID {
+		if computer.ContainerFileID(id, fi.Path) == fileID {
 			return id, fi, nil
 		}
 	}
@@ -140,7 +107,7 @@ func (a *API) deleteContainerFile(w http.ResponseWriter, r *http.Request, p gove
 	if err := a.comp.DeleteFile(r.Context(), p, id, fi.Path); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": containerFileID(id, fi.Path), "object": "container.file.deleted", "deleted": true})
+	writeJSON(w, http.StatusOK, map[string]any{"id": computer.ContainerFileID(id, fi.Path), "object": "container.file.deleted", "deleted": true})
 	return nil
 }
 

@@ -31,6 +31,7 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall, streamed *op
 	r.emit("response.code_interpreter_call.interpreting", maps.Clone(at))
 	res, err := deniedResult, error(nil)
 	if !streamed.denied {
+		r.stampFiles(ctx)
 		res, err = r.runTool(ctx, tools.CodeInterpreterName, tc.Function.Arguments)
 	}
 	if err != nil {

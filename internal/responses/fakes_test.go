@@ -74,6 +74,10 @@ func (f *fakeComputers) Delete(_ context.Context, _ governance.Principal, id str
 }
 
 // CheckRunning: every computer this fake made and did not delete runs.
+func (f *fakeComputers) WorkspaceFiles(context.Context, governance.Principal, string, int) ([]sandbox.FileInfo, bool, error) {
+	return nil, false, nil
+}
+
 func (f *fakeComputers) CheckRunning(_ context.Context, _ governance.Principal, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

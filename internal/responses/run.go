@@ -41,6 +41,9 @@ type Run struct {
 	turn *turnOutput
 	// origin is Request.Origin.
 	origin string
+	// before are the workspace's files before the response's first code
+	// ran (citeFiles); nil until then, or when they could not be listed.
+	before map[string]fileStamp
 }
 
 // Stream reports whether the request asked for streaming.
@@ -145,6 +148,7 @@ func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error)
 	if r.resp.Status == "incomplete" {
 		typ = "response.incomplete"
 	}
+	r.citeFiles(ctx)
 	r.resp.CompletedAt = ptr(time.Now().Unix())
 	r.keep(ctx)
 	r.emit(typ, map[string]any{"response": r.snapshot()})

@@ -31,6 +31,8 @@ type Computers interface {
 	WithSandbox(ctx context.Context, p governance.Principal, id string, fn func(sandbox.Sandbox) error) error
 	Delete(ctx context.Context, p governance.Principal, id string) error
 	CheckRunning(ctx context.Context, p governance.Principal, id string) error
+	// WorkspaceFiles lists a running computer's files (at most max).
+	WorkspaceFiles(ctx context.Context, p governance.Principal, id string, max int) ([]sandbox.FileInfo, bool, error)
 }
 
 // Files is what the gateway asks of the files service (*files.Service):
