@@ -200,6 +200,11 @@ func (m *Manager) Close(ctx context.Context) {
 	if n, err := m.cleaner.wait(ctx); err != nil {
 		log.From(ctx).WarnContext(ctx, "shutting down: computer cleanups unfinished; the next start removes what is left", "pending", n, "err", err)
 	}
+	if c, ok := m.driver.(sandbox.Closer); ok {
+		if err := c.Close(ctx); err != nil {
+			log.From(ctx).WarnContext(ctx, "shutting down: the driver did not finish", "err", err)
+		}
+	}
 	if n := m.retryStops(ctx); n > 0 {
 		log.From(ctx).ErrorContext(ctx, "shutting down: computer stops not recorded (the disk is full); the next start charges them up to the last heartbeat", "stops", n)
 	}

@@ -64,6 +64,12 @@ type Lifecycle interface {
 	ExitReason() string
 }
 
+// Closer is a driver with work of its own to finish when its owner stops
+// (after the last computer's Destroy).
+type Closer interface {
+	Close(ctx context.Context) error
+}
+
 // Pauser is a computer that can stop while keeping its workspace, for a
 // later Resumer.Resume with its id.
 type Pauser interface {

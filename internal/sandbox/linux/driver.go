@@ -92,6 +92,16 @@ func New(cfg Config) (*Driver, error) {
 	return d, nil
 }
 
+// Close waits for the unlinks of destroyed computers' images still under
+// way (disk.Templates.Discard), so that nothing of the driver writes to
+// the state directory's filesystem once its owner stopped.
+func (d *Driver) Close(ctx context.Context) error {
+	d.templates.AwaitDiscards(ctx)
+	return ctx.Err()
+}
+
+var _ sandbox.Closer = (*Driver)(nil)
+
 // newID returns a random computer id such as cmp_3f9c1a7b2d4e6f80a1b2c3d4.
 func newID() string {
 	var b [12]byte

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -131,8 +133,17 @@ func startLauncher(path string) (*launcher, error) {
 	ours, theirs := os.NewFile(uintptr(fds[0]), "launcher"), os.NewFile(uintptr(fds[1]), "launcher")
 	defer theirs.Close()
 	defer ours.Close()
+	exe, err := sealedCopy(path)
+	if err != nil {
+		return nil, fmt.Errorf("start the agent launcher: %w", err)
+	}
+	defer exe.Close()
 	cmd := &exec.Cmd{
-		Path:       path,
+		// The launcher runs a sealed in-memory copy of the agent
+		// executable, not the file in a state directory: it lives as long
+		// as this process, and would keep that directory's filesystem
+		// busy (unmountable) after its driver is gone.
+		Path:       "/proc/self/fd/" + strconv.Itoa(int(exe.Fd())),
 		Args:       []string{"cubicle", LauncherArg},
 		Env:        []string{},
 		Dir:        "/",
@@ -336,4 +347,29 @@ func onKeeperThread(f func()) {
 	done := make(chan struct{})
 	keeper.jobs <- func() { f(); close(done) }
 	<-done
+}
+
+// sealedCopy copies the executable at path into a sealed memfd (it cannot
+// change once copied); exec it through /proc/self/fd/N.
+func sealedCopy(path string) (*os.File, error) {
+	src, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	fd, err := unix.MemfdCreate("cubicle-launcher", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("copy %s to memory: %w", path, err)
+	}
+	dst := os.NewFile(uintptr(fd), "cubicle-launcher")
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return nil, fmt.Errorf("copy %s to memory: %w", path, err)
+	}
+	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+	if _, err := unix.FcntlInt(dst.Fd(), unix.F_ADD_SEALS, seals); err != nil {
+		dst.Close()
+		return nil, fmt.Errorf("seal the copy of %s: %w", path, err)
+	}
+	return dst, nil
 }

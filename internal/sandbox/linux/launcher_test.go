@@ -89,6 +89,11 @@ func TestLauncherDeath(t *testing.T) {
 	if old == 0 {
 		t.Fatal("no launcher after a computer started")
 	}
+	// It runs an in-memory copy: nothing pins a state directory (its
+	// filesystem could not be unmounted while this process lives).
+	if exe, _ := os.Readlink(filepath.Join("/proc", itoa(old), "exe")); !strings.HasPrefix(exe, "/memfd:") {
+		t.Fatalf("the launcher runs %q, want a memfd", exe)
+	}
 	// A start in flight: the launcher, stopped, holds its request.
 	if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -72,6 +72,10 @@ func (t *Templates) unlinkDiscarded() {
 	}
 }
 
+// AwaitDiscards waits until the images discarded so far are unlinked (or
+// ctx ends).
+func (t *Templates) AwaitDiscards(ctx context.Context) { t.awaitDiscards(ctx) }
+
 // awaitDiscards waits until no discarded image is left to unlink (or ctx
 // ends). It reports whether any was pending.
 func (t *Templates) awaitDiscards(ctx context.Context) bool {
