@@ -107,13 +107,20 @@ func (m *Manager) cleanup(ctx context.Context, l *live, reason string) {
 		m.retryLater(l, reason)
 		return
 	}
+	m.forget(l, true)
+}
+
+// forget removes l, whose resources are freed, from the live computers
+// and gives back its capacity (freeing: admission.freeingStarted was
+// called for it) and volumes.
+func (m *Manager) forget(l *live, freeing bool) {
 	m.mu.Lock()
 	if m.live[l.rec.ID] == l {
 		delete(m.live, l.rec.ID)
 		close(l.ended)
 	}
 	m.mu.Unlock()
-	m.adm.release(l.memory, true)
+	m.adm.release(l.memory, freeing)
 	m.releaseVolumes(l.vols)
 }
 

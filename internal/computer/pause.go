@@ -90,13 +90,8 @@ func (m *Manager) pause(ctx context.Context, l *live, reason string) (*PythonVar
 	}
 	m.mu.Lock()
 	l.killed = true
-	if m.live[l.rec.ID] == l {
-		delete(m.live, l.rec.ID)
-		close(l.ended)
-	}
 	m.mu.Unlock()
-	m.adm.release(l.memory, false)
-	m.releaseVolumes(l.vols)
+	m.forget(l, false)
 	s := store.Stop{ComputerID: l.rec.ID, At: at, Reason: reason, Seconds: chargedSeconds(l.rec, at)}
 	if err := m.st.Computers().Pause(ctx, s); err != nil {
 		// Its workspace is kept; the record still says ready, so the

@@ -77,11 +77,7 @@ func TestPauseResume(t *testing.T) {
 // Resume of a computer that was never paused (or whose workspace was
 // discarded) says so; a discarded pause leaves nothing behind.
 func TestResumeUnknownAndDiscard(t *testing.T) {
-	state := t.TempDir()
-	d, err := linux.New(linux.Config{StateDir: state, AgentPath: agentBin})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newDriver(t)
 	ctx := context.Background()
 	spec := sandbox.DefaultSpec()
 	smallDisk(&spec)
