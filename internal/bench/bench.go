@@ -34,14 +34,18 @@ const (
 	RowTemplateCreate    = "cubicle_template_create"
 	RowTemplateKill      = "cubicle_template_kill"
 	RowTemplateDestroy   = "cubicle_template_destroy"
-	RowExecTrue          = "cubicle_exec_true"
-	RowExecEcho          = "cubicle_exec_echo"
-	RowExecIdle          = "cubicle_exec_true_idle"
-	RowHost              = "host_fork_exec"
-	RowBwrap             = "bwrap_start"
-	RowRuncRun           = "runc_run"
-	RowRuncExecTru       = "runc_exec_true"
-	RowRuncExecEch       = "runc_exec_echo"
+	// A pause and resume cycle (cubicleResume).
+	RowPause           = "cubicle_pause"
+	RowResume          = "cubicle_resume"
+	RowResumeFirstByte = "cubicle_resume_first_byte"
+	RowExecTrue        = "cubicle_exec_true"
+	RowExecEcho        = "cubicle_exec_echo"
+	RowExecIdle        = "cubicle_exec_true_idle"
+	RowHost            = "host_fork_exec"
+	RowBwrap           = "bwrap_start"
+	RowRuncRun         = "runc_run"
+	RowRuncExecTru     = "runc_exec_true"
+	RowRuncExecEch     = "runc_exec_echo"
 )
 
 // Goal is a latency target: the p50 of Row should be at most Limit. One
@@ -206,6 +210,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	paths := []*path{cubicleCold(cfg), cubicleExec(cfg), cubicleExecIdle(cfg), hostForkExec(cfg)}
 	if tp := cubicleTemplateCold(cfg); tp != nil {
 		paths = append(paths[:1], append([]*path{tp}, paths[1:]...)...)
+	}
+	if rp := cubicleResume(cfg); rp != nil {
+		paths = append(paths[:1], append([]*path{rp}, paths[1:]...)...)
 	}
 	peers, runc := peerPaths(cfg, note)
 	if runc != nil {
