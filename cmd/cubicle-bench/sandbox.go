@@ -25,6 +25,8 @@ process, and prints p50, p90, p99, mean and n of each in milliseconds:
            (also Create() alone, and Destroy() as its own row); with
            --template NAME, the same for a computer made from that
            template of the data directory's store
+  cubicle  pause and resume of one computer: Pause(), Resume() until
+           ready and until /bin/echo's first byte
   cubicle  exec in a running computer: /bin/true round trip, /bin/echo
            first byte
   host     /bin/echo started directly, the floor
