@@ -67,8 +67,8 @@ func boolParam(r *http.Request, name string) (bool, error) {
 // startedWriter sends the response's header with its first byte, so an
 // error before it is still an error response.
 type startedWriter struct {
-	w        http.ResponseWriter
-	name     string
+	w       http.ResponseWriter
+	name    string
 	started bool
 }
 
