@@ -168,7 +168,7 @@ func (a *API) moveFile(w http.ResponseWriter, r *http.Request, p governance.Prin
 	}
 	err := a.comp.MoveFile(r.Context(), p, r.PathValue("id"), body.From, body.To, body.Overwrite)
 	if err != nil {
-		if errors.Is(err, sandbox.ErrNotFound) && !errors.Is(err, computer.ErrNotFound) {
+		if errors.Is(err, sandbox.ErrNotFound) {
 			return withParam("from", err)
 		}
 		if errors.Is(err, computer.ErrInvalid) {
