@@ -63,13 +63,12 @@ func (c *Client) WriteTar(ctx context.Context, req sandbox.TarWrite, r io.Reader
 		return sandbox.TarDone{}, err
 	}
 	var done protocol.TarDone
-	if err := decodeReply(f, &done); err != nil {
-		return sandbox.TarDone{}, err
-	}
-	if readErr != io.EOF {
+	err = decodeReply(f, &done)
+	if readErr != io.EOF && (err == nil || errors.Is(err, protocol.ErrInvalid)) {
+		// the agent's answer is its abort (or it was done): the reason is ours
 		return sandbox.TarDone{}, fmt.Errorf("write tar into %s: %w", req.Path, readErr)
 	}
-	return sandbox.TarDone(done), nil
+	return sandbox.TarDone(done), err
 }
 
 // ReadTar copies a directory as a tar archive to w. A failure of w (or

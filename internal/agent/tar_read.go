@@ -236,8 +236,9 @@ func (s *Server) readTar(id uint32, req protocol.TarRead, cancel *atomic.Bool) (
 	w := &tarWalker{ws: s.ws, root: display(r), maxBytes: req.MaxBytes, maxEntries: req.MaxEntries}
 	buf := make([]byte, protocol.ChunkSize)
 	err = w.walk(dir, "", 0, func(e *tarEntry, dirfd int) error {
+		// mtimes in whole seconds, truncated (tar's writer would round)
 		hdr := &tar.Header{Name: e.name, Mode: int64(e.st.Mode & 0o7777), Uid: int(e.st.Uid), Gid: int(e.st.Gid),
-			ModTime: time.Unix(e.st.Mtim.Sec, e.st.Mtim.Nsec)}
+			ModTime: time.Unix(e.st.Mtim.Sec, 0)}
 		switch e.st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
 			hdr.Typeflag, hdr.Name = tar.TypeDir, e.name+"/"
@@ -299,7 +300,7 @@ func (s *Server) tarFile(w *tarWalker, tw *tar.Writer, hdr *tar.Header, e *tarEn
 		return err
 	}
 	hdr.Typeflag, hdr.Size, hdr.Mode = tar.TypeReg, st.Size, int64(st.Mode&0o7777)
-	hdr.ModTime = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+	hdr.ModTime = time.Unix(st.Mtim.Sec, 0)
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}

@@ -238,6 +238,23 @@ func TestTarHostileArchivesRefused(t *testing.T) {
 	if out := e.sh(e.admin, id, "ls -A in"); strings.Contains(out, "evil") || strings.Contains(out, "null") || strings.Contains(out, "pipe") || strings.Contains(out, "hl") {
 		t.Fatalf("a refused entry was extracted: %q", out)
 	}
+	// An archive cut in the middle of a file: the file is not left behind.
+	cut := tarOf(t, &tar.Header{Typeflag: tar.TypeReg, Name: "half", Size: 100 << 10})[:50<<10]
+	if msg := e.doCtx(t.Context(), e.admin, "PUT", base+"in", cut, tarHeader).wantError(t, 400, "invalid_request").Error.Message; !strings.Contains(msg, "middle of an entry") {
+		t.Fatalf("a cut archive: %s", msg)
+	}
+	if out := e.sh(e.admin, id, "ls -A in"); strings.Contains(out, "half") || strings.Contains(out, ".cubicle-tar") {
+		t.Fatalf("a cut archive left %q", out)
+	}
+	// Chunked (no Content-Length): the body's own limit, within a file
+	// that the archive's limit on files allows.
+	body := io.MultiReader(bytes.NewReader(tarOf(t, &tar.Header{Typeflag: tar.TypeReg, Name: "edge", Size: 1<<20 - 10})))
+	if msg := e.doCtx(t.Context(), e.admin, "PUT", base+"in", body, tarHeader).wantError(t, 413, "too_large").Error.Message; !strings.Contains(msg, "limited to 1048576 bytes") {
+		t.Fatalf("chunked over the limit: %s", msg)
+	}
+	if out := e.sh(e.admin, id, "ls -A in"); strings.Contains(out, ".cubicle-tar") {
+		t.Fatalf("a cut upload left %q", out)
+	}
 	// A malformed archive is a 400 too, and a setuid bit is dropped.
 	e.doCtx(t.Context(), e.admin, "PUT", base+"in", "this is not a tar archive, not even close to one; it goes on for a while so that the reader sees a whole block of garbage rather than a short read: "+strings.Repeat("z", 600), tarHeader).wantError(t, 400, "invalid_request")
 	suid := regular("suid", "#!/bin/sh\n")
@@ -273,6 +290,15 @@ func TestTarIntoSymlinkRefused(t *testing.T) {
 	}
 	if after := e.sh(e.admin, id, "ls -la /tmp /etc /workspace/real"); after != before {
 		t.Fatalf("something changed through a symlink:\n%s\nvs\n%s", before, after)
+	}
+	// A full disk (32 MiB here) is a 413 that says so, and leaves no
+	// partial file.
+	full := tarOf(t, &tar.Header{Typeflag: tar.TypeReg, Name: "one", Size: 20 << 20}, &tar.Header{Typeflag: tar.TypeReg, Name: "two", Size: 20 << 20})
+	if msg := e.doCtx(t.Context(), e.admin, "PUT", base+"fill", full, tarHeader).wantError(t, 413, "too_large").Error.Message; !strings.Contains(msg, "no space left on the computer's disk") || !strings.Contains(msg, `"two"`) {
+		t.Fatalf("a full disk: %s", msg)
+	}
+	if out := e.sh(e.admin, id, "ls -A fill"); out != "one\n" {
+		t.Fatalf("after a full disk: %q", out)
 	}
 	// A file in the archive replaces a symlink of the same name (it is
 	// not written through).
