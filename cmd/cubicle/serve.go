@@ -275,6 +275,7 @@ func managerConfig(cfg config.Config, fsvc *files.Service) computer.Config {
 		Lifetime: c.Lifetime(), ExecTimeout: c.ExecTimeout(), MaxConcurrent: c.MaxConcurrent, PausedMax: c.PausedMax(),
 		VolumeMax: int64(c.VolumeMaxSize), VolumesPerOrg: c.MaxVolumes,
 		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
+		MaxTarBytes: int64(c.MaxTarBytes), MaxTarEntries: c.MaxTarEntries,
 		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude, Artifacts: fsvc, Region: c.Region,
 		Template: cfg.Template.Default, TemplatePools: cfg.Template.Pools}
 }

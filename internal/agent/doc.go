@@ -16,6 +16,10 @@
 // (starting a kernel), python_kernel.go (a running kernel: process, kill,
 // cells), python_output.go (outputs fitted into frames).
 //
+// It moves directories as tar archives, extracted and written as the
+// sandbox user through no symlink (tar_write.go, tar_read.go;
+// client_tar.go on the host), and renames files (move.go).
+//
 // It holds background processes that outlive the host's requests, each
 // with a bounded ring of its newest output and a stdin pipe
 // (process_bg.go, proc_ring.go; client_proc.go on the host).

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
@@ -28,10 +29,12 @@ type Server struct {
 	leaves  leaves
 	spawner *Spawner
 
-	mu      sync.Mutex
-	procs   map[uint32]*process
-	uploads map[uint32]*upload
-	relay   *kernelRelay // the kernel relay, if one is open (kernel_relay.go)
+	mu       sync.Mutex
+	procs    map[uint32]*process
+	uploads  map[uint32]*upload
+	tars     map[uint32]*tarUpload   // extractions (tar_write.go)
+	tarReads map[uint32]*atomic.Bool // tar downloads, set when the host cancels (tar_read.go)
+	relay    *kernelRelay            // the kernel relay, if one is open (kernel_relay.go)
 
 	py *pythonManager // Python kernels (python.go)
 
@@ -43,14 +46,16 @@ type Server struct {
 // the thread that starts user processes.
 func NewServer(conn io.ReadWriter, init protocol.Init, workspaceDir *os.File, spawner *Spawner, log *slog.Logger) *Server {
 	s := &Server{
-		conn:    conn,
-		init:    init,
-		log:     log,
-		ws:      newWorkspace(workspaceDir),
-		reg:     newRegistry(),
-		spawner: spawner,
-		procs:   make(map[uint32]*process),
-		uploads: make(map[uint32]*upload),
+		conn:     conn,
+		init:     init,
+		log:      log,
+		ws:       newWorkspace(workspaceDir),
+		reg:      newRegistry(),
+		spawner:  spawner,
+		procs:    make(map[uint32]*process),
+		uploads:  make(map[uint32]*upload),
+		tars:     make(map[uint32]*tarUpload),
+		tarReads: make(map[uint32]*atomic.Bool),
 	}
 	s.py = newPythonManager(s)
 	s.bg = newBgTable()
@@ -98,7 +103,24 @@ func (s *Server) dispatch(ctx context.Context, f protocol.Frame) {
 			s.startUpload(f.ID, req)
 		}
 	case protocol.KindData, protocol.KindDataEnd:
-		s.uploadInput(f)
+		if !s.tarInput(f) {
+			s.uploadInput(f)
+		}
+	case protocol.KindTarWrite:
+		var req protocol.TarWrite
+		if s.decode(f, &req) {
+			s.startTarWrite(f.ID, req)
+		}
+	case protocol.KindTarRead:
+		var req protocol.TarRead
+		if s.decode(f, &req) {
+			s.startTarRead(f.ID, req)
+		}
+	case protocol.KindMove:
+		var req protocol.MoveRequest
+		if s.decode(f, &req) {
+			go s.move(f.ID, req)
+		}
 	case protocol.KindFileRead:
 		var req protocol.FileRead
 		if s.decode(f, &req) {

@@ -43,6 +43,10 @@ type Config struct {
 	PoolSize       int
 	MaxFileBytes   int64
 	MaxOutputBytes int64
+	// MaxTarBytes and MaxTarEntries bound a directory's transfer as tar
+	// (≤ 0: sandbox.DefaultMaxTarBytes, DefaultMaxTarEntries).
+	MaxTarBytes   int64
+	MaxTarEntries int
 	// Prelude runs in every new Python kernel; pool computers start their
 	// kernel with it ahead of time ("" disables both).
 	Prelude string

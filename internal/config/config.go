@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/cubicle-sandbox/cubicle/internal/kernel"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Config is the whole configuration. Field tags name the TOML keys; the
@@ -169,6 +170,10 @@ type Computers struct {
 	PoolSize       int  `toml:"pool_size"`
 	MaxFileBytes   Size `toml:"max_file_bytes"`
 	MaxOutputBytes Size `toml:"max_output_bytes"`
+	// MaxTarBytes bounds a directory's transfer as tar (the archive sent,
+	// the files of one downloaded); MaxTarEntries its entries.
+	MaxTarBytes   Size `toml:"max_tar_bytes"`
+	MaxTarEntries int  `toml:"max_tar_entries"`
 	// UIDRange is "START:COUNT", the host uids computers run as: each live
 	// computer's uid 1000 is one of them (and its gid the same number).
 	UIDRange string `toml:"uid_range"`
@@ -215,6 +220,7 @@ func Default() Config {
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32, PausedMaxSeconds: 604800,
 			VolumeMaxSize: 4 << 30, MaxVolumes: 20,
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: kernel.DefaultMaxOutputBytes,
+			MaxTarBytes: sandbox.DefaultMaxTarBytes, MaxTarEntries: sandbox.DefaultMaxTarEntries,
 			UIDRange: DefaultUIDRange,
 		},
 		Python:  Python{Prelude: DefaultPrelude},

@@ -85,6 +85,10 @@ func (k Computers) validate() error {
 		return invalid("computers.pool_size", "must be between 0 and computers.max_concurrent")
 	case k.MaxFileBytes < 1:
 		return invalid("computers.max_file_bytes", "must be positive")
+	case k.MaxTarBytes < 1:
+		return invalid("computers.max_tar_bytes", "must be positive")
+	case k.MaxTarEntries < 1:
+		return invalid("computers.max_tar_entries", "must be at least 1")
 	case k.MaxOutputBytes < 1024:
 		return invalid("computers.max_output_bytes", "must be at least 1K")
 	case len(k.Region) > 253 || strings.ContainsFunc(k.Region, func(r rune) bool { return r <= ' ' || r == 0x7f || r == ',' }):

@@ -200,6 +200,9 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, p governance.Pri
 // putFile stores the body; a computer that goes during the upload ends it
 // at once with 409 (the body's read is cut), however slowly the client sends.
 func (a *API) putFile(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	if isTar(r) {
+		return a.putTar(w, r, p)
+	}
 	ctx, cancel, err := a.comp.Watch(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -218,6 +221,19 @@ func (a *API) putFile(w http.ResponseWriter, r *http.Request, p governance.Princ
 }
 
 func (a *API) getFile(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	switch format := r.URL.Query().Get("format"); format {
+	case "tar":
+		return a.getTar(w, r, p)
+	case "", "raw":
+	default:
+		return withParam("format", fmt.Errorf("%w: format must be raw (the default) or tar, not %q", errBadRequest, format))
+	}
+	if stat, err := boolParam(r, "stat"); err != nil || stat {
+		if err != nil {
+			return err
+		}
+		return a.statFile(w, r, p)
+	}
 	return a.comp.GetFile(r.Context(), p, r.PathValue("id"), r.PathValue("path"), func(fi sandbox.FileInfo) io.Writer {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", strconv.FormatInt(fi.Size, 10))

@@ -114,6 +114,8 @@ func (a *API) routes() {
 	m.Handle("PUT /v1/computers/{id}/files/{path...}", a.auth(a.putFile))
 	m.Handle("GET /v1/computers/{id}/files/{path...}", a.auth(a.getFile))
 	m.Handle("DELETE /v1/computers/{id}/files/{path...}", a.auth(a.deleteFile))
+	m.Handle("POST /v1/computers/{id}/files/move", a.auth(a.moveFile))
+	m.Handle("POST /v1/computers/{id}/files/mkdir", a.auth(a.mkdirFile))
 	m.Handle("POST /v1/computers/{id}/tools/{name}", a.auth(a.computerTool))
 	m.Handle("GET /v1/computers/{id}/egress", a.auth(a.computerEgress))
 	m.Handle("GET /v1/computer-egress", a.auth(a.orgEgress))

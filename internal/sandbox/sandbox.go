@@ -144,6 +144,16 @@ type Files interface {
 	List(ctx context.Context, path string) (Listing, error)
 	Mkdir(ctx context.Context, path string, parents bool) error
 	Remove(ctx context.Context, path string, recursive bool) error
+	// Move renames a file or directory; an existing target is replaced
+	// only with overwrite (ErrExists otherwise).
+	Move(ctx context.Context, from, to string, overwrite bool) error
+	// WriteTar extracts the tar archive r into a directory (see TarWrite);
+	// it fails with ErrInvalid naming the entry of a hostile archive, and
+	// ErrTooLarge past the request's limits.
+	WriteTar(ctx context.Context, req TarWrite, r io.Reader) (TarDone, error)
+	// ReadTar writes a directory as a tar archive to w (see TarRead);
+	// over its limits it fails before anything is written.
+	ReadTar(ctx context.Context, req TarRead, w io.Writer) (TarDone, error)
 }
 
 // Python runs code in a computer's session kernel.
@@ -329,6 +339,14 @@ const (
 	DefaultCPUs    = 1
 	DefaultDisk    = 1 << 30
 	DefaultTimeout = 30 * time.Second
+)
+
+// Defaults of a directory transfer as tar (TarWrite, TarRead), when the
+// deployment sets none: the archive's files together, and its entries.
+// The computer's disk bounds an extraction as well (ErrNoSpace).
+const (
+	DefaultMaxTarBytes   = 2 << 30
+	DefaultMaxTarEntries = 100000
 )
 
 // DefaultSpec is a computer with the default limits.

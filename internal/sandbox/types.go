@@ -87,6 +87,39 @@ type DataEnd struct {
 	Changed bool
 }
 
+// TarWrite extracts a tar archive into the directory Path of the
+// workspace (created with its parents when missing), as the sandbox user.
+// Regular files, directories and symlinks are extracted, with their
+// permission bits (setuid, setgid and sticky bits dropped) and mtimes; no
+// symlink, in the archive or already in the workspace, is ever followed.
+// Absolute names, "..", hard links, devices and FIFOs are refused
+// (ErrInvalid, naming the entry); entries before a refused one stay.
+// MaxBytes bounds the sum of the files' sizes, MaxEntries the number of
+// entries (ErrTooLarge).
+type TarWrite struct {
+	Path       string
+	MaxBytes   int64
+	MaxEntries int
+}
+
+// TarRead asks for the directory Path as a tar archive: regular files,
+// directories and symlinks (as symlinks), with modes and mtimes; sockets,
+// FIFOs and devices are left out. Over MaxEntries entries or MaxBytes
+// bytes of files, it is refused before any byte is written.
+type TarRead struct {
+	Path       string
+	MaxBytes   int64
+	MaxEntries int
+}
+
+// TarDone is a finished tar transfer: the directory (absolute path in
+// the computer), its entries and the bytes of its files.
+type TarDone struct {
+	Path    string
+	Entries int
+	Bytes   int64
+}
+
 // Python execution modes.
 const (
 	ModeSession = "session"  // one kernel per computer, reused, calls serialized

@@ -124,6 +124,18 @@ func (c *computer) Remove(ctx context.Context, path string, recursive bool) erro
 	return c.client.Remove(ctx, path, recursive)
 }
 
+func (c *computer) Move(ctx context.Context, from, to string, overwrite bool) error {
+	return c.client.Move(ctx, from, to, overwrite)
+}
+
+func (c *computer) WriteTar(ctx context.Context, req sandbox.TarWrite, r io.Reader) (sandbox.TarDone, error) {
+	return c.client.WriteTar(ctx, req, r)
+}
+
+func (c *computer) ReadTar(ctx context.Context, req sandbox.TarRead, w io.Writer) (sandbox.TarDone, error) {
+	return c.client.ReadTar(ctx, req, w)
+}
+
 func (c *computer) Python(ctx context.Context, req sandbox.PythonRequest, onOutput func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
 	return c.client.Python(ctx, req, onOutput)
 }

@@ -26,6 +26,9 @@ type Sandbox struct {
 	ListFunc          func(ctx context.Context, path string) (sandbox.Listing, error)
 	MkdirFunc         func(ctx context.Context, path string, parents bool) error
 	RemoveFunc        func(ctx context.Context, path string, recursive bool) error
+	MoveFunc          func(ctx context.Context, from, to string, overwrite bool) error
+	WriteTarFunc      func(ctx context.Context, req sandbox.TarWrite, r io.Reader) (sandbox.TarDone, error)
+	ReadTarFunc       func(ctx context.Context, req sandbox.TarRead, w io.Writer) (sandbox.TarDone, error)
 	PythonFunc        func(ctx context.Context, req sandbox.PythonRequest, onOutput func(sandbox.PythonOutput)) (sandbox.PythonResult, error)
 	PythonControlFunc func(ctx context.Context, action string) error
 	OpenKernelFunc    func(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error)
@@ -189,6 +192,27 @@ func (s *Sandbox) Remove(ctx context.Context, path string, recursive bool) error
 		return notScripted("Remove")
 	}
 	return s.RemoveFunc(ctx, path, recursive)
+}
+
+func (s *Sandbox) Move(ctx context.Context, from, to string, overwrite bool) error {
+	if s.MoveFunc == nil {
+		return notScripted("Move")
+	}
+	return s.MoveFunc(ctx, from, to, overwrite)
+}
+
+func (s *Sandbox) WriteTar(ctx context.Context, req sandbox.TarWrite, r io.Reader) (sandbox.TarDone, error) {
+	if s.WriteTarFunc == nil {
+		return sandbox.TarDone{}, notScripted("WriteTar")
+	}
+	return s.WriteTarFunc(ctx, req, r)
+}
+
+func (s *Sandbox) ReadTar(ctx context.Context, req sandbox.TarRead, w io.Writer) (sandbox.TarDone, error) {
+	if s.ReadTarFunc == nil {
+		return sandbox.TarDone{}, notScripted("ReadTar")
+	}
+	return s.ReadTarFunc(ctx, req, w)
 }
 
 func (s *Sandbox) Python(ctx context.Context, req sandbox.PythonRequest, onOutput func(sandbox.PythonOutput)) (sandbox.PythonResult, error) {
