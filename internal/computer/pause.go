@@ -36,6 +36,9 @@ const pausedSweepEvery = 30 * time.Second
 var (
 	// ErrNotPaused: a resume of a computer that is not paused.
 	ErrNotPaused = errdefs.New(errdefs.Conflict, "computer_not_paused", "the computer is not paused")
+	// ErrNotPausable: a pause of a computer whose host mounts could not be
+	// given back at its resume.
+	ErrNotPausable = errdefs.New(errdefs.Conflict, "computer_not_pausable", "the computer cannot be paused")
 	// ErrPaused: a call on a paused computer.
 	ErrPaused = errdefs.New(errdefs.Conflict, "computer_paused", "the computer is paused")
 	// errCannotPause: a driver that keeps no workspace of a stopped computer.
@@ -53,6 +56,9 @@ func (m *Manager) Pause(ctx context.Context, p governance.Principal, id string) 
 	}
 	if !m.pausable(l) {
 		return View{}, errCannotPause
+	}
+	if len(l.sb.Spec().Mounts) > 0 {
+		return View{}, fmt.Errorf("%w: %s has host directories mounted (a Kernel Gateway computer); it cannot be paused", ErrNotPausable, id)
 	}
 	if !m.claim(l) {
 		return View{}, m.goneError(l)

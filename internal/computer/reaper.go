@@ -63,7 +63,7 @@ func (m *Manager) reap(ctx context.Context) {
 			if l.reason != "" {
 				reason = l.reason
 			}
-			if l.pauseAtEnd && (reason == "expired" || reason == ReasonIdle) && m.pausable(l) {
+			if l.pauseAtEnd && (reason == "expired" || reason == ReasonIdle) && m.pausable(l) && len(l.sb.Spec().Mounts) == 0 {
 				m.pause(ctx, l, reason)
 				continue
 			}
