@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // treeSum lists every path of /workspace with owner, mode and size, then
@@ -176,5 +177,24 @@ gen = (i for i in range(3))`}}})
 	}
 	if ls := e.sh(key, c.ID, "ls -A /workspace"); ls != "" {
 		t.Fatalf("the kept state stays in the workspace after the resume: %q", ls)
+	}
+}
+
+// TestPauseRefusedWithHostMounts: a computer with host directories
+// mounted (as the Kernel Gateway makes them) is not paused: its resume
+// could not give them back.
+func TestPauseRefusedWithHostMounts(t *testing.T) {
+	e := newEnv(t, nil)
+	p, err := e.gov.Authenticate(t.Context(), e.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.mgr.Create(t.Context(), p, computer.CreateRequest{Mounts: []sandbox.Mount{{Source: t.TempDir(), Target: "/mnt/host"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.do(e.admin, "POST", "/v1/computers/"+v.ID+"/pause", nil).wantError(t, http.StatusConflict, "computer_not_pausable")
+	if g := e.get(e.admin, v.ID); g.Status != "ready" {
+		t.Fatalf("after the refused pause: %+v", g)
 	}
 }
