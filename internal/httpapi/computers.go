@@ -85,7 +85,11 @@ func (a *API) listComputers(w http.ResponseWriter, r *http.Request, p governance
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": computerViewsOf(list)})
+	page, err := listPage(r, computerViewsOf(list), func(v computerView) string { return v.ID }, false)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

@@ -179,22 +179,46 @@ func (a *API) listContainers(w http.ResponseWriter, r *http.Request, p governanc
 // page>, ?limit=1..100 (default 20); {object, data, first_id, last_id,
 // has_more}.
 func cursorPage[T any](r *http.Request, items []T, id func(T) string) (map[string]any, error) {
+	return page(r, items, id, pageRule{defLimit: 20, maxLimit: 100, desc: true})
+}
+
+// listPage is a page of one of Cubicle's own lists, items oldest first in
+// a stable order: the same parameters and shape as cursorPage, but
+// ?limit=1..1000 (default 1000) and, unless ?order says, oldest first
+// (newest first with newestFirst, as the list always was).
+func listPage[T any](r *http.Request, items []T, id func(T) string, newestFirst bool) (map[string]any, error) {
+	return page(r, items, id, pageRule{defLimit: 1000, maxLimit: 1000, desc: newestFirst})
+}
+
+// pageRule is a list's default and largest page and default order.
+type pageRule struct {
+	defLimit, maxLimit int
+	desc               bool
+}
+
+func page[T any](r *http.Request, items []T, id func(T) string, rule pageRule) (map[string]any, error) {
 	q := r.URL.Query()
-	limit := 20
+	limit := rule.defLimit
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 100 {
-			return nil, withParam("limit", fmt.Errorf("%w: limit must be between 1 and 100, got %q", errBadRequest, s))
+		if err != nil || n < 1 || n > rule.maxLimit {
+			return nil, withParam("limit", fmt.Errorf("%w: limit must be between 1 and %d, got %q", errBadRequest, rule.maxLimit, s))
 		}
 		limit = n
 	}
+	desc := rule.desc
 	switch q.Get("order") {
-	case "", "desc":
-		items = slices.Clone(items)
-		slices.Reverse(items)
+	case "":
+	case "desc":
+		desc = true
 	case "asc":
+		desc = false
 	default:
 		return nil, withParam("order", fmt.Errorf("%w: order must be asc or desc, got %q", errBadRequest, q.Get("order")))
+	}
+	if desc {
+		items = slices.Clone(items)
+		slices.Reverse(items)
 	}
 	if after := q.Get("after"); after != "" {
 		i := slices.IndexFunc(items, func(x T) bool { return id(x) == after })

@@ -144,9 +144,13 @@ func (a *API) listUploads(w http.ResponseWriter, r *http.Request, p governance.P
 	}
 	data := make([]fileObject, len(fs))
 	for i, f := range fs {
-		data[i] = fileView(f)
+		data[len(fs)-1-i] = fileView(f) // the store's newest first, turned oldest first
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	page, err := listPage(r, data, func(f fileObject) string { return f.ID }, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -201,9 +205,13 @@ func (a *API) listArtifacts(w http.ResponseWriter, r *http.Request, p governance
 	}
 	data := make([]artifactObject, len(as))
 	for i, x := range as {
-		data[i] = artifactView(x)
+		data[len(as)-1-i] = artifactView(x) // the store's newest first, turned oldest first
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	page, err := listPage(r, data, func(x artifactObject) string { return x.ID }, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

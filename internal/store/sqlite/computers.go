@@ -84,11 +84,11 @@ func (c computers) List(ctx context.Context, f store.ComputerFilter) ([]store.Co
 		where = append(where, "response_id = ?")
 		args = append(args, f.ResponseID)
 	}
-	return c.query(ctx, `SELECT `+computerColumns+` FROM computers WHERE `+strings.Join(where, " AND ")+` ORDER BY created_at`, args...)
+	return c.query(ctx, `SELECT `+computerColumns+` FROM computers WHERE `+strings.Join(where, " AND ")+` ORDER BY created_at, id`, args...)
 }
 
 func (c computers) Alive(ctx context.Context) ([]store.Computer, error) {
-	return c.query(ctx, `SELECT `+computerColumns+` FROM computers WHERE `+alive+` ORDER BY created_at`)
+	return c.query(ctx, `SELECT `+computerColumns+` FROM computers WHERE `+alive+` ORDER BY created_at, id`)
 }
 
 func (c computers) query(ctx context.Context, q string, args ...any) ([]store.Computer, error) {
