@@ -165,7 +165,7 @@ func newFixture(t *testing.T, dir string, drv *fakeDriver, tweak func(*computer.
 
 func (f *fixture) usage(id string) []store.UsageRow {
 	f.t.Helper()
-	rows, err := f.st.Usage().List(context.Background(), f.p.Org.ID, time.Time{}, time.Time{})
+	rows, err := f.st.Usage().List(context.Background(), store.UsageFilter{OrgID: f.p.Org.ID})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestCloseStopsEverything(t *testing.T) {
 			t.Errorf("%s destroyed %d times", sb.ID(), n)
 		}
 	}
-	rows, _ := st.Usage().List(ctx, p.Org.ID, time.Time{}, time.Time{})
+	rows, _ := st.Usage().List(ctx, store.UsageFilter{OrgID: p.Org.ID})
 	if len(rows) != 2 {
 		t.Fatalf("usage rows after close: %+v", rows)
 	}

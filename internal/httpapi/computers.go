@@ -280,11 +280,15 @@ func (a *API) usage(w http.ResponseWriter, r *http.Request, p governance.Princip
 	if err != nil {
 		return err
 	}
-	rows, err := a.st.Usage().List(r.Context(), p.Org.ID, since, until)
+	after, limit, err := rowPage(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": rows})
+	rows, err := a.st.Usage().List(r.Context(), store.UsageFilter{OrgID: p.Org.ID, Since: since, Until: until, After: after, Limit: limit + 1})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rowPageOf(rows, limit, func(u store.UsageRow) int64 { return u.ID }))
 	return nil
 }
 
@@ -293,17 +297,45 @@ func (a *API) audit(w http.ResponseWriter, r *http.Request, p governance.Princip
 	if err != nil {
 		return err
 	}
-	limit := 0
-	if v := r.URL.Query().Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 1000 {
-			return withParam("limit", fmt.Errorf("%w: limit must be 1 to 1000", errBadRequest))
-		}
-	}
-	evs, err := a.st.Audit().List(r.Context(), store.EventFilter{OrgID: p.Org.ID, Type: r.URL.Query().Get("type"),
-		Since: since, Until: until, Limit: limit})
+	after, limit, err := rowPage(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": evs})
+	evs, err := a.st.Audit().List(r.Context(), store.EventFilter{OrgID: p.Org.ID, Type: r.URL.Query().Get("type"),
+		Since: since, Until: until, After: after, Limit: limit + 1})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rowPageOf(evs, limit, func(e store.Event) int64 { return e.ID }))
 	return nil
+}
+
+// rowPage reads the page of a list of numbered rows (usage, audit):
+// ?after=<the last id of the page before>, ?limit=1..1000 (default 1000).
+func rowPage(r *http.Request) (after int64, limit int, err error) {
+	q := r.URL.Query()
+	limit = 1000
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 1000 {
+			return 0, 0, withParam("limit", fmt.Errorf("%w: limit must be 1 to 1000, got %q", errBadRequest, v))
+		}
+	}
+	if v := q.Get("after"); v != "" {
+		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
+			return 0, 0, withParam("after", fmt.Errorf("%w: after must be the id of a row, got %q", errBadRequest, v))
+		}
+	}
+	return after, limit, nil
+}
+
+// rowPageOf answers a page of rows, oldest first, read with one more than
+// limit to tell whether there are more.
+func rowPageOf[T any](rows []T, limit int, id func(T) int64) map[string]any {
+	more := len(rows) > limit
+	rows = rows[:min(limit, len(rows))]
+	page := map[string]any{"object": "list", "data": rows, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(rows) > 0 {
+		page["first_id"], page["last_id"] = id(rows[0]), id(rows[len(rows)-1])
+	}
+	return page
 }

@@ -243,9 +243,18 @@ type UsageRow struct {
 	CreatedAt  time.Time `json:"created_at"`
 }
 
+// UsageFilter selects usage rows of one org: created in [Since, Until)
+// (zero: unbounded), with an id above After, at most Limit (0: 1000) by id.
+type UsageFilter struct {
+	OrgID        string
+	Since, Until time.Time
+	After        int64
+	Limit        int
+}
+
 // Usage reads usage rows (Computers.Stop writes them).
 type Usage interface {
-	List(ctx context.Context, orgID string, since, until time.Time) ([]UsageRow, error)
+	List(ctx context.Context, f UsageFilter) ([]UsageRow, error)
 }
 
 // Event is one audit event. Data never holds commands, output or file names.
@@ -264,7 +273,8 @@ type EventFilter struct {
 	OrgID        string
 	Type         string
 	Since, Until time.Time
-	Limit        int
+	After        int64 // only events with a larger id
+	Limit        int   // 0: 1000
 }
 
 // Audit stores audit events.

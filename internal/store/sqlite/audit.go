@@ -19,9 +19,10 @@ type audit struct {
 func (s *DB) Usage() store.Usage { return usage{s.db} }
 func (s *DB) Audit() store.Audit { return audit{s.db, s} }
 
-func (u usage) List(ctx context.Context, orgID string, since, until time.Time) ([]store.UsageRow, error) {
-	where, args := timeRange("org_id = ?", []any{orgID}, since, until)
-	rows, err := u.db.QueryContext(ctx, `SELECT id, org_id, key_id, computer_id, kind, quantity, created_at FROM usage WHERE `+where+` ORDER BY id`, args...)
+func (u usage) List(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error) {
+	where, args := timeRange("org_id = ? AND id > ?", []any{f.OrgID, f.After}, f.Since, f.Until)
+	args = append(args, pageLimit(f.Limit))
+	rows, err := u.db.QueryContext(ctx, `SELECT id, org_id, key_id, computer_id, kind, quantity, created_at FROM usage WHERE `+where+` ORDER BY id LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -65,16 +66,12 @@ func (a audit) Record(ctx context.Context, e store.Event) error {
 }
 
 func (a audit) List(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
-	where, args := timeRange("org_id = ?", []any{f.OrgID}, f.Since, f.Until)
+	where, args := timeRange("org_id = ? AND id > ?", []any{f.OrgID, f.After}, f.Since, f.Until)
 	if f.Type != "" {
 		where += " AND type = ?"
 		args = append(args, f.Type)
 	}
-	limit := f.Limit
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
-	args = append(args, limit)
+	args = append(args, pageLimit(f.Limit))
 	rows, err := a.db.QueryContext(ctx, `SELECT id, org_id, key_id, type, computer_id, data, created_at FROM audit WHERE `+where+` ORDER BY id LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
@@ -92,4 +89,13 @@ func (a audit) List(ctx context.Context, f store.EventFilter) ([]store.Event, er
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// pageLimit is a list's row limit: 1 to 1001 (a page of 1000 and one more
+// to tell whether there are more), 1000 when unset.
+func pageLimit(n int) int {
+	if n <= 0 || n > 1001 {
+		return 1000
+	}
+	return n
 }

@@ -68,7 +68,7 @@ func TestStopExactlyOnce(t *testing.T) {
 	if ok != 1 || conflict != 15 {
 		t.Fatalf("ok=%d conflict=%d, want 1 and 15", ok, conflict)
 	}
-	rows, err := db.Usage().List(ctx, "org_1", time.Time{}, time.Time{})
+	rows, err := db.Usage().List(ctx, store.UsageFilter{OrgID: "org_1"})
 	if err != nil || len(rows) != 1 || rows[0].Quantity != 3 || rows[0].KeyID != "key_1" || rows[0].Kind != "sandbox_seconds" {
 		t.Fatalf("usage rows %+v, err %v", rows, err)
 	}
@@ -149,7 +149,7 @@ func TestPauseResumeUsage(t *testing.T) {
 	if err := cs.Stop(ctx, store.Stop{ComputerID: "cmp_1", At: now, Seconds: 50, Reason: "deleted"}); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.Usage().List(ctx, "org_1", time.Time{}, time.Time{})
+	rows, err := db.Usage().List(ctx, store.UsageFilter{OrgID: "org_1"})
 	if err != nil {
 		t.Fatal(err)
 	}
