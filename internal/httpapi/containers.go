@@ -179,7 +179,7 @@ func (a *API) listContainers(w http.ResponseWriter, r *http.Request, p governanc
 // page>, ?limit=1..100 (default 20); {object, data, first_id, last_id,
 // has_more}.
 func cursorPage[T any](r *http.Request, items []T, id func(T) string) (map[string]any, error) {
-	return page(r, items, id, pageRule{defLimit: 20, maxLimit: 100, desc: true})
+	return page(r, items, id, openAIPage)
 }
 
 // listPage is a page of one of Cubicle's own lists, items oldest first in
@@ -196,26 +196,38 @@ type pageRule struct {
 	desc               bool
 }
 
-func page[T any](r *http.Request, items []T, id func(T) string, rule pageRule) (map[string]any, error) {
+// params reads ?limit and ?order by the rule.
+func (rule pageRule) params(r *http.Request) (limit int, desc bool, err error) {
 	q := r.URL.Query()
-	limit := rule.defLimit
+	limit = rule.defLimit
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > rule.maxLimit {
-			return nil, withParam("limit", fmt.Errorf("%w: limit must be between 1 and %d, got %q", errBadRequest, rule.maxLimit, s))
+			return 0, false, withParam("limit", fmt.Errorf("%w: limit must be between 1 and %d, got %q", errBadRequest, rule.maxLimit, s))
 		}
 		limit = n
 	}
-	desc := rule.desc
 	switch q.Get("order") {
 	case "":
+		desc = rule.desc
 	case "desc":
 		desc = true
 	case "asc":
-		desc = false
 	default:
-		return nil, withParam("order", fmt.Errorf("%w: order must be asc or desc, got %q", errBadRequest, q.Get("order")))
+		return 0, false, withParam("order", fmt.Errorf("%w: order must be asc or desc, got %q", errBadRequest, q.Get("order")))
 	}
+	return limit, desc, nil
+}
+
+// openAIPage is the rule of OpenAI's lists.
+var openAIPage = pageRule{defLimit: 20, maxLimit: 100, desc: true}
+
+func page[T any](r *http.Request, items []T, id func(T) string, rule pageRule) (map[string]any, error) {
+	limit, desc, err := rule.params(r)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
 	if desc {
 		items = slices.Clone(items)
 		slices.Reverse(items)

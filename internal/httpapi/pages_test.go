@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+
+	respgw "github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
 type idPage struct {
@@ -67,5 +69,41 @@ func TestListPages(t *testing.T) {
 		if er.Error.Param == nil || *er.Error.Param != param {
 			t.Errorf("%s: param %v, want %s", q, er.Error.Param, param)
 		}
+	}
+}
+
+// TestListStoredResponses: GET /v1/responses (no Upgrade) pages the
+// organisation's stored responses, newest first (OpenAI's parameters);
+// another organisation sees none of them.
+func TestListStoredResponses(t *testing.T) {
+	e := newEnv(t, nil)
+	e.withGatewayConfig(respgw.Config{UpstreamURL: newScripted(t, func(int, map[string]any) (int, any) {
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "hi"})
+	}).srv.URL + "/v1", Model: "m"})
+	_, key := e.newKey("", computerCaps)
+	var ids []string
+	for range 3 {
+		var out struct{ ID string }
+		e.do(key, "POST", "/v1/responses", map[string]any{"model": "m", "input": "hello"}).json(t, &out)
+		ids = append(ids, out.ID)
+	}
+	var p idPage
+	e.do(key, "GET", "/v1/responses?limit=2", nil).json(t, &p)
+	if len(p.Data) != 2 || !p.HasMore || p.Data[0].ID != ids[2] || p.Data[1].ID != ids[1] {
+		t.Fatalf("newest first: %+v, created %v", p, ids)
+	}
+	e.do(key, "GET", "/v1/responses?limit=2&after="+*p.LastID, nil).json(t, &p)
+	if len(p.Data) != 1 || p.HasMore || p.Data[0].ID != ids[0] {
+		t.Fatalf("second page: %+v", p)
+	}
+	e.do(key, "GET", "/v1/responses?order=asc&limit=1", nil).json(t, &p)
+	if len(p.Data) != 1 || p.Data[0].ID != ids[0] {
+		t.Fatalf("oldest first: %+v", p)
+	}
+	e.do(key, "GET", "/v1/responses?after=resp_nope", nil).wantError(t, http.StatusBadRequest, "invalid_request")
+	_, other := e.newKey(e.newOrg("other", true), computerCaps)
+	e.do(other, "GET", "/v1/responses", nil).json(t, &p)
+	if len(p.Data) != 0 || p.HasMore {
+		t.Fatalf("another organisation's list: %+v", p)
 	}
 }

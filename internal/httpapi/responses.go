@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
 // createResponse is POST /v1/responses (non-streaming).
@@ -75,6 +77,37 @@ func (a *API) getResponse(w http.ResponseWriter, r *http.Request, p governance.P
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write(sr.Body)
+	return nil
+}
+
+// listResponses is GET /v1/responses without an Upgrade: a page of the
+// organisation's stored responses (OpenAI's page parameters and shape:
+// ?limit=1..100 (default 20), ?after=<id>, ?order=desc|asc, newest first),
+// read from the store a page at a time.
+func (a *API) listResponses(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	limit, desc, err := openAIPage.params(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	list, err := a.st.Responses().List(r.Context(), p.Org.ID, q.Get("after"), limit+1, desc)
+	if errors.Is(err, store.ErrNotFound) {
+		return withParam("after", fmt.Errorf("%w: no response %.64q to list after", errBadRequest, q.Get("after")))
+	}
+	if err != nil {
+		return err
+	}
+	more := len(list) > limit
+	list = list[:min(limit, len(list))]
+	data := make([]json.RawMessage, len(list))
+	for i, sr := range list {
+		data[i] = sr.Body
+	}
+	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(list) > 0 {
+		page["first_id"], page["last_id"] = list[0].ID, list[len(list)-1].ID
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

@@ -40,12 +40,12 @@ type wsFrame struct {
 
 // responsesSocket is GET /v1/responses: the WebSocket transport.
 func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	if r.Header.Get("Upgrade") == "" {
+		return a.listResponses(w, r, p) // without Upgrade: the stored responses
+	}
 	g := a.gateway
 	if g == nil {
 		return errNoGateway
-	}
-	if r.Header.Get("Upgrade") == "" {
-		return withParam("Upgrade", fmt.Errorf("%w: GET /v1/responses is the WebSocket mode; send an Upgrade: websocket request (or POST a response)", errBadRequest))
 	}
 	if !a.sockets.add() {
 		return fmt.Errorf("%w: %s", computer.ErrUnavailable, errhttp.ShuttingDownSentence)

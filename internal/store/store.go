@@ -363,6 +363,12 @@ type Responses interface {
 	// Item returns an output item of one of the org's stored responses;
 	// ErrNotFound if absent.
 	Item(ctx context.Context, orgID, itemID string) (json.RawMessage, error)
+	// List returns up to limit of the org's responses (id, creation time
+	// and body) by creation time (then the order they were stored), newest
+	// first when desc, those
+	// after the response after ("": from the start); ErrNotFound when
+	// after is not one of the org's.
+	List(ctx context.Context, orgID, after string, limit int, desc bool) ([]Response, error)
 }
 
 // EgressRecord is one connection, refusal or DNS question of an internet

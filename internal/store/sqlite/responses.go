@@ -89,3 +89,40 @@ func (s responses) Delete(ctx context.Context, orgID, id string) error {
 	}
 	return nil
 }
+
+func (s responses) List(ctx context.Context, orgID, after string, limit int, desc bool) ([]store.Response, error) {
+	cmp, dir := ">", "ASC"
+	if desc {
+		cmp, dir = "<", "DESC"
+	}
+	where, args := "org_id = ?", []any{orgID}
+	if after != "" {
+		var created, row int64
+		err := s.db.db.QueryRowContext(ctx, `SELECT created_at, rowid FROM responses WHERE id = ? AND org_id = ?`, after, orgID).Scan(&created, &row)
+		if err != nil {
+			return nil, notFound(err, "response "+after)
+		}
+		// Creation times are whole seconds: the row's order breaks ties.
+		where += " AND (created_at, rowid) " + cmp + " (?, ?)"
+		args = append(args, created, row)
+	}
+	args = append(args, limit)
+	rows, err := s.db.db.QueryContext(ctx, `SELECT id, org_id, key_id, created_at, body FROM responses WHERE `+where+
+		` ORDER BY created_at `+dir+`, rowid `+dir+` LIMIT ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Response
+	for rows.Next() {
+		var r store.Response
+		var created int64
+		var body string
+		if err := rows.Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body); err != nil {
+			return nil, err
+		}
+		r.CreatedAt, r.Body = fromMS(created), []byte(body)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
