@@ -28,11 +28,14 @@ func (o orgSwitches) settings() (governance.OrgSettings, error) {
 	return set, nil
 }
 
+// createOrgBody is the body of POST /v1/admin/orgs.
+type createOrgBody struct {
+	Name string `json:"name"`
+	orgSwitches
+}
+
 func (a *API) createOrg(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	var req struct {
-		Name string `json:"name"`
-		orgSwitches
-	}
+	var req createOrgBody
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -75,13 +78,16 @@ func (a *API) listOrgs(w http.ResponseWriter, r *http.Request, p governance.Prin
 	return nil
 }
 
+// createKeyBody is the body of POST /v1/admin/keys.
+type createKeyBody struct {
+	OrgID        string          `json:"org_id"`
+	Name         string          `json:"name"`
+	Capabilities json.RawMessage `json:"capabilities"`
+	Policy       json.RawMessage `json:"policy"`
+}
+
 func (a *API) createKey(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	var req struct {
-		OrgID        string          `json:"org_id"`
-		Name         string          `json:"name"`
-		Capabilities json.RawMessage `json:"capabilities"`
-		Policy       json.RawMessage `json:"policy"`
-	}
+	var req createKeyBody
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -107,10 +113,13 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request, p governance.Pri
 
 // updateKey is PATCH /v1/admin/keys/{id}: {"policy": {...}} replaces the
 // key's policy (the only thing of a key that changes after creation).
+// keyPolicyBody is the body of PATCH /v1/admin/keys/{id}.
+type keyPolicyBody struct {
+	Policy json.RawMessage `json:"policy"`
+}
+
 func (a *API) updateKey(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	var req struct {
-		Policy json.RawMessage `json:"policy"`
-	}
+	var req keyPolicyBody
 	if err := decode(r, &req); err != nil {
 		return err
 	}
