@@ -93,6 +93,22 @@ var oaErrorText = map[int]string{
 	507: "`insufficient_storage`: the server's own disk is full",
 }
 
+// oaErrorNames are the response components of the error statuses.
+var oaErrorNames = map[int]string{400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+	408: "RequestTimeout", 409: "Conflict", 413: "TooLarge", 429: "TooManyRequests", 503: "Unavailable",
+	507: "InsufficientStorage"}
+
+// errorResponses are the response components of the errors: the one
+// error shape, described by status.
+func errorResponses() schema {
+	out := schema{}
+	for status, name := range oaErrorNames {
+		out[name] = schema{"description": oaErrorText[status],
+			"content": schema{"application/json": schema{"schema": oaRef("Error")}}}
+	}
+	return out
+}
+
 // oaWildcard matches a ServeMux wildcard of a pattern: {name} or {name...}.
 var oaWildcard = regexp.MustCompile(`\{([a-z_]+)(\.\.\.)?\}`)
 
@@ -139,8 +155,7 @@ func buildOpenAPI() builtOpenAPI {
 			"schemas": g.schemas,
 			"securitySchemes": schema{"bearer": schema{"type": "http", "scheme": "bearer",
 				"description": "A Cubicle key (`cub_…`); admin endpoints need an admin key."}},
-			"responses": schema{"Error": schema{"description": "An error.",
-				"content": schema{"application/json": schema{"schema": oaRef("Error")}}}},
+			"responses": errorResponses(),
 		},
 	}
 	return builtOpenAPI{doc: doc, ops: ops, schemas: g}
@@ -195,7 +210,7 @@ func (op apiOp) operation() schema {
 		resps[strconv.Itoa(a.status)] = r
 	}
 	for s := range errs {
-		resps[strconv.Itoa(s)] = schema{"$ref": "#/components/responses/Error", "description": oaErrorText[s]}
+		resps[strconv.Itoa(s)] = schema{"$ref": "#/components/responses/" + oaErrorNames[s]}
 	}
 	o["responses"] = resps
 	return o

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -175,7 +177,12 @@ func TestOpenAPIDocument(t *testing.T) {
 			if n, err := strconv.Atoi(code); err != nil || n < 100 || n > 599 {
 				t.Errorf("%s: response %q", name, code)
 			}
-			if d, _ := r.(map[string]any)["description"].(string); d == "" {
+			r := r.(map[string]any)
+			if ref, ok := r["$ref"].(string); ok {
+				target, _ := resolve(doc, ref)
+				r, _ = target.(map[string]any)
+			}
+			if d, _ := r["description"].(string); d == "" {
 				t.Errorf("%s: response %s has no description", name, code)
 			}
 		}
@@ -625,4 +632,53 @@ func jsonTypeIs(v any, typ string) bool {
 		return ok
 	}
 	return false
+}
+
+// TestOpenAPIValidator validates the document with an OpenAPI validator
+// (@seriousme/openapi-schema-validator: the specification's JSON Schemas
+// for 3.1, and every $ref resolved), installed by scripts/testdeps.sh;
+// and sees it refuse a broken copy.
+func TestOpenAPIValidator(t *testing.T) {
+	if _, err := os.Stat("testdata/openapi/node_modules/@seriousme/openapi-schema-validator"); err != nil {
+		t.Fatalf("the OpenAPI validator is not installed (make test installs it: bash scripts/testdeps.sh): %v", err)
+	}
+	run := func(doc []byte) (string, error) {
+		cmd := exec.CommandContext(t.Context(), "node", "validate.mjs")
+		cmd.Dir = "testdata/openapi"
+		cmd.Stdin = bytes.NewReader(doc)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(openAPIDocument()); err != nil || !strings.Contains(out, `"valid":true,"version":"3.1"`) {
+		t.Fatalf("the document is not valid OpenAPI 3.1: %v\n%s", err, out)
+	}
+	broken := openAPIDoc(t)
+	broken["paths"].(map[string]any)["/healthz"].(map[string]any)["get"].(map[string]any)["responses"] = []any{}
+	b, _ := json.Marshal(broken)
+	if out, err := run(b); err == nil {
+		t.Fatalf("the validator accepts a document whose responses are a list: %s", out)
+	}
+}
+
+// TestGoldenOpenAPI pins the document (testdata/golden/openapi.json), so
+// a change of the API shows in review; -update rewrites it.
+func TestGoldenOpenAPI(t *testing.T) {
+	var want bytes.Buffer
+	if err := json.Indent(&want, openAPIDocument(), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	want.WriteByte('\n')
+	const file = "testdata/golden/openapi.json"
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		if err := os.WriteFile(file, want.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("%s differs from the document served: run go test -run TestGoldenOpenAPI -update ./internal/httpapi/ and review the change", file)
+	}
 }
