@@ -24,9 +24,11 @@ import (
 // field is in the code and not in the document, or the reverse.
 //
 // Not described: the Jupyter Kernel Gateway API (/api/kernels…,
-// /api/kernelspecs), a Mount served by internal/jupyter with jupyter_server's
-// own routes, authentication and error shape (docs/jupyter.md), and the
-// catch-all "/" (the 404 and 405 answers of paths no route takes).
+// /api/kernelspecs…, /kernelspecs/…), a Mount served by internal/jupyter:
+// jupyter_server's protocol, with its own form of authentication
+// ("Authorization: token <key>") and error shape, for Jupyter's own
+// clients (docs/jupyter.md); and the catch-all "/" (the 404 and 405
+// answers of paths no route takes).
 
 // openAPIDocument is the document, built once.
 var openAPIDocument = sync.OnceValue(func() []byte {
@@ -135,6 +137,7 @@ func buildOpenAPI() builtOpenAPI {
 		}
 		item[method] = op.operation()
 	}
+	g.schemas["StreamData"] = oaStreamData
 	g.schemas["Error"] = schema{"type": "object", "required": []string{"error"}, "additionalProperties": false,
 		"properties": schema{"error": g.of(errhttp.Body{})}}
 	doc := schema{
@@ -145,8 +148,7 @@ func buildOpenAPI() builtOpenAPI {
 			"summary": "A self-hosted sandbox for AI agents: computers, their files, processes and Python, OpenAI's Responses and Containers APIs, MCP.",
 			"description": "Every `/v1` call takes `Authorization: Bearer <key>`. Errors are OpenAI's shape, `{\"error\":{\"type\",\"code\",\"message\",\"param\",\"request_id\"}}` (docs/api.md lists the codes). " +
 				"Every path also answers 405 `method_not_allowed` (with `Allow`) for a method it does not serve, and any request may get 503 `too_many_connections` when `server.max_connections` are open. " +
-				"Every response carries `X-Request-Id`. Not described here: the Jupyter Kernel Gateway API (`/api/kernels`, `/api/kernelspecs`: jupyter_server's routes, authentication and errors, docs/jupyter.md).",
-			"license": schema{"name": "See the repository"},
+				"Every response carries `X-Request-Id`. Not described here: the Jupyter Kernel Gateway API (`/api/kernels…`, `/api/kernelspecs…`, `/kernelspecs/…`: jupyter_server's protocol, authentication (`Authorization: token <key>`) and errors, docs/jupyter.md).",
 		},
 		"tags":     oaTags,
 		"security": []any{schema{"bearer": []any{}}},
@@ -324,7 +326,7 @@ var (
 func apiOps(g *schemaGen) []apiOp {
 	computer, process := g.of(computerView{}), g.of(processView{})
 	execEvents := func() schema {
-		return schema{"stdout": oaStreamData, "stderr": oaStreamData, "exit": g.of(execAnswer{})}
+		return schema{"stdout": oaRef("StreamData"), "stderr": oaRef("StreamData"), "exit": g.of(execAnswer{})}
 	}
 	secretRef := schema{"type": "object", "required": []string{"domain", "name"}, "additionalProperties": false,
 		"properties": schema{"domain": schema{"type": "string"}, "name": schema{"type": "string"}}}
@@ -381,7 +383,7 @@ func apiOps(g *schemaGen) []apiOp {
 				oaQuery("encoding", "string", "`utf-8` (default) or `base64`."),
 				{"name": "Last-Event-ID", "in": "header", "description": "The offset to resume from, when `offset` is not given.", "schema": schema{"type": "integer"}}},
 			answers: []opAnswer{oaSSE(oaAnswer(200, "The output.", g.of(processOutput{})), "stdout, stderr and dropped events, then exit (the process).",
-				schema{"stdout": oaStreamData, "stderr": oaStreamData, "dropped": g.of(droppedEvent{}), "exit": process})},
+				schema{"stdout": oaRef("StreamData"), "stderr": oaRef("StreamData"), "dropped": g.of(droppedEvent{}), "exit": process})},
 			errs: []int{400, 403, 404, 409}},
 		{route: "POST /v1/computers/{id}/processes/{pid}/stdin", id: "processStdin", tag: "Processes", summary: "Write to a process's stdin",
 			body: oaJSON(g.of(stdinBody{})), answers: []opAnswer{oaAnswer(200, "What it took.", g.of(stdinAnswer{}))}, errs: []int{403, 404, 409, 413}},
