@@ -66,16 +66,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 			t.Errorf("%s is registered without a method: say which the document describes", op.route)
 		}
 	}
-	for p := range registered {
-		if !described[p] {
-			t.Errorf("route %q is served but not in the OpenAPI document (openapi.go)", p)
-		}
-	}
-	for p := range described {
-		if !registered[p] {
-			t.Errorf("the OpenAPI document describes %q, which is not served (server.go)", p)
-		}
-	}
+	compareSets(t, registered, described, "route %q is served but not in the OpenAPI document (openapi.go)",
+		"the OpenAPI document describes %q, which is not served (server.go)")
 	// The document as served has exactly these operations.
 	want := map[string]bool{}
 	for _, op := range buildOpenAPI().ops {
@@ -506,14 +498,22 @@ func TestOpenAPIQueryParameters(t *testing.T) {
 			}
 		}
 	}
-	for name := range read {
-		if !documented[name] {
-			t.Errorf("query parameter %q is read but not documented", name)
+	compareSets(t, read, documented, "query parameter %q is read but not documented",
+		"query parameter %q is documented but never read")
+}
+
+// compareSets reports each name of a that b lacks (notInB) and of b that
+// a lacks (notInA).
+func compareSets(t *testing.T, a, b map[string]bool, notInB, notInA string) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if !b[k] {
+			t.Errorf(notInB, k)
 		}
 	}
-	for name := range documented {
-		if !read[name] {
-			t.Errorf("query parameter %q is documented but never read", name)
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		if !a[k] {
+			t.Errorf(notInA, k)
 		}
 	}
 }
