@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
 // orgSwitches are the switches of POST and PATCH /v1/admin/orgs, and the
@@ -73,6 +74,9 @@ func (a *API) listOrgs(w http.ResponseWriter, r *http.Request, p governance.Prin
 	orgs, err := a.gov.ListOrgs(r.Context())
 	if err != nil {
 		return err
+	}
+	if orgs == nil {
+		orgs = []store.Org{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": orgs})
 	return nil
@@ -142,6 +146,9 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request, p governance.Prin
 	keys, err := a.gov.ListKeys(r.Context(), r.URL.Query().Get("org_id"))
 	if err != nil {
 		return err
+	}
+	if keys == nil {
+		keys = []store.Key{} // an organisation without keys: [], as every list
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": keys})
 	return nil

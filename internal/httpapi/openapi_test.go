@@ -345,7 +345,6 @@ var goldenRoutes = map[string]string{
 // operation here.
 func TestOpenAPIGolden(t *testing.T) {
 	doc := openAPIDoc(t)
-	ops := docOperations(doc)
 	files, _ := filepath.Glob("testdata/golden/*.txt")
 	if len(files) == 0 {
 		t.Fatal("no golden files")
@@ -369,24 +368,11 @@ func TestOpenAPIGolden(t *testing.T) {
 			continue
 		}
 		i := strings.LastIndex(route, " ")
-		op := ops[route[:i]]
-		if op == nil {
-			t.Errorf("%s: no operation %s", name, route[:i])
+		content, err := answerContent(doc, route[:i], route[i+1:])
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		r, ok := op["responses"].(map[string]any)[route[i+1:]].(map[string]any)
-		if !ok {
-			t.Errorf("%s: %s documents no status %s", name, route[:i], route[i+1:])
-			continue
-		}
-		if ref, ok := r["$ref"].(string); ok {
-			res, err := resolve(doc, ref)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r = res.(map[string]any)
-		}
-		content, _ := r["content"].(map[string]any)
 		if bytes.HasPrefix(body, []byte("event: ")) || bytes.HasPrefix(body, []byte("id: ")) {
 			media, _ := content["text/event-stream"].(map[string]any)
 			if media == nil {
@@ -403,6 +389,28 @@ func TestOpenAPIGolden(t *testing.T) {
 		}
 		checkSchemaJSON(t, doc, name, body, media["schema"].(map[string]any))
 	}
+}
+
+// answerContent is the content (media type → media type object) of the
+// answer with status of the operation "METHOD /path" of doc.
+func answerContent(doc map[string]any, operation, status string) (map[string]any, error) {
+	op := docOperations(doc)[operation]
+	if op == nil {
+		return nil, fmt.Errorf("no operation %s", operation)
+	}
+	r, ok := op["responses"].(map[string]any)[status].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s documents no status %s", operation, status)
+	}
+	if ref, ok := r["$ref"].(string); ok {
+		res, err := resolve(doc, ref)
+		if err != nil {
+			return nil, err
+		}
+		r = res.(map[string]any)
+	}
+	content, _ := r["content"].(map[string]any)
+	return content, nil
 }
 
 func checkSchemaJSON(t *testing.T, doc map[string]any, name string, body []byte, s map[string]any) {
