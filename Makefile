@@ -12,7 +12,8 @@ all: build
 setup:
 	@bash scripts/setup.sh
 
-# The npm clients the tests drive (the AI SDK), pinned by their lockfiles.
+# The npm packages the tests drive (the AI SDK, the MCP client, the OpenAPI
+# validator), pinned by their lockfiles.
 testdeps:
 	@bash scripts/testdeps.sh
 

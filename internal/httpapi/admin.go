@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
 // orgSwitches are the switches of POST and PATCH /v1/admin/orgs, and the
@@ -28,11 +29,14 @@ func (o orgSwitches) settings() (governance.OrgSettings, error) {
 	return set, nil
 }
 
+// createOrgBody is the body of POST /v1/admin/orgs.
+type createOrgBody struct {
+	Name string `json:"name"`
+	orgSwitches
+}
+
 func (a *API) createOrg(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	var req struct {
-		Name string `json:"name"`
-		orgSwitches
-	}
+	var req createOrgBody
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -71,17 +75,23 @@ func (a *API) listOrgs(w http.ResponseWriter, r *http.Request, p governance.Prin
 	if err != nil {
 		return err
 	}
+	if orgs == nil {
+		orgs = []store.Org{}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": orgs})
 	return nil
 }
 
+// createKeyBody is the body of POST /v1/admin/keys.
+type createKeyBody struct {
+	OrgID        string          `json:"org_id"`
+	Name         string          `json:"name"`
+	Capabilities json.RawMessage `json:"capabilities"`
+	Policy       json.RawMessage `json:"policy"`
+}
+
 func (a *API) createKey(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	var req struct {
-		OrgID        string          `json:"org_id"`
-		Name         string          `json:"name"`
-		Capabilities json.RawMessage `json:"capabilities"`
-		Policy       json.RawMessage `json:"policy"`
-	}
+	var req createKeyBody
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -107,10 +117,13 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request, p governance.Pri
 
 // updateKey is PATCH /v1/admin/keys/{id}: {"policy": {...}} replaces the
 // key's policy (the only thing of a key that changes after creation).
+// keyPolicyBody is the body of PATCH /v1/admin/keys/{id}.
+type keyPolicyBody struct {
+	Policy json.RawMessage `json:"policy"`
+}
+
 func (a *API) updateKey(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	var req struct {
-		Policy json.RawMessage `json:"policy"`
-	}
+	var req keyPolicyBody
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -133,6 +146,9 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request, p governance.Prin
 	keys, err := a.gov.ListKeys(r.Context(), r.URL.Query().Get("org_id"))
 	if err != nil {
 		return err
+	}
+	if keys == nil {
+		keys = []store.Key{} // an organisation without keys: [], as every list
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": keys})
 	return nil

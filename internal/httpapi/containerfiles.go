@@ -137,15 +137,18 @@ func (a *API) createContainerFile(w http.ResponseWriter, r *http.Request, p gove
 	return fmt.Errorf("%w: %s vanished after its upload", computer.ErrGone, name)
 }
 
+// containerFileBody is the JSON body of POST /v1/containers/{id}/files.
+type containerFileBody struct {
+	FileID string `json:"file_id"`
+}
+
 // containerUpload is the name and content of a container file upload:
 // a multipart form with a file part "file" or a field "file_id" (what
 // OpenAI's SDKs send), or a JSON body {"file_id"}.
 func (a *API) containerUpload(r *http.Request, p governance.Principal) (string, io.ReadCloser, error) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct != "multipart/form-data" {
-		var body struct {
-			FileID string `json:"file_id"`
-		}
+		var body containerFileBody
 		if err := decode(r, &body); err != nil {
 			return "", nil, err
 		}

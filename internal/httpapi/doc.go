@@ -9,7 +9,10 @@
 // computer. Bodies that carry values of the layers below have their own
 // types (models.go), converted in one place (convert.go, where seconds and
 // milliseconds meet the service's time.Duration) and pinned byte for byte
-// by testdata/golden (TestGolden*). It holds no business logic.
+// by testdata/golden (TestGolden*). GET /openapi.json is the OpenAPI 3.1
+// document of its routes (openapi.go: one entry per route, the bodies'
+// schemas reflected from their Go types; TestOpenAPI* keep both in step).
+// It holds no business logic.
 // Everything it serves is given to New in one Options value (the files
 // service, the gateway, the Jupyter API as a Mount, the body timeout); the
 // only state that changes while serving is readiness (SetReady, after the

@@ -64,6 +64,9 @@ type API struct {
 	bodyTimeout time.Duration
 	// mcp serves /mcp: the computers as MCP tools (internal/mcp).
 	mcp *mcp.Server
+	// patterns are the API's own routes as registered (not the mounts'):
+	// the OpenAPI document describes exactly these (openapi.go).
+	patterns []string
 }
 
 // New builds the handler. Readiness starts false: SetReady, the one
@@ -84,8 +87,25 @@ func New(o Options) *API {
 // SetReady marks the server ready (GET /readyz answers 200).
 func (a *API) SetReady(ok bool) { a.ready.Store(ok) }
 
+// routeRecorder registers routes on the mux and keeps their patterns.
+type routeRecorder struct {
+	mux      *http.ServeMux
+	patterns []string
+}
+
+func (r *routeRecorder) Handle(pattern string, h http.Handler) {
+	r.patterns = append(r.patterns, pattern)
+	r.mux.Handle(pattern, h)
+}
+
+func (r *routeRecorder) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	r.Handle(pattern, http.HandlerFunc(h))
+}
+
 func (a *API) routes() {
-	m := a.mux
+	m := &routeRecorder{mux: a.mux}
+	defer func() { a.patterns = m.patterns }()
+	m.HandleFunc("GET /openapi.json", serveOpenAPI)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
