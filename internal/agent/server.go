@@ -39,6 +39,8 @@ type Server struct {
 	py *pythonManager // Python kernels (python.go)
 
 	bg *bgTable // background processes (process_bg.go)
+
+	ports map[uint32]*agentPortConn // relayed TCP connections (ports.go); under mu
 }
 
 // NewServer prepares a server. workspaceDir is an open directory descriptor
@@ -153,6 +155,15 @@ func (s *Server) dispatch(ctx context.Context, f protocol.Frame) {
 	case protocol.KindProcStart, protocol.KindProcList, protocol.KindProcGet, protocol.KindProcOutput,
 		protocol.KindProcDetach, protocol.KindProcStdin, protocol.KindProcSignal:
 		s.backgroundRequest(ctx, f)
+	case protocol.KindPortOpen:
+		var req protocol.PortOpen
+		if s.decode(f, &req) {
+			s.openPort(ctx, f.ID, req)
+		}
+	case protocol.KindPortData, protocol.KindPortAck, protocol.KindPortEOF, protocol.KindPortClose:
+		s.portInput(f)
+	case protocol.KindPortList:
+		go s.listPorts(f.ID)
 	case protocol.KindPing:
 		s.sendJSON(protocol.KindOK, f.ID, struct{}{})
 	default:

@@ -105,6 +105,7 @@ type Manager struct {
 	cleaner  *cleaner
 	metrics  metrics
 	starting atomic.Int64 // creations in flight
+	ports    portConns    // open port connections per computer (ports.go)
 
 	mu    sync.Mutex
 	live  map[string]*live

@@ -67,6 +67,9 @@ type API struct {
 	// patterns are the API's own routes as registered (not the mounts'):
 	// the OpenAPI document describes exactly these (openapi.go).
 	patterns []string
+	// portProxy and links serve the computers' ports (ports.go).
+	portProxy http.Handler
+	links     portLinks
 }
 
 // New builds the handler. Readiness starts false: SetReady, the one
@@ -77,6 +80,7 @@ func New(o Options) *API {
 		gateway: o.Gateway, mux: http.NewServeMux(), bodyTimeout: cmp.Or(o.BodyTimeout, DefaultBodyTimeout)}
 	a.sockets.ctx, a.sockets.cancel = context.WithCancel(context.Background())
 	a.mcp = mcp.New(a.comp, a.tools)
+	a.portProxy = a.newPortProxy()
 	a.routes()
 	for _, m := range o.Mounts {
 		m.Routes(a.mux.Handle)
@@ -138,6 +142,12 @@ func (a *API) routes() {
 	m.Handle("POST /v1/computers/{id}/files/mkdir", a.auth(a.mkdirFile))
 	m.Handle("POST /v1/computers/{id}/tools/{name}", a.auth(a.computerTool))
 	m.Handle("GET /v1/computers/{id}/egress", a.auth(a.computerEgress))
+	m.Handle("GET /v1/computers/{id}/ports", a.auth(a.listPorts))
+	m.HandleFunc("/v1/computers/{id}/ports/{port}", a.portRedirect)
+	m.HandleFunc("/v1/computers/{id}/ports/{port}/{path...}", a.proxyPort)
+	m.Handle("POST /v1/computers/{id}/links", a.auth(a.createLink))
+	m.Handle("GET /v1/computers/{id}/links", a.auth(a.listLinks))
+	m.Handle("DELETE /v1/computers/{id}/links/{link}", a.auth(a.deleteLink))
 	m.Handle("GET /v1/computer-egress", a.auth(a.orgEgress))
 	m.Handle("POST /v1/containers", a.auth(a.createContainer))
 	m.Handle("GET /v1/containers", a.auth(a.listContainers))
