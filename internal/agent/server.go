@@ -39,6 +39,8 @@ type Server struct {
 	py *pythonManager // Python kernels (python.go)
 
 	bg *bgTable // background processes (process_bg.go)
+
+	ptys int // terminals running (pty.go), under mu
 }
 
 // NewServer prepares a server. workspaceDir is an open directory descriptor
@@ -92,10 +94,11 @@ func (s *Server) dispatch(ctx context.Context, f protocol.Frame) {
 			if p, err := s.register(f.ID, req.Stdin); err != nil {
 				s.sendError(f.ID, err)
 			} else {
+				p.tty = req.Pty != nil
 				go s.runProcess(ctx, p, req)
 			}
 		}
-	case protocol.KindStdin, protocol.KindStdinClose, protocol.KindSignal:
+	case protocol.KindStdin, protocol.KindStdinClose, protocol.KindSignal, protocol.KindPtyResize:
 		s.processInput(f)
 	case protocol.KindFileWrite:
 		var req protocol.FileWrite
