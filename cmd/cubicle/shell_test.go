@@ -24,7 +24,10 @@ func (m *tmux) run(args ...string) string {
 	return string(out)
 }
 
-func (m *tmux) keys(keys ...string) { m.t.Helper(); m.run(append([]string{"send-keys", "-t", "s"}, keys...)...) }
+func (m *tmux) keys(keys ...string) {
+	m.t.Helper()
+	m.run(append([]string{"send-keys", "-t", "s"}, keys...)...)
+}
 
 // waitFor waits until the pane shows want and returns the pane.
 func (m *tmux) waitFor(want string) string {
