@@ -3,7 +3,7 @@
 # stack that runs inside computers (from Debian, used as /usr/bin/python3),
 # mkfs.ext4 for computers' disks, mkfs.erofs for templates' images, and
 # the tools the tests use (curl inside internet computers, iproute2 for
-# test networks, npm for
+# test networks, tmux for the terminal tests of 'cubicle shell', npm for
 # scripts/testdeps.sh: Debian's nodejs and npm, unless an npm is already
 # on the PATH, e.g. from NodeSource).
 set -euo pipefail
@@ -12,7 +12,7 @@ packages=(
   python3 python3-ipykernel python3-numpy python3-pandas python3-matplotlib
   e2fsprogs util-linux procps iproute2 psmisc gcc libc6-dev
   python3-jupyter-server python3-nbclient python3-nbformat mmdebstrap erofs-utils
-  curl ca-certificates
+  curl ca-certificates tmux
 )
 command -v npm >/dev/null || packages+=(nodejs npm)
 

@@ -26,6 +26,7 @@ func commands() []command {
 		{"run", "run one command in a fresh computer", runCmd},
 		{"python", "run Python cells or a REPL in a computer's kernel", pythonCmd},
 		{"mcp", "serve a server's computers as MCP tools over stdio", mcpCmd},
+		{"shell", "attach this terminal to a terminal of a server's computer", shellCmd},
 		{"keys", "create, list and revoke API keys", keysCmd},
 		{"orgs", "create and list organisations", orgsCmd},
 		{"template", "import, pull, build, list and remove templates (root filesystems)", templateCmd},

@@ -41,6 +41,14 @@ type process struct {
 	timedOut bool
 	killed   bool // a kill was asked for, possibly before the process existed
 
+	// tty is set for a process on a terminal (pty.go): pty is its master
+	// once it runs, ptySize the newest size asked while it starts, exited
+	// set once its main process was reaped.
+	tty     bool
+	pty     *os.File
+	ptySize *protocol.PtySize
+	exited  bool
+
 	// bg is set for a background process (process_bg.go): its output goes
 	// to bg's ring instead of frames, its stdin is bg's, it has no default
 	// timeout, and its start is told to bg.
@@ -95,6 +103,9 @@ func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart
 	if err != nil {
 		return protocol.ExitStatus{}, err
 	}
+	if req.Pty != nil {
+		return s.executePty(ctx, p, req, argv, cwd)
+	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return protocol.ExitStatus{}, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
@@ -148,7 +159,11 @@ func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart
 	timedOut := s.afterExit(p)
 	awaitPumps(&pumps, stdoutR, stderrR)
 	s.releaseLeaf(p.leaf)
+	return s.exitStatus(ws, timedOut, elapsed, oomBefore), nil
+}
 
+// exitStatus describes how a process ended.
+func (s *Server) exitStatus(ws syscall.WaitStatus, timedOut bool, elapsed time.Duration, oomBefore uint64) protocol.ExitStatus {
 	st := protocol.ExitStatus{ExitCode: -1, TimedOut: timedOut, Duration: protocol.Millis(elapsed)}
 	switch {
 	case ws.Exited():
@@ -157,7 +172,7 @@ func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart
 		st.Signal = int(ws.Signal())
 	}
 	st.OOMKilled = s.oomKills() > oomBefore
-	return st, nil
+	return st
 }
 
 // waitProcess waits for p's main process to exit, killing its tree when
@@ -189,13 +204,14 @@ func (s *Server) waitProcess(ctx context.Context, p *process, w *waiter, timeout
 // timed out.
 func (s *Server) afterExit(p *process) (timedOut bool) {
 	p.mu.Lock()
+	p.exited = true
 	timedOut = p.timedOut
 	if p.stdin != nil {
 		close(p.stdin)
 		p.stdin = nil
 	}
 	p.mu.Unlock()
-	if timedOut {
+	if timedOut || p.tty { // a terminal's processes end with it
 		p.mu.Lock()
 		p.pid = 0 // reaped: its pid may be reused; only the leaf is swept
 		p.mu.Unlock()
@@ -206,14 +222,15 @@ func (s *Server) afterExit(p *process) (timedOut bool) {
 
 // awaitPumps waits for the output pumps to reach the end of the pipes,
 // closing them after outputGrace (a descendant may still hold them open).
-func awaitPumps(pumps *sync.WaitGroup, stdoutR, stderrR *os.File) {
+func awaitPumps(pumps *sync.WaitGroup, outputs ...*os.File) {
 	done := make(chan struct{})
 	go func() { pumps.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(outputGrace):
-		stdoutR.Close()
-		stderrR.Close()
+		for _, f := range outputs {
+			f.Close()
+		}
 		<-done
 	}
 }
@@ -313,10 +330,13 @@ func (s *Server) spawn(p *process, argv, env []string, cwd string, files []*os.F
 	attr := &syscall.ProcAttr{
 		Dir: cwd, Env: env, Files: fds,
 		Sys: &syscall.SysProcAttr{
-			Setpgid:    true,
+			Setpgid:    !p.tty,
 			Ptrace:     true,
 			Credential: &syscall.Credential{Uid: SandboxUID, Gid: SandboxGID, Groups: []uint32{}},
 		},
+	}
+	if p.tty { // a session of its own, the terminal (its fd 0) its controlling terminal
+		attr.Sys.Setsid, attr.Sys.Setctty, attr.Sys.Ctty = true, true, 0
 	}
 	s.spawner.run(func() { w, err = s.forkTraced(p, prog, argv, attr) })
 	if err != nil {
@@ -463,12 +483,20 @@ func (s *Server) processInput(f protocol.Frame) {
 			p.stdin = nil
 		}
 		p.mu.Unlock()
+	case protocol.KindPtyResize:
+		if p.tty {
+			s.resizePty(p, f)
+		}
 	case protocol.KindSignal:
 		var req protocol.SignalRequest
 		if !s.decode(f, &req) {
 			return
 		}
 		sig := unix.Signal(req.Signal)
+		if sig == unix.SIGHUP && p.tty {
+			s.hangup(p)
+			return
+		}
 		if sig == unix.SIGKILL {
 			s.killTree(p)
 			return

@@ -41,6 +41,7 @@ type Server struct {
 	bg *bgTable // background processes (process_bg.go)
 
 	ports map[uint32]*agentPortConn // relayed TCP connections (ports.go); under mu
+	ptys int // terminals running (pty.go), under mu
 }
 
 // NewServer prepares a server. workspaceDir is an open directory descriptor
@@ -94,10 +95,11 @@ func (s *Server) dispatch(ctx context.Context, f protocol.Frame) {
 			if p, err := s.register(f.ID, req.Stdin); err != nil {
 				s.sendError(f.ID, err)
 			} else {
+				p.tty = req.Pty != nil
 				go s.runProcess(ctx, p, req)
 			}
 		}
-	case protocol.KindStdin, protocol.KindStdinClose, protocol.KindSignal:
+	case protocol.KindStdin, protocol.KindStdinClose, protocol.KindSignal, protocol.KindPtyResize:
 		s.processInput(f)
 	case protocol.KindFileWrite:
 		var req protocol.FileWrite

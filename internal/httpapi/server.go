@@ -131,6 +131,7 @@ func (a *API) routes() {
 	m.Handle("GET /v1/computers/{id}/processes/{pid}/output", a.auth(a.processOutput))
 	m.Handle("POST /v1/computers/{id}/processes/{pid}/stdin", a.auth(a.processStdin))
 	m.Handle("POST /v1/computers/{id}/processes/{pid}/signal", a.auth(a.signalProcess))
+	m.Handle("GET /v1/computers/{id}/pty", wsToken(a.auth(a.pty)))
 	m.Handle("POST /v1/computers/{id}/python", a.auth(a.python))
 	m.Handle("POST /v1/computers/{id}/python/interrupt", a.auth(a.pythonControl("interrupt")))
 	m.Handle("POST /v1/computers/{id}/python/restart", a.auth(a.pythonControl("restart")))

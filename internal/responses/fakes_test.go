@@ -134,6 +134,10 @@ func (s *fakeResponses) Delete(_ context.Context, org, id string) error {
 	return nil
 }
 
+func (s *fakeResponses) List(context.Context, string, string, int, bool) ([]store.Response, error) {
+	return nil, errors.New("fakeResponses: List is not used by the gateway")
+}
+
 func (s *fakeResponses) Item(_ context.Context, org, id string) (json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

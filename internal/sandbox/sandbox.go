@@ -38,6 +38,7 @@ type Sandbox interface {
 	Files
 	Python
 	Kernels
+	Terminals
 }
 
 // Lifecycle is who a computer is and how it ends.

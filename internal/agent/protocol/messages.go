@@ -94,6 +94,9 @@ type ExecStart struct {
 	Cwd     string   `json:"cwd,omitempty"`
 	Stdin   bool     `json:"stdin"` // false: stdin is /dev/null
 	Timeout Duration `json:"timeout,omitempty"`
+	// Pty runs the process on a pseudo-terminal of this size (see
+	// KindPtyResize); nil: pipes.
+	Pty *PtySize `json:"pty,omitempty"`
 }
 
 // Started confirms a process runs.

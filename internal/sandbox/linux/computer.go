@@ -144,6 +144,16 @@ func (c *computer) PythonControl(ctx context.Context, action string) error {
 	return c.client.PythonControl(ctx, action)
 }
 
+// OpenTerminal starts a process on a terminal of the computer's own
+// (see agent.Terminal).
+func (c *computer) OpenTerminal(ctx context.Context, req sandbox.TerminalRequest, out io.Writer) (sandbox.Terminal, error) {
+	t, err := c.client.OpenTerminal(ctx, req, out)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 var _ sandbox.Kernel = (*agent.KernelRelay)(nil)
 
 // OpenKernel starts the computer's relayed kernel (see agent.KernelRelay).

@@ -32,6 +32,7 @@ type Sandbox struct {
 	PythonFunc        func(ctx context.Context, req sandbox.PythonRequest, onOutput func(sandbox.PythonOutput)) (sandbox.PythonResult, error)
 	PythonControlFunc func(ctx context.Context, action string) error
 	OpenKernelFunc    func(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error)
+	OpenTerminalFunc  func(ctx context.Context, req sandbox.TerminalRequest, out io.Writer) (sandbox.Terminal, error)
 	KeepFunc          func(ctx context.Context) (string, error)
 	StartProcessFunc  func(ctx context.Context, req sandbox.ProcessStart) (sandbox.ProcessInfo, error)
 	ListProcessesFunc func(ctx context.Context) ([]sandbox.ProcessInfo, error)
@@ -227,6 +228,13 @@ func (s *Sandbox) PythonControl(ctx context.Context, action string) error {
 		return notScripted("PythonControl")
 	}
 	return s.PythonControlFunc(ctx, action)
+}
+
+func (s *Sandbox) OpenTerminal(ctx context.Context, req sandbox.TerminalRequest, out io.Writer) (sandbox.Terminal, error) {
+	if s.OpenTerminalFunc == nil {
+		return nil, notScripted("OpenTerminal")
+	}
+	return s.OpenTerminalFunc(ctx, req, out)
 }
 
 func (s *Sandbox) OpenKernel(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error) {

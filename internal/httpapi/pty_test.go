@@ -1,0 +1,224 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// ptyConn is a test's WebSocket on GET …/pty: it collects the terminal's
+// output and the exit message.
+type ptyConn struct {
+	t    *testing.T
+	c    *websocket.Conn
+	mu   sync.Mutex
+	out  []byte
+	seen int // output before it was matched by expect
+	exit map[string]any
+	done chan struct{} // closed when the connection ended
+}
+
+// dialPTY opens a terminal as key; query is added to the URL.
+func (e *env) dialPTY(key, id, query string) (*ptyConn, *http.Response, error) {
+	u := strings.Replace(e.url, "http://", "ws://", 1) + "/v1/computers/" + id + "/pty?" + query
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, res, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+	if err != nil {
+		return nil, res, err
+	}
+	p := &ptyConn{t: e.t, c: c, done: make(chan struct{})}
+	go p.read()
+	e.t.Cleanup(func() { c.CloseNow() })
+	return p, res, nil
+}
+
+func (e *env) openPTY(key, id, query string) *ptyConn {
+	e.t.Helper()
+	p, res, err := e.dialPTY(key, id, query)
+	if err != nil {
+		code := 0
+		if res != nil {
+			code = res.StatusCode
+		}
+		e.t.Fatalf("dial pty: %v (HTTP %d)", err, code)
+	}
+	return p
+}
+
+func (p *ptyConn) read() {
+	defer close(p.done)
+	for {
+		typ, b, err := p.c.Read(context.Background())
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if typ == websocket.MessageBinary {
+			p.out = append(p.out, b...)
+		} else {
+			json.Unmarshal(b, &p.exit)
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *ptyConn) send(s string) {
+	p.t.Helper()
+	if err := p.c.Write(context.Background(), websocket.MessageBinary, []byte(s)); err != nil {
+		p.t.Fatalf("send %q: %v", s, err)
+	}
+}
+
+func (p *ptyConn) resize(cols, rows int) {
+	p.t.Helper()
+	b, _ := json.Marshal(map[string]any{"type": "resize", "cols": cols, "rows": rows})
+	if err := p.c.Write(context.Background(), websocket.MessageText, b); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// expect waits for output matching re after what earlier expects matched,
+// and returns the match.
+func (p *ptyConn) expect(re string) string {
+	p.t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		p.mu.Lock()
+		rest := p.out[p.seen:]
+		if loc := rx.FindIndex(rest); loc != nil {
+			m := string(rest[loc[0]:loc[1]])
+			p.seen += loc[1]
+			p.mu.Unlock()
+			return m
+		}
+		all := string(p.out)
+		p.mu.Unlock()
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no output matching %q; the terminal showed:\n%q", re, all)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// exitMessage waits for the connection's end and returns its exit message.
+func (p *ptyConn) exitMessage() map[string]any {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		p.t.Fatal("the terminal did not end")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exit
+}
+
+// sleepStates is the state letter (S, T, …) of every sleep process in the
+// computer.
+func (e *env) sleepStates(id string) string {
+	return strings.TrimSpace(e.sh(e.admin, id, `for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = sleep ] && cut -d' ' -f3 $d/stat; done; true`))
+}
+
+const ptyPrompt = `\$ $`
+
+// A login shell on a terminal: its prompt, tty, stty size after a resize,
+// Ctrl-C, Ctrl-Z and fg (job control), and exit 3 in the exit message.
+func TestPTYShell(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := e.create(e.admin, nil).ID
+	p := e.openPTY(e.admin, id, "cols=100&rows=30")
+	p.expect(`\$ `)
+
+	p.send("tty\r")
+	p.expect(`/dev/pts/\d+`)
+	p.send("stty size\r")
+	p.expect(`30 100`)
+	p.resize(132, 43)
+	p.send("stty size; echo $TERM $PWD\r")
+	p.expect(`43 132\s+xterm-256color /workspace`)
+
+	// Ctrl-C stops a foreground sleep: the next command runs at once
+	// (it would wait 100 s behind the sleep otherwise).
+	p.send("sleep 100\r")
+	eventually(t, 10*time.Second, "sleep running", func() bool { return e.sleepStates(id) == "S" })
+	p.send("\x03")
+	p.send("echo after-int-$((6*7))\r")
+	p.expect(`after-int-42`)
+	if s := e.sleepStates(id); s != "" {
+		t.Fatalf("sleep after Ctrl-C: %q", s)
+	}
+
+	// Ctrl-Z stops it (state T), fg resumes it (S), Ctrl-C ends it.
+	p.send("sleep 100\r")
+	eventually(t, 10*time.Second, "sleep running", func() bool { return e.sleepStates(id) == "S" })
+	p.send("\x1a")
+	p.expect(`Stopped\s+sleep 100`)
+	eventually(t, 10*time.Second, "sleep stopped", func() bool { return e.sleepStates(id) == "T" })
+	p.send("fg\r")
+	eventually(t, 10*time.Second, "sleep resumed", func() bool { return e.sleepStates(id) == "S" })
+	p.send("\x03")
+	p.send("echo after-fg-$((6*7))\r")
+	p.expect(`after-fg-42`)
+
+	p.send("exit 3\r")
+	m := p.exitMessage()
+	if m["type"] != "exit" || m["exit_code"] != float64(3) || m["signal"] != float64(0) {
+		t.Fatalf("exit message: %v", m)
+	}
+}
+
+// Closing the WebSocket hangs the terminal up: its processes end.
+// Another organisation's key gets 404; a ninth terminal is refused with
+// 429 until one of the eight closes.
+func TestPTYLimits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := e.create(e.admin, nil).ID
+	_, other := e.newKey(e.newOrg("b", true), computerCaps)
+	if _, res, err := e.dialPTY(other, id, ""); err == nil || res == nil || res.StatusCode != http.StatusNotFound {
+		t.Fatalf("another organisation's key: %v %v", err, res)
+	}
+	if _, res, err := e.dialPTY("", id, ""); err == nil || res == nil || res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no key: %v %v", err, res)
+	}
+	// The key as ?token= (a browser's WebSocket cannot set headers).
+	u := strings.Replace(e.url, "http://", "ws://", 1) + "/v1/computers/" + id + "/pty?argv=true&token=" + url.QueryEscape(e.admin)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, u, nil)
+	if err != nil {
+		t.Fatalf("dial with ?token=: %v", err)
+	}
+	c.CloseNow()
+
+	var ptys []*ptyConn
+	for i := 0; i < 8; i++ {
+		p := e.openPTY(e.admin, id, "argv=sleep&argv=1000")
+		ptys = append(ptys, p)
+	}
+	eventually(t, 10*time.Second, "eight sleeps", func() bool { return e.sleepStates(id) == strings.TrimSpace(strings.Repeat("S\n", 8)) })
+	_, res, err := e.dialPTY(e.admin, id, "")
+	if err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a ninth terminal: %v %v", err, res)
+	}
+	for _, p := range ptys[:4] {
+		p.c.Close(websocket.StatusNormalClosure, "")
+	}
+	eventually(t, 10*time.Second, "four sleeps hung up", func() bool { return e.sleepStates(id) == strings.TrimSpace(strings.Repeat("S\n", 4)) })
+	p := e.openPTY(e.admin, id, "command=echo+ok-$((40%2B2))")
+	p.expect(`ok-42`)
+	if m := p.exitMessage(); m["exit_code"] != float64(0) {
+		t.Fatalf("exit message: %v", m)
+	}
+}
