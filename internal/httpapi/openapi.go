@@ -92,12 +92,13 @@ var oaErrorText = map[int]string{
 	422: "a computer tool called outside a turn (`reason_code` says why)",
 	429: "`capacity_exceeded` (`computers.max_concurrent` or `memory_budget`), `too_many_processes`, or too many volumes",
 	503: "unavailable: `computer_unavailable`, `gateway_not_configured` or `secrets_key_unavailable`",
+	502: "`port_refused` (nothing listens on the port in the computer) or `port_failed` (the app broke the connection)",
 	507: "`insufficient_storage`: the server's own disk is full",
 }
 
 // oaErrorNames are the response components of the error statuses.
 var oaErrorNames = map[int]string{400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
-	408: "RequestTimeout", 409: "Conflict", 413: "TooLarge", 429: "TooManyRequests", 503: "Unavailable",
+	408: "RequestTimeout", 409: "Conflict", 413: "TooLarge", 429: "TooManyRequests", 502: "BadGateway", 503: "Unavailable",
 	507: "InsufficientStorage"}
 
 // errorResponses are the response components of the errors: the one
@@ -230,6 +231,7 @@ var oaTags = []any{
 	schema{"name": "Containers", "description": "OpenAI's Containers API over computers."},
 	schema{"name": "Templates", "description": "What computers are made from."},
 	schema{"name": "Volumes", "description": "Named disks of the organisation that outlive computers."},
+	schema{"name": "Ports", "description": "The computers' servers: what listens, a proxy to it, preview links."},
 	schema{"name": "Files and artifacts", "description": "Uploaded files and the artifacts computers exported."},
 	schema{"name": "Responses", "description": "OpenAI's Responses API, with tools run in computers."},
 	schema{"name": "Usage and audit"},
@@ -300,6 +302,16 @@ func oaPage(item schema) schema {
 	return s
 }
 
+// oaRowPage is a page of numbered rows (usage, audit): first_id and
+// last_id are row ids.
+func oaRowPage(item schema) schema {
+	s := oaPage(item)
+	props := s["properties"].(schema)
+	props["first_id"] = schema{"type": []any{"integer", "null"}}
+	props["last_id"] = schema{"type": []any{"integer", "null"}}
+	return s
+}
+
 // oaDeleted is {"id", "object": object, "deleted": true}.
 func oaDeleted(object string) schema {
 	return schema{"type": "object", "required": []string{"deleted", "id", "object"}, "additionalProperties": false,
@@ -319,6 +331,17 @@ var (
 		oaQuery("after", "string", "The last id of the previous page."),
 		oaQuery("limit", "integer", "1 to 100, default 20."),
 		oaQuery("order", "string", "`desc` (default: newest first) or `asc`."),
+	}
+	// oaListPagination are the page parameters of Cubicle's own lists.
+	oaListPagination = []schema{
+		oaQuery("after", "string", "The last id of the previous page."),
+		oaQuery("limit", "integer", "1 to 1000, default 1000."),
+		oaQuery("order", "string", "`asc` or `desc` (the list's default order is in its summary)."),
+	}
+	// oaRowPagination are the page parameters of numbered rows.
+	oaRowPagination = []schema{
+		oaQuery("after", "integer", "The last id of the previous page: rows with a larger id."),
+		oaQuery("limit", "integer", "1 to 1000, default 1000."),
 	}
 	oaSSEAccept = "With `Accept: text/event-stream` the answer is Server-Sent Events."
 )
@@ -344,10 +367,10 @@ func apiOps(g *schemaGen) []apiOp {
 			desc: "Limits are clamped to the key's and the deployment's caps, never refused; the answer's `limits` show what applies.",
 			body: oaJSON(g.of(createBody{})), answers: []opAnswer{oaAnswer(201, "The computer.", computer)},
 			errs: []int{403, 409, 429, 503, 507}},
-		{route: "GET /v1/computers", id: "listComputers", tag: "Computers", summary: "List computers",
-			params: []schema{oaQuery("status", "string", "`all`: also stopped ones (default: alive only)."),
-				oaQuery("response_id", "string", "Only the computer of this response.")},
-			answers: []opAnswer{oaAnswer(200, "The computers.", oaList(computer))}, errs: []int{400, 403}},
+		{route: "GET /v1/computers", id: "listComputers", tag: "Computers", summary: "List computers, oldest first",
+			params: append([]schema{oaQuery("status", "string", "`all`: also stopped ones (default: alive only)."),
+				oaQuery("response_id", "string", "Only the computer of this response.")}, oaListPagination...),
+			answers: []opAnswer{oaAnswer(200, "A page of computers.", oaPage(computer))}, errs: []int{400, 403}},
 		{route: "GET /v1/computers/{id}", id: "getComputer", tag: "Computers", summary: "Get a computer",
 			answers: []opAnswer{oaAnswer(200, "The computer.", computer)}, errs: []int{403, 404}},
 		{route: "DELETE /v1/computers/{id}", id: "deleteComputer", tag: "Computers", summary: "Delete a computer",
@@ -410,8 +433,39 @@ func apiOps(g *schemaGen) []apiOp {
 			desc:    "Parents are created; the file is replaced atomically.",
 			body:    schema{"required": true, "content": schema{"application/octet-stream": oaOctets}},
 			answers: []opAnswer{oaAnswer(201, "Written.", g.of(fileWritten{}))}, errs: []int{400, 403, 404, 409, 413}},
-		{route: "GET /v1/computers/{id}/files/{path...}", id: "getComputerFile", tag: "Computer files", summary: "Read a file",
-			answers: []opAnswer{oaRaw("Its bytes.")}, errs: []int{400, 403, 404, 409}},
+		{route: "GET /v1/computers/{id}/files/{path...}", id: "getComputerFile", tag: "Computer files", summary: "Read a file, a directory as tar, or an entry's stat",
+			params: []schema{oaQuery("format", "string", "`tar`: the directory at path as a tar archive (application/x-tar)."),
+				oaQuery("stat", "boolean", "`true`: the entry itself (a symlink, not its target) as JSON.")},
+			answers: []opAnswer{oaRaw("Its bytes; a tar archive with format=tar; the entry with stat=true.")}, errs: []int{400, 403, 404, 409, 413}},
+		{route: "POST /v1/computers/{id}/files/move", id: "moveComputerFile", tag: "Computer files", summary: "Move or rename a file or directory",
+			body: oaJSON(g.of(moveBody{})), answers: []opAnswer{oaAnswer(200, "The entry at its new path.", g.of(fileEntry{}))},
+			errs: []int{400, 403, 404, 409}},
+		{route: "POST /v1/computers/{id}/files/mkdir", id: "mkdirComputerFile", tag: "Computer files", summary: "Make a directory",
+			body: oaJSON(g.of(mkdirBody{})), answers: []opAnswer{oaAnswer(201, "The directory.", g.of(fileEntry{}))},
+			errs: []int{400, 403, 404, 409}},
+		{route: "GET /v1/computers/{id}/ports", id: "listPorts", tag: "Ports", summary: "The TCP sockets listening in the computer",
+			answers: []opAnswer{oaAnswer(200, "The listeners.", g.of(portsAnswer{}))}, errs: []int{403, 404, 409}},
+		{route: "/v1/computers/{id}/ports/{port}", method: http.MethodGet, id: "portRoot", tag: "Ports", summary: "Redirect to the port's directory",
+			desc: "Any method: a 308 to `…/ports/{port}/`.", auth: authNone,
+			answers: []opAnswer{{http.StatusPermanentRedirect, "To the same path with a final slash.", nil}}},
+		{route: "/v1/computers/{id}/ports/{port}/{path...}", method: http.MethodGet, id: "proxyPort", tag: "Ports", summary: "Proxy to a port of the computer",
+			desc: "Any method, WebSocket upgrades too, to `http://127.0.0.1:{port}/{path}` inside the computer; authenticated with the key or a preview link's token.",
+			auth: authNone, params: []schema{oaQuery("cubicle_token", "string", "A preview link's token (once; then its cookie).")},
+			answers: []opAnswer{oaRaw("The app's answer.")}, errs: []int{400, 401, 404, 429, 502}},
+		{route: "POST /v1/computers/{id}/links", id: "createLink", tag: "Ports", summary: "Make a preview link to a port",
+			body: oaJSON(g.of(linkBody{})), answers: []opAnswer{oaAnswer(201, "The link, with its token (shown once).", g.of(linkAnswer{}))},
+			errs: []int{400, 403, 404, 409, 429}},
+		{route: "GET /v1/computers/{id}/links", id: "listLinks", tag: "Ports", summary: "The computer's preview links, oldest first",
+			answers: []opAnswer{oaAnswer(200, "The links, without tokens.", oaList(g.of(portLink{})))}, errs: []int{403, 404, 409}},
+		{route: "DELETE /v1/computers/{id}/links/{link}", id: "deleteLink", tag: "Ports", summary: "Delete a preview link",
+			answers: []opAnswer{oaAnswer(200, "Deleted.", oaDeleted("computer.link.deleted"))}, errs: []int{403, 404, 409}},
+		{route: "GET /v1/computers/{id}/pty", id: "terminal", tag: "Exec", summary: "A terminal over a WebSocket",
+			desc: "Upgrade to a WebSocket: binary messages are the terminal's bytes both ways, text messages JSON control (`resize` in, `exit` out).",
+			params: []schema{oaQuery("command", "string", "A shell command (default: `/bin/bash -l`)."), oaQuery("argv", "string", "The program and its arguments, repeated."),
+				oaQuery("cwd", "string", "The directory (default /workspace)."), oaQuery("env", "string", "NAME=value, repeated."),
+				oaQuery("cols", "integer", "Columns, default 80."), oaQuery("rows", "integer", "Rows, default 24."),
+				oaQuery("token", "string", "The key, for clients that cannot set a header on a WebSocket upgrade.")},
+			answers: []opAnswer{{http.StatusSwitchingProtocols, "Switched to a WebSocket.", nil}}, errs: []int{400, 403, 404, 409, 429}},
 		{route: "DELETE /v1/computers/{id}/files/{path...}", id: "deleteComputerFile", tag: "Computer files", summary: "Delete a file or directory (recursively)",
 			answers: []opAnswer{oaNoContent("Deleted.")}, errs: []int{400, 403, 404, 409}},
 
@@ -493,7 +547,7 @@ func apiOps(g *schemaGen) []apiOp {
 				"application/octet-stream": oaOctets}},
 			answers: []opAnswer{oaAnswer(200, "The file.", g.of(fileObject{}))}, errs: []int{400, 403, 404, 413, 507}},
 		{route: "GET /v1/files", id: "listFiles", tag: "Files and artifacts", summary: "List uploaded files, newest first",
-			answers: []opAnswer{oaAnswer(200, "The files.", oaList(g.of(fileObject{})))}, errs: []int{403, 404}},
+			params: oaListPagination, answers: []opAnswer{oaAnswer(200, "A page of files.", oaPage(g.of(fileObject{})))}, errs: []int{400, 403, 404}},
 		{route: "GET /v1/files/{id}", id: "getFile", tag: "Files and artifacts", summary: "Get a file",
 			answers: []opAnswer{oaAnswer(200, "The file.", g.of(fileObject{}))}, errs: []int{403, 404}},
 		{route: "GET /v1/files/{id}/content", id: "getFileContent", tag: "Files and artifacts", summary: "A file's bytes",
@@ -501,8 +555,8 @@ func apiOps(g *schemaGen) []apiOp {
 		{route: "DELETE /v1/files/{id}", id: "deleteFile", tag: "Files and artifacts", summary: "Delete a file",
 			answers: []opAnswer{oaNoContent("Deleted.")}, errs: []int{403, 404}},
 		{route: "GET /v1/artifacts", id: "listArtifacts", tag: "Files and artifacts", summary: "List artifacts, newest first",
-			params:  []schema{oaQuery("response_id", "string", "Only this response's."), oaQuery("computer_id", "string", "Only this computer's.")},
-			answers: []opAnswer{oaAnswer(200, "The artifacts.", oaList(g.of(artifactObject{})))}, errs: []int{403, 404}},
+			params:  append([]schema{oaQuery("response_id", "string", "Only this response's."), oaQuery("computer_id", "string", "Only this computer's.")}, oaListPagination...),
+			answers: []opAnswer{oaAnswer(200, "A page of artifacts.", oaPage(g.of(artifactObject{})))}, errs: []int{400, 403, 404}},
 		{route: "GET /v1/artifacts/{id}", id: "getArtifact", tag: "Files and artifacts", summary: "Get an artifact",
 			answers: []opAnswer{oaAnswer(200, "The artifact.", g.of(artifactObject{}))}, errs: []int{403, 404}},
 		{route: "GET /v1/artifacts/{id}/content", id: "getArtifactContent", tag: "Files and artifacts", summary: "An artifact's bytes",
@@ -514,21 +568,25 @@ func apiOps(g *schemaGen) []apiOp {
 			answers: []opAnswer{oaSSE(oaAnswer(200, "The response.", g.of(responses.Response{})), "OpenAI's response events; each event's data is an object with its `type` and `sequence_number`.",
 				schema{"response.*": schema{"type": "object", "required": []string{"type"}, "properties": schema{"type": schema{"type": "string"}}}})},
 			errs: []int{403, 404, 503}},
-		{route: "GET /v1/responses", id: "responsesSocket", tag: "Responses", summary: "The Responses API over a WebSocket",
-			desc:    "Upgrade to a WebSocket; send `response.create` frames (a request's fields), receive the streaming events.",
-			answers: []opAnswer{{http.StatusSwitchingProtocols, "Switched to a WebSocket.", nil}}, errs: []int{400, 503}},
+		{route: "GET /v1/responses", id: "responsesSocket", tag: "Responses", summary: "The Responses API over a WebSocket, or the stored responses",
+			desc: "With a WebSocket upgrade: send `response.create` frames (a request's fields), receive the streaming events. " +
+				"Without one: a page of the organisation's stored responses, newest first.",
+			params: oaPagination,
+			answers: []opAnswer{{http.StatusSwitchingProtocols, "Switched to a WebSocket.", nil},
+				oaAnswer(200, "Without an upgrade: a cursor page of stored responses.", oaPage(g.of(responses.Response{})))},
+			errs: []int{400, 503}},
 		{route: "GET /v1/responses/{id}", id: "getResponse", tag: "Responses", summary: "Get a stored response",
 			answers: []opAnswer{oaAnswer(200, "The response.", g.of(responses.Response{}))}, errs: []int{404}},
 		{route: "DELETE /v1/responses/{id}", id: "deleteResponse", tag: "Responses", summary: "Delete a stored response",
 			answers: []opAnswer{oaAnswer(200, "Deleted.", oaDeleted("response"))}, errs: []int{404}},
 
 		{route: "GET /v1/usage", id: "usage", tag: "Usage and audit", summary: "The organisation's usage rows",
-			params:  []schema{oaQuery("since", "integer", "Unix seconds."), oaQuery("until", "integer", "Unix seconds.")},
-			answers: []opAnswer{oaAnswer(200, "Usage rows.", oaList(g.of(store.UsageRow{})))}, errs: []int{400}},
+			params:  append([]schema{oaQuery("since", "integer", "Unix seconds."), oaQuery("until", "integer", "Unix seconds.")}, oaRowPagination...),
+			answers: []opAnswer{oaAnswer(200, "A page of usage rows, by id.", oaRowPage(g.of(store.UsageRow{})))}, errs: []int{400}},
 		{route: "GET /v1/audit", id: "audit", tag: "Usage and audit", summary: "The organisation's audit events",
-			params: []schema{oaQuery("type", "string", "Only events of this type."), oaQuery("since", "integer", "Unix seconds."),
-				oaQuery("until", "integer", "Unix seconds."), oaQuery("limit", "integer", "At most this many.")},
-			answers: []opAnswer{oaAnswer(200, "Audit events.", oaList(g.of(store.Event{})))}, errs: []int{400}},
+			params: append([]schema{oaQuery("type", "string", "Only events of this type."), oaQuery("since", "integer", "Unix seconds."),
+				oaQuery("until", "integer", "Unix seconds.")}, oaRowPagination...),
+			answers: []opAnswer{oaAnswer(200, "A page of audit events, by id.", oaRowPage(g.of(store.Event{})))}, errs: []int{400}},
 
 		{route: "/mcp", method: http.MethodPost, id: "mcp", tag: "MCP", summary: "MCP over streamable HTTP (stateless)",
 			desc: "JSON-RPC messages of the Model Context Protocol: the computers as MCP tools, with the same key, limits and audit as the REST API (docs/mcp.md).",

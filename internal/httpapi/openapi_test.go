@@ -464,6 +464,16 @@ func TestOpenAPIQueryParameters(t *testing.T) {
 			t.Fatal(err)
 		}
 		ast.Inspect(file, func(n ast.Node) bool {
+			// q["name"]: a repeated parameter.
+			if ix, ok := n.(*ast.IndexExpr); ok {
+				if x, ok := ix.X.(*ast.Ident); ok && x.Name == "q" {
+					if lit, ok := ix.Index.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						name, _ := strconv.Unquote(lit.Value)
+						read[name] = true
+					}
+				}
+				return true
+			}
 			call, ok := n.(*ast.CallExpr)
 			if !ok || len(call.Args) == 0 {
 				return true
@@ -475,7 +485,7 @@ func TestOpenAPIQueryParameters(t *testing.T) {
 			name, _ := strconv.Unquote(lit.Value)
 			switch fn := call.Fun.(type) {
 			case *ast.Ident:
-				if fn.Name == "timeParam" {
+				if fn.Name == "timeParam" || fn.Name == "boolParam" {
 					read[name] = true
 				}
 			case *ast.SelectorExpr:

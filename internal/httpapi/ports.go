@@ -54,7 +54,11 @@ func (a *API) listPorts(w http.ResponseWriter, r *http.Request, p governance.Pri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list.Ports, "truncated": list.Truncated})
+	data := make([]portListener, len(list.Ports))
+	for i, l := range list.Ports {
+		data[i] = portListener{Port: l.Port, Address: l.Address, Family: l.Family}
+	}
+	writeJSON(w, http.StatusOK, portsAnswer{Object: "list", Data: data, Truncated: list.Truncated})
 	return nil
 }
 
@@ -217,6 +221,33 @@ type portLink struct {
 	hash      string
 }
 
+// portsAnswer is GET /v1/computers/{id}/ports.
+type portsAnswer struct {
+	Object    string         `json:"object"`
+	Data      []portListener `json:"data"`
+	Truncated bool           `json:"truncated"`
+}
+
+// portListener is one listening TCP socket: its port, address ("0.0.0.0",
+// "127.0.0.1", "::") and family ("tcp", "tcp6").
+type portListener struct {
+	Port    int    `json:"port"`
+	Address string `json:"address"`
+	Family  string `json:"family"`
+}
+
+// linkAnswer is a preview link as made, with its token (shown once).
+type linkAnswer struct {
+	ID         string    `json:"id"`
+	Object     string    `json:"object"`
+	ComputerID string    `json:"computer_id"`
+	Port       int       `json:"port"`
+	URL        string    `json:"url"`
+	Token      string    `json:"token"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
 // portLinks are the live preview links, in memory only: a restart of the
 // server invalidates them all.
 type portLinks struct {
@@ -252,7 +283,7 @@ func (l *portLinks) lookup(tok string) *portLink {
 // path) and the request is redirected without it, so the token leaves
 // the address bar and never reaches the app.
 func (a *API) linkPrincipal(w http.ResponseWriter, r *http.Request, id string, port int) (governance.Principal, error) {
-	tok := r.URL.Query().Get(linkParam)
+	tok := r.URL.Query().Get("cubicle_token") // linkParam
 	fromQuery := tok != ""
 	if !fromQuery {
 		if c, err := r.Cookie(linkCookie); err == nil {
@@ -342,8 +373,8 @@ func (a *API) createLink(w http.ResponseWriter, r *http.Request, p governance.Pr
 		}
 		u = scheme + "://" + r.Host + u
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"id": k.ID, "object": "computer.link", "computer_id": id,
-		"port": k.Port, "url": u, "token": tok, "expires_at": k.ExpiresAt, "created_at": k.CreatedAt})
+	writeJSON(w, http.StatusCreated, linkAnswer{ID: k.ID, Object: "computer.link", ComputerID: id,
+		Port: k.Port, URL: u, Token: tok, ExpiresAt: k.ExpiresAt, CreatedAt: k.CreatedAt})
 	return nil
 }
 

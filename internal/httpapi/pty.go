@@ -53,6 +53,18 @@ type ptyControl struct {
 	Message   string `json:"message,omitempty"`
 }
 
+// terminalSize is the cols or rows parameter s (def when empty).
+func terminalSize(name, s string, def int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > sandbox.MaxTerminalSize {
+		return 0, withParam(name, fmt.Errorf("%w: %s must be between 1 and %d, got %q", errBadRequest, name, sandbox.MaxTerminalSize, s))
+	}
+	return n, nil
+}
+
 // ptyRequest reads the query of GET …/pty: command or argv (repeated),
 // cwd, env (repeated NAME=value), cols and rows (default 80×24). Without
 // a command it is the user's login shell, /bin/bash -l.
@@ -73,14 +85,12 @@ func ptyRequest(r *http.Request) (computer.TerminalRequest, error) {
 		}
 		req.Env[k] = v
 	}
-	for name, dst := range map[string]*int{"cols": &req.Cols, "rows": &req.Rows} {
-		if s := q.Get(name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 || n > sandbox.MaxTerminalSize {
-				return req, withParam(name, fmt.Errorf("%w: %s must be between 1 and %d, got %q", errBadRequest, name, sandbox.MaxTerminalSize, s))
-			}
-			*dst = n
-		}
+	var err error
+	if req.Cols, err = terminalSize("cols", q.Get("cols"), req.Cols); err != nil {
+		return req, err
+	}
+	if req.Rows, err = terminalSize("rows", q.Get("rows"), req.Rows); err != nil {
+		return req, err
 	}
 	return req, nil
 }
