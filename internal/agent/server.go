@@ -41,7 +41,7 @@ type Server struct {
 	bg *bgTable // background processes (process_bg.go)
 
 	ports map[uint32]*agentPortConn // relayed TCP connections (ports.go); under mu
-	ptys int // terminals running (pty.go), under mu
+	ptys  int                       // terminals running (pty.go), under mu
 }
 
 // NewServer prepares a server. workspaceDir is an open directory descriptor
