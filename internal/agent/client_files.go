@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -18,37 +17,10 @@ func (c *Client) WriteFile(ctx context.Context, req sandbox.FileWrite, r io.Read
 	if err := c.sendJSON(protocol.KindFileWrite, id, protocol.FileWrite(req)); err != nil {
 		return sandbox.Written{}, err
 	}
-	buf := make([]byte, protocol.ChunkSize)
-	var readErr error
-	for readErr == nil {
-		var n int
-		n, readErr = io.ReadFull(r, buf)
-		if n > 0 {
-			if err := c.send(protocol.KindData, id, buf[:n]); err != nil {
-				return sandbox.Written{}, err
-			}
-		}
-		if errors.Is(readErr, io.EOF) || errors.Is(readErr, io.ErrUnexpectedEOF) {
-			readErr = io.EOF
-			break
-		}
-		select {
-		case f := <-ch: // the agent refused early (bad path, no space...)
-			return sandbox.Written{}, decodeReply(f, nil)
-		default:
-		}
-		if ctx.Err() != nil {
-			readErr = ctx.Err()
-		}
+	f, refused, readErr, err := c.sendBody(ctx, id, ch, r)
+	if refused {
+		return sandbox.Written{}, decodeReply(f, nil)
 	}
-	var abort []byte
-	if readErr != io.EOF {
-		abort = []byte("abort")
-	}
-	if err := c.send(protocol.KindDataEnd, id, abort); err != nil {
-		return sandbox.Written{}, err
-	}
-	f, err := c.next(context.WithoutCancel(ctx), ch)
 	if err != nil {
 		return sandbox.Written{}, err
 	}

@@ -24,41 +24,11 @@ func (c *Client) WriteTar(ctx context.Context, req sandbox.TarWrite, r io.Reader
 	if err := c.sendJSON(protocol.KindTarWrite, id, protocol.TarWrite(req)); err != nil {
 		return sandbox.TarDone{}, err
 	}
-	buf := make([]byte, protocol.ChunkSize)
-	var readErr error
-	for {
-		select {
-		case f := <-ch: // refused (bad path, hostile entry, limit, no space)
-			c.send(protocol.KindDataEnd, id, []byte("abort"))
-			return sandbox.TarDone{}, decodeReply(f, nil)
-		default:
-		}
-		if readErr = ctx.Err(); readErr != nil {
-			break
-		}
-		var n int
-		n, readErr = io.ReadFull(r, buf)
-		if n > 0 {
-			if err := c.send(protocol.KindData, id, buf[:n]); err != nil {
-				return sandbox.TarDone{}, err
-			}
-		}
-		if errors.Is(readErr, io.EOF) || errors.Is(readErr, io.ErrUnexpectedEOF) {
-			readErr = io.EOF
-			break
-		}
-		if readErr != nil {
-			break
-		}
+	f, refused, readErr, err := c.sendBody(ctx, id, ch, r)
+	if refused {
+		c.send(protocol.KindDataEnd, id, []byte("abort"))
+		return sandbox.TarDone{}, decodeReply(f, nil)
 	}
-	var abort []byte
-	if readErr != io.EOF {
-		abort = []byte("abort")
-	}
-	if err := c.send(protocol.KindDataEnd, id, abort); err != nil {
-		return sandbox.TarDone{}, err
-	}
-	f, err := c.next(context.WithoutCancel(ctx), ch)
 	if err != nil {
 		return sandbox.TarDone{}, err
 	}
