@@ -18,7 +18,7 @@ func cubicleResume(cfg Config) *path {
 	if !ok {
 		return nil
 	}
-	var sb sandbox.Sandbox
+	r := &running{cfg: cfg}
 	return &path{
 		name: "cubicle pause and resume", required: true,
 		rows: []rowDef{
@@ -27,40 +27,32 @@ func cubicleResume(cfg Config) *path {
 			{RowResumeFirstByte, "cubicle  resume → first byte"},
 		},
 		setup: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-			defer cancel()
-			var err error
-			if sb, err = cfg.Driver.Create(ctx, cfg.Spec); err != nil {
+			if err := r.setup(ctx); err != nil {
 				return err
 			}
-			st, err := sb.Exec(ctx, sandbox.ExecRequest{Command: "head -c 1048576 /dev/urandom > /workspace/kept"}, sandbox.ExecIO{})
+			st, err := r.sb.Exec(ctx, sandbox.ExecRequest{Command: "head -c 1048576 /dev/urandom > /workspace/kept"}, sandbox.ExecIO{})
 			return checkOutput(st, err, nil, "")
 		},
-		close: func(ctx context.Context) error {
-			if sb == nil {
-				return nil
-			}
-			return sb.Destroy(ctx)
-		},
+		close: r.close,
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
 			ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 			defer cancel()
 			start := time.Now()
-			if err := sb.(sandbox.Pauser).Pause(ctx); err != nil {
+			if err := r.sb.(sandbox.Pauser).Pause(ctx); err != nil {
 				return nil, fmt.Errorf("pause: %w", err)
 			}
 			paused := time.Since(start)
-			id := sb.ID()
+			id := r.sb.ID()
 			start = time.Now()
 			next, err := resumer.Resume(ctx, id, cfg.Spec)
 			if err != nil {
-				sb = nil // nothing runs; what is kept is the driver's
+				r.sb = nil // nothing runs; what is kept is the driver's
 				return nil, fmt.Errorf("resume: %w", err)
 			}
-			sb = next
+			r.sb = next
 			ready := time.Now()
 			var out FirstByte
-			st, err := execBounded(ctx, sb, cfg.Timeout, echoArgv, &out)
+			st, err := execBounded(ctx, r.sb, cfg.Timeout, echoArgv, &out)
 			if err := checkOutput(st, err, &out, echoOutput); err != nil {
 				return nil, err
 			}
