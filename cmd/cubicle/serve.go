@@ -200,7 +200,7 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sql
 		return nil, err
 	}
 	opts := httpapi.Options{Governance: gov, Computers: s.mgr, Store: st, Files: fsvc, Gateway: s.gw,
-		BodyTimeout: cfg.Server.BodyTimeout()}
+		BodyTimeout: cfg.Server.BodyTimeout(), PreviewDomain: cfg.Server.PreviewDomain}
 	if s.gw != nil {
 		slog.Info("gateway enabled", "upstreams", len(cfg.Gateway.Upstreams), "upstream_url", cfg.Gateway.UpstreamURL)
 	}
@@ -275,7 +275,7 @@ func managerConfig(cfg config.Config, fsvc *files.Service) computer.Config {
 		Lifetime: c.Lifetime(), ExecTimeout: c.ExecTimeout(), MaxConcurrent: c.MaxConcurrent, PausedMax: c.PausedMax(),
 		VolumeMax: int64(c.VolumeMaxSize), VolumesPerOrg: c.MaxVolumes,
 		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
-		MaxTarBytes: int64(c.MaxTarBytes), MaxTarEntries: c.MaxTarEntries,
+		MaxTarBytes: int64(c.MaxTarBytes), MaxTarEntries: c.MaxTarEntries, TerminalGrace: c.TerminalGrace(),
 		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude, Artifacts: fsvc, Region: c.Region,
 		Template: cfg.Template.Default, TemplatePools: cfg.Template.Pools}
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 )
 
 const shellUsage = `Usage: cubicle shell [--url URL] [--cwd DIR] [-e NAME=value]... ID [-- COMMAND [ARG]...]
+       cubicle shell [--url URL] --attach TERMINAL ID
 
 Attaches this terminal to a new terminal of computer ID of a running
 'cubicle serve' (its URL from --url or CUBICLE_URL, the API key from
@@ -31,14 +33,19 @@ mode (every key, Ctrl-C and Ctrl-Z included, goes to the computer),
 follows window size changes, and is restored on exit. Without a local
 terminal, input is sent as it is and its end as Ctrl-D.
 
-Closing the connection hangs the remote terminal up: its processes get
-SIGHUP and what still runs 2 s later is killed. The exit status is the
-remote process's (128+N for signal N); 255 when the connection failed or
-was lost, 2 for a bad command line.
+The remote terminal outlives a lost connection (and this command's
+SIGHUP) for the server's grace period (computers.terminal_grace_seconds,
+default 60 s): --attach with the terminal's id (printed when the
+connection is lost) attaches to it again, showing its recent output
+first. Exiting the remote shell, or SIGTERM or SIGINT to this command,
+hangs it up: its processes get SIGHUP and what still runs 2 s later is
+killed. The exit status is the remote process's (128+N for signal N);
+255 when the connection failed or was lost, 2 for a bad command line.
 
 Example:
   CUBICLE_KEY=cub_... cubicle shell cmp_123
   CUBICLE_KEY=cub_... cubicle shell cmp_123 -- python3
+  CUBICLE_KEY=cub_... cubicle shell --attach term_9f86d081884c7d65 cmp_123
 
 Flags:
 `
@@ -49,6 +56,7 @@ func shellCmd(args []string) int {
 	cwd := fs.String("cwd", "", "working directory of the remote process (default /workspace)")
 	var env cliflag.List
 	fs.Var(&env, "e", "set an environment variable of the remote process (`NAME=value`, repeatable)")
+	attach := fs.String("attach", "", "attach to the computer's terminal `TERMINAL` (term_…) instead of starting one")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -73,6 +81,13 @@ func shellCmd(args []string) int {
 	u.Scheme = strings.Replace(u.Scheme, "http", "ws", 1)
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/computers/" + url.PathEscape(id) + "/pty"
 	q := url.Values{}
+	if *attach != "" {
+		if len(argv) > 0 || len(env) > 0 || *cwd != "" {
+			fmt.Fprintln(os.Stderr, "cubicle shell: --attach takes no COMMAND, -e or --cwd: the terminal runs already")
+			return 2
+		}
+		q.Set("attach", *attach)
+	}
 	for _, a := range argv {
 		q.Add("argv", a)
 	}
@@ -90,11 +105,26 @@ func shellCmd(args []string) int {
 		}
 	}
 	u.RawQuery = q.Encode()
-	return shell(u.String(), key, tty)
+	return shell(u.String(), key, id, tty)
+}
+
+// reattachHint says how to attach again to a terminal left running.
+func reattachHint(terminal any, computerID string) {
+	if id, _ := terminal.(string); id != "" {
+		fmt.Fprintf(os.Stderr, "cubicle shell: the terminal runs on for a while: cubicle shell --attach %s %s\r\n", id, computerID)
+	}
+}
+
+// sendSize sends the local terminal's size as a resize message.
+func sendSize(ctx context.Context, c *websocket.Conn) {
+	if ws, err := unix.IoctlGetWinsize(int(os.Stdout.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 && ws.Row > 0 {
+		b, _ := json.Marshal(map[string]any{"type": "resize", "cols": ws.Col, "rows": ws.Row})
+		c.Write(ctx, websocket.MessageText, b)
+	}
 }
 
 // shell runs one session; see shellUsage.
-func shell(wsURL, key string, tty bool) int {
+func shell(wsURL, key, computerID string, tty bool) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	c, res, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
 	cancel()
@@ -118,7 +148,11 @@ func shell(wsURL, key string, tty bool) int {
 	defer signal.Stop(sigs)
 
 	ctx = context.Background()
-	go func() { // input
+	if tty {
+		sendSize(ctx, c) // an attached terminal may have had another size
+	}
+	var terminal atomic.Value // its id, from the server's first message
+	go func() {               // input
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := os.Stdin.Read(buf)
@@ -142,6 +176,7 @@ func shell(wsURL, key string, tty bool) int {
 			if err != nil {
 				if code == 255 && websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 					fmt.Fprintf(os.Stderr, "\r\ncubicle shell: connection lost: %v\r\n", err)
+					reattachHint(terminal.Load(), computerID)
 				}
 				return
 			}
@@ -151,6 +186,7 @@ func shell(wsURL, key string, tty bool) int {
 			}
 			var m struct {
 				Type     string `json:"type"`
+				ID       string `json:"id"`
 				ExitCode int    `json:"exit_code"`
 				Signal   int    `json:"signal"`
 				Message  string `json:"message"`
@@ -159,6 +195,8 @@ func shell(wsURL, key string, tty bool) int {
 				continue
 			}
 			switch {
+			case m.Type == "terminal":
+				terminal.Store(m.ID)
 			case m.Type == "exit" && m.Signal > 0:
 				code = 128 + m.Signal
 			case m.Type == "exit":
@@ -174,11 +212,14 @@ func shell(wsURL, key string, tty bool) int {
 			return code
 		case s := <-sigs:
 			if s == syscall.SIGWINCH {
-				if ws, err := unix.IoctlGetWinsize(int(os.Stdout.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 && ws.Row > 0 {
-					b, _ := json.Marshal(map[string]any{"type": "resize", "cols": ws.Col, "rows": ws.Row})
-					c.Write(ctx, websocket.MessageText, b)
-				}
+				sendSize(ctx, c)
 				continue
+			}
+			if s == syscall.SIGHUP {
+				// The local terminal went: detach, as a lost connection does.
+				c.Close(websocket.StatusGoingAway, "the client's terminal hung up")
+				reattachHint(terminal.Load(), computerID)
+				return 128 + int(syscall.SIGHUP)
 			}
 			// Terminated here (a terminal's Ctrl-C is a key in raw mode):
 			// hang the remote terminal up.

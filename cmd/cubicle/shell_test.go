@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -115,4 +117,70 @@ func TestShellTmux(t *testing.T) {
 	if !strings.Contains(string(b), " icanon ") && !strings.Contains(string(b), " icanon\n") || !strings.Contains(string(b), " echo ") {
 		t.Fatalf("the local terminal was not cooked before: %s", b)
 	}
+}
+
+// cubicle shell survives its own SIGHUP (a local terminal gone, as a lost
+// connection): it prints how to attach again, and cubicle shell --attach
+// shows the terminal's recent output and goes on with it.
+func TestShellAttachTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is missing: run scripts/setup.sh")
+	}
+	s := startServer(t, t.TempDir(), serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey))
+	var c struct {
+		ID string `json:"id"`
+	}
+	s.decode("POST", "/v1/computers", "", 201, &c)
+	dir := t.TempDir()
+	m := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
+	m.run("-f", "/dev/null", "new-session", "-d", "-s", "s", "-x", "100", "-y", "30",
+		"-e", "CUBICLE_KEY="+s.key, "-e", "CUBICLE_URL="+s.url, "-e", "PS1=LOCAL$ ",
+		"bash", "--norc", "--noprofile")
+	t.Cleanup(func() { exec.Command("tmux", "-S", m.sock, "kill-server").Run() })
+	m.run("set-option", "-g", "status", "off")
+	m.waitFor("LOCAL$ ")
+	m.keys(cubicleBin+" shell "+c.ID+"; echo EXIT=$?", "Enter")
+	m.waitFor("user@computer:~$")
+	m.keys("echo hello-$((6*7))", "Enter")
+	m.waitFor("hello-42")
+
+	// SIGHUP to cubicle shell, the child of the pane's bash.
+	bash := strings.TrimSpace(m.run("display-message", "-p", "-t", "s", "#{pane_pid}"))
+	children, err := os.ReadFile("/proc/" + bash + "/task/" + bash + "/children")
+	if err != nil || len(strings.Fields(string(children))) != 1 {
+		t.Fatalf("the pane's children: %q %v", children, err)
+	}
+	pid, _ := strconv.Atoi(strings.Fields(string(children))[0])
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	pane := m.waitFor("EXIT=129")
+	var list struct {
+		Data []struct {
+			ID       string `json:"id"`
+			Attached bool   `json:"attached"`
+			Status   string `json:"status"`
+		} `json:"data"`
+	}
+	s.decode("GET", "/v1/computers/"+c.ID+"/terminals", "", 200, &list)
+	if len(list.Data) != 1 || list.Data[0].Attached || list.Data[0].Status != "running" {
+		t.Fatalf("terminals after the SIGHUP: %+v", list)
+	}
+	tid := list.Data[0].ID
+	if !strings.Contains(pane, "cubicle shell --attach "+tid+" "+c.ID) {
+		t.Fatalf("no hint to attach again:\n%s", pane)
+	}
+
+	m.keys("clear", "Enter")
+	m.waitFor("LOCAL$ ")
+	m.run("clear-history", "-t", "s")
+	if pane := m.run("capture-pane", "-p", "-t", "s", "-S", "-200"); strings.Contains(pane, "hello-42") {
+		t.Fatalf("the pane was not cleared:\n%s", pane)
+	}
+	m.keys(cubicleBin+" shell --attach "+tid+" "+c.ID+"; echo EXIT2=$?", "Enter")
+	m.waitFor("hello-42") // the scrollback
+	m.keys("echo again-$((6*7))", "Enter")
+	m.waitFor("again-42")
+	m.keys("exit 4", "Enter")
+	m.waitFor("EXIT2=4")
 }

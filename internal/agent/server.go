@@ -42,6 +42,8 @@ type Server struct {
 
 	ports map[uint32]*agentPortConn // relayed TCP connections (ports.go); under mu
 	ptys  int                       // terminals running (pty.go), under mu
+
+	watches map[uint32]*fileWatch // file watches (filewatch.go); under mu
 }
 
 // NewServer prepares a server. workspaceDir is an open directory descriptor
@@ -59,6 +61,7 @@ func NewServer(conn io.ReadWriter, init protocol.Init, workspaceDir *os.File, sp
 		uploads:  make(map[uint32]*upload),
 		tars:     make(map[uint32]*tarUpload),
 		tarReads: make(map[uint32]*atomic.Bool),
+		watches:  make(map[uint32]*fileWatch),
 	}
 	s.py = newPythonManager(s)
 	s.bg = newBgTable()
@@ -135,6 +138,22 @@ func (s *Server) dispatch(ctx context.Context, f protocol.Frame) {
 		if s.decode(f, &req) {
 			go s.pathOp(f.ID, f.Kind, req)
 		}
+	case protocol.KindWalk:
+		var req protocol.WalkRequest
+		if s.decode(f, &req) {
+			go s.walk(f.ID, req)
+		}
+	case protocol.KindWatch:
+		var req protocol.WatchRequest
+		if s.decode(f, &req) {
+			if w, err := s.reserveWatch(f.ID, req); err != nil {
+				s.sendError(f.ID, err)
+			} else {
+				go s.startWatch(ctx, w)
+			}
+		}
+	case protocol.KindWatchStop:
+		s.stopWatch(f.ID)
 	case protocol.KindPython:
 		var req protocol.PythonRequest
 		if s.decode(f, &req) {

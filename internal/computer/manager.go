@@ -47,6 +47,9 @@ type Config struct {
 	// (≤ 0: sandbox.DefaultMaxTarBytes, DefaultMaxTarEntries).
 	MaxTarBytes   int64
 	MaxTarEntries int
+	// TerminalGrace is how long a terminal outlives its client for
+	// another to attach (computers.terminal_grace_seconds; 0: none).
+	TerminalGrace time.Duration
 	// Prelude runs in every new Python kernel; pool computers start their
 	// kernel with it ahead of time ("" disables both).
 	Prelude string
@@ -104,8 +107,9 @@ type Manager struct {
 	pools    []*pool // the default template's first, then TemplatePools' by name
 	cleaner  *cleaner
 	metrics  metrics
-	starting atomic.Int64 // creations in flight
-	ports    portConns    // open port connections per computer (ports.go)
+	starting atomic.Int64     // creations in flight
+	ports    portConns        // open port connections per computer (ports.go)
+	terms    terminalRegistry // terminal sessions (termsessions.go)
 
 	mu    sync.Mutex
 	live  map[string]*live

@@ -3,7 +3,6 @@ package computer
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -32,10 +31,11 @@ func (r TerminalRequest) Validate() error {
 }
 
 // OpenTerminal starts a process on a new terminal of a running computer
-// of p's organisation; its output goes to out. The terminal counts as a
-// call until it ended (the computer is not idle while a terminal is
-// open). Cancelling ctx hangs it up.
-func (m *Manager) OpenTerminal(ctx context.Context, p governance.Principal, id string, req TerminalRequest, out io.Writer) (sandbox.Terminal, error) {
+// of p's organisation, as a session (termsessions.go) with no client yet:
+// its output waits in the scrollback for the first Attach. The terminal
+// counts as a call until it ended (the computer is not idle while a
+// terminal is open).
+func (m *Manager) OpenTerminal(ctx context.Context, p governance.Principal, id string, req TerminalRequest) (*TerminalSession, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -55,21 +55,25 @@ func (m *Manager) OpenTerminal(ctx context.Context, p governance.Principal, id s
 		wire.Env = append(wire.Env, k+"="+req.Env[k])
 	}
 	start := time.Now()
-	t, err := l.sb.OpenTerminal(ctx, wire, out)
+	s := m.newTerminalSession(id, req)
+	t, err := l.sb.OpenTerminal(context.WithoutCancel(ctx), wire, s)
 	if err != nil {
 		release()
 		return nil, m.processError(ctx, id, err)
 	}
-	m.gov.Record(ctx, p, "computer.terminal_opened", id, map[string]any{"pid": t.Pid()})
+	s.t = t
+	m.terms.add(s)
+	m.gov.Record(ctx, p, "computer.terminal_opened", id, map[string]any{"pid": t.Pid(), "terminal": s.id})
 	rec := context.WithoutCancel(ctx)
 	go func() {
 		st, err := t.Wait()
+		s.end(st, err)
 		release()
-		fields := map[string]any{"duration_ms": time.Since(start).Milliseconds(), "exit_code": st.ExitCode}
+		fields := map[string]any{"duration_ms": time.Since(start).Milliseconds(), "exit_code": st.ExitCode, "terminal": s.id}
 		if err != nil {
 			fields["exit_code"] = -1
 		}
 		m.gov.Record(rec, p, "computer.terminal_closed", id, fields)
 	}()
-	return t, nil
+	return s, nil
 }

@@ -123,6 +123,10 @@ type Server struct {
 	// answers with (artifact URLs in code_interpreter outputs). Empty:
 	// each request's own Host.
 	PublicURL string `toml:"public_url"`
+	// PreviewDomain, when set, serves the host <port>-<computer id>.<domain>
+	// as that port of that computer (with the path proxy's auth); its
+	// names must resolve to this server (a wildcard DNS record). Empty: off.
+	PreviewDomain string `toml:"preview_domain"`
 	// MaxConnections bounds the open connections; one more is answered
 	// 503 and closed.
 	MaxConnections int `toml:"max_connections"`
@@ -174,6 +178,9 @@ type Computers struct {
 	// the files of one downloaded); MaxTarEntries its entries.
 	MaxTarBytes   Size `toml:"max_tar_bytes"`
 	MaxTarEntries int  `toml:"max_tar_entries"`
+	// TerminalGraceSeconds is how long a terminal outlives its WebSocket
+	// for a client to re-attach (0: it is hung up at once).
+	TerminalGraceSeconds int `toml:"terminal_grace_seconds"`
 	// UIDRange is "START:COUNT", the host uids computers run as: each live
 	// computer's uid 1000 is one of them (and its gid the same number).
 	UIDRange string `toml:"uid_range"`
@@ -221,7 +228,7 @@ func Default() Config {
 			VolumeMaxSize: 4 << 30, MaxVolumes: 20,
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: kernel.DefaultMaxOutputBytes,
 			MaxTarBytes: sandbox.DefaultMaxTarBytes, MaxTarEntries: sandbox.DefaultMaxTarEntries,
-			UIDRange: DefaultUIDRange,
+			UIDRange: DefaultUIDRange, TerminalGraceSeconds: 60,
 		},
 		Python:  Python{Prelude: DefaultPrelude},
 		Log:     Log{Level: "info", Format: "text"},
@@ -239,6 +246,9 @@ func (c Computers) Lifetime() time.Duration { return seconds(c.LifetimeSeconds) 
 
 // PausedMax is how long paused computers are kept (paused_max_seconds).
 func (c Computers) PausedMax() time.Duration { return seconds(c.PausedMaxSeconds) }
+
+// TerminalGrace is terminal_grace_seconds.
+func (c Computers) TerminalGrace() time.Duration { return seconds(c.TerminalGraceSeconds) }
 
 // ExecTimeout is the deployment's per-process cap (exec_timeout_seconds).
 func (c Computers) ExecTimeout() time.Duration { return seconds(c.ExecTimeoutSeconds) }

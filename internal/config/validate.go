@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
@@ -28,6 +29,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// previewDomain is a DNS name of at least two labels.
+var previewDomain = regexp.MustCompile(`^([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
+
 // invalid is the error Validate returns for one bad key (its full dotted name).
 func invalid(key, format string, args ...any) error {
 	return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
@@ -45,6 +49,9 @@ func (s Server) validate() error {
 		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || strings.TrimSuffix(pu.Path, "/") != "" || pu.RawQuery != "" {
 			return invalid("server.public_url", "must be http(s)://host[:port] without a path, got %q", u)
 		}
+	}
+	if d := s.PreviewDomain; d != "" && !previewDomain.MatchString(d) {
+		return invalid("server.preview_domain", "must be a DNS name such as preview.example.com (no scheme, port or wildcard), got %q", d)
 	}
 	switch {
 	case s.MaxConnections < 1:
@@ -89,6 +96,8 @@ func (k Computers) validate() error {
 		return invalid("computers.max_tar_bytes", "must be positive")
 	case k.MaxTarEntries < 1:
 		return invalid("computers.max_tar_entries", "must be at least 1")
+	case k.TerminalGraceSeconds < 0 || k.TerminalGraceSeconds > 86400:
+		return invalid("computers.terminal_grace_seconds", "must be between 0 and 86400")
 	case k.MaxOutputBytes < 1024:
 		return invalid("computers.max_output_bytes", "must be at least 1K")
 	case len(k.Region) > 253 || strings.ContainsFunc(k.Region, func(r rune) bool { return r <= ' ' || r == 0x7f || r == ',' }):

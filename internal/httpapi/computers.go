@@ -193,11 +193,15 @@ func (s *sse) close() {
 }
 
 func (a *API) listFiles(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	list, err := a.comp.ListFiles(r.Context(), p, r.PathValue("id"), r.URL.Query().Get("dir"))
+	req, err := walkQuery(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, listingView(list))
+	page, err := a.comp.WalkFiles(r.Context(), p, r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, listingView(page))
 	return nil
 }
 

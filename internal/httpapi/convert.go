@@ -172,10 +172,13 @@ func processViewOf(p sandbox.ProcessInfo) processView {
 	return v
 }
 
-func listingView(l sandbox.Listing) fileListing {
-	out := fileListing{Data: make([]fileEntry, len(l.Entries)), Object: "list", Truncated: l.Truncated}
+func listingView(l sandbox.WalkPage) fileListing {
+	out := fileListing{Data: make([]fileEntry, len(l.Entries)), Object: "list", Truncated: l.Truncated, HasMore: l.More}
 	for i, fi := range l.Entries {
 		out.Data[i] = fileEntry(fi)
+	}
+	if n := len(l.Entries); n > 0 {
+		out.FirstID, out.LastID = &l.Entries[0].Path, &l.Entries[n-1].Path
 	}
 	return out
 }

@@ -187,11 +187,15 @@ type fileEntry struct {
 	ModTime time.Time `json:"mod_time"`
 }
 
-// fileListing is the answer of GET /v1/computers/{id}/files.
+// fileListing is the answer of GET /v1/computers/{id}/files: a page
+// (first_id and last_id are paths, null on an empty page).
 type fileListing struct {
 	Data      []fileEntry `json:"data"`
 	Object    string      `json:"object"`
 	Truncated bool        `json:"truncated"`
+	FirstID   *string     `json:"first_id"`
+	LastID    *string     `json:"last_id"`
+	HasMore   bool        `json:"has_more"`
 }
 
 // fileWritten is the answer of PUT /v1/computers/{id}/files/{path}.

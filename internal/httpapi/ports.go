@@ -67,7 +67,7 @@ type portTarget struct {
 	p      governance.Principal
 	id     string
 	port   int
-	prefix string // /v1/computers/{id}/ports/{port}
+	prefix string // /v1/computers/{id}/ports/{port}; "" on a preview host (porthost.go)
 }
 
 type portTargetKey struct{}
@@ -85,9 +85,7 @@ func (a *API) portRedirect(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, u.String(), http.StatusPermanentRedirect)
 }
 
-// proxyPort serves /v1/computers/{id}/ports/{port}/{path...}. It
-// authenticates with the API key (Authorization), else a preview link's
-// token (query cubicle_token, then its cookie).
+// proxyPort serves /v1/computers/{id}/ports/{port}/{path...}.
 func (a *API) proxyPort(w http.ResponseWriter, r *http.Request) {
 	attachComputer(r)
 	id := r.PathValue("id")
@@ -101,26 +99,32 @@ func (a *API) proxyPort(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	var p governance.Principal
+	a.proxyTo(w, r, portTarget{id: id, port: port, prefix: portPrefix(id, port)})
+}
+
+// proxyTo proxies r to t (its principal still unknown), by its path
+// below t.prefix. It authenticates with the API key (Authorization),
+// else a preview link's token (query cubicle_token, then its cookie).
+func (a *API) proxyTo(w http.ResponseWriter, r *http.Request, t portTarget) {
+	var err error
 	if r.Header.Get("Authorization") != "" {
-		p, err = a.gov.Authenticate(r.Context(), bearer(r))
+		t.p, err = a.gov.Authenticate(r.Context(), bearer(r))
 	} else {
-		p, err = a.linkPrincipal(w, r, id, port)
+		t.p, err = a.linkPrincipal(w, r, t)
 		if err == errRedirected {
 			return
 		}
 	}
-	attachPrincipal(r.Context(), p, err)
+	attachPrincipal(r.Context(), t.p, err)
 	if err == nil {
 		// Every request is authorized (the transport pools connections
 		// per computer and port, whoever opened them).
-		err = a.comp.CheckPorts(r.Context(), p, id)
+		err = a.comp.CheckPorts(r.Context(), t.p, t.id)
 	}
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	t := portTarget{p: p, id: id, port: port, prefix: portPrefix(id, port)}
 	ctx := context.WithValue(r.Context(), portTargetKey{}, t)
 	a.portProxy.ServeHTTP(w, r.WithContext(ctx))
 }
@@ -164,7 +168,9 @@ func (a *API) newPortProxy() *httputil.ReverseProxy {
 			}
 			stripCubicle(out.Header)
 			pr.SetXForwarded()
-			out.Header.Set("X-Forwarded-Prefix", t.prefix)
+			if t.prefix != "" {
+				out.Header.Set("X-Forwarded-Prefix", t.prefix)
+			}
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
@@ -282,7 +288,7 @@ func (l *portLinks) lookup(tok string) *portLink {
 // token in the query of a GET becomes a cookie (scoped to the port's
 // path) and the request is redirected without it, so the token leaves
 // the address bar and never reaches the app.
-func (a *API) linkPrincipal(w http.ResponseWriter, r *http.Request, id string, port int) (governance.Principal, error) {
+func (a *API) linkPrincipal(w http.ResponseWriter, r *http.Request, t portTarget) (governance.Principal, error) {
 	tok := r.URL.Query().Get("cubicle_token") // linkParam
 	fromQuery := tok != ""
 	if !fromQuery {
@@ -294,14 +300,14 @@ func (a *API) linkPrincipal(w http.ResponseWriter, r *http.Request, id string, p
 		return governance.Principal{}, governance.ErrUnauthenticated
 	}
 	k := a.links.lookup(tok)
-	if k == nil || k.Computer != id || k.Port != port {
+	if k == nil || k.Computer != t.id || k.Port != t.port {
 		return governance.Principal{}, fmt.Errorf("%w: the preview link is unknown, expired, deleted, or for another port", governance.ErrUnauthenticated)
 	}
 	if key, err := a.st.Keys().Get(r.Context(), k.p.Key.ID); err != nil || key.RevokedAt != nil {
 		return governance.Principal{}, fmt.Errorf("%w: the key that made the preview link was revoked", governance.ErrUnauthenticated)
 	}
 	if fromQuery {
-		http.SetCookie(w, &http.Cookie{Name: linkCookie, Value: tok, Path: portPrefix(id, port) + "/",
+		http.SetCookie(w, &http.Cookie{Name: linkCookie, Value: tok, Path: t.prefix + "/",
 			Expires: k.ExpiresAt, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			u := *r.URL
@@ -366,12 +372,16 @@ func (a *API) createLink(w http.ResponseWriter, r *http.Request, p governance.Pr
 	a.links.byHash[k.hash] = k
 	a.links.mu.Unlock()
 	u := portPrefix(id, body.Port) + "/?" + linkParam + "=" + tok
-	if r.Host != "" {
+	if host := a.previewHost(r.Host, id, body.Port); host != "" || r.Host != "" {
 		scheme := "http"
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		u = scheme + "://" + r.Host + u
+		if host != "" {
+			u = scheme + "://" + host + "/?" + linkParam + "=" + tok
+		} else {
+			u = scheme + "://" + r.Host + u
+		}
 	}
 	writeJSON(w, http.StatusCreated, linkAnswer{ID: k.ID, Object: "computer.link", ComputerID: id,
 		Port: k.Port, URL: u, Token: tok, ExpiresAt: k.ExpiresAt, CreatedAt: k.CreatedAt})

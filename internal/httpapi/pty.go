@@ -21,13 +21,15 @@ import (
 )
 
 // Terminals: GET /v1/computers/{id}/pty upgrades to a WebSocket attached
-// to a new process on a terminal of the computer (computer.OpenTerminal).
+// to a new process on a terminal of the computer (computer.OpenTerminal),
+// or with ?attach=term_… to a terminal that runs (computer.Terminal).
 // Binary messages are the terminal's bytes both ways; text messages are
 // JSON control: {"type":"resize","cols":N,"rows":N} from the client,
-// {"type":"exit",…} (then a normal close) or {"type":"error",…} from the
-// server. Closing the WebSocket hangs the terminal up: its processes get
-// SIGHUP and what still runs 2 s later is killed. See docs/api.md,
-// "Terminals".
+// {"type":"terminal","id":…} first, {"type":"exit",…} (then a normal
+// close) or {"type":"error",…} from the server. A close with 1000 hangs
+// the terminal up (SIGHUP, and what still runs 2 s later is killed); any
+// other end of the connection detaches it for the grace period. GET
+// /v1/computers/{id}/terminals lists them. See docs/api.md, "Terminals".
 const (
 	// ptyMessage bounds one message from the client.
 	ptyMessage = 64 << 10
@@ -44,6 +46,7 @@ const (
 // ptyControl is a text message, both ways.
 type ptyControl struct {
 	Type      string `json:"type"`
+	ID        string `json:"id,omitempty"` // the terminal's (term_…), in the first message
 	Cols      int    `json:"cols,omitempty"`
 	Rows      int    `json:"rows,omitempty"`
 	ExitCode  *int   `json:"exit_code,omitempty"`
@@ -129,34 +132,38 @@ func (o *ptyOut) Write(b []byte) (int, error) {
 
 func (o *ptyOut) drop() { o.stopOnce.Do(func() { close(o.stop) }) }
 
-// pty is GET /v1/computers/{id}/pty.
+// pty is GET /v1/computers/{id}/pty: a new terminal, or with
+// ?attach=term_… an existing one (its scrollback, then its output).
 func (a *API) pty(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return withParam("Upgrade", fmt.Errorf("%w: GET …/pty is a WebSocket; send an Upgrade: websocket request", errBadRequest))
 	}
+	// The terminal is found or started before the upgrade, so that a
+	// refusal (no such computer or terminal, too many terminals) is an
+	// HTTP status.
+	ctx := context.WithoutCancel(r.Context())
+	tid := r.URL.Query().Get("attach")
 	req, err := ptyRequest(r)
-	if err != nil {
+	if err != nil && tid == "" {
 		return err
 	}
 	if !a.sockets.add() {
 		return fmt.Errorf("%w: %s", computer.ErrUnavailable, errhttp.ShuttingDownSentence)
 	}
 	defer a.sockets.wg.Done()
-	var active atomic.Int64
-	active.Store(time.Now().UnixNano())
-	out := &ptyOut{q: make(chan []byte, ptyQueue), active: &active, stop: make(chan struct{})}
-	// The terminal runs before the upgrade, so that a refusal (no such
-	// computer, too many terminals) is an HTTP status.
-	ctx := context.WithoutCancel(r.Context())
-	t, err := a.comp.OpenTerminal(ctx, p, r.PathValue("id"), req, out)
-	if err != nil {
+	var s *computer.TerminalSession
+	if tid != "" {
+		if s, err = a.comp.Terminal(ctx, p, r.PathValue("id"), tid); err != nil {
+			return err
+		}
+	} else if s, err = a.comp.OpenTerminal(ctx, p, r.PathValue("id"), req); err != nil {
 		return err
 	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
-		out.drop()
-		t.Hangup()
-		t.Wait()
+		if tid == "" {
+			s.Hangup() // nobody ever had it
+		}
 		return nil // Accept answered the client
 	}
 	c.SetReadLimit(ptyMessage)
@@ -164,21 +171,50 @@ func (a *API) pty(w http.ResponseWriter, r *http.Request, p governance.Principal
 		c.Close(websocket.StatusGoingAway, errhttp.ShuttingDownSentence)
 	})
 	defer stopShutdown()
+	a.attachPTY(ctx, c, s)
+	return nil
+}
+
+// attachPTY serves one client of a terminal session until the terminal
+// ends, the client leaves (a close with 1000 hangs the terminal up, any
+// other end detaches it) or another client takes it over.
+func (a *API) attachPTY(ctx context.Context, c *websocket.Conn, s *computer.TerminalSession) {
+	var active atomic.Int64
+	active.Store(time.Now().UnixNano())
+	out := &ptyOut{q: make(chan []byte, ptyQueue), active: &active, stop: make(chan struct{})}
+	scrollback, att := s.Attach(out)
+	var hangup atomic.Bool // the client asked for the end: a hangup, not a detach
+	defer func() {
+		att.Detach(hangup.Load())
+		out.drop()
+	}()
+	info := s.Info()
+	hello, _ := json.Marshal(ptyControl{Type: "terminal", ID: s.ID(), Cols: info.Cols, Rows: info.Rows})
+	if !a.ptyWrite(ctx, c, websocket.MessageText, hello) {
+		return
+	}
+	for len(scrollback) > 0 {
+		n := min(len(scrollback), ptyMessage)
+		if !a.ptyWrite(ctx, c, websocket.MessageBinary, scrollback[:n]) {
+			return
+		}
+		scrollback = scrollback[n:]
+	}
 
 	// Input and control from the client; its end (a close, an error)
-	// hangs the terminal up.
+	// ends the attachment.
+	gone := make(chan struct{})
 	go func() {
-		defer t.Hangup()
+		defer close(gone)
 		for {
 			typ, data, err := c.Read(ctx)
 			if err != nil {
+				hangup.Store(websocket.CloseStatus(err) == websocket.StatusNormalClosure)
 				return
 			}
 			active.Store(time.Now().UnixNano())
 			if typ == websocket.MessageBinary {
-				if t.Input(ctx, data) != nil {
-					return
-				}
+				s.Input(ctx, data) // fails only once the terminal ended: its exit follows
 				continue
 			}
 			var m ptyControl
@@ -187,7 +223,7 @@ func (a *API) pty(w http.ResponseWriter, r *http.Request, p governance.Principal
 				return
 			}
 			if m.Type == "resize" {
-				if err := t.Resize(m.Cols, m.Rows); err != nil && errors.Is(err, sandbox.ErrInvalid) {
+				if err := s.Resize(m.Cols, m.Rows); err != nil && errors.Is(err, sandbox.ErrInvalid) {
 					c.Close(websocket.StatusPolicyViolation, truncateReason(err.Error()))
 					return
 				}
@@ -208,6 +244,7 @@ func (a *API) pty(w http.ResponseWriter, r *http.Request, p governance.Principal
 			case <-tick.C:
 			}
 			if time.Since(time.Unix(0, active.Load())) > ptyIdle {
+				s.Hangup()
 				c.Close(websocket.StatusNormalClosure, "idle for too long")
 				return
 			}
@@ -222,53 +259,51 @@ func (a *API) pty(w http.ResponseWriter, r *http.Request, p governance.Principal
 	}()
 
 	// Output to the client until the terminal ended, then its exit.
-	waited := make(chan struct{})
-	var st sandbox.ExitStatus
-	var werr error
-	go func() {
-		st, werr = t.Wait()
-		close(waited)
-	}()
-	for alive := true; ; {
+	for {
 		select {
 		case b := <-out.q:
-			if alive {
-				alive = a.ptyWrite(ctx, c, websocket.MessageBinary, b)
-				if !alive {
-					out.drop()
-					t.Hangup()
-				}
+			if !a.ptyWrite(ctx, c, websocket.MessageBinary, b) {
+				c.CloseNow()
+				return
 			}
 			continue
-		case <-waited:
-		}
-		// Wait returned: every byte of output was given to out.
-		for {
-			select {
-			case b := <-out.q:
-				if alive {
-					alive = a.ptyWrite(ctx, c, websocket.MessageBinary, b)
-				}
-				continue
-			default:
-			}
-			break
+		case <-gone:
+			c.CloseNow()
+			return
+		case <-att.Replaced():
+			out.drop()
+			c.Close(ptyReplaced, "another client attached to this terminal")
+			return
+		case <-s.Done():
 		}
 		break
 	}
-	out.drop()
+	// Done: every byte of output was given to out.
+	for drained := false; !drained; {
+		select {
+		case b := <-out.q:
+			if !a.ptyWrite(ctx, c, websocket.MessageBinary, b) {
+				return
+			}
+		default:
+			drained = true
+		}
+	}
+	st, werr := s.Wait()
 	if werr != nil {
 		msg, _ := json.Marshal(ptyControl{Type: "error", Message: werr.Error()})
 		a.ptyWrite(ctx, c, websocket.MessageText, msg)
 		c.Close(websocket.StatusInternalError, truncateReason(werr.Error()))
-		return nil
+		return
 	}
 	d := st.Duration.Milliseconds()
 	msg, _ := json.Marshal(ptyControl{Type: "exit", ExitCode: &st.ExitCode, Signal: &st.Signal, OOMKilled: st.OOMKilled, Duration: &d})
 	a.ptyWrite(ctx, c, websocket.MessageText, msg)
 	c.Close(websocket.StatusNormalClosure, "")
-	return nil
 }
+
+// ptyReplaced closes a client's socket when another took its terminal over.
+const ptyReplaced = websocket.StatusCode(4001)
 
 // ptyWrite sends one message, bounded by wsWriteTimeout; false when the
 // client is gone.
@@ -285,4 +320,77 @@ func truncateReason(s string) string {
 		return s[:120]
 	}
 	return s
+}
+
+// terminalView is a terminal session (GET …/terminals).
+type terminalView struct {
+	ID         string   `json:"id"`
+	Object     string   `json:"object"`
+	Pid        int      `json:"pid"`
+	Command    string   `json:"command,omitempty"`
+	Argv       []string `json:"argv,omitempty"`
+	Cwd        string   `json:"cwd,omitempty"`
+	Cols       int      `json:"cols"`
+	Rows       int      `json:"rows"`
+	Status     string   `json:"status"`
+	Attached   bool     `json:"attached"`
+	ExitCode   *int     `json:"exit_code"`
+	Signal     int      `json:"signal,omitempty"`
+	CreatedAt  int64    `json:"created_at"`
+	DetachedAt *int64   `json:"detached_at"`
+}
+
+func terminalViewOf(in computer.TerminalInfo) terminalView {
+	v := terminalView{ID: in.ID, Object: "terminal", Pid: in.Pid, Command: in.Command, Argv: in.Argv, Cwd: in.Cwd,
+		Cols: in.Cols, Rows: in.Rows, Status: "running", Attached: in.Attached, CreatedAt: in.CreatedAt.Unix()}
+	if in.Exit != nil {
+		v.Status, v.ExitCode, v.Signal = "exited", &in.Exit.ExitCode, in.Exit.Signal
+	}
+	if !in.Attached && !in.DetachedAt.IsZero() {
+		t := in.DetachedAt.Unix()
+		v.DetachedAt = &t
+	}
+	return v
+}
+
+// listTerminals is GET /v1/computers/{id}/terminals: the terminal
+// sessions, running or ended within their grace period, oldest first.
+func (a *API) listTerminals(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	list, err := a.comp.ListTerminals(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	data := make([]terminalView, len(list))
+	for i, in := range list {
+		data[i] = terminalViewOf(in)
+	}
+	page, err := listPage(r, data, func(v terminalView) string { return v.ID }, false)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// terminalEndWait bounds how long DELETE …/terminals/{tid} waits for the
+// hung-up terminal to end (its processes have 2 s before they are killed).
+const terminalEndWait = 5 * time.Second
+
+// deleteTerminal is DELETE /v1/computers/{id}/terminals/{tid}: hangs the
+// terminal up; the terminal once it ended.
+func (a *API) deleteTerminal(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+	s, err := a.comp.Terminal(r.Context(), p, r.PathValue("id"), r.PathValue("tid"))
+	if err != nil {
+		return err
+	}
+	s.Hangup()
+	t := time.NewTimer(terminalEndWait)
+	defer t.Stop()
+	select {
+	case <-s.Done():
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+	writeJSON(w, http.StatusOK, terminalViewOf(s.Info()))
+	return nil
 }

@@ -12,18 +12,22 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
 )
 
 // ptyConn is a test's WebSocket on GET …/pty: it collects the terminal's
 // output and the exit message.
 type ptyConn struct {
-	t    *testing.T
-	c    *websocket.Conn
-	mu   sync.Mutex
-	out  []byte
-	seen int // output before it was matched by expect
-	exit map[string]any
-	done chan struct{} // closed when the connection ended
+	t     *testing.T
+	c     *websocket.Conn
+	mu    sync.Mutex
+	out   []byte
+	seen  int            // output before it was matched by expect
+	hello map[string]any // the first message: {"type":"terminal","id":…}
+	exit  map[string]any
+	err   error         // why the connection ended
+	done  chan struct{} // closed when the connection ended
 }
 
 // dialPTY opens a terminal as key; query is added to the URL.
@@ -59,13 +63,22 @@ func (p *ptyConn) read() {
 	for {
 		typ, b, err := p.c.Read(context.Background())
 		if err != nil {
+			p.mu.Lock()
+			p.err = err
+			p.mu.Unlock()
 			return
 		}
 		p.mu.Lock()
 		if typ == websocket.MessageBinary {
 			p.out = append(p.out, b...)
 		} else {
-			json.Unmarshal(b, &p.exit)
+			var m map[string]any
+			json.Unmarshal(b, &m)
+			if m["type"] == "terminal" {
+				p.hello = m
+			} else {
+				p.exit = m
+			}
 		}
 		p.mu.Unlock()
 	}
@@ -221,4 +234,144 @@ func TestPTYLimits(t *testing.T) {
 	if m := p.exitMessage(); m["exit_code"] != float64(0) {
 		t.Fatalf("exit message: %v", m)
 	}
+}
+
+// terminalView is a terminal of GET …/terminals.
+type terminalView struct {
+	ID         string `json:"id"`
+	Object     string `json:"object"`
+	Pid        int    `json:"pid"`
+	Status     string `json:"status"`
+	Attached   bool   `json:"attached"`
+	ExitCode   *int   `json:"exit_code"`
+	Cols       int    `json:"cols"`
+	Rows       int    `json:"rows"`
+	DetachedAt *int64 `json:"detached_at"`
+}
+
+func (e *env) terminals(id string) map[string]terminalView {
+	e.t.Helper()
+	r := e.do(e.admin, "GET", "/v1/computers/"+id+"/terminals", nil)
+	if r.code != http.StatusOK {
+		e.t.Fatalf("GET terminals: %s", r)
+	}
+	var page struct {
+		Data []terminalView `json:"data"`
+	}
+	r.json(e.t, &page)
+	out := map[string]terminalView{}
+	for _, v := range page.Data {
+		out[v.ID] = v
+	}
+	return out
+}
+
+func (p *ptyConn) terminalID() string {
+	p.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		p.mu.Lock()
+		id, _ := p.hello["id"].(string)
+		p.mu.Unlock()
+		if id != "" {
+			return id
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatal("no terminal message")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A terminal outlives a lost connection for the grace period: listed as
+// detached, it runs on, and a client that attaches by its id gets the
+// scrollback (what it printed meanwhile too), then its output; another
+// client takes it over (the first is closed with 4001); a close with 1000
+// hangs it up. Not attached within the grace period, it is hung up; once
+// ended it can still be attached for its exit, then it is forgotten.
+func TestPTYReattach(t *testing.T) {
+	t.Parallel()
+	const grace = 4 * time.Second
+	e := newEnv(t, func(c *computer.Config) { c.TerminalGrace = grace })
+	id := e.create(e.admin, nil).ID
+	p := e.openPTY(e.admin, id, "cols=100&rows=30")
+	tid := p.terminalID()
+	if !strings.HasPrefix(tid, "term_") || p.hello["cols"] != float64(100) || p.hello["rows"] != float64(30) {
+		t.Fatalf("hello: %v", p.hello)
+	}
+	p.expect(`\$ `)
+	p.send("echo before-$((6*7))\r")
+	p.expect(`before-42`)
+	p.send("for i in 1 2 3; do echo tick-$i; sleep 0.5; done; echo done-$((6*7))\r")
+	p.expect(`tick-1`)
+	p.c.CloseNow() // lost: no close frame
+
+	eventually(t, 10*time.Second, "the terminal detached", func() bool {
+		v := e.terminals(id)[tid]
+		return v.Status == "running" && !v.Attached && v.DetachedAt != nil && v.Object == "terminal" && v.Pid > 1
+	})
+	time.Sleep(2 * time.Second) // the loop ends while nobody is attached
+	p2 := e.openPTY(e.admin, id, "attach="+tid)
+	if p2.terminalID() != tid {
+		t.Fatalf("attached to %v", p2.hello)
+	}
+	p2.expect(`before-42`) // the scrollback
+	p2.expect(`tick-3`)
+	p2.expect(`done-42`)
+	if v := e.terminals(id)[tid]; !v.Attached || v.DetachedAt != nil {
+		t.Fatalf("attached: %+v", v)
+	}
+	p2.send("echo live-$((6*7))\r")
+	p2.expect(`live-42`)
+
+	// A third client takes it over.
+	p3 := e.openPTY(e.admin, id, "attach="+tid)
+	p3.expect(`live-42`)
+	select {
+	case <-p2.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client taken over was not closed")
+	}
+	if websocket.CloseStatus(p2.err) != 4001 {
+		t.Fatalf("the client taken over: %v", p2.err)
+	}
+	p3.send("echo three-$((6*7))\r")
+	p3.expect(`three-42`)
+	p3.c.Close(websocket.StatusNormalClosure, "") // hangs up
+	eventually(t, 10*time.Second, "hung up by a normal close", func() bool { return e.terminals(id)[tid].Status == "exited" })
+
+	// Not attached again within the grace period: hung up.
+	q := e.openPTY(e.admin, id, "argv=sleep&argv=1000")
+	qid := q.terminalID()
+	eventually(t, 10*time.Second, "sleep running", func() bool { return e.sleepStates(id) == "S" })
+	q.c.CloseNow()
+	time.Sleep(grace / 2)
+	if e.sleepStates(id) != "S" {
+		t.Fatal("the terminal was hung up before its grace period ended")
+	}
+	eventually(t, 3*grace, "hung up after the grace period", func() bool { return e.sleepStates(id) == "" })
+	// Ended: attaching gives its exit at once, until it is forgotten.
+	q2 := e.openPTY(e.admin, id, "attach="+qid)
+	if m := q2.exitMessage(); m["type"] != "exit" || m["signal"] == float64(0) {
+		t.Fatalf("the exit of a hung-up terminal: %v", m)
+	}
+	eventually(t, 3*grace, "forgotten", func() bool { _, ok := e.terminals(id)[qid]; return !ok })
+	if _, res, err := e.dialPTY(e.admin, id, "attach="+qid); err == nil || res == nil || res.StatusCode != http.StatusNotFound {
+		t.Fatalf("attach to a forgotten terminal: %v %v", err, res)
+	}
+	_, other := e.newKey(e.newOrg("b", true), computerCaps)
+	if _, res, err := e.dialPTY(other, id, "attach="+tid); err == nil || res == nil || res.StatusCode != http.StatusNotFound {
+		t.Fatalf("another organisation's key: %v %v", err, res)
+	}
+
+	// DELETE hangs a terminal up.
+	d := e.openPTY(e.admin, id, "argv=sleep&argv=1000")
+	did := d.terminalID()
+	r := e.do(e.admin, "DELETE", "/v1/computers/"+id+"/terminals/"+did, nil)
+	var v terminalView
+	r.json(t, &v)
+	if r.code != http.StatusOK || v.Status != "exited" || v.ExitCode == nil {
+		t.Fatalf("DELETE terminal: %s", r)
+	}
+	e.do(e.admin, "DELETE", "/v1/computers/"+id+"/terminals/term_nope", nil).wantError(t, http.StatusNotFound, "")
 }

@@ -38,6 +38,9 @@ type Options struct {
 	// Jupyter Kernel Gateway API, internal/jupyter), which do their own
 	// authentication.
 	Mounts []Mount
+	// PreviewDomain serves <port>-<id>.<domain> as that computer's port
+	// (porthost.go); "": off.
+	PreviewDomain string
 }
 
 // Mount is a transport whose routes the API serves beside its own.
@@ -70,6 +73,8 @@ type API struct {
 	// portProxy and links serve the computers' ports (ports.go).
 	portProxy http.Handler
 	links     portLinks
+	// previewDomain: hosts below it are computers' ports (porthost.go).
+	previewDomain string
 }
 
 // New builds the handler. Readiness starts false: SetReady, the one
@@ -77,7 +82,8 @@ type API struct {
 // passed.
 func New(o Options) *API {
 	a := &API{gov: o.Governance, comp: o.Computers, st: o.Store, tools: tools.Default(), files: o.Files,
-		gateway: o.Gateway, mux: http.NewServeMux(), bodyTimeout: cmp.Or(o.BodyTimeout, DefaultBodyTimeout)}
+		gateway: o.Gateway, mux: http.NewServeMux(), bodyTimeout: cmp.Or(o.BodyTimeout, DefaultBodyTimeout),
+		previewDomain: strings.ToLower(o.PreviewDomain)}
 	a.sockets.ctx, a.sockets.cancel = context.WithCancel(context.Background())
 	a.mcp = mcp.New(a.comp, a.tools)
 	a.portProxy = a.newPortProxy()
@@ -132,10 +138,13 @@ func (a *API) routes() {
 	m.Handle("POST /v1/computers/{id}/processes/{pid}/stdin", a.auth(a.processStdin))
 	m.Handle("POST /v1/computers/{id}/processes/{pid}/signal", a.auth(a.signalProcess))
 	m.Handle("GET /v1/computers/{id}/pty", wsToken(a.auth(a.pty)))
+	m.Handle("GET /v1/computers/{id}/terminals", a.auth(a.listTerminals))
+	m.Handle("DELETE /v1/computers/{id}/terminals/{tid}", a.auth(a.deleteTerminal))
 	m.Handle("POST /v1/computers/{id}/python", a.auth(a.python))
 	m.Handle("POST /v1/computers/{id}/python/interrupt", a.auth(a.pythonControl("interrupt")))
 	m.Handle("POST /v1/computers/{id}/python/restart", a.auth(a.pythonControl("restart")))
 	m.Handle("GET /v1/computers/{id}/files", a.auth(a.listFiles))
+	m.Handle("GET /v1/computers/{id}/watch", a.auth(a.watchFiles))
 	m.Handle("PUT /v1/computers/{id}/files/{path...}", a.auth(a.putFile))
 	m.Handle("GET /v1/computers/{id}/files/{path...}", a.auth(a.getFile))
 	m.Handle("DELETE /v1/computers/{id}/files/{path...}", a.auth(a.deleteFile))
@@ -213,8 +222,12 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	a.withBodyDeadline(w, r)
-	a.attachRoute(r)
-	a.mux.ServeHTTP(rec, r)
+	if t, ok := a.previewTarget(r); ok {
+		a.servePreview(rec, r, t)
+	} else {
+		a.attachRoute(r)
+		a.mux.ServeHTTP(rec, r)
+	}
 	log.From(r.Context()).DebugContext(r.Context(), "http", "method", r.Method, "status", rec.code,
 		"ms", time.Since(start).Milliseconds())
 }
