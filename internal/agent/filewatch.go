@@ -262,89 +262,101 @@ func (w *fileWatch) read() {
 	}
 }
 
-// events handles one read's events; true when the watch must end (its
-// directory was deleted, moved or unmounted).
-func (w *fileWatch) events(b []byte) bool {
-	type moved struct {
-		path string
-		dir  bool
-	}
-	from := map[uint32]moved{} // this read's IN_MOVED_FROM by cookie
-	var order []uint32
-	now := time.Now().UTC()
+// inotifyEvent is one event of a read.
+type inotifyEvent struct {
+	wd     int32
+	mask   uint32
+	cookie uint32
+	name   string
+}
+
+// parseEvents splits a read of the inotify descriptor.
+func parseEvents(b []byte) []inotifyEvent {
+	var out []inotifyEvent
 	for len(b) >= unix.SizeofInotifyEvent {
-		wd := int32(binary.NativeEndian.Uint32(b[0:4]))
-		mask := binary.NativeEndian.Uint32(b[4:8])
-		cookie := binary.NativeEndian.Uint32(b[8:12])
-		nameLen := int(binary.NativeEndian.Uint32(b[12:16]))
-		if unix.SizeofInotifyEvent+nameLen > len(b) {
+		n := int(binary.NativeEndian.Uint32(b[12:16]))
+		if unix.SizeofInotifyEvent+n > len(b) {
 			break
 		}
-		name := strings.TrimRight(string(b[unix.SizeofInotifyEvent:unix.SizeofInotifyEvent+nameLen]), "\x00")
-		b = b[unix.SizeofInotifyEvent+nameLen:]
+		out = append(out, inotifyEvent{wd: int32(binary.NativeEndian.Uint32(b[0:4])), mask: binary.NativeEndian.Uint32(b[4:8]),
+			cookie: binary.NativeEndian.Uint32(b[8:12]), name: strings.TrimRight(string(b[unix.SizeofInotifyEvent:unix.SizeofInotifyEvent+n]), "\x00")})
+		b = b[unix.SizeofInotifyEvent+n:]
+	}
+	return out
+}
 
-		if mask&unix.IN_Q_OVERFLOW != 0 {
+// events handles one read's events; true when the watch must end (its
+// directory was deleted, moved or unmounted). A rename's IN_MOVED_FROM
+// and IN_MOVED_TO come one after the other: paired, they are a move; an
+// IN_MOVED_FROM alone left the watched tree (a delete), an IN_MOVED_TO
+// alone came into it (a create).
+func (w *fileWatch) events(b []byte) bool {
+	now := time.Now().UTC()
+	evs := parseEvents(b)
+	for i := 0; i < len(evs); i++ {
+		ev := evs[i]
+		if ev.mask&unix.IN_Q_OVERFLOW != 0 {
 			w.enqueue(protocol.WatchEvent{Type: protocol.EventOverflow, Time: now})
 			continue
 		}
-		dir, ok := w.dirs[wd]
+		dir, ok := w.dirs[ev.wd]
 		if !ok {
 			continue
 		}
-		if mask&unix.IN_IGNORED != 0 {
-			delete(w.dirs, wd)
+		if ev.mask&unix.IN_IGNORED != 0 {
+			delete(w.dirs, ev.wd)
 			if dir == w.root {
 				w.setEnd(protocol.WatchDeleted)
 				return true
 			}
 			continue
 		}
-		if mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_UNMOUNT) != 0 {
+		if ev.mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_UNMOUNT) != 0 {
 			if dir == w.root {
 				w.setEnd(protocol.WatchDeleted)
 				return true
 			}
 			continue // its parent reports it
 		}
-		p := path.Join(dir, name)
-		isDir := mask&unix.IN_ISDIR != 0
+		p := path.Join(dir, ev.name)
+		isDir := ev.mask&unix.IN_ISDIR != 0
 		switch {
-		case mask&unix.IN_CREATE != 0:
-			w.enqueue(protocol.WatchEvent{Type: protocol.EventCreate, Path: display(p), Dir: isDir, Time: now})
-			if isDir && w.recursive {
-				w.watchNew(p)
-			}
-		case mask&unix.IN_MODIFY != 0:
+		case ev.mask&unix.IN_CREATE != 0:
+			w.created(p, isDir, now)
+		case ev.mask&unix.IN_MODIFY != 0:
 			w.enqueue(protocol.WatchEvent{Type: protocol.EventModify, Path: display(p), Time: now})
-		case mask&unix.IN_DELETE != 0:
+		case ev.mask&unix.IN_DELETE != 0:
 			w.enqueue(protocol.WatchEvent{Type: protocol.EventDelete, Path: display(p), Dir: isDir, Time: now})
-		case mask&unix.IN_MOVED_FROM != 0:
-			from[cookie] = moved{p, isDir}
-			order = append(order, cookie)
-		case mask&unix.IN_MOVED_TO != 0:
-			if m, ok := from[cookie]; ok {
-				delete(from, cookie)
-				w.enqueue(protocol.WatchEvent{Type: protocol.EventMove, Path: display(p), From: display(m.path), Dir: isDir, Time: now})
-				if isDir {
-					w.renameDirs(m.path, p)
+		case ev.mask&unix.IN_MOVED_FROM != 0:
+			if i+1 < len(evs) && evs[i+1].mask&unix.IN_MOVED_TO != 0 && evs[i+1].cookie == ev.cookie {
+				if toDir, ok := w.dirs[evs[i+1].wd]; ok {
+					i++
+					to := path.Join(toDir, evs[i].name)
+					w.enqueue(protocol.WatchEvent{Type: protocol.EventMove, Path: display(to), From: display(p), Dir: isDir, Time: now})
+					if isDir {
+						w.renameDirs(p, to)
+					}
+					continue
 				}
-				continue
 			}
-			w.enqueue(protocol.WatchEvent{Type: protocol.EventCreate, Path: display(p), Dir: isDir, Time: now})
-			if isDir && w.recursive {
-				w.watchNew(p)
+			w.enqueue(protocol.WatchEvent{Type: protocol.EventDelete, Path: display(p), Dir: isDir, Time: now})
+			if isDir {
+				w.forgetDirs(p)
 			}
-		}
-	}
-	for _, c := range order { // moved out of the watched tree
-		if m, ok := from[c]; ok {
-			w.enqueue(protocol.WatchEvent{Type: protocol.EventDelete, Path: display(m.path), Dir: m.dir, Time: now})
-			if m.dir {
-				w.forgetDirs(m.path)
-			}
+		case ev.mask&unix.IN_MOVED_TO != 0:
+			w.created(p, isDir, now)
 		}
 	}
 	return false
+}
+
+// created reports a new entry (made, or moved in) and watches it when it
+// is a directory below a recursive watch.
+func (w *fileWatch) created(p string, isDir bool, now time.Time) {
+	w.enqueue(protocol.WatchEvent{Type: protocol.EventCreate, Path: display(p), Dir: isDir, Time: now})
+	if isDir && w.recursive {
+		w.watchNew(p)
+	}
 }
 
 func (w *fileWatch) setEnd(reason string) {
@@ -403,7 +415,7 @@ func (w *fileWatch) send(ctx context.Context) {
 		for {
 			w.mu.Lock()
 			n, size := 0, 0
-			for n < len(w.queue) && n < protocol.WatchBatch && size < watchFrameBytes {
+			for n < len(w.queue) && n < protocol.WatchBatchMax && size < watchFrameBytes {
 				size += len(w.queue[n].Path) + len(w.queue[n].From) + 128
 				n++
 			}

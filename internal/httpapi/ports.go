@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -403,8 +404,12 @@ func (a *API) listLinks(w http.ResponseWriter, r *http.Request, p governance.Pri
 		}
 	}
 	a.links.mu.Unlock()
-	slices.SortFunc(data, func(x, y portLink) int { return x.CreatedAt.Compare(y.CreatedAt) })
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	slices.SortFunc(data, func(x, y portLink) int { return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), strings.Compare(x.ID, y.ID)) })
+	page, err := listPage(r, data, func(k portLink) string { return k.ID }, false)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

@@ -258,7 +258,8 @@ func TestPortProxy(t *testing.T) {
 			t.Fatalf("the link's cookie on the API: %d, want 401", code)
 		}
 		r = e.do(e.admin, "GET", "/v1/computers/"+id+"/links", nil)
-		if r.code != 200 || !bytes.Contains(r.body, []byte(link.ID)) || bytes.Contains(r.body, []byte(link.Token)) {
+		if r.code != 200 || !bytes.Contains(r.body, []byte(link.ID)) || bytes.Contains(r.body, []byte(link.Token)) ||
+			!bytes.Contains(r.body, []byte(`"has_more":false`)) || !bytes.Contains(r.body, []byte(`"first_id":"`+link.ID+`"`)) {
 			t.Fatalf("list links: %s", r)
 		}
 		if r := e.do(e.admin, "DELETE", "/v1/computers/"+id+"/links/"+link.ID, nil); r.code != 200 {

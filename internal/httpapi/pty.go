@@ -187,6 +187,7 @@ func (a *API) attachPTY(ctx context.Context, c *websocket.Conn, s *computer.Term
 	defer func() {
 		att.Detach(hangup.Load())
 		out.drop()
+		c.CloseNow()
 	}()
 	info := s.Info()
 	hello, _ := json.Marshal(ptyControl{Type: "terminal", ID: s.ID(), Cols: info.Cols, Rows: info.Rows})

@@ -214,6 +214,7 @@ func TestPTYLimits(t *testing.T) {
 		t.Fatalf("dial with ?token=: %v", err)
 	}
 	c.CloseNow()
+	eventually(t, 10*time.Second, "the terminal of true ended", func() bool { return len(e.terminals(id)) == 0 })
 
 	var ptys []*ptyConn
 	for i := 0; i < 8; i++ {
@@ -291,7 +292,7 @@ func (p *ptyConn) terminalID() string {
 // ended it can still be attached for its exit, then it is forgotten.
 func TestPTYReattach(t *testing.T) {
 	t.Parallel()
-	const grace = 4 * time.Second
+	const grace = 6 * time.Second
 	e := newEnv(t, func(c *computer.Config) { c.TerminalGrace = grace })
 	id := e.create(e.admin, nil).ID
 	p := e.openPTY(e.admin, id, "cols=100&rows=30")

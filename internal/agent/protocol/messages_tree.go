@@ -64,8 +64,8 @@ const (
 	// does not fit is dropped and counted in an overflow event.
 	WatchQueue = 1024
 	WatchRate  = 1000
-	// WatchBatch bounds the events of one KindWatchEvents frame.
-	WatchBatch = 256
+	// WatchBatchMax bounds the events of one KindWatchEvents frame.
+	WatchBatchMax = 256
 )
 
 // WatchRequest watches the directory Path (with Recursive: and every
