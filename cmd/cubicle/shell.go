@@ -152,6 +152,7 @@ func shell(wsURL, key, computerID string, tty bool) int {
 		sendSize(ctx, c) // an attached terminal may have had another size
 	}
 	var terminal atomic.Value // its id, from the server's first message
+	var leaving atomic.Bool   // this side ends the connection: no "connection lost"
 	go func() {               // input
 		buf := make([]byte, 32<<10)
 		for {
@@ -174,7 +175,7 @@ func shell(wsURL, key, computerID string, tty bool) int {
 		for {
 			typ, b, err := c.Read(ctx)
 			if err != nil {
-				if code == 255 && websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				if code == 255 && !leaving.Load() && websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 					fmt.Fprintf(os.Stderr, "\r\ncubicle shell: connection lost: %v\r\n", err)
 					reattachHint(terminal.Load(), computerID)
 				}
@@ -217,12 +218,14 @@ func shell(wsURL, key, computerID string, tty bool) int {
 			}
 			if s == syscall.SIGHUP {
 				// The local terminal went: detach, as a lost connection does.
+				leaving.Store(true)
 				c.Close(websocket.StatusGoingAway, "the client's terminal hung up")
 				reattachHint(terminal.Load(), computerID)
 				return 128 + int(syscall.SIGHUP)
 			}
 			// Terminated here (a terminal's Ctrl-C is a key in raw mode):
 			// hang the remote terminal up.
+			leaving.Store(true)
 			c.Close(websocket.StatusNormalClosure, "the client was terminated")
 			return 128 + int(s.(syscall.Signal))
 		}

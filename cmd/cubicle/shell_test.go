@@ -138,7 +138,7 @@ func TestShellAttachTmux(t *testing.T) {
 		"bash", "--norc", "--noprofile")
 	t.Cleanup(func() { exec.Command("tmux", "-S", m.sock, "kill-server").Run() })
 	m.run("set-option", "-g", "status", "off")
-	m.waitFor("LOCAL$ ")
+	m.waitFor("LOCAL$")
 	m.keys(cubicleBin+" shell "+c.ID+"; echo EXIT=$?", "Enter")
 	m.waitFor("user@computer:~$")
 	m.keys("echo hello-$((6*7))", "Enter")
@@ -154,7 +154,8 @@ func TestShellAttachTmux(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	pane := m.waitFor("EXIT=129")
+	m.waitFor("EXIT=129")
+	pane := m.run("capture-pane", "-p", "-J", "-t", "s", "-S", "-200")
 	var list struct {
 		Data []struct {
 			ID       string `json:"id"`
@@ -167,12 +168,12 @@ func TestShellAttachTmux(t *testing.T) {
 		t.Fatalf("terminals after the SIGHUP: %+v", list)
 	}
 	tid := list.Data[0].ID
-	if !strings.Contains(pane, "cubicle shell --attach "+tid+" "+c.ID) {
+	if !strings.Contains(pane, "cubicle shell --attach "+tid+" "+c.ID) || strings.Contains(pane, "connection lost") {
 		t.Fatalf("no hint to attach again:\n%s", pane)
 	}
 
 	m.keys("clear", "Enter")
-	m.waitFor("LOCAL$ ")
+	m.waitFor("LOCAL$")
 	m.run("clear-history", "-t", "s")
 	if pane := m.run("capture-pane", "-p", "-t", "s", "-S", "-200"); strings.Contains(pane, "hello-42") {
 		t.Fatalf("the pane was not cleared:\n%s", pane)
