@@ -121,6 +121,9 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"file validation", "[computers]\nexec_timeout_seconds = -5\n", nil, []string{"computers.exec_timeout_seconds"}},
 		{"file log format", "[log]\nformat = \"xml\"\n", nil, []string{"log.format"}},
 		{"file syntax", "[computers\n", nil, []string{"toml"}},
+		{"env preview domain with a scheme", "", []string{"CUBICLE_SERVER_PREVIEW_DOMAIN=https://p.example.com"}, []string{"server.preview_domain"}},
+		{"env preview domain wildcard", "", []string{"CUBICLE_SERVER_PREVIEW_DOMAIN=*.example.com"}, []string{"server.preview_domain"}},
+		{"env negative terminal grace", "", []string{"CUBICLE_COMPUTERS_TERMINAL_GRACE_SECONDS=-1"}, []string{"computers.terminal_grace_seconds"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
