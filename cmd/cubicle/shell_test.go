@@ -47,32 +47,38 @@ func (m *tmux) waitFor(want string) string {
 	}
 }
 
-// cubicle shell in a real terminal (tmux): the remote prompt, a command's
-// output, the size and a resize, Ctrl-C reaching the remote sleep (the
-// local terminal is raw: cubicle itself is not interrupted), the remote
-// exit status, and the local terminal's mode restored.
-func TestShellTmux(t *testing.T) {
+// shellSetup starts a server, a computer of it and a 100×30 tmux pane
+// running bash with the server's URL and key (its prompt "LOCAL$ ").
+func shellSetup(t *testing.T) (m *tmux, s *server, id string) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is missing: run scripts/setup.sh")
 	}
-	s := startServer(t, t.TempDir(), serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey))
+	s = startServer(t, t.TempDir(), serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey))
 	var c struct {
 		ID string `json:"id"`
 	}
 	s.decode("POST", "/v1/computers", "", 201, &c)
-
-	dir := t.TempDir()
-	m := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
+	m = &tmux{t: t, sock: filepath.Join(t.TempDir(), "tmux.sock")}
 	m.run("-f", "/dev/null", "new-session", "-d", "-s", "s", "-x", "100", "-y", "30",
 		"-e", "CUBICLE_KEY="+s.key, "-e", "CUBICLE_URL="+s.url, "-e", "PS1=LOCAL$ ",
 		"bash", "--norc", "--noprofile")
 	t.Cleanup(func() { exec.Command("tmux", "-S", m.sock, "kill-server").Run() })
 	m.run("set-option", "-g", "status", "off")
+	return m, s, c.ID
+}
+
+// cubicle shell in a real terminal (tmux): the remote prompt, a command's
+// output, the size and a resize, Ctrl-C reaching the remote sleep (the
+// local terminal is raw: cubicle itself is not interrupted), the remote
+// exit status, and the local terminal's mode restored.
+func TestShellTmux(t *testing.T) {
+	m, _, id := shellSetup(t)
+	dir := t.TempDir()
 	before, after := filepath.Join(dir, "before"), filepath.Join(dir, "after")
 	m.keys("stty -a > "+before, "Enter")
 	m.waitFor("LOCAL$ ")
 
-	m.keys(cubicleBin+" shell "+c.ID+"; echo EXIT=$?", "Enter")
+	m.keys(cubicleBin+" shell "+id+"; echo EXIT=$?", "Enter")
 	m.waitFor("user@computer:~$")
 	m.keys("echo hello-$((6*7))", "Enter")
 	m.waitFor("hello-42")
@@ -123,23 +129,9 @@ func TestShellTmux(t *testing.T) {
 // connection): it prints how to attach again, and cubicle shell --attach
 // shows the terminal's recent output and goes on with it.
 func TestShellAttachTmux(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is missing: run scripts/setup.sh")
-	}
-	s := startServer(t, t.TempDir(), serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey))
-	var c struct {
-		ID string `json:"id"`
-	}
-	s.decode("POST", "/v1/computers", "", 201, &c)
-	dir := t.TempDir()
-	m := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
-	m.run("-f", "/dev/null", "new-session", "-d", "-s", "s", "-x", "100", "-y", "30",
-		"-e", "CUBICLE_KEY="+s.key, "-e", "CUBICLE_URL="+s.url, "-e", "PS1=LOCAL$ ",
-		"bash", "--norc", "--noprofile")
-	t.Cleanup(func() { exec.Command("tmux", "-S", m.sock, "kill-server").Run() })
-	m.run("set-option", "-g", "status", "off")
+	m, s, id := shellSetup(t)
 	m.waitFor("LOCAL$")
-	m.keys(cubicleBin+" shell "+c.ID+"; echo EXIT=$?", "Enter")
+	m.keys(cubicleBin+" shell "+id+"; echo EXIT=$?", "Enter")
 	m.waitFor("user@computer:~$")
 	m.keys("echo hello-$((6*7))", "Enter")
 	m.waitFor("hello-42")
@@ -163,12 +155,12 @@ func TestShellAttachTmux(t *testing.T) {
 			Status   string `json:"status"`
 		} `json:"data"`
 	}
-	s.decode("GET", "/v1/computers/"+c.ID+"/terminals", "", 200, &list)
+	s.decode("GET", "/v1/computers/"+id+"/terminals", "", 200, &list)
 	if len(list.Data) != 1 || list.Data[0].Attached || list.Data[0].Status != "running" {
 		t.Fatalf("terminals after the SIGHUP: %+v", list)
 	}
 	tid := list.Data[0].ID
-	if !strings.Contains(pane, "cubicle shell --attach "+tid+" "+c.ID) || strings.Contains(pane, "connection lost") {
+	if !strings.Contains(pane, "cubicle shell --attach "+tid+" "+id) || strings.Contains(pane, "connection lost") {
 		t.Fatalf("no hint to attach again:\n%s", pane)
 	}
 
@@ -178,7 +170,7 @@ func TestShellAttachTmux(t *testing.T) {
 	if pane := m.run("capture-pane", "-p", "-t", "s", "-S", "-200"); strings.Contains(pane, "hello-42") {
 		t.Fatalf("the pane was not cleared:\n%s", pane)
 	}
-	m.keys(cubicleBin+" shell --attach "+tid+" "+c.ID+"; echo EXIT2=$?", "Enter")
+	m.keys(cubicleBin+" shell --attach "+tid+" "+id+"; echo EXIT2=$?", "Enter")
 	m.waitFor("hello-42") // the scrollback
 	m.keys("echo again-$((6*7))", "Enter")
 	m.waitFor("again-42")
