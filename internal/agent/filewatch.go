@@ -93,6 +93,9 @@ func (s *Server) startWatch(ctx context.Context, w *fileWatch) {
 
 func (s *Server) openWatch(w *fileWatch) (protocol.WatchStarted, error) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+		return protocol.WatchStarted{}, fmt.Errorf("%w: the computer's inotify instances are used up (%v); end a watch", protocol.ErrTooManyProcs, err)
+	}
 	if err != nil {
 		return protocol.WatchStarted{}, fmt.Errorf("%w: inotify: %v", protocol.ErrInternal, err)
 	}
