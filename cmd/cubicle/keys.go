@@ -60,7 +60,8 @@ func openGovernance(ctx context.Context, data string) (*governance.Service, func
 	if err != nil {
 		return nil, nil, err
 	}
-	return governance.New(st), func() { st.Close() }, nil
+	gov := governance.New(st)
+	return gov, func() { gov.CloseAudit(ctx); st.Close() }, nil
 }
 
 func printOut(asJSON bool, v any, text string) {

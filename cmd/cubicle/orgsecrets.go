@@ -56,6 +56,7 @@ func orgSecretsCmd(args []string) int {
 	}
 	defer st.Close()
 	gov := governance.New(st) // changes are audited (via "cli", no key)
+	defer gov.CloseAudit(ctx)
 	switch verb {
 	case "secrets":
 		list, err := computer.OrgSecrets(ctx, st, org)
