@@ -220,9 +220,13 @@ func (s DomainSecret) GoString() string { return s.String() }
 const Nameserver = "10.200.0.1"
 
 // Network connects computers with NetworkInternet to the host's egress. The
-// driver calls Attach once per such computer, before any process of it
-// runs, with the path of the computer's network namespace, and closes the
-// Link when the computer stops (every open connection ends).
+// driver calls Attach once per such computer, with the path of the
+// computer's network namespace, as soon as that exists; Attach returns what
+// the computer's start needs (Env, CACert) and makes the interface in the
+// background, while the computer boots. The driver waits for Link.Wait
+// before it gives the computer to anyone (before any process of it runs),
+// and closes the Link when the computer stops (every open connection
+// ends).
 type Network interface {
 	Attach(ctx context.Context, a Attachment) (Link, error)
 }
@@ -251,6 +255,9 @@ type NetworkCutter interface {
 // Link is a computer's attached network.
 type Link interface {
 	io.Closer
+	// Wait returns once the computer's interface is up, or the reason it
+	// could not be made.
+	Wait(ctx context.Context) error
 	// Env is what every process of the computer gets in its environment
 	// (the proxy variables, with credentials valid for this computer
 	// only, and the variables that point TLS clients at CABundleFile).
