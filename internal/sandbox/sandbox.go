@@ -91,6 +91,22 @@ type Resumer interface {
 	DiscardPaused(ctx context.Context, id string) error
 }
 
+// Limiter is a driver whose running computers can take other memory and
+// process limits: a warm-pool computer claimed by a create that asked for
+// other limits.
+type Limiter interface {
+	// SetLimits puts spec's MemoryBytes and Pids (and CPUs, when set) in
+	// force on sb, one of this driver's computers. It refuses
+	// (ErrLimitsBelowUse) a memory limit that what the computer holds now
+	// would not fit under with room to spare, so the change never
+	// OOM-kills a process; the computer keeps its limits then.
+	SetLimits(ctx context.Context, sb Sandbox, spec Spec) error
+}
+
+// ErrLimitsBelowUse is SetLimits refusing a memory limit under what the
+// computer uses.
+var ErrLimitsBelowUse = errors.New("the computer already uses more memory than the new limit leaves room for")
+
 // Volumer is a driver that keeps volumes: named disks that outlive
 // computers, mounted into them (Spec.Volumes).
 type Volumer interface {
