@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,10 +141,8 @@ func unary[Req, Res any](h unaryHandler[Req, Res]) boxHandler {
 
 // isJSON reports whether a Content-Type is want (parameters aside).
 func isJSON(ct, want string) bool {
-	if i := bytes.IndexByte([]byte(ct), ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	return ct == want
+	ct, _, _ = strings.Cut(ct, ";")
+	return strings.TrimSpace(ct) == want
 }
 
 func unmarshal(data []byte, v any) error {
@@ -280,6 +279,11 @@ func readEnvelope[Req any](r *http.Request) (*Req, error) {
 	data := make([]byte, n)
 	if _, err := io.ReadFull(r.Body, data); err != nil {
 		return nil, rpcInvalid("the request message is cut short: %v", err)
+	}
+	// Read the body to its end: the server lifts the body's read deadline
+	// there, and a server-streaming call's request holds one message.
+	if rest, _ := io.Copy(io.Discard, io.LimitReader(r.Body, 1)); rest != 0 {
+		return nil, rpcInvalid("a server-streaming call's request holds one message")
 	}
 	req := new(Req)
 	if err := unmarshal(data, req); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs/errhttp"
+	"github.com/cubicle-sandbox/cubicle/internal/log"
 )
 
 // The sandbox's routes: envd's (port 49983) and the code interpreter's
@@ -49,8 +50,8 @@ func writeBoxError(w http.ResponseWriter, r *http.Request, err error) {
 // boxAuth authenticates a sandbox request by its access token (the
 // Cubicle key create or connect answered as envdAccessToken), checks that
 // it is for port and that its sandbox runs, then serves it. A sandbox
-// that does not run is answered 502, as E2B's proxy does: the SDK reads
-// it as the sandbox's end.
+// that does not run (unknown, gone or paused) is answered 502, as E2B's
+// proxy does: the SDK reads it as the sandbox's end.
 func (s *Server) boxAuth(port string, h boxHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b := &box{id: r.Header.Get("E2b-Sandbox-Id")}
@@ -69,8 +70,9 @@ func (s *Server) boxAuth(port string, h boxHandler) http.Handler {
 			return
 		}
 		b.p = p
+		log.Attach(r.Context(), "computer", b.id)
 		if err := s.mgr.CheckRunning(r.Context(), p, b.id); err != nil {
-			if errors.Is(err, computer.ErrNotFound) || errors.Is(err, computer.ErrGone) {
+			if errors.Is(err, computer.ErrNotFound) || errors.Is(err, computer.ErrGone) || errors.Is(err, computer.ErrPaused) {
 				err = errdefs.New(errdefs.BadGateway, "", fmt.Sprintf("the sandbox %s is not running: %v", b.id, err))
 			}
 			writeBoxError(w, r, err)

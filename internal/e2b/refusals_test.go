@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/cubicle-sandbox/cubicle/internal/e2b"
 )
 
 // call does one request and answers its status and body.
@@ -44,8 +42,10 @@ func envelope(data []byte, n uint32) []byte {
 // answers.
 func TestE2BRefusals(t *testing.T) {
 	t.Parallel()
-	url := newServer(t) + e2b.Prefix
-	key := map[string]string{"X-API-Key": adminSecret, "Content-Type": "application/json"}
+	srv := newServer(t)
+	url, secret := srv.url, srv.key(computerCaps)
+	key := map[string]string{"X-API-Key": secret, "Content-Type": "application/json"}
+	noComputers := map[string]string{"X-API-Key": srv.key(`{"files":{}}`)}
 	for _, c := range []struct {
 		name, method, path string
 		header             map[string]string
@@ -54,6 +54,7 @@ func TestE2BRefusals(t *testing.T) {
 		want               string
 	}{
 		{"no key", "GET", "/v2/sandboxes", nil, "", 401, `"code":401`},
+		{"no computers", "GET", "/v2/sandboxes", noComputers, "", 403, "computer capability"},
 		{"bad json", "POST", "/v2/sandboxes", key, `{"templateID":`, 400, "not the JSON expected"},
 		{"envs at create", "POST", "/v2/sandboxes", key, `{"envVars":{"A":"b"}}`, 400, "pass envs to commands.run"},
 		{"internet", "POST", "/v2/sandboxes", key, `{"allow_internet_access":true}`, 400, "network_policy"},
@@ -62,7 +63,7 @@ func TestE2BRefusals(t *testing.T) {
 		{"bad state", "GET", "/v2/sandboxes?state=dead", key, "", 400, `state \"dead\"`},
 		{"unknown route", "GET", "/templates", key, "", 404, "no such E2B route"},
 		{"kill unknown", "DELETE", "/sandboxes/cmp_nope", key, "", 404, `"code":404`},
-		{"no sandbox", "GET", "/health", map[string]string{"E2b-Sandbox-Id": "cmp_nope", "E2b-Sandbox-Port": "49983", "X-Access-Token": adminSecret}, "", 502, "not running"},
+		{"no sandbox", "GET", "/health", map[string]string{"E2b-Sandbox-Id": "cmp_nope", "E2b-Sandbox-Port": "49983", "X-Access-Token": secret}, "", 502, "not running"},
 		{"no token", "GET", "/health", map[string]string{"E2b-Sandbox-Id": "cmp_nope", "E2b-Sandbox-Port": "49983"}, "", 401, ""},
 	} {
 		status, body := call(t, c.method, url+c.path, c.header, []byte(c.body))
@@ -73,11 +74,11 @@ func TestE2BRefusals(t *testing.T) {
 
 	status, body := call(t, "POST", url+"/v2/sandboxes", key, []byte(`{"templateID":"base","timeout":60}`))
 	var sb struct{ SandboxID, EnvdAccessToken, EnvdVersion string }
-	if status != 201 || json.Unmarshal([]byte(body), &sb) != nil || sb.EnvdAccessToken != adminSecret || sb.EnvdVersion == "" {
+	if status != 201 || json.Unmarshal([]byte(body), &sb) != nil || sb.EnvdAccessToken != secret || sb.EnvdVersion == "" {
 		t.Fatalf("create: %d %s", status, body)
 	}
 	box := func(port, ct string) map[string]string {
-		return map[string]string{"E2b-Sandbox-Id": sb.SandboxID, "E2b-Sandbox-Port": port, "X-Access-Token": adminSecret, "Content-Type": ct}
+		return map[string]string{"E2b-Sandbox-Id": sb.SandboxID, "E2b-Sandbox-Port": port, "X-Access-Token": secret, "Content-Type": ct}
 	}
 	start := []byte(`{"process":{"cmd":"/bin/true"},"pty":{"size":{"cols":80,"rows":24}}}`)
 	for _, c := range []struct {
@@ -111,6 +112,14 @@ func TestE2BRefusals(t *testing.T) {
 		if status != c.status || !strings.Contains(body, c.want) {
 			t.Errorf("%s: %d %q, want %d with %q", c.name, status, body, c.status, c.want)
 		}
+	}
+	// Another organisation's key finds no such sandbox, by either door.
+	other := srv.otherOrgKey()
+	if status, body := call(t, "GET", url+"/sandboxes/"+sb.SandboxID, map[string]string{"X-API-Key": other}, nil); status != 404 {
+		t.Errorf("another organisation's get: %d %s", status, body)
+	}
+	if status, body := call(t, "GET", url+"/health", map[string]string{"E2b-Sandbox-Id": sb.SandboxID, "E2b-Sandbox-Port": "49983", "X-Access-Token": other}, nil); status != 502 {
+		t.Errorf("another organisation's envd: %d %s", status, body)
 	}
 	if status, body := call(t, "DELETE", url+"/sandboxes/"+sb.SandboxID, key, nil); status != 204 {
 		t.Errorf("kill: %d %s", status, body)

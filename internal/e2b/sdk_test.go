@@ -1,6 +1,7 @@
 package e2b_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -27,17 +28,57 @@ func TestMain(m *testing.M) {
 
 const adminSecret = "cub_test_admin_secret_e2b01"
 
-// newServer serves the real REST API with the E2B mount (real SQLite,
-// linux driver and computers, real HTTP) and returns its URL.
-func newServer(t *testing.T) string {
+// server is the real REST API with the E2B mount (real SQLite, linux
+// driver and computers, real HTTP).
+type server struct {
+	t   *testing.T
+	url string // the E2B prefix's URL
+	gov *governance.Service
+	org string
+}
+
+func newServer(t *testing.T) *server {
 	t.Helper()
 	cfg := httpapitest.Config()
 	cfg.Prelude = config.DefaultPrelude // matplotlib inline, as serve's default
 	srv := httpapitest.StartMounted(t, agentBin, adminSecret, cfg, func(m *computer.Manager, g *governance.Service) httpapi.Mount {
 		return e2b.New(m, g)
 	})
-	return srv.URL
+	return &server{t: t, url: srv.URL + e2b.Prefix, gov: srv.Gov, org: srv.Admin.Org.ID}
 }
+
+// key makes a key of the admin's organisation with capabilities caps
+// (JSON, the seed's shape) and returns its secret.
+func (s *server) key(caps string) string {
+	s.t.Helper()
+	c, err := governance.ParseCapabilities([]byte(caps))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	_, secret, err := s.gov.CreateKey(context.Background(), s.org, "e2b-test", c)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return secret
+}
+
+// otherOrgKey is a computer key of an organisation of its own.
+func (s *server) otherOrgKey() string {
+	s.t.Helper()
+	org, err := s.gov.CreateOrg(context.Background(), "other", governance.OrgSettings{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	c, _ := governance.ParseCapabilities([]byte(computerCaps))
+	_, secret, err := s.gov.CreateKey(context.Background(), org.ID, "e2b-other", c)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return secret
+}
+
+// computerCaps are the capabilities of a key that uses computers.
+const computerCaps = `{"computer":{}}`
 
 // sdkResult is what testdata/sdk/client.mjs prints.
 type sdkResult struct {
@@ -105,16 +146,18 @@ type sdkResult struct {
 // a refused key; create; commands with callbacks, a failing one, envs and
 // cwd, a background command (listed, waited for) and a killed one; files
 // written, read, listed and tested; runCode's text, stdout, PNG chart,
-// table and error; setTimeout; list by metadata; the base template; kill.
+// table and error; setTimeout; list by metadata; pause and connect; the
+// base template; kill.
 func TestE2BSDK(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat("testdata/sdk/node_modules/@e2b/code-interpreter"); err != nil {
 		t.Fatalf("the E2B SDKs are not installed (make test installs them: bash scripts/testdeps.sh): %v", err)
 	}
-	url := newServer(t) + e2b.Prefix
+	srv := newServer(t)
+	key := srv.key(computerCaps)
 	cmd := exec.CommandContext(t.Context(), "node", "client.mjs")
 	cmd.Dir = "testdata/sdk"
-	cmd.Env = append(os.Environ(), "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url, "E2B_API_KEY="+adminSecret)
+	cmd.Env = append(os.Environ(), "E2B_API_URL="+srv.url, "E2B_SANDBOX_URL="+srv.url, "E2B_API_KEY="+key)
 	cmd.WaitDelay = 5 * time.Second
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -182,6 +225,9 @@ func TestE2BSDK(t *testing.T) {
 	}
 	if len(got.List) != 1 || got.List[0].ID != got.ID || got.List[0].State != "running" || got.List[0].Purpose != "e2b-sdk-test" {
 		t.Errorf("list: %+v", got.List)
+	}
+	if !slices.Equal(got.Paused, []bool{true, false, false}) || !got.Resumed.Same || got.Resumed.Read != "hello from e2b" || got.Resumed.State != "running" {
+		t.Errorf("paused %v, resumed %+v", got.Paused, got.Resumed)
 	}
 	if !strings.HasPrefix(got.Base.ID, "cmp_") || got.Base.Uname != "Linux\n" || !got.BaseKilled {
 		t.Errorf("base sandbox %+v, killed %v", got.Base, got.BaseKilled)

@@ -102,6 +102,11 @@ out.timeout = { before: before.endAt.getTime() - Date.now(), after: after.endAt.
 const page = await Sandbox.list({ query: { metadata: { purpose: "e2b-sdk-test" } } }).nextItems();
 out.list = page.map((s) => ({ id: s.sandboxId, state: s.state, purpose: s.metadata.purpose }));
 
+// Pause keeps the files; connect resumes.
+out.paused = [await sbx.pause(), await sbx.pause(), await sbx.isRunning()];
+const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 300_000 });
+out.resumed = { same: again.sandboxId === sbx.sandboxId, read: await again.files.read("sub/hello.txt"), state: (await again.getInfo()).state };
+
 // The base SDK's sandbox, its template "base", killed by id.
 const base = await BaseSandbox.create("base");
 out.base = { id: base.sandboxId, uname: (await base.commands.run("uname -s")).stdout };
