@@ -2,11 +2,15 @@ package e2b
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
 
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs/errhttp"
 	"github.com/cubicle-sandbox/cubicle/internal/log"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // apiError is the body of an error of the E2B API and of envd's HTTP
@@ -16,14 +20,8 @@ type apiError struct {
 	Message string `json:"message"`
 }
 
-// Errors of the E2B transport itself.
-var (
-	errNoRoute = errdefs.New(errdefs.NotFound, "", "no such E2B route on Cubicle (docs/e2b.md lists what is supported)")
-	// errSandboxGone answers sandbox requests for a sandbox that does not
-	// run (E2B's proxy answers 502 there; the SDK reads it as the
-	// sandbox's end).
-	errSandboxGone = errdefs.New(errdefs.BadGateway, "", "")
-)
+// errNoRoute answers an E2B API route Cubicle does not serve.
+var errNoRoute = errdefs.New(errdefs.NotFound, "", "no such E2B route on Cubicle (docs/e2b.md lists what is supported)")
 
 // message is what a client is told of err: its own sentence, or the
 // internal sentence (the error logged) for an internal error.
@@ -34,7 +32,13 @@ func message(ctx context.Context, err error) (int, string) {
 		log.From(ctx).ErrorContext(ctx, "e2b request failed", "err", err)
 		return status, errhttp.InternalSentence
 	}
-	return status, err.Error()
+	msg := err.Error()
+	if errors.Is(err, sandbox.ErrNotFound) {
+		// A missing file: computer.ErrNotFound's sentence is the
+		// computer's, not the file's.
+		msg = strings.TrimPrefix(msg, computer.ErrNotFound.Error()+": ")
+	}
+	return status, msg
 }
 
 // writeError answers err in the E2B API's shape.

@@ -78,7 +78,7 @@ func (s *server) otherOrgKey() string {
 }
 
 // computerCaps are the capabilities of a key that uses computers.
-const computerCaps = `{"computer":{}}`
+const computerCaps = `{"tooling":{"system_tools":["computer"]},"computer":{}}`
 
 // sdkResult is what testdata/sdk/client.mjs prints.
 type sdkResult struct {
@@ -134,7 +134,12 @@ type sdkResult struct {
 		Before, After int64
 		State         string
 	}
-	List                                      []struct{ ID, State, Purpose string }
+	List    []struct{ ID, State, Purpose string }
+	Paused  []bool
+	Resumed struct {
+		Same        bool
+		Read, State string
+	}
 	Base                                      struct{ ID, Uname string }
 	BaseKilled, Kill, KillAgain, RunningAfter bool
 	AfterKill                                 struct{ Name, Message string }
@@ -165,6 +170,7 @@ func TestE2BSDK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node: %v\n%s\n%s", err, out, stderr.String())
 	}
+	t.Logf("the SDKs saw: %s", out)
 	var got sdkResult
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s\n%s", err, out, stderr.String())
@@ -193,7 +199,7 @@ func TestE2BSDK(t *testing.T) {
 	if !slices.Equal(got.Exists, []bool{true, false}) {
 		t.Errorf("exists: %v", got.Exists)
 	}
-	if got.Missing.Name != "FileNotFoundError" && got.Missing.Name != "NotFoundError" {
+	if got.Missing.Name != "FileNotFoundError" || got.Missing.Message != "/workspace/missing.txt: no such file or directory" {
 		t.Errorf("reading a missing file: %+v", got.Missing)
 	}
 	if got.EnvCwd != "hi there\n/workspace/sub\nhello from e2b" {
