@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
-	"github.com/cubicle-sandbox/cubicle/internal/governance"
 )
 
 // The Connect protocol (connectrpc.com/docs/protocol), as the SDK's
@@ -291,13 +290,3 @@ func readEnvelope[Req any](r *http.Request) (*Req, error) {
 	}
 	return req, nil
 }
-
-// box is a sandbox request's target: the computer and the principal the
-// access token authenticated.
-type box struct {
-	id string
-	p  governance.Principal
-}
-
-// boxHandler serves a sandbox request.
-type boxHandler func(w http.ResponseWriter, r *http.Request, b *box)

@@ -9,6 +9,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs/errhttp"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 )
 
@@ -81,3 +82,13 @@ func (s *Server) boxAuth(port string, h boxHandler) http.Handler {
 		h(w, r, b)
 	})
 }
+
+// box is a sandbox request's target: the computer and the principal the
+// access token authenticated.
+type box struct {
+	id string
+	p  governance.Principal
+}
+
+// boxHandler serves a sandbox request.
+type boxHandler func(w http.ResponseWriter, r *http.Request, b *box)

@@ -1,7 +1,6 @@
 package e2b_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,76 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cubicle-sandbox/cubicle/internal/computer"
-	"github.com/cubicle-sandbox/cubicle/internal/config"
-	"github.com/cubicle-sandbox/cubicle/internal/e2b"
-	"github.com/cubicle-sandbox/cubicle/internal/governance"
-	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
-	"github.com/cubicle-sandbox/cubicle/internal/httpapi/httpapitest"
-	"github.com/cubicle-sandbox/cubicle/internal/testbin"
 )
-
-// agentBin is the real cubicle binary computers run as their agent.
-var agentBin string
-
-func TestMain(m *testing.M) {
-	os.Exit(testbin.Main(m, &agentBin))
-}
-
-const adminSecret = "cub_test_admin_secret_e2b01"
-
-// server is the real REST API with the E2B mount (real SQLite, linux
-// driver and computers, real HTTP).
-type server struct {
-	t   *testing.T
-	url string // the E2B prefix's URL
-	gov *governance.Service
-	org string
-}
-
-func newServer(t *testing.T) *server {
-	t.Helper()
-	cfg := httpapitest.Config()
-	cfg.Prelude = config.DefaultPrelude // matplotlib inline, as serve's default
-	srv := httpapitest.StartMounted(t, agentBin, adminSecret, cfg, func(m *computer.Manager, g *governance.Service) httpapi.Mount {
-		return e2b.New(m, g)
-	})
-	return &server{t: t, url: srv.URL + e2b.Prefix, gov: srv.Gov, org: srv.Admin.Org.ID}
-}
-
-// key makes a key of the admin's organisation with capabilities caps
-// (JSON, the seed's shape) and returns its secret.
-func (s *server) key(caps string) string {
-	s.t.Helper()
-	c, err := governance.ParseCapabilities([]byte(caps))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	_, secret, err := s.gov.CreateKey(context.Background(), s.org, "e2b-test", c)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return secret
-}
-
-// otherOrgKey is a computer key of an organisation of its own.
-func (s *server) otherOrgKey() string {
-	s.t.Helper()
-	org, err := s.gov.CreateOrg(context.Background(), "other", governance.OrgSettings{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	c, _ := governance.ParseCapabilities([]byte(computerCaps))
-	_, secret, err := s.gov.CreateKey(context.Background(), org.ID, "e2b-other", c)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return secret
-}
-
-// computerCaps are the capabilities of a key that uses computers.
-const computerCaps = `{"tooling":{"system_tools":["computer"]},"computer":{}}`
 
 // sdkResult is what testdata/sdk/client.mjs prints.
 type sdkResult struct {
@@ -102,10 +32,17 @@ type sdkResult struct {
 	Exists    []bool
 	Missing   struct{ Name, Message string }
 	EnvCwd    string
-	BgPid     int
-	ListedPid []int `json:"listedPids"`
-	During    string
-	Bg        struct {
+	FsOps     struct {
+		Made    []bool
+		Moved   string
+		Deep    []string
+		Removed bool
+	}
+	Stdin, Connected string
+	BgPid            int
+	ListedPid        []int `json:"listedPids"`
+	During           string
+	Bg               struct {
 		ExitCode         int
 		Stdout, Callback string
 	}
@@ -149,10 +86,11 @@ type sdkResult struct {
 // (installed by `make test`: scripts/testdeps.sh), configured only by
 // E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY, against a real server:
 // a refused key; create; commands with callbacks, a failing one, envs and
-// cwd, a background command (listed, waited for) and a killed one; files
-// written, read, listed and tested; runCode's text, stdout, PNG chart,
-// table and error; setTimeout; list by metadata; pause and connect; the
-// base template; kill.
+// cwd, a background command (listed, waited for) and a killed one, stdin,
+// connect; files written, read, listed (with depth), tested, made, moved
+// and removed; runCode's text, stdout, PNG chart, table and error;
+// setTimeout; list by metadata; pause and connect; the base template;
+// kill.
 func TestE2BSDK(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat("testdata/sdk/node_modules/@e2b/code-interpreter"); err != nil {
@@ -204,6 +142,13 @@ func TestE2BSDK(t *testing.T) {
 	}
 	if got.EnvCwd != "hi there\n/workspace/sub\nhello from e2b" {
 		t.Errorf("envs and cwd: %q", got.EnvCwd)
+	}
+	if f := got.FsOps; !slices.Equal(f.Made, []bool{true, false}) || f.Moved != "/workspace/d1/d2/a.txt" ||
+		!slices.Equal(f.Deep, []string{"/workspace/d1/d2", "/workspace/d1/d2/a.txt"}) || !f.Removed {
+		t.Errorf("makeDir, rename, list with depth, remove: %+v", f)
+	}
+	if got.Stdin != "piped\n" || got.Connected != "late\n" {
+		t.Errorf("stdin %q, connected %q", got.Stdin, got.Connected)
 	}
 	if got.BgPid <= 0 || !slices.Contains(got.ListedPid, got.BgPid) || got.During != "during\n" {
 		t.Errorf("background pid %d, listed %v, during %q", got.BgPid, got.ListedPid, got.During)

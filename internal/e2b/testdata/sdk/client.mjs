@@ -58,6 +58,22 @@ try {
 const r2 = await sbx.commands.run('echo "$GREETING" && pwd && cat hello.txt', { envs: { GREETING: "hi there" }, cwd: "/workspace/sub" });
 out.envCwd = r2.stdout;
 
+// makeDir (false when it exists), rename, remove.
+const made = [await sbx.files.makeDir("/workspace/d1/d2"), await sbx.files.makeDir("d1/d2")];
+const moved = await sbx.files.rename("/workspace/sub/a.txt", "/workspace/d1/d2/a.txt");
+const deep = (await sbx.files.list("d1", { depth: 2 })).map((e) => e.path).sort();
+await sbx.files.remove("/workspace/d1");
+out.fsOps = { made, moved: moved.path, deep, removed: !(await sbx.files.exists("/workspace/d1")) };
+
+// stdin: written, then closed; connect to a running command.
+const cat = await sbx.commands.run("cat", { background: true, stdin: true });
+await cat.sendStdin("piped\n");
+await cat.closeStdin();
+out.stdin = (await cat.wait()).stdout;
+const late = await sbx.commands.run("sleep 1; echo late", { background: true });
+const attached = await sbx.commands.connect(late.pid);
+out.connected = (await attached.wait()).stdout;
+
 // A background command: it runs while others do, is listed, and is waited for.
 const bgOut = [];
 const bg = await sbx.commands.run("sleep 1; echo bg-done", { background: true, onStdout: (d) => bgOut.push(d) });
