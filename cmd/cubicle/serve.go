@@ -214,10 +214,11 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sql
 		opts.Mounts = append(opts.Mounts, s.kg)
 		slog.Info("jupyter kernel gateway API enabled", "path", "/api/kernels", "mount_roots", len(jc.MountRoots))
 	}
-	if cfg.Computers.Enabled {
+	if cfg.E2B.Enabled && cfg.Computers.Enabled {
 		// The E2B SDKs' protocols (docs/e2b.md): E2B_API_URL and
 		// E2B_SANDBOX_URL are http(s)://<this server>/e2b.
 		opts.Mounts = append(opts.Mounts, e2b.New(s.mgr, gov))
+		slog.Info("e2b sdk api enabled", "path", e2b.Prefix)
 	}
 	s.api = httpapi.New(opts)
 	return s, nil
