@@ -70,7 +70,7 @@ const cat = await sbx.commands.run("cat", { background: true, stdin: true });
 await cat.sendStdin("piped\n");
 await cat.closeStdin();
 out.stdin = (await cat.wait()).stdout;
-const late = await sbx.commands.run("sleep 1; echo late", { background: true });
+const late = await sbx.commands.run("sleep 3; echo late", { background: true });
 const attached = await sbx.commands.connect(late.pid);
 out.connected = (await attached.wait()).stdout;
 
