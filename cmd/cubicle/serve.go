@@ -16,6 +16,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/e2b"
 	"github.com/cubicle-sandbox/cubicle/internal/egress/egresslog"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -212,6 +213,12 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sql
 			Lifetime: jc.Lifetime(), MountRoots: jc.MountRoots}, s.mgr, gov)
 		opts.Mounts = append(opts.Mounts, s.kg)
 		slog.Info("jupyter kernel gateway API enabled", "path", "/api/kernels", "mount_roots", len(jc.MountRoots))
+	}
+	if cfg.E2B.Enabled && cfg.Computers.Enabled {
+		// The E2B SDKs' protocols (docs/e2b.md): E2B_API_URL and
+		// E2B_SANDBOX_URL are http(s)://<this server>/e2b.
+		opts.Mounts = append(opts.Mounts, e2b.New(s.mgr, gov))
+		slog.Info("e2b sdk api enabled", "path", e2b.Prefix)
 	}
 	s.api = httpapi.New(opts)
 	return s, nil

@@ -289,3 +289,20 @@ func TestComputersEnabledAndDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestE2BEnabled: the E2B protocols are served unless e2b.enabled says
+// false, in the file or as CUBICLE_E2B_ENABLED.
+func TestE2BEnabled(t *testing.T) {
+	if !config.Default().E2B.Enabled {
+		t.Fatal("e2b.enabled defaults to false")
+	}
+	for _, c := range []struct {
+		file string
+		env  []string
+	}{{"[e2b]\nenabled = false\n", nil}, {"", []string{"CUBICLE_E2B_ENABLED=false"}}} {
+		cfg, err := config.Load(writeFile(t, c.file), c.env)
+		if err != nil || cfg.E2B.Enabled {
+			t.Errorf("%q %v: enabled %v, %v", c.file, c.env, cfg.E2B.Enabled, err)
+		}
+	}
+}
