@@ -26,6 +26,7 @@ type Config struct {
 	Jupyter   Jupyter   `toml:"jupyter"`
 	Template  Template  `toml:"template"`
 	Network   Network   `toml:"network"`
+	Store     Store     `toml:"store"`
 }
 
 // Gateway configures POST /v1/responses and its upstream model servers:
