@@ -27,6 +27,7 @@ type Config struct {
 	E2B       E2B       `toml:"e2b"`
 	Template  Template  `toml:"template"`
 	Network   Network   `toml:"network"`
+	Store     Store     `toml:"store"`
 }
 
 // Gateway configures POST /v1/responses and its upstream model servers:

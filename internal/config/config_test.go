@@ -121,6 +121,8 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"file validation", "[computers]\nexec_timeout_seconds = -5\n", nil, []string{"computers.exec_timeout_seconds"}},
 		{"file log format", "[log]\nformat = \"xml\"\n", nil, []string{"log.format"}},
 		{"file syntax", "[computers\n", nil, []string{"toml"}},
+		{"env store url", "", []string{"CUBICLE_STORE_URL=mysql://u:hunter2@db/x"}, []string{"store.url", "postgres://", "mysql://u:xxxxx@db/x"}},
+		{"file store url", "[store]\nurl = \"/var/lib/cubicle/cubicle.db\"\n", nil, []string{"store.url"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
