@@ -5,14 +5,15 @@
 # the tools the tests use (curl inside internet computers, iproute2 for
 # test networks, tmux for the terminal tests of 'cubicle shell', npm for
 # scripts/testdeps.sh: Debian's nodejs and npm, unless an npm is already
-# on the PATH, e.g. from NodeSource).
+# on the PATH, e.g. from NodeSource; postgresql-15, whose server the store
+# tests start themselves, never as a service).
 set -euo pipefail
 
 packages=(
   python3 python3-ipykernel python3-numpy python3-pandas python3-matplotlib
   e2fsprogs util-linux procps iproute2 psmisc gcc libc6-dev
   python3-jupyter-server python3-nbclient python3-nbformat mmdebstrap erofs-utils
-  curl ca-certificates tmux
+  curl ca-certificates tmux postgresql-15
 )
 command -v npm >/dev/null || packages+=(nodejs npm)
 
@@ -25,6 +26,12 @@ if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # The tests run their own PostgreSQL (internal/store/postgres/pgtest):
+  # the package must not start or enable a cluster of its own.
+  if [[ " ${missing[*]} " == *" postgresql-15 "* ]]; then
+    mkdir -p /etc/postgresql-common/createcluster.d
+    echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/cubicle.conf
+  fi
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 

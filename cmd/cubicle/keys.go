@@ -6,16 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
-	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
 
 const keysUsage = `Usage: cubicle keys create|list|revoke|set [flags] [KEY]
 
-Manages API keys in the server's database (works while the server runs).
+Manages API keys in the server's database (works while the server runs;
+$CUBICLE_STORE_URL names a PostgreSQL store, else the data directory's).
 The secret of a new key is printed once. 'create --admin' makes an admin
 key (every capability and the admin endpoints) in the first organisation
 (or --org): the way back when the admin key is lost. --policy is the
@@ -36,7 +35,8 @@ Flags:
 const orgsUsage = `Usage: cubicle orgs create|list|set [flags] [ORG]
        cubicle orgs secrets|secret-set|secret-rm [flags] ORG (domain secrets: cubicle orgs secrets --help)
 
-Manages organisations in the server's database. 'set ORG' changes an
+Manages organisations in the server's database ($CUBICLE_STORE_URL names
+a PostgreSQL store, else the data directory's). 'set ORG' changes an
 organisation's switches: --internet on|off (computer_internet: its
 computers may have internet where the deployment offers it; off by
 default; computers that have it lose it within network.recheck_seconds)
@@ -56,11 +56,12 @@ Flags:
 
 // openGovernance opens the database of a data directory.
 func openGovernance(ctx context.Context, data string) (*governance.Service, func(), error) {
-	st, err := sqlite.Open(ctx, filepath.Join(data, "cubicle.db"))
+	st, err := openCLIStore(ctx, data)
 	if err != nil {
 		return nil, nil, err
 	}
-	return governance.New(st), func() { st.Close() }, nil
+	gov := governance.New(st)
+	return gov, func() { gov.CloseAudit(ctx); st.Close() }, nil
 }
 
 func printOut(asJSON bool, v any, text string) {

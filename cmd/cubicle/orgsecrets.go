@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
-	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 )
 
 const orgSecretsUsage = `Usage: cubicle orgs secrets|secret-set|secret-rm [flags] ORG
@@ -49,13 +47,14 @@ func orgSecretsCmd(args []string) int {
 	}
 	org := fs.Arg(0)
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(*data, "cubicle.db"))
+	st, err := openCLIStore(ctx, *data)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cubicle orgs: %v\n", err)
 		return 1
 	}
 	defer st.Close()
 	gov := governance.New(st) // changes are audited (via "cli", no key)
+	defer gov.CloseAudit(ctx)
 	switch verb {
 	case "secrets":
 		list, err := computer.OrgSecrets(ctx, st, org)

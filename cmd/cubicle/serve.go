@@ -16,6 +16,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/e2b"
 	"github.com/cubicle-sandbox/cubicle/internal/egress/egresslog"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -23,13 +24,14 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/jupyter"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
-	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
 const serveUsage = `Usage: cubicle serve [flags]
 
 Serves the computers API over HTTP. State (a SQLite database and the
-computers' disks) lives in the data directory. On first start it creates an
+computers' disks) lives in the data directory; --store postgres://… (or
+store.url, CUBICLE_STORE_URL) keeps the database in PostgreSQL instead. On first start it creates an
 organisation and an admin key once it listens: CUBICLE_ADMIN_KEY sets the
 key, otherwise a generated one is printed once ('cubicle keys create --admin'
 makes another). Every config key can be overridden with
@@ -46,6 +48,7 @@ func serveCmd(args []string) int {
 	cfgPath := fs.String("config", "", "TOML configuration file")
 	listen := fs.String("listen", "", "address to listen on (default from config: 127.0.0.1:8080)")
 	data := fs.String("data", "", "data directory (default from config: /var/lib/cubicle)")
+	storeURL := fs.String("store", "", "the store: a postgres:// URL (default from config store.url: SQLite in the data directory)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -56,6 +59,9 @@ func serveCmd(args []string) int {
 		}
 		if *data != "" {
 			cfg.Server.Data, _ = filepath.Abs(*data)
+		}
+		if *storeURL != "" {
+			cfg.Store.URL = *storeURL
 		}
 		err = cfg.Validate()
 	}
@@ -103,11 +109,16 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	defer unlock()
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.Server.Data, "cubicle.db"))
+	st, err := openStore(ctx, cfg.Store.URL, cfg.Server.Data)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	release, err := exclusive(ctx, st)
+	if err != nil {
+		return err
+	}
+	defer release()
 	gov := governance.New(st)
 	s, err := build(ctx, cfg, gwc, st, gov)
 	if err != nil {
@@ -132,7 +143,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		s.api.SetReady(true)
 		slog.Info("ready", "listen", ln.Addr().String())
 	}()
-	slog.Info("serving", "listen", ln.Addr().String(), "data", cfg.Server.Data)
+	slog.Info("serving", "listen", ln.Addr().String(), "data", cfg.Server.Data, "store", storeName(cfg.Store.URL))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -167,7 +178,7 @@ type components struct {
 // the files service, the computer manager, the gateway, the Jupyter API,
 // the REST API), each given all it needs at construction. The manager is
 // started.
-func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sqlite.DB, gov *governance.Service) (*components, error) {
+func build(ctx context.Context, cfg config.Config, gwc responses.Config, st store.Store, gov *governance.Service) (*components, error) {
 	uidStart, uidCount, _ := cfg.Computers.UIDs() // validated by config.Load
 	net, internet, egressLog, err := network(cfg.Network, st.Egress(), gov)
 	if err != nil {
@@ -213,6 +224,12 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st *sql
 		opts.Mounts = append(opts.Mounts, s.kg)
 		slog.Info("jupyter kernel gateway API enabled", "path", "/api/kernels", "mount_roots", len(jc.MountRoots))
 	}
+	if cfg.E2B.Enabled && cfg.Computers.Enabled {
+		// The E2B SDKs' protocols (docs/e2b.md): E2B_API_URL and
+		// E2B_SANDBOX_URL are http(s)://<this server>/e2b.
+		opts.Mounts = append(opts.Mounts, e2b.New(s.mgr, gov))
+		slog.Info("e2b sdk api enabled", "path", e2b.Prefix)
+	}
 	s.api = httpapi.New(opts)
 	return s, nil
 }
@@ -254,7 +271,7 @@ func (s *components) close() {
 
 // filesService is the files and artifacts service over the blob directory
 // (files.dir, else <data>/blobs).
-func filesService(cfg config.Config, st *sqlite.DB) (*files.Service, error) {
+func filesService(cfg config.Config, st store.Store) (*files.Service, error) {
 	dir := cfg.Files.Dir
 	if dir == "" {
 		dir = filepath.Join(cfg.Server.Data, "blobs")

@@ -69,12 +69,13 @@ func serveEnv(extra ...string) []string {
 		"CUBICLE_COMPUTERS_MEMORY=256M"), extra...)
 }
 
-// startServer runs 'cubicle serve' on a free port over dir and waits until
-// it listens (recovery of a previous server is done by then).
-func startServer(t *testing.T, dir string, env []string) *server {
+// startServer runs 'cubicle serve' on a free port over dir (with more
+// flags args) and waits until it listens (recovery of a previous server
+// is done by then).
+func startServer(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
 	s := &server{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{}), key: serveAdminKey}
-	s.cmd = exec.Command(cubicleBin, "serve", "--data", dir, "--listen", "127.0.0.1:0")
+	s.cmd = exec.Command(cubicleBin, append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0"}, args...)...)
 	s.cmd.Env = env
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
 	if err := s.cmd.Start(); err != nil {

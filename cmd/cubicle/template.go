@@ -15,7 +15,6 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
-	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
 	"github.com/cubicle-sandbox/cubicle/internal/template"
 )
 
@@ -389,11 +388,10 @@ func humanBytes(n int64) string {
 // templateUsers counts the running computers made from the template name
 // in the database of the data directory data (none when it has none).
 func templateUsers(ctx context.Context, data, name string) (int, error) {
-	db := filepath.Join(data, "cubicle.db")
-	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(data, "cubicle.db")); errors.Is(err, fs.ErrNotExist) && os.Getenv("CUBICLE_STORE_URL") == "" {
 		return 0, nil
 	}
-	st, err := sqlite.Open(ctx, db)
+	st, err := openCLIStore(ctx, data)
 	if err != nil {
 		return 0, err
 	}

@@ -158,3 +158,24 @@ func (s *Server) sweepLeaves(ctx context.Context) {
 		s.leaves.mu.Unlock()
 	}
 }
+
+// memoryLimit is the memory limit in force on the computer's cgroup (it
+// can change while the computer runs: a claimed pool computer), or
+// init.MemoryHint when it cannot be read.
+func (s *Server) memoryLimit() int64 {
+	for _, fd := range s.init.Cgroup.Place {
+		for _, name := range []string{"memory.max", "memory.limit_in_bytes"} {
+			f, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue
+			}
+			var b [32]byte
+			n, _ := unix.Read(f, b[:])
+			unix.Close(f)
+			if v, err := strconv.ParseInt(strings.TrimSpace(string(b[:max(n, 0)])), 10, 64); err == nil {
+				return v
+			}
+		}
+	}
+	return s.init.MemoryHint
+}

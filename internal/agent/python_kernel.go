@@ -205,7 +205,7 @@ func (k *pyKernel) death() string {
 	}
 	if oom {
 		d += "; the computer ran out of memory"
-		if m := k.s.init.MemoryHint; m > 0 {
+		if m := k.s.memoryLimit(); m > 0 {
 			d += fmt.Sprintf(" (limit %d MiB)", m>>20)
 		}
 	}

@@ -63,10 +63,15 @@ func (c *apiClient) check(ctx context.Context) error {
 // create makes a computer with the default limits (POST /v1/computers {})
 // and returns its id and the round-trip time.
 func (c *apiClient) create(ctx context.Context) (string, time.Duration, error) {
+	return c.createReq(ctx, client.CreateRequest{})
+}
+
+// createReq is create with the request's limits.
+func (c *apiClient) createReq(ctx context.Context, req client.CreateRequest) (string, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	start := time.Now()
-	v, err := c.api.Create(ctx, client.CreateRequest{})
+	v, err := c.api.Create(ctx, req)
 	if err != nil {
 		return "", 0, err
 	}

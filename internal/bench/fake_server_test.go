@@ -33,6 +33,8 @@ type fakeServer struct {
 	pool  int
 	live  map[string]bool // id → its kernel is warm
 	calls atomic.Int64
+	// memoryCreates counts the creates that asked for memory_mb.
+	memoryCreates map[int64]int
 }
 
 // fakeRefill is how long the fake pool takes to refill after a claim.
@@ -77,6 +79,16 @@ func (f *fakeServer) create(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(429)
 		io.WriteString(w, `{"error":{"code":"capacity_exceeded","message":"full"}}`)
 		return
+	}
+	var req struct {
+		MemoryMB int64 `json:"memory_mb"`
+	}
+	json.NewDecoder(r.Body).Decode(&req)
+	if req.MemoryMB > 0 {
+		if f.memoryCreates == nil {
+			f.memoryCreates = map[int64]int{}
+		}
+		f.memoryCreates[req.MemoryMB]++
 	}
 	f.next++
 	id := fmt.Sprintf("cmp_%d", f.next)

@@ -112,21 +112,36 @@ func (e *egressCounts) unexpected() string {
 	return strings.Join(parts, ", ")
 }
 
-// timedNetwork times every Attach of the Network it wraps: what an
-// internet computer's Create() spends on its network.
+// timedNetwork times every attach of the Network it wraps, from Attach
+// until its Link's Wait returns: the work an internet computer's network
+// takes, done beside the agent's boot within Create().
 type timedNetwork struct {
 	sandbox.Network
 	mu   sync.Mutex
-	last time.Duration // the last Attach's, until take
+	last time.Duration // the last attach's, until take
 }
 
 func (n *timedNetwork) Attach(ctx context.Context, a sandbox.Attachment) (sandbox.Link, error) {
 	start := time.Now()
-	c, err := n.Network.Attach(ctx, a)
-	n.mu.Lock()
-	n.last = time.Since(start)
-	n.mu.Unlock()
-	return c, err
+	l, err := n.Network.Attach(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return &timedLink{Link: l, n: n, start: start}, nil
+}
+
+type timedLink struct {
+	sandbox.Link
+	n     *timedNetwork
+	start time.Time
+}
+
+func (l *timedLink) Wait(ctx context.Context) error {
+	err := l.Link.Wait(ctx)
+	l.n.mu.Lock()
+	l.n.last = time.Since(l.start)
+	l.n.mu.Unlock()
+	return err
 }
 
 // take returns the last Attach's time once, and false when there was none

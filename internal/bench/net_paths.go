@@ -127,12 +127,13 @@ func downloadPath(run curlRunner, args []string, maxTime time.Duration, size int
 }
 
 // createPath times Create() of a computer with spec until its agent
-// answers, and with attach the Network.Attach() within it; the computer is
+// answers, and with attach the network's attach within it (Attach until
+// the Link's Wait, beside the agent's boot); the computer is
 // destroyed afterwards, untimed.
 func createPath(drv sandbox.Driver, spec sandbox.Spec, timeout time.Duration, id, label string, attach *timedNetwork) *path {
 	p := &path{name: label, required: true, rows: []rowDef{{id, label}}}
 	if attach != nil {
-		p.rows = append(p.rows, rowDef{RowNetAttach, "cubicle    of which Network.Attach()"})
+		p.rows = append(p.rows, rowDef{RowNetAttach, "cubicle    network attach (beside the boot)"})
 	}
 	p.sample = func(ctx context.Context) (map[string]time.Duration, error) {
 		cctx, cancel := context.WithTimeout(ctx, timeout)

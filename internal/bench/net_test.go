@@ -166,20 +166,36 @@ func TestNetConfigValidate(t *testing.T) {
 type slowNetwork struct{}
 
 func (slowNetwork) Attach(context.Context, sandbox.Attachment) (sandbox.Link, error) {
-	time.Sleep(2 * time.Millisecond)
-	return nil, nil
+	time.Sleep(time.Millisecond)
+	return slowLink{}, nil
 }
 
-// TestTimedNetwork: take gives the last Attach's time once.
+// slowLink's interface is up 2 ms after Wait is called.
+type slowLink struct{ sandbox.Link }
+
+func (slowLink) Wait(context.Context) error {
+	time.Sleep(2 * time.Millisecond)
+	return nil
+}
+
+// TestTimedNetwork: take gives the last attach's time (Attach until the
+// Link's Wait returned) once.
 func TestTimedNetwork(t *testing.T) {
 	n := &timedNetwork{Network: slowNetwork{}}
 	if _, ok := n.take(); ok {
 		t.Error("a time before any Attach")
 	}
-	if _, err := n.Attach(context.Background(), sandbox.Attachment{ComputerID: "c", Netns: "/proc/1/ns/net"}); err != nil {
+	l, err := n.Attach(context.Background(), sandbox.Attachment{ComputerID: "c", Netns: "/proc/1/ns/net"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if d, ok := n.take(); !ok || d < 2*time.Millisecond {
+	if _, ok := n.take(); ok {
+		t.Error("a time before the interface was up")
+	}
+	if err := l.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := n.take(); !ok || d < 3*time.Millisecond {
 		t.Errorf("take = %v, %v", d, ok)
 	}
 	if _, ok := n.take(); ok {

@@ -177,7 +177,7 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 		}
 	}
 	want := []string{RowPyOnePlusOne, RowPyOnePlusOneSSE, RowPyFirstWarm, RowPyFirstWarmCreate, RowPyFirstWarmCell,
-		RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell}
+		RowPyFirstWarmMem, RowPyFirstWarmMemCreate, RowPyFirstWarmMemCell, RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell}
 	if !slices.Equal(ids, want) {
 		t.Errorf("rows %v, want %v", ids, want)
 	}
@@ -192,8 +192,11 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 	if all, cr, cell := byID[RowPyFirstCold], byID[RowPyFirstColdCreate], byID[RowPyFirstColdCell]; all.Min < cr.Min || all.Min < cell.Min {
 		t.Errorf("the whole first cell is shorter than a part: %+v %+v %+v", all, cr, cell)
 	}
-	if len(rep.Targets) != 2 || len(rep.Speedups) != 1 || rep.Speedups[0].Fast != RowPyFirstWarm {
+	if len(rep.Targets) != 3 || len(rep.Speedups) != 1 || rep.Speedups[0].Fast != RowPyFirstWarm {
 		t.Errorf("targets %+v speedups %+v", rep.Targets, rep.Speedups)
+	}
+	if n := warmF.memoryCreates[firstCellMemoryMB]; n < 4 { // the timed runs, and warm-up
+		t.Errorf("%d creates asked for memory_mb %d, want at least 4", n, firstCellMemoryMB)
 	}
 	if n, m := warmF.alive(), coldF.alive(); n != 0 || m != 0 {
 		t.Errorf("%d and %d computers left alive", n, m)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 )
 
 // pyRoundTrip times 1+1 in one computer of the warm server, claimed from
@@ -114,10 +116,10 @@ func kernelChannelsPath(j *Jupyter, cfg PythonConfig, name string, required bool
 // firstCellSample creates a computer and runs the first cell in it, timing
 // both; the computer is deleted afterwards (untimed), after settle.
 func firstCellSample(ctx context.Context, c *apiClient, tr *tracker, cfg PythonConfig, settle func(context.Context) error,
-	rowAll, rowCreate, rowCell string) (map[string]time.Duration, error) {
+	create client.CreateRequest, rowAll, rowCreate, rowCell string) (map[string]time.Duration, error) {
 	req := pythonRequest(firstCell, pythonFirstCellTimeout)
 	start := time.Now()
-	id, dc, err := c.create(ctx)
+	id, dc, err := c.createReq(ctx, create)
 	if err != nil {
 		return nil, err
 	}
@@ -143,19 +145,31 @@ func firstCellSample(ctx context.Context, c *apiClient, tr *tracker, cfg PythonC
 // pyFirstWarm times POST /v1/computers from a full warm pool plus the
 // first cell in that computer, whose kernel already ran the prelude. The
 // pool's refill is waited for before each sample and after it (untimed).
-func pyFirstWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
+// With memoryMB the create asks for that memory (less than the pool's):
+// the pool computer takes it on its live cgroup.
+func pyFirstWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig, memoryMB int64) *path {
+	rows := []rowDef{
+		{RowPyFirstWarm, "warm     new computer + first cell"},
+		{RowPyFirstWarmCreate, "warm       POST /v1/computers (from the pool)"},
+		{RowPyFirstWarmCell, "warm       POST …/python (the cell)"},
+	}
+	name := "cubicle first cell (warm pool)"
+	if memoryMB > 0 {
+		name = fmt.Sprintf("cubicle first cell (warm pool, memory_mb %d)", memoryMB)
+		rows = []rowDef{
+			{RowPyFirstWarmMem, fmt.Sprintf("warm     memory_mb %d: new computer + first cell", memoryMB)},
+			{RowPyFirstWarmMemCreate, "warm       POST /v1/computers (from the pool, limit set live)"},
+			{RowPyFirstWarmMemCell, "warm       POST …/python (the cell)"},
+		}
+	}
 	return &path{
-		name: "cubicle first cell (warm pool)", required: true,
-		rows: []rowDef{
-			{RowPyFirstWarm, "warm     new computer + first cell"},
-			{RowPyFirstWarmCreate, "warm       POST /v1/computers (from the pool)"},
-			{RowPyFirstWarmCell, "warm       POST …/python (the cell)"},
-		},
+		name: name, required: true, rows: rows,
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
 			if err := pool.wait(ctx); err != nil {
 				return nil, err
 			}
-			return firstCellSample(ctx, c, tr, cfg, pool.wait, RowPyFirstWarm, RowPyFirstWarmCreate, RowPyFirstWarmCell)
+			return firstCellSample(ctx, c, tr, cfg, pool.wait, client.CreateRequest{MemoryMB: memoryMB},
+				rows[0].id, rows[1].id, rows[2].id)
 		},
 	}
 }
@@ -171,7 +185,7 @@ func pyFirstCold(c *apiClient, tr *tracker, cfg PythonConfig) *path {
 			{RowPyFirstColdCell, "cold       POST …/python (kernel, prelude, cell)"},
 		},
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			return firstCellSample(ctx, c, tr, cfg, nil, RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell)
+			return firstCellSample(ctx, c, tr, cfg, nil, client.CreateRequest{}, RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell)
 		},
 	}
 }

@@ -349,7 +349,7 @@ func (m *Manager) Create(ctx context.Context, p governance.Principal, req Create
 	created := m.now()
 	sb := (sandbox.Sandbox)(nil)
 	if !req.NoPool && len(spec.Mounts) == 0 && len(spec.Volumes) == 0 {
-		sb = m.claimPooled(spec)
+		sb = m.claimPooled(ctx, spec)
 	}
 	if sb == nil {
 		var err error

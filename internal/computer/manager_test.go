@@ -180,6 +180,7 @@ func (f *fixture) usage(id string) []store.UsageRow {
 
 func (f *fixture) events(id, typ string) []store.Event {
 	f.t.Helper()
+	f.gov.FlushAudit()
 	evs, err := f.st.Audit().List(context.Background(), store.EventFilter{OrgID: f.p.Org.ID, Type: typ})
 	if err != nil {
 		f.t.Fatal(err)

@@ -99,6 +99,7 @@ func (m *Manager) pause(ctx context.Context, l *live, reason string) (*PythonVar
 	m.mu.Unlock()
 	m.forget(l, false)
 	s := store.Stop{ComputerID: l.rec.ID, At: at, Reason: reason, Seconds: chargedSeconds(l.rec, at)}
+	m.gov.FlushAudit()
 	if err := m.st.Computers().Pause(ctx, s); err != nil {
 		// Its workspace is kept; the record still says ready, so the
 		// next start's recovery charges it up to then and ends it.

@@ -40,9 +40,12 @@ func (p *pool) start(ctx context.Context) {
 	go p.fill(ctx)
 }
 
-// matches says whether a spec can be served from the pool.
-func (p *pool) matches(spec sandbox.Spec) bool {
-	return spec.Network == p.spec.Network && spec.MemoryBytes == p.spec.MemoryBytes && spec.Pids == p.spec.Pids &&
+// matches says whether a spec can be served from the pool: the same
+// network, CPUs, disk and root; its memory and process limits may differ
+// when the driver's computers can take new ones (sandbox.Limiter).
+func (p *pool) matches(spec sandbox.Spec, relimit bool) bool {
+	limits := spec.MemoryBytes == p.spec.MemoryBytes && spec.Pids == p.spec.Pids
+	return spec.Network == p.spec.Network && (limits || relimit) &&
 		spec.CPUs == p.spec.CPUs && spec.DiskBytes == p.spec.DiskBytes && spec.Root == p.spec.Root
 }
 
@@ -156,12 +159,27 @@ func (m *Manager) poolRoots(ctx context.Context) error {
 	return nil
 }
 
-// claimPooled takes a ready computer of spec from the pool that has them, or nil.
-func (m *Manager) claimPooled(spec sandbox.Spec) sandbox.Sandbox {
+// claimPooled takes a ready computer of spec from the pool that has them,
+// or nil. A pool computer with other memory or process limits gets spec's
+// on its live cgroup; one that holds too much memory for them is
+// destroyed (in the background) and nil returned, for a cold start.
+func (m *Manager) claimPooled(ctx context.Context, spec sandbox.Spec) sandbox.Sandbox {
 	for _, pl := range m.pools {
-		if pl.matches(spec) {
-			return pl.claim()
+		lim, relimit := m.driver.(sandbox.Limiter)
+		if !pl.matches(spec, relimit) {
+			continue
 		}
+		sb := pl.claim()
+		if sb == nil || pl.matches(spec, false) {
+			return sb
+		}
+		err := lim.SetLimits(ctx, sb, spec)
+		if err == nil {
+			return sb
+		}
+		log.From(ctx).InfoContext(ctx, "a pool computer could not take the requested limits; starting one", "computer", sb.ID(), "err", err)
+		go sb.Destroy(context.WithoutCancel(ctx))
+		return nil
 	}
 	return nil
 }

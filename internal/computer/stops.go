@@ -21,6 +21,7 @@ type heldStops struct {
 
 // writeStop records s once, holding it for a retry when that fails.
 func (m *Manager) writeStop(ctx context.Context, s store.Stop) {
+	m.gov.FlushAudit() // the stop's event comes after the computer's last ones
 	err := m.st.Computers().Stop(ctx, s)
 	if err == nil || errors.Is(err, store.ErrConflict) {
 		return

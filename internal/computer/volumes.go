@@ -250,6 +250,7 @@ func (m *Manager) DeleteVolume(ctx context.Context, p governance.Principal, name
 		delete(m.volDeleting, rec.ID)
 		m.mu.Unlock()
 	}()
+	m.gov.FlushAudit()
 	if _, err := m.st.Volumes().Delete(ctx, p.Org.ID, name, m.now()); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w: %s", ErrVolumeNotFound, name)

@@ -24,8 +24,10 @@ type Config struct {
 	Log       Log       `toml:"log"`
 	Gateway   Gateway   `toml:"gateway"`
 	Jupyter   Jupyter   `toml:"jupyter"`
+	E2B       E2B       `toml:"e2b"`
 	Template  Template  `toml:"template"`
 	Network   Network   `toml:"network"`
+	Store     Store     `toml:"store"`
 }
 
 // Gateway configures POST /v1/responses and its upstream model servers:
@@ -233,6 +235,7 @@ func Default() Config {
 		Python:  Python{Prelude: DefaultPrelude},
 		Log:     Log{Level: "info", Format: "text"},
 		Jupyter: Jupyter{Enabled: true, CullIdleSeconds: 1800},
+		E2B:     E2B{Enabled: true},
 	}
 	c.Template = DefaultTemplate()
 	return c

@@ -124,6 +124,8 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"env preview domain with a scheme", "", []string{"CUBICLE_SERVER_PREVIEW_DOMAIN=https://p.example.com"}, []string{"server.preview_domain"}},
 		{"env preview domain wildcard", "", []string{"CUBICLE_SERVER_PREVIEW_DOMAIN=*.example.com"}, []string{"server.preview_domain"}},
 		{"env negative terminal grace", "", []string{"CUBICLE_COMPUTERS_TERMINAL_GRACE_SECONDS=-1"}, []string{"computers.terminal_grace_seconds"}},
+		{"env store url", "", []string{"CUBICLE_STORE_URL=mysql://u:hunter2@db/x"}, []string{"store.url", "postgres://", "mysql://u:xxxxx@db/x"}},
+		{"file store url", "[store]\nurl = \"/var/lib/cubicle/cubicle.db\"\n", nil, []string{"store.url"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -289,6 +291,23 @@ func TestComputersEnabledAndDurations(t *testing.T) {
 			"gateway.idle_timeout": 10, "jupyter.cull_idle": 11, "jupyter.lifetime": 12}[name] * time.Second
 		if got != want {
 			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestE2BEnabled: the E2B protocols are served unless e2b.enabled says
+// false, in the file or as CUBICLE_E2B_ENABLED.
+func TestE2BEnabled(t *testing.T) {
+	if !config.Default().E2B.Enabled {
+		t.Fatal("e2b.enabled defaults to false")
+	}
+	for _, c := range []struct {
+		file string
+		env  []string
+	}{{"[e2b]\nenabled = false\n", nil}, {"", []string{"CUBICLE_E2B_ENABLED=false"}}} {
+		cfg, err := config.Load(writeFile(t, c.file), c.env)
+		if err != nil || cfg.E2B.Enabled {
+			t.Errorf("%q %v: enabled %v, %v", c.file, c.env, cfg.E2B.Enabled, err)
 		}
 	}
 }

@@ -21,6 +21,7 @@ func (c Config) Validate() error {
 		c.Template.validate,
 		c.Network.validate,
 		c.Log.validate,
+		c.Store.validate,
 	} {
 		if err := check(); err != nil {
 			return err

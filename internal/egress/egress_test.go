@@ -535,3 +535,24 @@ func TestRateLimiterFailsOpen(t *testing.T) {
 		t.Fatalf("with a failing limiter: %d held, %d refused", held, refused)
 	}
 }
+
+// TestAttachFailsVisibly: the interface is made in the background of the
+// computer's boot, so a namespace that cannot take it fails at Wait (with
+// the reason), not silently; the Link still closes.
+func TestAttachFailsVisibly(t *testing.T) {
+	in := egresstest.New(t)
+	svc, err := egress.New(in.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := svc.Attach(t.Context(), sandbox.Attachment{ComputerID: "cmp_gone", Netns: "/proc/0/ns/net"})
+	if err != nil {
+		t.Fatalf("Attach: %v (the namespace is only opened in the background)", err)
+	}
+	if err := l.Wait(t.Context()); err == nil || !strings.Contains(err.Error(), "attach the computer's network") {
+		t.Fatalf("Wait on a namespace that does not exist: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -129,7 +129,8 @@ func (s *Service) refused(a netip.Addr) string {
 }
 
 // Attach gives the computer whose network namespace is netns its
-// interface, terminated in this process under policy.
+// interface, terminated in this process under policy. The interface is
+// made in the background; Link.Wait says when it is up.
 func (s *Service) Attach(ctx context.Context, a sandbox.Attachment) (sandbox.Link, error) {
 	pol, err := compile(a.Policy)
 	if err != nil {
@@ -152,6 +153,8 @@ type link struct {
 	s *Service
 	n *computerNet
 }
+
+func (l *link) Wait(ctx context.Context) error { return l.n.wait(ctx) }
 
 func (l *link) Env() []string { return append(l.n.proxyEnv(), caEnv...) }
 

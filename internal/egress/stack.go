@@ -52,6 +52,9 @@ type computerNet struct {
 	ca     *computerCA  // intercepts the domains with secrets (nil: none)
 	proxyL net.Listener // the proxy on the gateway address
 
+	plugged chan struct{} // closed when plug returned
+	plugErr error         // why plug failed (read after plugged)
+
 	ctx    context.Context // ends at close: every dial and flow with it
 	cancel context.CancelFunc
 
@@ -62,29 +65,53 @@ type computerNet struct {
 	once  sync.Once
 }
 
+// attach makes what the computer's Init needs (its proxy credentials and
+// CA) and starts plugging its interface in the background: the TUN and the
+// stack (~4 ms) are made while the agent boots, and the driver waits for
+// them (wait) before any process of the computer runs.
 func (s *Service) attach(ctx context.Context, a sandbox.Attachment, pol *policy) (*computerNet, error) {
-	fd, err := openTUN(a.Netns)
-	if err != nil {
-		return nil, err
-	}
 	var tok [16]byte
 	rand.Read(tok[:])
-	n := &computerNet{svc: s, id: a.ComputerID, owner: a.Owner, pol: pol, fd: fd, names: newNames(), flows: map[*flow]struct{}{},
-		token: hex.EncodeToString(tok[:])}
+	n := &computerNet{svc: s, id: a.ComputerID, owner: a.Owner, pol: pol, fd: -1, names: newNames(), flows: map[*flow]struct{}{},
+		token: hex.EncodeToString(tok[:]), plugged: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	// Only a computer with secrets has a CA: nothing of another is ever
 	// intercepted (and making one costs ~1.7 ms of its start).
 	if domains := pol.secretDomains(); len(domains) > 0 {
+		var err error
 		if n.ca, err = newCA(a.ComputerID, domains); err != nil {
-			n.close()
+			n.cancel()
 			return nil, err
 		}
 	}
-	if err := n.build(); err != nil {
-		n.close()
-		return nil, err
-	}
+	go n.plug(a.Netns)
 	return n, nil
+}
+
+// plug opens the TUN in the computer's network namespace and builds the
+// stack on it.
+func (n *computerNet) plug(netns string) {
+	defer close(n.plugged)
+	fd, err := openTUN(netns)
+	if err != nil {
+		n.plugErr = err
+		return
+	}
+	n.fd = fd
+	n.plugErr = n.build()
+}
+
+// wait returns once the computer's interface is up, or why it is not.
+func (n *computerNet) wait(ctx context.Context) error {
+	select {
+	case <-n.plugged:
+		if n.plugErr != nil {
+			return fmt.Errorf("attach the computer's network: %w", n.plugErr)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // build makes the stack: IPv4, TCP and UDP, a NIC that takes packets for
@@ -140,6 +167,7 @@ func (n *computerNet) build() error {
 // (and recorded), the stack stopped, the TUN closed. Safe to call twice.
 func (n *computerNet) close() error {
 	n.once.Do(func() {
+		<-n.plugged
 		n.cancel()
 		n.mu.Lock()
 		n.shut = true
@@ -159,7 +187,9 @@ func (n *computerNet) close() error {
 			n.st.Close()
 			n.st.Wait()
 		}
-		unix.Close(n.fd)
+		if n.fd >= 0 {
+			unix.Close(n.fd)
+		}
 	})
 	return nil
 }

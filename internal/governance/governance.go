@@ -52,7 +52,7 @@ type Service struct {
 	mu         sync.Mutex
 	principals map[string]cachedPrincipal
 
-	audit auditRetry
+	audit auditQueue
 }
 
 type cachedPrincipal struct {
@@ -67,7 +67,9 @@ const (
 
 // New returns the governance service.
 func New(st store.Store) *Service {
-	return &Service{st: st, now: time.Now, principals: map[string]cachedPrincipal{}}
+	s := &Service{st: st, now: time.Now, principals: map[string]cachedPrincipal{}}
+	s.audit.idle.L = &s.audit.mu
+	return s
 }
 
 // NewID returns a prefixed random id such as org_… or key_….
@@ -353,16 +355,13 @@ func principalOf(k store.Key, org store.Org) (Principal, error) {
 	return Principal{Key: k, Org: org, Caps: caps, OrgPolicy: orgPol, KeyPolicy: keyPol}, nil
 }
 
-// Record writes an audit event. Callers pass only ids, kinds, durations
+// Record queues an audit event for writing (see auditQueue). Callers pass only ids, kinds, durations
 // and codes: never commands, output or file names.
 func (s *Service) Record(ctx context.Context, p Principal, typ, computerID string, data map[string]any) {
-	ctx = context.WithoutCancel(ctx) // an event is written even when the client went away
 	var raw json.RawMessage
 	if data != nil {
 		raw, _ = json.Marshal(data)
 	}
 	e := store.Event{OrgID: p.Org.ID, KeyID: p.Key.ID, Type: typ, ComputerID: computerID, Data: raw, CreatedAt: s.now()}
-	if err := s.st.Audit().Record(ctx, e); err != nil {
-		s.audit.hold(ctx, e, err)
-	}
+	s.addEvent(ctx, e)
 }

@@ -3,11 +3,14 @@ package governance_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
@@ -233,5 +236,66 @@ func TestInternetAllowed(t *testing.T) {
 	want("revoked", "the key was revoked")
 	if _, err := g.UpdateOrg(ctx, "org_nosuch", governance.OrgSettings{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("update of a missing org: %v", err)
+	}
+}
+
+// TestAuditRecordDoesNotWait: Record queues the event and returns, even
+// while another connection holds the database's write lock (a request must
+// not wait for its audit insert); FlushAudit then waits for the writes, and
+// the events are stored once each, in the order they were recorded.
+func TestAuditRecordDoesNotWait(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "g.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g := governance.New(st)
+	org, err := g.CreateOrg(ctx, "audit", governance.OrgSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := governance.Principal{Org: org}
+
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	lock, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	recorded := make(chan struct{})
+	go func() {
+		for i := range 3 {
+			g.Record(ctx, p, fmt.Sprintf("test.%d", i), "", nil)
+		}
+		close(recorded)
+	}()
+	select {
+	case <-recorded:
+	case <-time.After(5 * time.Second): // the store's busy timeout is 10 s
+		t.Fatal("Record waited for the database's write lock")
+	}
+	if _, err := lock.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	g.FlushAudit()
+	evs, err := st.Audit().List(ctx, store.EventFilter{OrgID: org.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, e.Type)
+	}
+	if strings.Join(got, " ") != "test.0 test.1 test.2" || g.AuditHeld() != 0 {
+		t.Fatalf("events %v (%d held), want test.0 test.1 test.2, none held", got, g.AuditHeld())
 	}
 }

@@ -305,6 +305,7 @@ func (a *API) audit(w http.ResponseWriter, r *http.Request, p governance.Princip
 	if err != nil {
 		return err
 	}
+	a.gov.FlushAudit() // the events of the calls this client made
 	evs, err := a.st.Audit().List(r.Context(), store.EventFilter{OrgID: p.Org.ID, Type: r.URL.Query().Get("type"),
 		Since: since, Until: until, After: after, Limit: limit + 1})
 	if err != nil {

@@ -810,6 +810,65 @@ func pyBoottime(t *testing.T) float64 {
 	return float64(ts.Sec) + float64(ts.Nsec)/1e9
 }
 
+// kernelStarted is when the session kernel of computer id started, in
+// seconds since boot (pyBoottime's clock).
+func kernelStarted(t *testing.T, e *env, id string) float64 {
+	t.Helper()
+	v := e.pyValue(id, "import os\nwith open('/proc/self/stat') as f:\n    st = f.read().rsplit(')', 1)[1].split()\nint(st[19]) / os.sysconf('SC_CLK_TCK')")
+	started, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		t.Fatalf("kernel start time %q: %v", v, err)
+	}
+	return started
+}
+
+// TestPythonWarmPoolOtherMemory (issue 15 goal 2): a create that asks for
+// less memory than the pool's is still served by a pool computer, warm
+// kernel and all, with the asked limit in force on its live cgroup; one
+// that asks for less than the warm kernel holds gets a computer of its
+// own, and works.
+func TestPythonWarmPoolOtherMemory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *computer.Config) { c.PoolSize = 1; c.Prelude = config.DefaultPrelude })
+	eventually(t, 45*time.Second, "pool filled", func() bool { return e.metric("cubicle_pool_depth") == 1 })
+	waiting := poolIDs(t, e)
+	beforeCreate := pyBoottime(t)
+	v := e.create(e.admin, map[string]any{"memory_mb": 192}) // the pool's have 256
+	if !waiting[v.ID] || v.Limits.MemoryMB != 192 {
+		t.Fatalf("a 192 MiB create made %s (memory %d MiB), not the pool's %v", v.ID, v.Limits.MemoryMB, waiting)
+	}
+	res := e.python(e.admin, v.ID, pyCode("pd.DataFrame({'a':[1]}).describe()"))
+	if res.Status != "ok" || res.KernelRestarted {
+		t.Fatalf("first cell in a claimed pool computer: %+v", res)
+	}
+	if started := kernelStarted(t, e, v.ID); started >= beforeCreate {
+		t.Fatalf("the kernel started %.2f s after the create began: it was not warm", started-beforeCreate)
+	}
+	bomb := e.exec(e.admin, v.ID, map[string]any{"argv": []string{"/usr/bin/python3", "-c",
+		"a=[]\nfor i in range(24):\n  a.append(bytearray(16<<20))\nprint('escaped')"}})
+	if !bomb.OOMKilled || strings.Contains(bomb.Stdout, "escaped") {
+		t.Fatalf("384 MiB in a 192 MiB computer: %+v", bomb)
+	}
+
+	eventually(t, 45*time.Second, "pool refilled", func() bool { return e.metric("cubicle_pool_depth") == 1 })
+	var pooled string
+	for id := range poolIDs(t, e) {
+		if id != v.ID {
+			pooled = id
+		}
+	}
+	small := e.create(e.admin, map[string]any{"memory_mb": 64})
+	if small.ID == pooled {
+		t.Fatalf("a 64 MiB create was served by the pool computer %s, whose warm kernel holds more", small.ID)
+	}
+	if out := e.sh(e.admin, small.ID, "echo own"); out != "own\n" {
+		t.Fatalf("the 64 MiB computer: %q", out)
+	}
+	eventually(t, 45*time.Second, "the refused pool computer gone and the pool refilled", func() bool {
+		return e.metric("cubicle_pool_depth") == 1 && !poolIDs(t, e)[pooled]
+	})
+}
+
 // TestPythonWarmPool: a pool computer's kernel is started, with the
 // default prelude, before the computer is handed out, so the first cell of
 // a new computer uses pandas without importing it and does not start a
@@ -830,12 +889,7 @@ func TestPythonWarmPool(t *testing.T) {
 	t.Logf("first cell in a warm computer: %v (duration_ms %d)", took, res.DurationMS)
 
 	// The kernel that ran it was started before the computer was created.
-	v := e.pyValue(id, "import os\nwith open('/proc/self/stat') as f:\n    st = f.read().rsplit(')', 1)[1].split()\nint(st[19]) / os.sysconf('SC_CLK_TCK')")
-	started, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		t.Fatalf("kernel start time %q: %v", v, err)
-	}
-	if started >= beforeCreate {
+	if started := kernelStarted(t, e, id); started >= beforeCreate {
 		t.Fatalf("the kernel started %.2f s after the create began: it was not warm", started-beforeCreate)
 	}
 	// The prelude's other imports are there too.

@@ -15,7 +15,7 @@ import (
 var portable = []string{
 	"./internal/sandbox", "./internal/sandbox/sandboxtest", "./internal/agent/protocol",
 	"./internal/computer", "./internal/httpapi", "./internal/responses", "./internal/jupyter",
-	"./internal/tools", "./internal/files",
+	"./internal/tools", "./internal/files", "./internal/e2b",
 }
 
 // TestServiceTreeBuildsForDarwin compiles the portable packages for

@@ -91,6 +91,22 @@ type Resumer interface {
 	DiscardPaused(ctx context.Context, id string) error
 }
 
+// Limiter is a driver whose running computers can take other memory and
+// process limits: a warm-pool computer claimed by a create that asked for
+// other limits.
+type Limiter interface {
+	// SetLimits puts spec's MemoryBytes and Pids (and CPUs, when set) in
+	// force on sb, one of this driver's computers. It refuses
+	// (ErrLimitsBelowUse) a memory limit that what the computer holds now
+	// would not fit under with room to spare, so the change never
+	// OOM-kills a process; the computer keeps its limits then.
+	SetLimits(ctx context.Context, sb Sandbox, spec Spec) error
+}
+
+// ErrLimitsBelowUse is SetLimits refusing a memory limit under what the
+// computer uses.
+var ErrLimitsBelowUse = errors.New("the computer already uses more memory than the new limit leaves room for")
+
 // Volumer is a driver that keeps volumes: named disks that outlive
 // computers, mounted into them (Spec.Volumes).
 type Volumer interface {
@@ -220,9 +236,13 @@ func (s DomainSecret) GoString() string { return s.String() }
 const Nameserver = "10.200.0.1"
 
 // Network connects computers with NetworkInternet to the host's egress. The
-// driver calls Attach once per such computer, before any process of it
-// runs, with the path of the computer's network namespace, and closes the
-// Link when the computer stops (every open connection ends).
+// driver calls Attach once per such computer, with the path of the
+// computer's network namespace, as soon as that exists; Attach returns what
+// the computer's start needs (Env, CACert) and makes the interface in the
+// background, while the computer boots. The driver waits for Link.Wait
+// before it gives the computer to anyone (before any process of it runs),
+// and closes the Link when the computer stops (every open connection
+// ends).
 type Network interface {
 	Attach(ctx context.Context, a Attachment) (Link, error)
 }
@@ -251,6 +271,9 @@ type NetworkCutter interface {
 // Link is a computer's attached network.
 type Link interface {
 	io.Closer
+	// Wait returns once the computer's interface is up, or the reason it
+	// could not be made.
+	Wait(ctx context.Context) error
 	// Env is what every process of the computer gets in its environment
 	// (the proxy variables, with credentials valid for this computer
 	// only, and the variables that point TLS clients at CABundleFile).

@@ -16,7 +16,7 @@ type Init struct {
 	Cgroup     CgroupFDs `json:"cgroup"`               // inherited descriptors for process placement
 	Timeout    Duration  `json:"timeout"`              // default wall-time limit per process
 	MaxFile    int64     `json:"max_file"`             // largest file the file API writes or reads
-	MemoryHint int64     `json:"memory_hint"`          // memory limit, for messages only
+	MemoryHint int64     `json:"memory_hint"`          // memory limit at the start, for messages when the cgroup's cannot be read
 	Nameserver string    `json:"nameserver,omitempty"` // the resolver of an internet computer ("": no network)
 	CACert     string    `json:"ca_cert,omitempty"`    // PEM of the computer's own CA, added to its system trust store
 	Seccomp    []byte    `json:"seccomp"`              // the seccomp filter of user code, as the host compiled it (struct sock_filter[])

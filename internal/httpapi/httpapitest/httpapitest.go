@@ -33,6 +33,17 @@ func Config() computer.Config {
 // organisation's admin key is adminKey.
 func Start(t testing.TB, agentBin, adminKey string, cfg computer.Config) *Server {
 	t.Helper()
+	return StartMounted(t, agentBin, adminKey, cfg, nil)
+}
+
+// Mounter makes a transport the API serves beside its own (httpapi.Mount)
+// of the server's computers and keys.
+type Mounter func(*computer.Manager, *governance.Service) httpapi.Mount
+
+// StartMounted is Start with the transport mount makes served on the same
+// listener (nil: none).
+func StartMounted(t testing.TB, agentBin, adminKey string, cfg computer.Config, mount Mounter) *Server {
+	t.Helper()
 	ctx, dir := context.Background(), t.TempDir()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "cubicle.db"))
 	if err != nil {
@@ -54,7 +65,11 @@ func Start(t testing.TB, agentBin, adminKey string, cfg computer.Config) *Server
 	if err := mgr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Options{Governance: gov, Computers: mgr, Store: st})
+	opts := httpapi.Options{Governance: gov, Computers: mgr, Store: st}
+	if mount != nil {
+		opts.Mounts = append(opts.Mounts, mount(mgr, gov))
+	}
+	api := httpapi.New(opts)
 	api.SetReady(true)
 	srv := httptest.NewServer(api)
 	t.Cleanup(func() {

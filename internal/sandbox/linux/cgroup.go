@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -74,7 +76,7 @@ func ownV2Path() (string, error) {
 	return "", fmt.Errorf("%w: no cgroup v2 entry in /proc/self/cgroup", sandbox.ErrUnsupported)
 }
 
-func resources(spec sandbox.Spec) *cgroups.Resources {
+func resources(spec sandbox.Spec, v2 bool) *cgroups.Resources {
 	r := &cgroups.Resources{
 		Memory:      spec.MemoryBytes,
 		MemorySwap:  spec.MemoryBytes, // no swap beyond the memory limit
@@ -86,8 +88,19 @@ func resources(spec sandbox.Spec) *cgroups.Resources {
 		r.CpuPeriod = 100000
 		r.CpuQuota = int64(spec.CPUs * 100000)
 	}
+	if !v2 && !swapAccounted() {
+		r.MemorySwap = 0 // no swap accounting on this host, so there is no swap to limit
+	}
 	return r
 }
+
+// swapAccounted says whether cgroup v1 accounts swap here
+// (memory.memsw.limit_in_bytes exists).
+var swapAccounted = sync.OnceValue(func() bool {
+	own, _ := cgroups.GetOwnCgroupPath("memory")
+	_, err := os.Stat(filepath.Join(own, "memory.memsw.limit_in_bytes"))
+	return err == nil
+})
 
 // createUserCgroup makes the computer's user cgroup with its limits and
 // verifies that every limit is in force; it refuses (ErrUnsupported) when the
@@ -102,13 +115,7 @@ func createUserCgroup(id string, spec sandbox.Spec) (*userCgroup, error) {
 			return nil, err
 		}
 	}
-	res := resources(spec)
-	if !v2 {
-		own, _ := cgroups.GetOwnCgroupPath("memory")
-		if _, err := os.Stat(filepath.Join(own, "memory.memsw.limit_in_bytes")); err != nil {
-			res.MemorySwap = 0 // no swap accounting on this host, so there is no swap to limit
-		}
-	}
+	res := resources(spec, v2)
 	cfg := &cgroups.Cgroup{Resources: res}
 	mgr, err := manager.NewWithPaths(cfg, paths)
 	if err != nil {
@@ -119,18 +126,43 @@ func createUserCgroup(id string, spec sandbox.Spec) (*userCgroup, error) {
 		ucg.destroy()
 		return nil, fmt.Errorf("%w: create cgroup %v: %v", sandbox.ErrUnsupported, paths, err)
 	}
-	cgroupSetMu.Lock() // opencontainers/cgroups v0.1.0 fills a global cache unlocked on first Set
-	err = mgr.Set(res)
-	cgroupSetMu.Unlock()
-	if err != nil {
-		ucg.destroy()
-		return nil, fmt.Errorf("%w: set cgroup limits: %v", sandbox.ErrUnsupported, err)
-	}
-	if err := ucg.verify(spec); err != nil {
+	if err := ucg.set(spec); err != nil {
 		ucg.destroy()
 		return nil, err
 	}
 	return ucg, nil
+}
+
+// set puts spec's limits in force and reads them back.
+func (u *userCgroup) set(spec sandbox.Spec) error {
+	cgroupSetMu.Lock() // opencontainers/cgroups v0.1.0 fills a global cache unlocked on first Set
+	err := u.mgr.Set(resources(spec, u.v2))
+	cgroupSetMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: set cgroup limits: %v", sandbox.ErrUnsupported, err)
+	}
+	return u.verify(spec)
+}
+
+// memoryHeld is what the computer's processes hold that reclaim cannot
+// take back (anonymous memory and tmpfs; page cache is not counted).
+func (u *userCgroup) memoryHeld() (int64, error) {
+	file, keys := filepath.Join(u.paths["memory"], "memory.stat"), []string{"total_rss", "total_shmem"}
+	if u.v2 {
+		file, keys = filepath.Join(u.paths[""], "memory.stat"), []string{"anon", "shmem"}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	var held int64
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil && slices.Contains(keys, k) {
+			held += n
+		}
+	}
+	return held, nil
 }
 
 // verify reads the limits back: a controller that silently ignored a write

@@ -245,12 +245,13 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		hostEnd.Close()
 		return fmt.Errorf("write computer record: %w", err)
 	}
-	if err := idmapMounts(c.rec.AgentPid, hm.idmapped(), mountFiles); err != nil {
+	// The interface is made while the agent boots; see attachNetwork.
+	nameserver, env, err := c.attachNetwork(ctx)
+	if err != nil {
 		hostEnd.Close()
 		return err
 	}
-	nameserver, env, err := c.attachNetwork(ctx)
-	if err != nil {
+	if err := idmapMounts(c.rec.AgentPid, hm.idmapped(), mountFiles); err != nil {
 		hostEnd.Close()
 		return err
 	}
@@ -281,6 +282,11 @@ func (c *computer) launch(ctx context.Context, device string) error {
 	// Opened now, before any user code ran in the computer.
 	if c.pids, err = openPIDs(c.rec.AgentPid); err != nil {
 		return err
+	}
+	if c.net != nil {
+		if err := c.net.Wait(ctx); err != nil {
+			return err
+		}
 	}
 	return c.writeNetworkEnv(ctx, env)
 }
@@ -363,9 +369,10 @@ func closeAll(files []*os.File) {
 
 var errDestroyed = errors.New("computer destroyed")
 
-// attachNetwork gives an internet computer its interface, before any of its
-// processes can run (the agent builds nothing before its Init), and returns
-// the nameserver its /etc/resolv.conf names ("" for NetworkNone) and the
+// attachNetwork starts giving an internet computer its interface, made
+// while the agent boots (launch waits for it before the computer is
+// anyone's, so before any of its processes runs), and returns the
+// nameserver its /etc/resolv.conf names ("" for NetworkNone) and the
 // environment the network adds to every process.
 func (c *computer) attachNetwork(ctx context.Context) (string, []string, error) {
 	if c.spec.Network != sandbox.NetworkInternet {

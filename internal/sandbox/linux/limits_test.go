@@ -482,3 +482,72 @@ func TestLimitProcessAttributes(t *testing.T) {
 		t.Errorf("RLIMIT_FSIZE = %v (-1 is unlimited), want at most the disk size %d", l, disk)
 	}
 }
+
+// TestSetLimits (issue 15 goal 2): a running computer takes other memory
+// and process limits on its live cgroup, in force for the next process;
+// a memory limit under what its processes hold is refused, and nothing
+// of the computer is OOM-killed by the attempt.
+func TestSetLimits(t *testing.T) {
+	d := newDriver(t)
+	sb := newComputer(t, d, func(s *sandbox.Spec) { s.MemoryBytes = 512 << 20 })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	held := make(chan struct{})
+	done := make(chan result, 1)
+	go func() {
+		var out bytes.Buffer
+		st, _ := sb.Exec(ctx, sandbox.ExecRequest{Argv: []string{python, "-c",
+			"import time\nb = bytearray(160 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('held', flush=True)\ntime.sleep(60)"}},
+			sandbox.ExecIO{Stdout: io.MultiWriter(&out, signalOnce(held))})
+		done <- result{ExitStatus: st, Stdout: out.String()}
+	}()
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the process did not take its 160 MiB within 30 s")
+	}
+	spec := sb.Spec()
+	spec.MemoryBytes = 128 << 20
+	if err := d.SetLimits(context.Background(), sb, spec); !errors.Is(err, sandbox.ErrLimitsBelowUse) {
+		t.Fatalf("a 128 MiB limit on a computer holding 160 MiB: %v, want ErrLimitsBelowUse", err)
+	}
+	cancel()
+	if r := <-done; r.OOMKilled {
+		t.Fatalf("the refused change OOM-killed the process: %+v", r.ExitStatus)
+	}
+	if got := sb.Spec().MemoryBytes; got != 512<<20 {
+		t.Fatalf("after the refusal the computer's memory limit is %d, want 512 MiB", got)
+	}
+
+	spec.MemoryBytes, spec.Pids = 192<<20, 40
+	if err := d.SetLimits(context.Background(), sb, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := sb.Spec(); got.MemoryBytes != 192<<20 || got.Pids != 40 {
+		t.Fatalf("Spec after SetLimits: memory %d, pids %d", got.MemoryBytes, got.Pids)
+	}
+	bomb := "a=[]\nfor i in range(24):\n  a.append(bytearray(16<<20))\n  print(len(a)*16, flush=True)\nprint('escaped')"
+	r := runReq(t, sb, sandbox.ExecRequest{Argv: []string{python, "-c", bomb}}, nil)
+	if !r.OOMKilled || strings.Contains(r.Stdout, "escaped") {
+		t.Fatalf("384 MiB under the new 192 MiB limit: %+v, stdout %q", r.ExitStatus, r.Stdout)
+	}
+	forks := run(t, sb, "n=0; for i in $(seq 60); do sleep 5 & n=$((n+1)); done 2>/dev/null; echo started; kill $(jobs -p) 2>/dev/null")
+	if forks.ExitCode == 0 && !strings.Contains(forks.Stderr, "fork") && !strings.Contains(forks.Stderr, "Resource temporarily unavailable") {
+		t.Fatalf("60 processes under a 40-process limit: %+v %q %q", forks.ExitStatus, forks.Stdout, forks.Stderr)
+	}
+	if ok := run(t, sb, "echo ok"); ok.Stdout != "ok\n" {
+		t.Fatalf("after the limits: %+v %q %q", ok.ExitStatus, ok.Stdout, ok.Stderr)
+	}
+}
+
+// signalOnce closes ch at the first write.
+type signalOnce chan struct{}
+
+func (w signalOnce) Write(p []byte) (int, error) {
+	select {
+	case <-w:
+	default:
+		close(w)
+	}
+	return len(p), nil
+}

@@ -21,7 +21,7 @@ func (s *DB) Audit() store.Audit { return audit{s.db, s} }
 
 func (u usage) List(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error) {
 	where, args := timeRange("org_id = ? AND id > ?", []any{f.OrgID, f.After}, f.Since, f.Until)
-	args = append(args, pageLimit(f.Limit))
+	args = append(args, store.PageLimit(f.Limit))
 	rows, err := u.db.QueryContext(ctx, `SELECT id, org_id, key_id, computer_id, kind, quantity, created_at FROM usage WHERE `+where+` ORDER BY id LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func (a audit) List(ctx context.Context, f store.EventFilter) ([]store.Event, er
 		where += " AND type = ?"
 		args = append(args, f.Type)
 	}
-	args = append(args, pageLimit(f.Limit))
+	args = append(args, store.PageLimit(f.Limit))
 	rows, err := a.db.QueryContext(ctx, `SELECT id, org_id, key_id, type, computer_id, data, created_at FROM audit WHERE `+where+` ORDER BY id LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
@@ -89,13 +89,4 @@ func (a audit) List(ctx context.Context, f store.EventFilter) ([]store.Event, er
 		out = append(out, e)
 	}
 	return out, rows.Err()
-}
-
-// pageLimit is a list's row limit: 1 to 1001 (a page of 1000 and one more
-// to tell whether there are more), 1000 when unset.
-func pageLimit(n int) int {
-	if n <= 0 || n > 1001 {
-		return 1000
-	}
-	return n
 }

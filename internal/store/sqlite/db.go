@@ -14,6 +14,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/store/seal"
 )
 
 //go:embed migrations/*.sql
@@ -23,7 +24,7 @@ var migrations embed.FS
 type DB struct {
 	db      *sql.DB
 	room    *headroom
-	secrets *sealer // the key of organisations' domain secrets (sealed.go)
+	secrets *seal.Sealer // the key of organisations' domain secrets (sealed.go)
 }
 
 var _ store.Store = (*DB)(nil)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/store/seal"
 )
 
 type orgSecrets struct {
@@ -20,7 +21,7 @@ func (o orgSecrets) Set(ctx context.Context, org string, sec store.OrgSecret) (b
 	if err != nil {
 		return false, err
 	}
-	value := seal(aead, org, sec.Domain, sec.Name, sec.Value)
+	value := seal.Seal(aead, org, sec.Domain, sec.Name, sec.Value)
 	var replaced bool
 	err = o.s.write(func() error {
 		return o.s.tx(ctx, func(tx *sql.Tx) error {
@@ -54,7 +55,7 @@ func (o orgSecrets) List(ctx context.Context, org string) ([]store.OrgSecret, er
 		if err := rows.Scan(&s.Domain, &s.Name, &sealed, &kid, &created); err != nil {
 			return nil, err
 		}
-		if s.Value, err = o.s.secrets.unseal(org, s.Domain, s.Name, sealed, kid); err != nil {
+		if s.Value, err = o.s.secrets.Unseal(org, s.Domain, s.Name, sealed, kid); err != nil {
 			return nil, err
 		}
 		s.CreatedAt = fromMS(created)

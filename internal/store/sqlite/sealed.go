@@ -2,184 +2,23 @@ package sqlite
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
-	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 
-	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/store/seal"
 )
 
-// Organisations' domain secrets are sealed at rest with AES-256-GCM
-// (docs/network.md, "Domain secrets"): the key is 32 random bytes, written
-// as 64 hex digits to SecretsKeyFile next to the database (mode 0600) the
-// first time a secret is stored, so a copy of the database alone (a
-// backup, a dump, a file sent for debugging, read access to the table)
-// holds no usable value. Each value is sealed with a fresh nonce and the
-// row's organisation, domain and name as additional data (a sealed value
-// moved to another row does not unseal), and stored with the id of its key
-// (key_id), so a lost or changed key file is told apart from a damaged
-// row, and each says what to do (store.ErrSecretsKey).
+// Organisations' domain secrets are sealed at rest by internal/store/seal
+// (docs/network.md, "Domain secrets"), with the key in SecretsKeyFile next
+// to the database.
 
 // SecretsKeyFile is the file, next to the database, that holds the key of
 // the organisations' domain secrets.
-const SecretsKeyFile = "secrets.key"
+const SecretsKeyFile = seal.KeyFile
 
-// sealer holds the key, read (or made) at its first use and kept for the
-// life of the process.
-type sealer struct {
-	path string
-	mu   sync.Mutex
-	aead cipher.AEAD
-	id   string
-}
-
-func newSealer(dbPath string) *sealer {
-	return &sealer{path: filepath.Join(filepath.Dir(dbPath), SecretsKeyFile)}
-}
-
-// keyID names a key without revealing it.
-func keyID(key []byte) string {
-	h := sha256.Sum256(append([]byte("cubicle org domain secrets key\x00"), key...))
-	return hex.EncodeToString(h[:8])
-}
-
-// key returns the cipher and the key's id, reading the key file the first
-// time; a missing file is made when create is set, else it is an error.
-func (s *sealer) key(create bool) (cipher.AEAD, string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.aead != nil {
-		return s.aead, s.id, nil
-	}
-	key, err := s.read()
-	if errors.Is(err, fs.ErrNotExist) && create {
-		key, err = s.create()
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, "", err
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, "", err
-	}
-	s.aead, s.id = aead, keyID(key)
-	return s.aead, s.id, nil
-}
-
-// read reads the key file: an error that wraps fs.ErrNotExist when there
-// is none, store.ErrSecretsKey (saying what to do) when it cannot serve.
-func (s *sealer) read() ([]byte, error) {
-	fi, err := os.Stat(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: the key file %s is missing: restore it from a backup of the data directory (%w)", store.ErrSecretsKey, s.path, fs.ErrNotExist)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", store.ErrSecretsKey, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: the key file %s is not a regular file", store.ErrSecretsKey, s.path)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%w: the key file %s can be read by others (mode %04o): chmod 600 %s", store.ErrSecretsKey, s.path, perm, s.path)
-	}
-	b, err := os.ReadFile(s.path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", store.ErrSecretsKey, err)
-	}
-	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(key) != 32 {
-		return nil, fmt.Errorf("%w: the key file %s does not hold a key (64 hex digits): restore it from a backup of the data directory", store.ErrSecretsKey, s.path)
-	}
-	return key, nil
-}
-
-// create makes a new key file (mode 0600), atomically: a process that
-// made one first wins, and its key is used.
-func (s *sealer) create() ([]byte, error) {
-	key := make([]byte, 32)
-	rand.Read(key)
-	var r [8]byte
-	rand.Read(r[:])
-	tmp := s.path + ".tmp-" + hex.EncodeToString(r[:])
-	fail := func(err error) ([]byte, error) {
-		os.Remove(tmp)
-		return nil, fmt.Errorf("%w: create the key file %s: %v", store.ErrSecretsKey, s.path, err)
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fail(err)
-	}
-	_, err = f.WriteString(hex.EncodeToString(key) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fail(err)
-	}
-	err = os.Link(tmp, s.path)
-	os.Remove(tmp)
-	if errors.Is(err, fs.ErrExist) {
-		return s.read() // another process made it first
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return key, nil
-}
-
-// aad binds a sealed value to its row.
-func aad(org, domain, name string) []byte {
-	return []byte("org_domain_secrets\x00" + org + "\x00" + domain + "\x00" + name)
-}
-
-func seal(aead cipher.AEAD, org, domain, name, value string) string {
-	nonce := make([]byte, aead.NonceSize())
-	rand.Read(nonce)
-	return base64.StdEncoding.EncodeToString(aead.Seal(nonce, nonce, []byte(value), aad(org, domain, name)))
-}
-
-// unseal is a stored row's value.
-func (s *sealer) unseal(org, domain, name, value, kid string) (string, error) {
-	aead, id, err := s.key(false)
-	if err != nil {
-		return "", fmt.Errorf("organisation %s's domain secret %s for %s: %w", org, name, domain, err)
-	}
-	if kid != id {
-		return "", fmt.Errorf("%w: organisation %s's domain secret %s for %s was sealed with key %s, but the key file %s holds key %s: restore the key file it was sealed with, or set the secret again",
-			store.ErrSecretsKey, org, name, domain, kid, s.path, id)
-	}
-	b, err := base64.StdEncoding.DecodeString(value)
-	if err == nil && len(b) >= aead.NonceSize() {
-		var out []byte
-		if out, err = aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], aad(org, domain, name)); err == nil {
-			return string(out), nil
-		}
-	}
-	return "", fmt.Errorf("%w: organisation %s's domain secret %s for %s does not unseal with key %s (its row was altered): set the secret again",
-		store.ErrSecretsKey, org, name, domain, id)
-}
+func newSealer(dbPath string) *seal.Sealer { return seal.New(filepath.Dir(dbPath)) }
 
 // sealKey is the key to seal a new value with: the key file's, made now
 // when there is none, unless the database holds values sealed with a key
@@ -191,12 +30,7 @@ func (d *DB) sealKey(ctx context.Context) (cipher.AEAD, string, error) {
 	if err := d.db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(key_id) FROM org_domain_secrets WHERE key_id != ''`).Scan(&n, &kid); err != nil {
 		return nil, "", err
 	}
-	aead, id, err := d.secrets.key(n == 0)
-	if err != nil && n > 0 && errors.Is(err, fs.ErrNotExist) {
-		return nil, "", fmt.Errorf("%w: the key file %s is missing, but the database holds %d domain secrets sealed with its key %s: restore the file from a backup of the data directory, or delete those secrets (GET and DELETE /v1/admin/orgs/{id}/domain_secrets, cubicle orgs secrets|secret-rm) and set them again",
-			store.ErrSecretsKey, d.secrets.path, n, kid.String)
-	}
-	return aead, id, err
+	return d.secrets.ForNew(n, kid.String)
 }
 
 // sealCleartext seals the values migration 0011 stored in clear (an
@@ -245,7 +79,7 @@ func (d *DB) sealCleartext(ctx context.Context) error {
 	}
 	for _, r := range clear {
 		if _, err := tx.ExecContext(ctx, `UPDATE org_domain_secrets SET value = ?, key_id = ? WHERE org_id = ? AND domain = ? AND name = ?`,
-			seal(aead, r.org, r.domain, r.name, r.value), id, r.org, r.domain, r.name); err != nil {
+			seal.Seal(aead, r.org, r.domain, r.name, r.value), id, r.org, r.domain, r.name); err != nil {
 			return err
 		}
 	}

@@ -1,20 +1,24 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"database/sql"
+	"os"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+	"github.com/cubicle-sandbox/cubicle/internal/store/storetest"
 )
 
-func open(t *testing.T, path string) *sqlite.DB {
+// dbPath is the database of a data directory, as cubicle serve names it.
+func dbPath(dir string) string { return filepath.Join(dir, "cubicle.db") }
+
+func open(t *testing.T, dir string) store.Store {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), path)
+	db, err := sqlite.Open(context.Background(), dbPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,149 +26,45 @@ func open(t *testing.T, path string) *sqlite.DB {
 	return db
 }
 
-func seed(t *testing.T, db *sqlite.DB) {
+// exec runs statements on the database of dir directly.
+func exec(t *testing.T, dir string, queries ...string) {
 	t.Helper()
-	ctx := context.Background()
-	now := time.Now()
-	if err := db.Orgs().Create(ctx, store.Org{ID: "org_1", Name: "one", AllowComputer: true, CreatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Keys().Create(ctx, store.Key{ID: "key_1", OrgID: "org_1", Name: "k", Hash: "h1", Prefix: "cub_", CreatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Computers().Create(ctx, store.Computer{ID: "cmp_1", OrgID: "org_1", KeyID: "key_1", Status: store.StatusStarting,
-		CreatedAt: now, ExpiresAt: now.Add(time.Hour), Instance: "i"}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestStopExactlyOnce: concurrent stops of one computer write one usage row
-// and one computer.destroyed event; the others get ErrConflict.
-func TestStopExactlyOnce(t *testing.T) {
-	db := open(t, filepath.Join(t.TempDir(), "c.db"))
-	seed(t, db)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok, conflict := 0, 0
-	for i := 0; i < 16; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := db.Computers().Stop(ctx, store.Stop{ComputerID: "cmp_1", At: time.Now(), Seconds: 3, Reason: "deleted"})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				ok++
-			case errors.Is(err, store.ErrConflict):
-				conflict++
-			default:
-				t.Errorf("stop: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	if ok != 1 || conflict != 15 {
-		t.Fatalf("ok=%d conflict=%d, want 1 and 15", ok, conflict)
-	}
-	rows, err := db.Usage().List(ctx, store.UsageFilter{OrgID: "org_1"})
-	if err != nil || len(rows) != 1 || rows[0].Quantity != 3 || rows[0].KeyID != "key_1" || rows[0].Kind != "sandbox_seconds" {
-		t.Fatalf("usage rows %+v, err %v", rows, err)
-	}
-	evs, err := db.Audit().List(ctx, store.EventFilter{OrgID: "org_1", Type: "computer.destroyed"})
-	if err != nil || len(evs) != 1 || evs[0].ComputerID != "cmp_1" {
-		t.Fatalf("events %+v, err %v", evs, err)
-	}
-	c, err := db.Computers().Get(ctx, "org_1", "cmp_1")
-	if err != nil || c.Status != store.StatusDestroyed || c.DestroyedAt == nil {
-		t.Fatalf("computer %+v err %v", c, err)
-	}
-	if _, err := db.Computers().Get(ctx, "org_2", "cmp_1"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("cross-org get: %v, want ErrNotFound", err)
-	}
-}
-
-// TestReopenKeepsData: migrations run once; data survives a reopen.
-func TestReopenKeepsData(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.db")
-	db := open(t, path)
-	seed(t, db)
-	db.Close()
-	db2 := open(t, path)
-	n, err := db2.Orgs().Count(context.Background())
-	if err != nil || n != 1 {
-		t.Fatalf("orgs after reopen: %d %v", n, err)
-	}
-	k, err := db2.Keys().ByHash(context.Background(), "h1")
-	if err != nil || k.ID != "key_1" {
-		t.Fatalf("key by hash: %+v %v", k, err)
-	}
-	if err := db2.Keys().Revoke(context.Background(), "key_1", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if err := db2.Keys().Revoke(context.Background(), "key_1", time.Now()); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("second revoke: %v, want ErrNotFound", err)
-	}
-}
-
-// TestPauseResumeUsage: each running period of a computer is charged once
-// (its own usage row), a pause only from ready and a resume only from
-// paused, and the final stop of a paused computer charges nothing more.
-func TestPauseResumeUsage(t *testing.T) {
-	db := open(t, filepath.Join(t.TempDir(), "c.db"))
-	seed(t, db)
-	ctx := context.Background()
-	cs := db.Computers()
-	now := time.Now()
-	if err := cs.Pause(ctx, store.Stop{ComputerID: "cmp_1", At: now, Seconds: 1}); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("pause of a starting computer: %v, want ErrConflict", err)
-	}
-	if err := cs.MarkReady(ctx, "cmp_1", now); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if err := cs.Pause(ctx, store.Stop{ComputerID: "cmp_1", At: now, Seconds: int64(10 + i), Reason: "requested"}); err != nil {
-			t.Fatalf("pause %d: %v", i, err)
-		}
-		if err := cs.Pause(ctx, store.Stop{ComputerID: "cmp_1", At: now, Seconds: 99}); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("second pause: %v, want ErrConflict", err)
-		}
-		c, err := cs.Get(ctx, "org_1", "cmp_1")
-		if err != nil || c.Status != store.StatusPaused || c.Pauses != i+1 || c.PausedAt == nil {
-			t.Fatalf("paused computer %+v, %v", c, err)
-		}
-		if alive, _ := cs.Alive(ctx); len(alive) != 1 {
-			t.Fatalf("a paused computer is alive (not stopped): %+v", alive)
-		}
-		if i < 2 {
-			if err := cs.Resume(ctx, "cmp_1", now, "i2", now.Add(time.Hour)); err != nil {
-				t.Fatalf("resume %d: %v", i, err)
-			}
-			if err := cs.Resume(ctx, "cmp_1", now, "i2", now.Add(time.Hour)); !errors.Is(err, store.ErrConflict) {
-				t.Fatalf("resume of a ready computer: %v, want ErrConflict", err)
-			}
-		}
-	}
-	if err := cs.Stop(ctx, store.Stop{ComputerID: "cmp_1", At: now, Seconds: 50, Reason: "deleted"}); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := db.Usage().List(ctx, store.UsageFilter{OrgID: "org_1"})
+	raw, err := sql.Open("sqlite", "file:"+dbPath(dir)+"?_pragma=journal_mode(WAL)")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []int64
-	for _, r := range rows {
-		got = append(got, r.Quantity)
+	defer raw.Close()
+	for _, q := range queries {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if len(got) != 3 || got[0] != 10 || got[1] != 11 || got[2] != 12 {
-		t.Fatalf("usage %v, want one row per running period: [10 11 12]", got)
+}
+
+// inFiles lists the files of the data directory dir (the database, its
+// write-ahead log, the key file) that hold v.
+func inFiles(t *testing.T, dir, v string) []string {
+	t.Helper()
+	var found []string
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	evs, _ := db.Audit().List(ctx, store.EventFilter{OrgID: "org_1", Type: "computer.paused"})
-	if len(evs) != 3 {
-		t.Fatalf("%d computer.paused events, want 3", len(evs))
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err == nil && bytes.Contains(b, []byte(v)) {
+			found = append(found, e.Name())
+		}
 	}
-	if c, _ := cs.Get(ctx, "org_1", "cmp_1"); c.Status != store.StatusDestroyed {
-		t.Fatalf("after the stop: %s", c.Status)
-	}
+	return found
+}
+
+// TestStore runs the backend-agnostic suite (internal/store/storetest)
+// on SQLite; internal/store/postgres runs the same on PostgreSQL.
+func TestStore(t *testing.T) {
+	storetest.Run(t, storetest.Backend{
+		Open:    open,
+		Exec:    func(t *testing.T, dir, q string) { exec(t, dir, q) },
+		InClear: inFiles,
+	})
 }

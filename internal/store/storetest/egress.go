@@ -1,18 +1,18 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
-	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
-// TestEgressFilters: records come back per organisation, oldest first,
+// testEgressFilters: records come back per organisation, oldest first,
 // filtered by computer, host (name or address) and opening time, in pages.
-func TestEgressFilters(t *testing.T) {
-	db := open(t, filepath.Join(t.TempDir(), "db"))
+func testEgressFilters(t *testing.T, b Backend) {
+	db, _ := b.open(t)
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	rec := func(org, cmp, name, addr string, at time.Duration) store.EgressRecord {
@@ -28,6 +28,9 @@ func TestEgressFilters(t *testing.T) {
 	if err := db.Egress().Record(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.Egress().Record(ctx, nil); err != nil {
+		t.Fatalf("an empty batch: %v", err)
+	}
 	ids := func(f store.EgressFilter) []string {
 		t.Helper()
 		got, err := db.Egress().List(ctx, f)
@@ -42,15 +45,8 @@ func TestEgressFilters(t *testing.T) {
 	}
 	check := func(what string, got []string, want ...string) {
 		t.Helper()
-		if len(got) != len(want) {
+		if !slices.Equal(got, want) {
 			t.Errorf("%s: %v, want %v", what, got, want)
-			return
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Errorf("%s: %v, want %v", what, got, want)
-				return
-			}
 		}
 	}
 	check("org_1", ids(store.EgressFilter{OrgID: "org_1"}), "cmp_a/pypi.org/203.0.113.1", "cmp_b//203.0.113.7", "cmp_a/github.com/198.51.100.3")

@@ -1,0 +1,107 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+)
+
+// testResponsesConversation: a response keeps its conversation (or none)
+// next to its body, org-scoped, and a later Put replaces both; its items
+// are found by id, and go with it.
+func testResponsesConversation(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db, _ := b.open(t)
+	rs := db.Responses()
+	now := time.Now()
+	if err := rs.Put(ctx, store.Response{ID: "resp_1", OrgID: "org_1", KeyID: "key_1", CreatedAt: now,
+		Body: []byte(`{"id":"resp_1"}`), Conversation: []byte(`{"messages":[]}`),
+		Items: map[string]json.RawMessage{"msg_1": []byte(`{"type":"message"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Put(ctx, store.Response{ID: "resp_2", OrgID: "org_1", KeyID: "key_1", CreatedAt: now, Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := rs.Get(ctx, "org_1", "resp_1")
+	if err != nil || string(r.Conversation) != `{"messages":[]}` || string(r.Body) != `{"id":"resp_1"}` {
+		t.Fatalf("get: %+v %v", r, err)
+	}
+	if r, err := rs.Get(ctx, "org_1", "resp_2"); err != nil || r.Conversation != nil {
+		t.Fatalf("without conversation: %+v %v", r, err)
+	}
+	if _, err := rs.Get(ctx, "org_2", "resp_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("other org: %v", err)
+	}
+	if item, err := rs.Item(ctx, "org_1", "msg_1"); err != nil || string(item) != `{"type":"message"}` {
+		t.Fatalf("item: %s %v", item, err)
+	}
+	// Another organisation's Put of the same id changes nothing.
+	if err := rs.Put(ctx, store.Response{ID: "resp_1", OrgID: "org_2", KeyID: "key_2", CreatedAt: now, Body: []byte(`{"evil":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := rs.Get(ctx, "org_1", "resp_1"); string(r.Body) != `{"id":"resp_1"}` {
+		t.Fatalf("another organisation replaced the body: %s", r.Body)
+	}
+	if err := rs.Put(ctx, store.Response{ID: "resp_1", OrgID: "org_1", KeyID: "key_1", CreatedAt: now, Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := rs.Get(ctx, "org_1", "resp_1"); r.Conversation != nil || string(r.Body) != `{}` {
+		t.Fatalf("replaced: %+v", r)
+	}
+	if _, err := rs.Item(ctx, "org_1", "msg_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the replaced response's item: %v", err)
+	}
+	if err := rs.Delete(ctx, "org_2", "resp_2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another organisation's delete: %v", err)
+	}
+	if err := rs.Delete(ctx, "org_1", "resp_2"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testResponsesList: responses are listed by creation time, ties in the
+// order they were stored, both ways, in pages after a response.
+func testResponsesList(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db, _ := b.open(t)
+	rs := db.Responses()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	// Stored out of id order, three in the same second.
+	for i, at := range []int{1, 0, 1, 1, 2} {
+		id := fmt.Sprintf("resp_%c", 'e'-i)
+		if err := rs.Put(ctx, store.Response{ID: id, OrgID: "org_1", KeyID: "key_1", CreatedAt: t0.Add(time.Duration(at) * time.Second), Body: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(after string, limit int, desc bool) []string {
+		t.Helper()
+		list, err := rs.List(ctx, "org_1", after, limit, desc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range list {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	asc := []string{"resp_d", "resp_e", "resp_c", "resp_b", "resp_a"}
+	if got := ids("", 10, false); !slices.Equal(got, asc) {
+		t.Fatalf("ascending %v, want %v", got, asc)
+	}
+	if got := ids("resp_e", 2, false); !slices.Equal(got, asc[2:4]) {
+		t.Fatalf("after resp_e %v, want %v", got, asc[2:4])
+	}
+	if got := ids("resp_b", 10, true); !slices.Equal(got, []string{"resp_c", "resp_e", "resp_d"}) {
+		t.Fatalf("descending after resp_b %v", got)
+	}
+	if got, err := rs.List(ctx, "org_2", "", 10, false); err != nil || len(got) != 0 {
+		t.Fatalf("another organisation's list: %v %v", got, err)
+	}
+}
