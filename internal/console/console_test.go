@@ -91,11 +91,11 @@ func TestIndex(t *testing.T) {
 func TestAssets(t *testing.T) {
 	srv := serve(t)
 	for path, ctype := range map[string]string{
-		"/console/js/app.js":               "text/javascript; charset=utf-8",
-		"/console/vendor/xterm/xterm.mjs":  "text/javascript; charset=utf-8",
-		"/console/vendor/xterm/xterm.css":  "text/css; charset=utf-8",
-		"/console/style.css":               "text/css; charset=utf-8",
-		"/console/favicon.svg":             "image/svg+xml",
+		"/console/js/app.js":                  "text/javascript; charset=utf-8",
+		"/console/vendor/xterm/xterm.mjs":     "text/javascript; charset=utf-8",
+		"/console/vendor/xterm/xterm.css":     "text/css; charset=utf-8",
+		"/console/style.css":                  "text/css; charset=utf-8",
+		"/console/favicon.svg":                "image/svg+xml",
 		"/console/vendor/xterm/addon-fit.mjs": "text/javascript; charset=utf-8",
 	} {
 		resp, body := get(t, srv.URL+path)

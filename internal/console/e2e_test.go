@@ -165,19 +165,28 @@ func TestServedBeside(t *testing.T) {
 
 // seen is what testdata/e2e/console.mjs prints.
 type seen struct {
-	Error     string
-	CSP       string
-	Steps     []struct{ Name string }
-	Shots     []string
-	Computer  string
-	Terminal  string
-	Stored    struct{ Session bool; Cookies string }
-	File      struct{ Name, Text string }
-	Plot      struct{ Width, Height int; Alt string }
-	Table     [][]string
-	Artifact  struct{ Name, Magic string; Bytes int }
-	NewSecret string
-	AfterSignOut *string
+	Error    string
+	CSP      string
+	Steps    []struct{ Name string }
+	Shots    []string
+	Computer string
+	Terminal string
+	Stored   struct {
+		Session bool
+		Cookies string
+	}
+	File struct{ Name, Text string }
+	Plot struct {
+		Width, Height int
+		Alt           string
+	}
+	Table    [][]string
+	Artifact struct {
+		Name, Magic string
+		Bytes       int
+	}
+	NewSecret     string
+	AfterSignOut  *string
 	ConsoleErrors []string
 	Violations    []string
 }

@@ -1,8 +1,8 @@
 // One computer: its state (polled) and a tab each for the terminal, the
 // files, Python and the egress log.
 import {api} from './api.js';
-import {h, replace, fmtTime} from './dom.js';
-import {limitsText, lifetimeCell, tick, computerActions, isAlive} from './computerinfo.js';
+import {h, replace, refresh as update, fmtTime} from './dom.js';
+import {limitsText, lifetimeCell, tick, computerActions} from './computerinfo.js';
 
 const TABS = [
   ['terminal', 'Terminal', () => import('./terminal.js')],
@@ -26,14 +26,12 @@ export async function render(main, [id, tab = 'terminal']) {
 
   let stopped = false;
   let timer = null;
-  let alive = true;
   async function refresh() {
     clearTimeout(timer);
     try {
       const c = await api('GET', `/v1/computers/${encodeURIComponent(id)}`);
       if (stopped) return;
-      alive = isAlive(c);
-      replace(summary, h('dl', {class: 'facts'},
+      update(summary, c, () => [h('dl', {class: 'facts'},
         fact('Status', h('span', {class: 'badge ' + c.status}, c.status), c.failure ? ` — ${c.failure}` : null),
         c.name ? fact('Name', c.name) : null,
         fact('Template', c.template),
@@ -41,16 +39,16 @@ export async function render(main, [id, tab = 'terminal']) {
         fact('Lifetime', lifetimeCell(c)),
         fact('Created', fmtTime(c.created_at)),
         c.last_active_at ? fact('Last active', fmtTime(c.last_active_at)) : null),
-      computerActions(c, refresh));
+      computerActions(c, refresh)]);
     } catch (err) {
-      if (!stopped) replace(summary, h('p', {class: 'msg error'}, err.message));
+      if (!stopped) update(summary, err.message, () => h('p', {class: 'msg error'}, err.message));
     }
     if (!stopped) timer = setTimeout(refresh, POLL_MS);
   }
   const clock = setInterval(() => tick(summary), 1000);
   await refresh();
   const view = await current[2]();
-  const stopPanel = await view.render(panel, id, {alive: () => alive});
+  const stopPanel = await view.render(panel, id);
   return () => {
     stopped = true;
     clearTimeout(timer);

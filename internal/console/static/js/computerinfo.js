@@ -53,7 +53,3 @@ export function computerActions(c, changed) {
   }
   return h('div', {class: 'actions'}, out);
 }
-
-export function isAlive(c) {
-  return ALIVE.has(c.status);
-}

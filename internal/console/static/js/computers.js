@@ -1,7 +1,7 @@
 // Computers: the live list (polled while the tab is visible), creation,
 // and the actions of each (open, extend, pause, resume, delete).
 import {api, qs} from './api.js';
-import {h, replace, table, field, fmtTime, announce, busy} from './dom.js';
+import {h, replace, refresh as update, table, field, fmtTime, announce, busy} from './dom.js';
 import {limitsText, lifetimeCell, tick, computerActions} from './computerinfo.js';
 
 const POLL_MS = 3000;
@@ -26,9 +26,9 @@ export async function render(main) {
     try {
       const page = await api('GET', '/v1/computers' + qs({status: showAll.checked ? 'all' : '', order: 'desc', limit: 100}));
       if (stopped) return;
-      replace(listBox, table('Computers', columns(refresh), page.data, 'No computers. Create one above.'));
+      update(listBox, page.data, () => table('Computers', columns(refresh), page.data, 'No computers. Create one above.'));
     } catch (err) {
-      if (!stopped) replace(listBox, h('p', {class: 'msg error'}, err.message));
+      if (!stopped) update(listBox, err.message, () => h('p', {class: 'msg error'}, err.message));
     }
     if (!stopped) timer = setTimeout(poll, POLL_MS);
   }

@@ -97,3 +97,19 @@ export async function busy(button, fn) {
     button.disabled = false;
   }
 }
+
+// refresh re-renders el from data only when data changed, keeping the
+// keyboard focus on the control it was on (polled views).
+export function refresh(el, data, build) {
+  const sig = JSON.stringify(data);
+  if (el.dataset.sig === sig) return;
+  el.dataset.sig = sig;
+  const name = c => c.getAttribute('aria-label') || c.getAttribute('href') || c.textContent;
+  const active = document.activeElement;
+  const focused = active && active !== el && el.contains(active) ? name(active) : null;
+  replace(el, build());
+  if (focused === null) return;
+  for (const c of el.querySelectorAll('a, button, input, select')) {
+    if (name(c) === focused) { c.focus(); break; }
+  }
+}
