@@ -133,7 +133,7 @@ func TestOnlyItsRoutes(t *testing.T) {
 		t.Fatalf("patterns %q", patterns)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
-	for _, target := range []string{"/healthz", "/openapi.json", "/mcp", "/v1/computers", "/api/kernels", "/index.html", "/consoles", "/console"} {
+	for _, target := range []string{"/healthz", "/openapi.json", "/mcp", "/v1/computers", "/api/kernels", "/index.html", "/consoles"} {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
 		if rec.Code != http.StatusTeapot {

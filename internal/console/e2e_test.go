@@ -133,7 +133,7 @@ func TestServedBeside(t *testing.T) {
 		status       int
 		contains     string
 	}{
-		{"GET", "/", 200, "Sign in"},
+		{"GET", "/", 200, "<title>Cubicle console</title>"},
 		{"HEAD", "/", 200, ""},
 		{"GET", "/console/js/app.js", 200, "import"},
 		{"GET", "/healthz", 200, `"ok"`},
@@ -181,6 +181,7 @@ type seen struct {
 		Alt           string
 	}
 	Table    [][]string
+	Repr     string
 	Artifact struct {
 		Name, Magic string
 		Bytes       int
@@ -205,7 +206,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("Debian's chromium is not installed (make test installs it: bash scripts/testdeps.sh): %v", err)
 	}
 	url := shared.start(t)
-	shots := t.TempDir()
+	// CONSOLE_SHOTS=dir keeps the screenshots there to look at.
+	shots, keep := os.LookupEnv("CONSOLE_SHOTS")
+	if err := os.MkdirAll(shots, 0o755); !keep || err != nil {
+		if shots, err = os.MkdirTemp("", "cubicle-console-shots"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { // kept to look at when the test failed
+		if t.Failed() || keep {
+			t.Logf("screenshots kept in %s", shots)
+		} else {
+			os.RemoveAll(shots)
+		}
+	})
 	cmd := exec.CommandContext(t.Context(), "node", "console.mjs")
 	cmd.Dir = "testdata/e2e"
 	cmd.Env = append(os.Environ(), "CONSOLE_URL="+url, "CUBICLE_KEY="+adminKey, "SHOTS="+shots)
@@ -252,6 +266,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	if len(got.Table) != 3 || strings.Join(got.Table[0], ",") != ",alpha,beta" || strings.Join(got.Table[2], ",") != "1,2,y|z" {
 		t.Errorf("table: %q", got.Table)
+	}
+	if !strings.Contains(got.Repr, "alpha") || !strings.Contains(got.Repr, "y|z") {
+		t.Errorf("the DataFrame's text: %q", got.Repr)
 	}
 	if !strings.HasSuffix(got.Artifact.Name, ".png") || got.Artifact.Magic != "89504e470d0a1a0a" || got.Artifact.Bytes < 1000 {
 		t.Errorf("artifact: %+v", got.Artifact)

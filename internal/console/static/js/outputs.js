@@ -25,7 +25,8 @@ function result(o) {
       alt: `Figure ${o.execution_count ? 'from cell ' + o.execution_count : ''}`.trim()});
   }
   if (o.json !== undefined && o.mime === 'application/json') return h('pre', {}, JSON.stringify(o.json, null, 2));
-  if (o.mime === 'text/markdown') return markdown(o.text || '');
+  // text/html arrives converted to markdown by the server (tables as pipe tables).
+  if (o.mime === 'text/markdown' || o.mime === 'text/html') return markdown(o.text || '');
   return h('pre', {}, o.text || '');
 }
 

@@ -96,7 +96,7 @@ try {
   step = "files";
   await page.getByRole("navigation", { name: "Computer" }).getByRole("link", { name: "Files" }).click();
   await page.locator("#upload").setInputFiles({ name: "hello.txt", mimeType: "text/plain", buffer: Buffer.from("hello from the browser\n") });
-  await page.getByRole("cell", { name: "hello.txt" }).waitFor();
+  await page.getByRole("cell", { name: "hello.txt", exact: true }).waitFor();
   const file = await download(() => page.getByRole("button", { name: "Download hello.txt" }).click());
   out.file = { name: file.name, text: file.bytes.toString() };
   await shot("files");
@@ -110,7 +110,10 @@ try {
     "plt.title('squares')",
     "plt.show()",
     "print('cells', 6 * 7)",
-    "pd.DataFrame({'alpha': [1, 2], 'beta': ['x', 'y|z']})",
+    "from IPython.display import HTML, display",
+    "df = pd.DataFrame({'alpha': [1, 2], 'beta': ['x', 'y|z']})",
+    "display(HTML(df.to_html()))",
+    "df",
   ].join("\n"));
   await page.locator("#save-images").check();
   await page.getByRole("button", { name: "Run", exact: true }).click();
@@ -122,6 +125,8 @@ try {
   const frame = page.locator("table.frame");
   await frame.waitFor();
   out.table = await frame.evaluate((t) => [...t.rows].map((r) => [...r.cells].map((c) => c.textContent)));
+  // A DataFrame's own repr is text/plain: pandas' aligned text.
+  out.repr = await page.locator(".out.result pre").filter({ hasText: "alpha" }).innerText();
   await page.getByRole("button", { name: /^Download .*\.png$/ }).waitFor();
   await page.locator(".cell-status .badge.ready").waitFor();
   await shot("python");
@@ -139,8 +144,8 @@ try {
 
   step = "audit";
   await page.getByRole("link", { name: "Audit and usage" }).click();
-  await page.getByRole("cell", { name: "computer.created" }).first().waitFor();
-  await page.getByRole("cell", { name: "computer.terminal_opened" }).first().waitFor();
+  await page.getByRole("cell", { name: "computer.created", exact: true }).first().waitFor();
+  await page.getByRole("cell", { name: "computer.terminal_opened", exact: true }).first().waitFor();
   await shot("activity");
   done(step);
 
@@ -154,7 +159,7 @@ try {
   await page.getByLabel("Name", { exact: true }).fill("console-e2e");
   await page.getByRole("button", { name: "Create key" }).click();
   out.newSecret = await page.locator("#new-secret").inputValue();
-  await page.getByRole("cell", { name: "console-e2e" }).waitFor();
+  await page.getByRole("cell", { name: "console-e2e", exact: true }).waitFor();
   await shot("keys");
   done(step);
 
