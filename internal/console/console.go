@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/rand"
 	"crypto/sha256"
 	"embed"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
@@ -36,11 +38,13 @@ var contentTypes = map[string]string{
 	".svg":  "image/svg+xml",
 }
 
-// asset is one file of the console, read once.
+// asset is one file of the console, read once; gzipped the first time a
+// browser asks for it compressed.
 type asset struct {
 	body  []byte
 	ctype string
 	etag  string
+	gz    func() []byte
 }
 
 // Console serves the web console. It is an httpapi.Mount.
@@ -66,7 +70,8 @@ func New() *Console {
 			return err
 		}
 		sum := sha256.Sum256(body)
-		c.assets[strings.TrimPrefix(p, "static/")] = asset{body: body, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		c.assets[strings.TrimPrefix(p, "static/")] = asset{body: body, ctype: ctype, etag: hex.EncodeToString(sum[:12]),
+			gz: sync.OnceValue(func() []byte { return gzipped(body) })}
 		return nil
 	})
 	if err != nil {
@@ -139,6 +144,33 @@ func (c *Console) serveAsset(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 	h.Set("Content-Type", a.ctype)
 	h.Set("Cache-Control", "no-cache")
-	h.Set("ETag", a.etag)
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
+	h.Set("Vary", "Accept-Encoding")
+	body, etag := a.body, a.etag
+	if acceptsGzip(r) && len(body) > 1024 {
+		body, etag = a.gz(), etag+"-gz"
+		h.Set("Content-Encoding", "gzip")
+	}
+	h.Set("ETag", `"`+etag+`"`)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding lists gzip
+// (without q=0).
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			q := strings.ReplaceAll(params, " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
+}
+
+func gzipped(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // a valid level: no error
+	zw.Write(b)                                              // into memory: no error
+	zw.Close()
+	return buf.Bytes()
 }

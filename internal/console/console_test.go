@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -25,6 +26,7 @@ func serve(t *testing.T) *httptest.Server {
 func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	req.Header.Set("Accept-Encoding", "identity") // else the transport asks for gzip and decompresses
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
@@ -109,6 +111,21 @@ func TestAssets(t *testing.T) {
 		}
 		if again, _ := get(t, srv.URL+path, "If-None-Match", etag); again.StatusCode != http.StatusNotModified {
 			t.Errorf("GET %s with its ETag: %d, want 304", path, again.StatusCode)
+		}
+		// Compressed for a browser that asks.
+		gz, zbody := get(t, srv.URL+path, "Accept-Encoding", "br, gzip")
+		if len(body) > 1024 {
+			zr, err := gzip.NewReader(strings.NewReader(zbody))
+			if gz.Header.Get("Content-Encoding") != "gzip" || err != nil {
+				t.Errorf("GET %s gzip: %q, %v", path, gz.Header.Get("Content-Encoding"), err)
+				continue
+			}
+			plain, err := io.ReadAll(zr)
+			if err != nil || string(plain) != body || gz.Header.Get("ETag") == etag || len(zbody) >= len(body) {
+				t.Errorf("GET %s gzip: %d bytes for %d, etag %q, %v", path, len(zbody), len(body), gz.Header.Get("ETag"), err)
+			}
+		} else if gz.Header.Get("Content-Encoding") != "" {
+			t.Errorf("GET %s (%d bytes) compressed", path, len(body))
 		}
 	}
 	for _, path := range []string{"/console/nope.js", "/console/vendor/MANIFEST", "/console/vendor/xterm/LICENSE",

@@ -206,14 +206,19 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("Debian's chromium is not installed (make test installs it: bash scripts/testdeps.sh): %v", err)
 	}
 	url := shared.start(t)
-	// CONSOLE_SHOTS=dir keeps the screenshots there to look at.
-	shots, keep := os.LookupEnv("CONSOLE_SHOTS")
-	if err := os.MkdirAll(shots, 0o755); !keep || err != nil {
-		if shots, err = os.MkdirTemp("", "cubicle-console-shots"); err != nil {
-			t.Fatal(err)
-		}
+	// CONSOLE_SHOTS=dir keeps the screenshots there to look at; else
+	// they are kept only when the test fails.
+	shots, keep := os.Getenv("CONSOLE_SHOTS"), os.Getenv("CONSOLE_SHOTS") != ""
+	var err error
+	if keep {
+		err = os.MkdirAll(shots, 0o755)
+	} else {
+		shots, err = os.MkdirTemp("", "cubicle-console-shots")
 	}
-	t.Cleanup(func() { // kept to look at when the test failed
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
 		if t.Failed() || keep {
 			t.Logf("screenshots kept in %s", shots)
 		} else {
@@ -284,7 +289,7 @@ func TestConsoleInBrowser(t *testing.T) {
 // light text on it.
 func checkShots(t *testing.T, dir string, names []string) {
 	t.Helper()
-	want := []string{"login", "computers", "terminal", "terminal-only", "files", "python", "artifacts", "activity", "keys"}
+	want := []string{"login", "computers", "terminal", "terminal-only", "files", "python", "python-cell", "artifacts", "activity", "keys"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Errorf("screenshots %q, want %q", names, want)
 	}
@@ -306,6 +311,10 @@ func checkShots(t *testing.T, dir string, names []string) {
 		case name == "terminal-only":
 			if dark < 0.8 || light == 0 {
 				t.Errorf("terminal screenshot: %.2f dark, %d light pixels: not a terminal with text", dark, light)
+			}
+		case name == "python-cell": // the code, the plot (at least its 100x100 pixels), the text, the table
+			if b.Dy() < 300 || dark == 0 {
+				t.Errorf("python cell screenshot: %dx%d, %.2f dark", b.Dx(), b.Dy(), dark)
 			}
 		case b.Dx() != 1280 || b.Dy() != 900:
 			t.Errorf("%s.png is %dx%d, want the 1280x900 viewport", name, b.Dx(), b.Dy())

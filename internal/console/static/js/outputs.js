@@ -9,7 +9,7 @@ export function renderOutput(o) {
       return h('pre', {class: 'out stream ' + (o.name || '')}, o.text);
     case 'execute_result':
     case 'display_data':
-      return h('div', {class: 'out result'}, result(o), o.omitted ? h('p', {class: 'hint'}, `also had: ${o.omitted.join(', ')} (not shown)`) : null);
+      return h('div', {class: 'out result'}, result(o), omitted(o));
     case 'error':
       return h('pre', {class: 'out error', role: 'alert'}, (o.traceback && o.traceback.length ? o.traceback.join('\n') : `${o.ename}: ${o.evalue}`));
     case 'truncated':
@@ -17,6 +17,13 @@ export function renderOutput(o) {
     default:
       return h('pre', {class: 'out'}, o.text || JSON.stringify(o));
   }
+}
+
+// omitted notes the representations the server left out that were not
+// another form of the same text (an SVG next to a PNG, a widget).
+function omitted(o) {
+  const other = (o.omitted || []).filter(m => !m.startsWith('text/'));
+  return other.length ? h('p', {class: 'hint'}, `also had: ${other.join(', ')} (not shown)`) : null;
 }
 
 function result(o) {

@@ -23,7 +23,7 @@ export async function render(panel, id) {
   const term = new Terminal({
     cursorBlink: true, scrollback: 5000, fontSize: 14,
     fontFamily: 'ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace',
-    theme: {background: '#111418', foreground: '#e6e6e6'},
+    theme: {background: '#000000', foreground: '#e6e6e6'},
   });
   const fit = new FitAddon();
   term.loadAddon(fit);

@@ -130,6 +130,7 @@ try {
   await page.getByRole("button", { name: /^Download .*\.png$/ }).waitFor();
   await page.locator(".cell-status .badge.ready").waitFor();
   await shot("python");
+  await shot("python-cell", page.locator("article.cell").first());
   done(step);
 
   step = "artifacts";
