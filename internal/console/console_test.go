@@ -25,7 +25,14 @@ func serve(t *testing.T) *httptest.Server {
 
 func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	return do(t, http.MethodGet, url, hdr...)
+}
+
+// do sends a request with the headers hdr (name, value, …) and reads the
+// whole answer.
+func do(t *testing.T, method, url string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, url, nil)
 	req.Header.Set("Accept-Encoding", "identity") // else the transport asks for gzip and decompresses
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])

@@ -39,27 +39,14 @@ type server struct {
 	cmd  *exec.Cmd
 	dir  string
 	url  string
-	log  lockedBuffer
+	log  string // the file of its output
 	err  error
 }
 
-// lockedBuffer is the server's output, written by its process's copier
-// while a test may read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// output is the end of what the server printed.
+func (s *server) output() string {
+	b, _ := os.ReadFile(s.log)
+	return tail(string(b), 3000)
 }
 
 var shared server
@@ -70,7 +57,7 @@ func (s *server) start(t *testing.T) string {
 	t.Helper()
 	s.once.Do(func() { s.err = s.run() })
 	if s.err != nil {
-		t.Fatalf("cubicle serve: %v\n%s", s.err, s.log.String())
+		t.Fatalf("cubicle serve: %v\n%s", s.err, s.output())
 	}
 	return s.url
 }
@@ -89,7 +76,13 @@ func (s *server) run() error {
 	s.cmd = exec.Command(cubicleBin, "serve", "--data", s.dir, "--listen", addr)
 	s.cmd.Env = append(os.Environ(), "CUBICLE_ADMIN_KEY="+adminKey, "CUBICLE_COMPUTERS_POOL_SIZE=0",
 		"CUBICLE_COMPUTERS_MEMORY=256M", "CUBICLE_COMPUTERS_DISK=64M")
-	s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log
+	logFile, err := os.Create(filepath.Join(s.dir, "serve.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() // the process has its own descriptor
+	s.log = logFile.Name()
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}
@@ -149,16 +142,9 @@ func TestServedBeside(t *testing.T) {
 		{"POST", "/", 405, "allowed: GET, HEAD"},
 		{"DELETE", "/console/js/app.js", 405, "allowed: GET, HEAD"},
 	} {
-		req, _ := http.NewRequestWithContext(t.Context(), c.method, url+c.path, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var body bytes.Buffer
-		body.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != c.status || !strings.Contains(body.String(), c.contains) || resp.Header.Get("X-Request-Id") == "" {
-			t.Errorf("%s %s: %d (want %d), request id %q: %.300s", c.method, c.path, resp.StatusCode, c.status, resp.Header.Get("X-Request-Id"), body.String())
+		resp, body := do(t, c.method, url+c.path)
+		if resp.StatusCode != c.status || !strings.Contains(body, c.contains) || resp.Header.Get("X-Request-Id") == "" {
+			t.Errorf("%s %s: %d (want %d), request id %q: %.300s", c.method, c.path, resp.StatusCode, c.status, resp.Header.Get("X-Request-Id"), body)
 		}
 	}
 }
@@ -240,7 +226,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	if got.Error != "" {
 		t.Fatalf("the browser run failed at %s\n(screenshot %s)\nsteps done: %+v\nscript errors: %q\nserver log:\n%s",
-			got.Error, filepath.Join(shots, "failure.png"), got.Steps, got.ConsoleErrors, tail(shared.log.String(), 3000))
+			got.Error, filepath.Join(shots, "failure.png"), got.Steps, got.ConsoleErrors, shared.output())
 	}
 	if len(got.Steps) != 13 {
 		t.Errorf("steps: %+v", got.Steps)
