@@ -99,7 +99,7 @@ func policy(nonce string) string {
 		"default-src 'none'",
 		"script-src 'self'",
 		"style-src 'self' 'nonce-" + nonce + "'",
-		"img-src 'self' data: blob:",
+		"img-src 'self' data:",
 		"connect-src 'self'",
 		"font-src 'self'",
 		"base-uri 'none'",
