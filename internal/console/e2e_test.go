@@ -175,6 +175,7 @@ type seen struct {
 	NewSecret     string
 	AfterSignOut  *string
 	ConsoleErrors []string
+	Unlabelled    []string
 	Violations    []string
 }
 
@@ -242,6 +243,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		if !strings.Contains(e, "status of 401") {
 			t.Errorf("script error: %s", e)
 		}
+	}
+	if len(got.Unlabelled) != 0 {
+		t.Errorf("form controls without a label: %q", got.Unlabelled)
 	}
 	if !got.Stored.Session || got.Stored.Cookies != "" || got.AfterSignOut != nil {
 		t.Errorf("the key: in sessionStorage %v, cookies %q, after sign-out %v", got.Stored.Session, got.Stored.Cookies, got.AfterSignOut)

@@ -41,7 +41,16 @@ try {
     await target.screenshot({ path });
     out.shots.push(name);
   };
-  const done = (name, extra = {}) => out.steps.push({ name, ...extra });
+  // Every form control of the view has a label (its own <label> or an
+  // aria-label): those that have none are recorded with the step.
+  const unlabelled = () => page.evaluate(() => [...document.querySelectorAll("input, select, textarea, button")]
+    .filter((el) => !el.hidden && !(el.labels && el.labels.length) && !el.getAttribute("aria-label") && !el.textContent.trim())
+    .map((el) => el.outerHTML.slice(0, 120)));
+  out.unlabelled = [];
+  const done = async (name) => {
+    out.steps.push({ name });
+    for (const el of await unlabelled()) out.unlabelled.push(`${name}: ${el}`);
+  };
   const download = async (trigger) => {
     const [d] = await Promise.all([page.waitForEvent("download"), trigger()]);
     return { name: d.suggestedFilename(), bytes: readFileSync(await d.path()) };
@@ -57,7 +66,7 @@ try {
   await page.getByLabel("API key").fill("cub_not_a_key");
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("alert").filter({ hasText: "refused" }).waitFor();
-  done(step);
+  await done(step);
 
   step = "sign in";
   await page.getByLabel("API key").fill(key);
@@ -65,7 +74,7 @@ try {
   await page.getByRole("heading", { name: "Computers", exact: true }).waitFor();
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Keys" }).waitFor(); // an admin key
   out.stored = await page.evaluate(() => ({ session: sessionStorage.getItem("cubicle.key") !== null, cookies: document.cookie }));
-  done(step);
+  await done(step);
 
   step = "create a computer";
   await page.getByLabel("Lifetime (minutes)").fill("15");
@@ -77,7 +86,7 @@ try {
   await page.getByRole("row").filter({ hasText: id }).getByText(/ends in/).waitFor();
   out.computer = id;
   await shot("computers");
-  done(step);
+  await done(step);
 
   step = "terminal";
   await link.click();
@@ -91,7 +100,7 @@ try {
   out.terminal = (await page.locator("#terminal .xterm-rows").innerText()).replace(/\u00a0/g, " ");
   await shot("terminal");
   await shot("terminal-only", page.locator("#terminal"));
-  done(step);
+  await done(step);
 
   step = "files";
   await page.getByRole("navigation", { name: "Computer" }).getByRole("link", { name: "Files" }).click();
@@ -100,7 +109,7 @@ try {
   const file = await download(() => page.getByRole("button", { name: "Download hello.txt" }).click());
   out.file = { name: file.name, text: file.bytes.toString() };
   await shot("files");
-  done(step);
+  await done(step);
 
   step = "python";
   await page.getByRole("navigation", { name: "Computer" }).getByRole("link", { name: "Python" }).click();
@@ -131,7 +140,7 @@ try {
   await page.locator(".cell-status .badge.ready").waitFor();
   await shot("python");
   await shot("python-cell", page.locator("article.cell").first());
-  done(step);
+  await done(step);
 
   step = "artifacts";
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Artifacts" }).click();
@@ -141,19 +150,19 @@ try {
   const art = await download(() => artRow.getByRole("button", { name: /^Download / }).click());
   out.artifact = { name: art.name, magic: art.bytes.subarray(0, 8).toString("hex"), bytes: art.bytes.length };
   await shot("artifacts");
-  done(step);
+  await done(step);
 
   step = "audit";
   await page.getByRole("link", { name: "Audit and usage" }).click();
   await page.getByRole("cell", { name: "computer.created", exact: true }).first().waitFor();
   await page.getByRole("cell", { name: "computer.terminal_opened", exact: true }).first().waitFor();
   await shot("activity");
-  done(step);
+  await done(step);
 
   step = "egress";
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Egress" }).click();
   await page.getByText("Only computers created with a network_policy").waitFor();
-  done(step);
+  await done(step);
 
   step = "keys";
   await page.getByRole("link", { name: "Keys" }).click();
@@ -162,24 +171,24 @@ try {
   out.newSecret = await page.locator("#new-secret").inputValue();
   await page.getByRole("cell", { name: "console-e2e", exact: true }).waitFor();
   await shot("keys");
-  done(step);
+  await done(step);
 
   step = "orgs";
   await page.getByRole("link", { name: "Organisations" }).click();
   await page.getByRole("cell", { name: "default", exact: true }).waitFor();
-  done(step);
+  await done(step);
 
   step = "delete";
   await page.getByRole("link", { name: "Computers", exact: true }).click();
   await page.getByRole("button", { name: `Delete ${id}` }).click();
   await page.getByRole("status").filter({ hasText: `Deleted ${id}` }).waitFor();
-  done(step);
+  await done(step);
 
   step = "sign out";
   await page.getByRole("button", { name: "Sign out" }).click();
   await page.getByRole("heading", { name: "Sign in to Cubicle" }).waitFor();
   out.afterSignOut = await page.evaluate(() => sessionStorage.getItem("cubicle.key"));
-  done(step);
+  await done(step);
 
   out.violations = await page.evaluate(() => window.__violations);
 } catch (e) {
