@@ -118,7 +118,8 @@ func (s *server) stop() {
 
 // TestServedBeside: in the real server, the console answers / and
 // /console/…, and the API's routes, /openapi.json, /mcp, the Kernel
-// Gateway API, health and the 404/405 fallback still answer as before.
+// Gateway API, the E2B API, health and the 404/405 fallback still answer
+// as before.
 func TestServedBeside(t *testing.T) {
 	url := shared.start(t)
 	for _, c := range []struct {
@@ -137,6 +138,7 @@ func TestServedBeside(t *testing.T) {
 		{"POST", "/mcp", 401, "invalid_api_key"},
 		{"GET", "/api/kernels", 401, ""},
 		{"GET", "/api/kernelspecs", 401, ""},
+		{"GET", "/e2b/sandboxes", 401, ""},
 		{"GET", "/nope", 404, "no route for GET /nope"},
 		{"GET", "/console/nope.js", 404, "not_found"},
 		{"POST", "/", 405, "allowed: GET, HEAD"},
