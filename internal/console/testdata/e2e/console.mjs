@@ -166,10 +166,11 @@ try {
 
   step = "keys";
   await page.getByRole("link", { name: "Keys" }).click();
-  await page.getByLabel("Name", { exact: true }).fill("console-e2e");
+  const keyName = `console-e2e-${Date.now()}`; // the server may be another run's too
+  await page.getByLabel("Name", { exact: true }).fill(keyName);
   await page.getByRole("button", { name: "Create key" }).click();
   out.newSecret = await page.locator("#new-secret").inputValue();
-  await page.getByRole("cell", { name: "console-e2e", exact: true }).waitFor();
+  await page.getByRole("cell", { name: keyName, exact: true }).waitFor();
   await shot("keys");
   await done(step);
 
