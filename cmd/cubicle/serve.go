@@ -16,6 +16,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/blob"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/console"
 	"github.com/cubicle-sandbox/cubicle/internal/e2b"
 	"github.com/cubicle-sandbox/cubicle/internal/egress/egresslog"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
@@ -230,6 +231,7 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 		opts.Mounts = append(opts.Mounts, e2b.New(s.mgr, gov))
 		slog.Info("e2b sdk api enabled", "path", e2b.Prefix)
 	}
+	opts.Mounts = append(opts.Mounts, console.New()) // the web console at / (docs/console.md)
 	s.api = httpapi.New(opts)
 	return s, nil
 }
