@@ -78,7 +78,11 @@ func (a *API) listOrgs(w http.ResponseWriter, r *http.Request, p governance.Prin
 	if orgs == nil {
 		orgs = []store.Org{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": orgs})
+	page, err := listPage(r, orgs, func(o store.Org) string { return o.ID }, false)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -150,7 +154,11 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request, p governance.Prin
 	if keys == nil {
 		keys = []store.Key{} // an organisation without keys: [], as every list
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": keys})
+	page, err := listPage(r, keys, func(k store.Key) string { return k.ID }, false)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

@@ -70,6 +70,29 @@ func TestListPages(t *testing.T) {
 			t.Errorf("%s: param %v, want %s", q, er.Error.Param, param)
 		}
 	}
+	// The admin lists page too (issue 17 item 5): organisations and keys,
+	// oldest first.
+	for _, name := range []string{"second", "third"} {
+		if r := e.do(e.admin, "POST", "/v1/admin/orgs", map[string]any{"name": name}); r.code != http.StatusCreated {
+			t.Fatalf("create org: %s", r)
+		}
+	}
+	var orgs idPage
+	e.do(e.admin, "GET", "/v1/admin/orgs?limit=1", nil).json(t, &orgs)
+	first := *orgs.LastID
+	if len(orgs.Data) != 1 || !orgs.HasMore {
+		t.Fatalf("organisations page 1: %+v", orgs)
+	}
+	e.do(e.admin, "GET", "/v1/admin/orgs?limit=1000&after="+first, nil).json(t, &orgs)
+	if len(orgs.Data) != 2 || orgs.HasMore || orgs.Data[0].ID == first {
+		t.Fatalf("organisations after %s: %+v", first, orgs)
+	}
+	var keys idPage
+	e.do(e.admin, "GET", "/v1/admin/keys?limit=1&order=desc", nil).json(t, &keys)
+	if len(keys.Data) != 1 || !keys.HasMore {
+		t.Fatalf("keys page: %+v", keys)
+	}
+	e.do(e.admin, "GET", "/v1/admin/keys?limit=0", nil).wantError(t, http.StatusBadRequest, "invalid_request")
 }
 
 // TestListStoredResponses: GET /v1/responses (no Upgrade) pages the

@@ -46,7 +46,11 @@ func (a *API) listTemplates(w http.ResponseWriter, r *http.Request, p governance
 	for i, t := range ts {
 		out[i] = templateViewOf(t)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+	page, err := listPage(r, out, func(t templateView) string { return t.Name }, false)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

@@ -30,7 +30,11 @@ func (a *API) listVolumes(w http.ResponseWriter, r *http.Request, p governance.P
 	for i, v := range vs {
 		out[i] = volumeViewOf(v)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+	page, err := listPage(r, out, func(v volumeView) string { return v.Name }, false)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
