@@ -203,6 +203,9 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 	}
 	s := &components{mgr: computer.New(mc, drv, st, gov), egress: egressLog}
 	if cfg.Gateway.Enabled() {
+		if err := s.mgr.CheckKernelTemplate(ctx, gwc.CodeInterpreterTemplate, "gateway.code_interpreter_template"); err != nil {
+			return nil, err
+		}
 		s.gw, err = responses.New(gwc, responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses()})
 		if err != nil {
 			return nil, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 	"github.com/cubicle-sandbox/cubicle/internal/template"
 )
 
@@ -65,15 +66,22 @@ Flags:
 `, templateImport},
 	"build": {`Usage: cubicle template build SPEC --name NAME [flags]
 
-Builds a Debian template with mmdebstrap from an apt mirror and stores it
-(one layer). SPEC is a JSON file: {"suite": "bookworm", "variant":
+Builds a template and stores it. SPEC is a JSON file: a Debian release
+made with mmdebstrap from an apt mirror ({"suite": "bookworm", "variant":
 "minbase", "packages": ["python3-minimal"], "mirror":
-"http://deb.debian.org/debian"} (all optional, these are the defaults but
-packages). The root's tar is cached by the spec's digest in
-<data>/templates/cache, so the same spec builds once unless --refresh.
+"http://deb.debian.org/debian"}, all optional, these are the defaults
+but packages; its tar is cached by digest in <data>/templates/cache, so
+the same release builds once unless --refresh) or another template
+({"base": "debian"}); then "files" ([{"src": "app", "dst": "/opt/app"}],
+host paths relative to SPEC), "env" (["NAME=value"]) and "run" (shell
+commands run one after another as root in a build computer of the data
+directory, without network, each within "run_limits" {"timeout_seconds":
+600, "memory_mb": 1024, "disk_mb": 2048}; each step's changes become a
+layer; its output is printed as it comes). See docs/templates.md.
 
 Example:
   echo '{"packages": ["python3-minimal"]}' > debian.json && cubicle template build debian.json --name debian
+  echo '{"base": "debian", "run": ["mkdir -p /opt/app && echo hi > /opt/app/hi"]}' > app.json && cubicle template build app.json --name app
 
 Flags:
 `, templateImport},
@@ -98,9 +106,9 @@ Flags:
 	"rm": {`Usage: cubicle template rm NAME [flags]
 
 Removes a template, then the layers and roots no other template uses. A
-template that running computers were made from (in the data directory's
-database) is kept unless --force: with it, they keep running on its image
-until they end.
+template that running or paused computers were made from (in the data
+directory's database) is kept unless --force: with it, running ones keep
+running on its image until they end, and paused ones cannot resume.
 
 Example:
   cubicle template rm python
@@ -119,6 +127,7 @@ type templateFlags struct {
 	replace *bool
 	refresh *bool
 	force   *bool
+	run     template.RunFunc // build: runs its run steps
 }
 
 func templateCmd(args []string) int {
@@ -148,19 +157,32 @@ func templateCmd(args []string) int {
 		v.refresh = fs.Bool("refresh", false, "run mmdebstrap again even if the spec's build is cached")
 	}
 	if args[0] == "rm" {
-		v.force = fs.Bool("force", false, "remove it even if running computers were made from it")
+		v.force = fs.Bool("force", false, "remove it even if running or paused computers were made from it")
 	}
 	pos, code, ok := parseInterspersed(fs, args[1:])
 	if !ok {
 		return code
 	}
-	st, err := openTemplates(*v.config, *v.data)
+	cfg, err := config.Load(*v.config, os.Environ())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cubicle template %s: %v\n", v.verb, err)
+		return 2
+	}
+	if *v.data == "" {
+		*v.data = cfg.Server.Data
+	}
+	st, err := templateStore(cfg, *v.data)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cubicle template %s: %v\n", v.verb, err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if v.verb == "build" {
+		var closeRun func()
+		v.run, closeRun = buildRunner(cfg, *v.data)
+		defer closeRun()
+	}
 	return verb.run(ctx, st, v, pos)
 }
 
@@ -179,15 +201,28 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	}
 }
 
-func openTemplates(cfgPath, data string) (*template.Store, error) {
-	cfg, err := config.Load(cfgPath, os.Environ())
-	if err != nil {
-		return nil, err
+// buildRunner runs a build's run steps in computers of a Linux driver on
+// the data directory data (with the configured host uids), made at the
+// first step; done closes it.
+func buildRunner(cfg config.Config, data string) (run template.RunFunc, done func()) {
+	var drv *linux.Driver
+	var runner template.RunFunc
+	run = func(ctx context.Context, step template.RunStep) (template.RunResult, error) {
+		if drv == nil {
+			uidStart, uidCount, _ := cfg.Computers.UIDs() // validated by config.Load
+			d, err := linux.New(linux.Config{StateDir: data, UIDStart: uidStart, UIDCount: uidCount})
+			if err != nil {
+				return template.RunResult{}, err
+			}
+			drv, runner = d, computer.TemplateRunner(d)
+		}
+		return runner(ctx, step)
 	}
-	if data == "" {
-		data = cfg.Server.Data
+	return run, func() {
+		if drv != nil {
+			drv.Close(context.Background())
+		}
 	}
-	return templateStore(cfg, data)
 }
 
 // templateStore opens the template store of the data directory data with
@@ -215,7 +250,7 @@ func templateImport(ctx context.Context, st *template.Store, v *templateFlags, p
 		fmt.Fprintf(os.Stderr, "cubicle template %s: --name is required\n", v.verb)
 		return 2
 	}
-	opts := template.Options{Name: *v.name, Replace: *v.replace, Progress: printTemplateProgress}
+	opts := template.Options{Name: *v.name, Replace: *v.replace, Progress: printTemplateProgress, Run: v.run}
 	var t template.Template
 	var err error
 	switch v.verb {
@@ -233,6 +268,12 @@ func templateImport(ctx context.Context, st *template.Store, v *templateFlags, p
 	}
 	text := fmt.Sprintf("imported %s (%s): %d layers, %s in %d entries, python %s\n", t.Name, shortID(t.ID),
 		len(t.Layers), humanBytes(t.Size), t.Files, orNone(t.Python))
+	switch {
+	case t.Python == "":
+		text += "no python3 on the image's PATH: Python cells, kernels and the code interpreter refuse this template\n"
+	case !t.Kernel:
+		text += fmt.Sprintf("no kernel: %s has no ipykernel (Debian's python3-ipykernel): Python cells, kernels and the code interpreter refuse this template\n", t.Python)
+	}
 	if sk := t.Skipped; sk.Devices+sk.FIFOs > 0 {
 		text += fmt.Sprintf("skipped %d device nodes and %d FIFOs (a computer has its own /dev)\n", sk.Devices, sk.FIFOs)
 	}
@@ -247,6 +288,9 @@ func printTemplateProgress(p template.Progress) {
 		return
 	case p.Step == "build":
 		fmt.Fprintf(os.Stderr, "mmdebstrap: %s\n", p.Message)
+		return
+	case p.Step == "run":
+		fmt.Fprintf(os.Stderr, "run %d/%d: %s\n", p.Layer, p.Layers, p.Message)
 		return
 	}
 	if p.Step == "image" {
@@ -337,13 +381,13 @@ func templateRm(ctx context.Context, st *template.Store, v *templateFlags, pos [
 		return 2
 	}
 	if !*v.force {
-		n, err := templateUsers(ctx, filepath.Dir(st.Dir()), pos[0])
+		users, err := templateUsers(ctx, filepath.Dir(st.Dir()), pos[0])
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cubicle template rm: %v\n", err)
 			return 1
 		}
-		if n > 0 {
-			fmt.Fprintf(os.Stderr, "cubicle template rm: %d running computers were made from %s; delete them first, or pass --force (they keep running until they end)\n", n, pos[0])
+		if len(users) > 0 {
+			fmt.Fprintf(os.Stderr, "cubicle template rm: computers made from %s exist: %s; delete them first, or pass --force (running ones keep running until they end; paused ones cannot resume)\n", pos[0], computer.UsersSentence(users))
 			return 1
 		}
 	}
@@ -385,15 +429,16 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGT"[exp])
 }
 
-// templateUsers counts the running computers made from the template name
-// in the database of the data directory data (none when it has none).
-func templateUsers(ctx context.Context, data, name string) (int, error) {
+// templateUsers lists the running and paused computers made from the
+// template name in the database of the data directory data, or of
+// CUBICLE_STORE_URL (none when there is none).
+func templateUsers(ctx context.Context, data, name string) ([]string, error) {
 	if _, err := os.Stat(filepath.Join(data, "cubicle.db")); errors.Is(err, fs.ErrNotExist) && os.Getenv("CUBICLE_STORE_URL") == "" {
-		return 0, nil
+		return nil, nil
 	}
 	st, err := openCLIStore(ctx, data)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer st.Close()
 	return computer.TemplateUsers(ctx, st, name)

@@ -19,6 +19,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
+	"github.com/cubicle-sandbox/cubicle/internal/template"
 	"github.com/cubicle-sandbox/cubicle/internal/template/templatetest"
 )
 
@@ -104,8 +105,9 @@ func TestTemplateCLI(t *testing.T) {
 	}
 }
 
-// TestTemplateRmInUse: a template that a running computer (in the data
-// directory's database) was made from is kept unless --force.
+// TestTemplateRmInUse: a template that a running or a paused computer (in
+// the data directory's database) was made from is kept unless --force,
+// naming them.
 func TestTemplateRmInUse(t *testing.T) {
 	data := t.TempDir()
 	if r := cli(t, "template", "import", testLayout(t), "--name", "py", "--data", data); r.code != 0 {
@@ -130,12 +132,59 @@ func TestTemplateRmInUse(t *testing.T) {
 		Limits: json.RawMessage(`{"memory_mb":256,"template":"py"}`), Metadata: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.Computers().Create(ctx, store.Computer{ID: "cmp_000000000000000000000002", OrgID: p.Org.ID, KeyID: p.Key.ID,
+		Status: store.StatusReady, CreatedAt: now, ReadyAt: &now, ExpiresAt: now.Add(time.Hour),
+		Limits: json.RawMessage(`{"memory_mb":256,"template":"py"}`), Metadata: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Computers().Pause(ctx, store.Stop{ComputerID: "cmp_000000000000000000000002", At: now, Reason: "paused"}); err != nil {
+		t.Fatal(err)
+	}
 	st.Close()
 	r := cli(t, "template", "rm", "py", "--data", data)
-	if r.code != 1 || !strings.Contains(r.stderr, "1 running computers were made from py") || !strings.Contains(r.stderr, "--force") {
+	if r.code != 1 || !strings.Contains(r.stderr, "computers made from py exist: cmp_000000000000000000000001, cmp_000000000000000000000002 (paused)") ||
+		!strings.Contains(r.stderr, "--force") {
 		t.Fatalf("rm of a template in use: %+v", r)
 	}
 	if r := cli(t, "template", "rm", "py", "--force", "--data", data); r.code != 0 || !strings.Contains(r.stdout, "removed py") {
 		t.Fatalf("rm --force: %+v", r)
+	}
+}
+
+// TestTemplateBuildRun: 'cubicle template build' runs a spec's run steps
+// in build computers of the data directory, printing each step's output
+// as it comes; the step's files are in the template's root, and a failing
+// step fails the build with its exit status and last lines.
+func TestTemplateBuildRun(t *testing.T) {
+	data := t.TempDir()
+	st, err := template.Open(filepath.Join(data, "templates"), template.Limits{MaxBytes: 1 << 30, MaxFiles: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	templatetest.Import(t, st, "mini", templatetest.MiniRoot(t, t.TempDir(), templatetest.Programs...), "PATH=/usr/bin:/bin")
+	spec := filepath.Join(t.TempDir(), "app.json")
+	if err := os.WriteFile(spec, []byte(`{"base": "mini", "run": ["echo made by $(id -u) > /made.txt && cat /made.txt"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "template", "build", spec, "--name", "app", "--data", data, "--json")
+	if r.code != 0 || !strings.Contains(r.stderr, "run 1/1: $ echo made by") || !strings.Contains(r.stderr, "run 1/1: made by 0\n") ||
+		!strings.Contains(r.stderr, "run 1/1: done in ") {
+		t.Fatalf("build: %+v", r)
+	}
+	var got struct {
+		RootDir string `json:"root_dir"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(got.RootDir, "made.txt")); err != nil || string(b) != "made by 0\n" {
+		t.Fatalf("made.txt in the root: %q, %v", b, err)
+	}
+	if err := os.WriteFile(spec, []byte(`{"base": "mini", "run": ["echo trying; exit 4"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, "template", "build", spec, "--name", "bad", "--data", data)
+	if r.code != 1 || !strings.Contains(r.stderr, "run[0] (echo trying; exit 4) failed with exit status 4; its last lines:\ntrying\n") {
+		t.Fatalf("failing build: %+v", r)
 	}
 }

@@ -332,7 +332,7 @@ func (s *Server) spawn(p *process, argv, env []string, cwd string, files []*os.F
 		Sys: &syscall.SysProcAttr{
 			Setpgid:    !p.tty,
 			Ptrace:     true,
-			Credential: &syscall.Credential{Uid: SandboxUID, Gid: SandboxGID, Groups: []uint32{}},
+			Credential: s.credential(),
 		},
 	}
 	if p.tty { // a session of its own, the terminal (its fd 0) its controlling terminal
@@ -349,6 +349,16 @@ func (s *Server) spawn(p *process, argv, env []string, cwd string, files []*os.F
 		s.killTree(p)
 	}
 	return w, nil
+}
+
+// credential is who user processes run as: the sandbox user, or root of
+// the computer's user namespace in a template build's computer
+// (protocol.Init.Build).
+func (s *Server) credential() *syscall.Credential {
+	if s.init.Build {
+		return &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+	}
+	return &syscall.Credential{Uid: SandboxUID, Gid: SandboxGID, Groups: []uint32{}}
 }
 
 // forkTraced forks, waits for the post-exec stop, places and detaches.

@@ -14,7 +14,7 @@ import (
 // Errors of the template administration.
 var (
 	ErrTemplateExists = errdefs.New(errdefs.Conflict, "template_exists", "a template of that name exists")
-	ErrTemplateInUse  = errdefs.New(errdefs.Conflict, "template_in_use", "running computers were made from the template")
+	ErrTemplateInUse  = errdefs.New(errdefs.Conflict, "template_in_use", "the template is in use")
 )
 
 // TemplateRequest makes a template over the API (an admin's): built from
@@ -39,7 +39,7 @@ func (m *Manager) CreateTemplate(ctx context.Context, p governance.Principal, re
 	if err := template.CheckName(req.Name); err != nil {
 		return TemplateView{}, templateError("name", err)
 	}
-	opts := template.Options{Name: req.Name, Replace: req.Replace, Progress: progress}
+	opts := template.Options{Name: req.Name, Replace: req.Replace, Progress: progress, Run: TemplateRunner(m.driver)}
 	var t template.Template
 	var err error
 	if req.Pull != "" {
@@ -61,7 +61,7 @@ func (m *Manager) CreateTemplate(ctx context.Context, p governance.Principal, re
 		Python: kernelPython(t), Default: def == t.Name}, nil
 }
 
-// DeleteTemplate removes a template no running computer was made from,
+// DeleteTemplate removes a template no running or paused computer was made from,
 // then the layers and roots no template uses.
 func (m *Manager) DeleteTemplate(ctx context.Context, p governance.Principal, name string) error {
 	if name == HostTemplate {
@@ -70,10 +70,10 @@ func (m *Manager) DeleteTemplate(ctx context.Context, p governance.Principal, na
 	if m.cfg.Templates == nil {
 		return fmt.Errorf("%w: no template %q", ErrTemplateNotFound, name)
 	}
-	if n, err := TemplateUsers(ctx, m.st, name); err != nil {
+	if users, err := TemplateUsers(ctx, m.st, name); err != nil {
 		return err
-	} else if n > 0 {
-		return fmt.Errorf("%w: %d running computers were made from %s; delete them first", ErrTemplateInUse, n, name)
+	} else if len(users) > 0 {
+		return fmt.Errorf("%w: computers made from %s exist: %s; delete them first (a paused computer needs its template to resume)", ErrTemplateInUse, name, UsersSentence(users))
 	}
 	if _, err := m.cfg.Templates.Remove(ctx, name); err != nil {
 		if errors.Is(err, template.ErrNotFound) {

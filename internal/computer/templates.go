@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -86,6 +87,24 @@ func (m *Manager) root(ctx context.Context, name, from string) (sandbox.Root, []
 	return sandbox.Root{Template: t.Name, Image: img, Python: kernelPython(t)}, t.Defaults.Env, nil
 }
 
+// CheckKernelTemplate refuses, saying what is missing, the template name
+// that the configuration key what makes computers from to run Python
+// cells (the code interpreter's) when it does not exist or has no kernel
+// (python3 with ipykernel). "" and the host's are fine.
+func (m *Manager) CheckKernelTemplate(ctx context.Context, name, what string) error {
+	if name == "" || name == HostTemplate {
+		return nil
+	}
+	root, _, err := m.root(ctx, name, what)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if root.Python == "" {
+		return fmt.Errorf("%s: template %q has no python3 with ipykernel, which runs the code interpreter's cells: build it with the Debian package python3-ipykernel (or an image that has ipykernel)", what, name)
+	}
+	return nil
+}
+
 // kernelPython is the Python a template's computers run cells with: its
 // python3 when it has ipykernel, else "" (none).
 func kernelPython(t template.Template) string {
@@ -134,19 +153,37 @@ func (m *Manager) GetTemplate(ctx context.Context, p governance.Principal, name 
 	return TemplateView{}, fmt.Errorf("%w: no template %q", ErrTemplateNotFound, name)
 }
 
-// TemplateUsers counts the live computers of every organisation (on any
-// server of the store) that were made from the template name: a template
-// in use is not removed (cubicle template rm).
-func TemplateUsers(ctx context.Context, st store.Store, name string) (int, error) {
+// TemplateUsers lists the computers of every organisation (on any server
+// of the store) that were made from the template name and are not
+// stopped, running or paused (a paused one needs its template to resume),
+// each as its id with "(paused)" after a paused one: a template in use is
+// not removed (DELETE /v1/templates/{name}, cubicle template rm).
+func TemplateUsers(ctx context.Context, st store.Store, name string) ([]string, error) {
 	recs, err := st.Computers().Alive(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var users []string
 	for _, r := range recs {
-		if viewOf(r).Template == name {
-			n++
+		if viewOf(r).Template != name {
+			continue
+		}
+		if r.Status == store.StatusPaused {
+			users = append(users, r.ID+" (paused)")
+		} else {
+			users = append(users, r.ID)
 		}
 	}
-	return n, nil
+	return users, nil
+}
+
+// UsersSentence names a template's users (TemplateUsers) for a message:
+// "cmp_1, cmp_2 (paused), cmp_3 and 2 more".
+func UsersSentence(users []string) string {
+	const named = 3
+	s := strings.Join(users[:min(named, len(users))], ", ")
+	if len(users) > named {
+		s += fmt.Sprintf(" and %d more", len(users)-named)
+	}
+	return s
 }

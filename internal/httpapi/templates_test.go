@@ -22,12 +22,18 @@ import (
 // (templatetest.MiniRoot, no Python).
 func templateStore(t *testing.T, dir string) *template.Store {
 	t.Helper()
+	return storeWith(t, dir, "mini", templatetest.MiniRoot(t, t.TempDir(), templatetest.Programs...), "PATH=/usr/bin:/bin", "MINI=1")
+}
+
+// storeWith is a template store in dir holding the root directory root
+// as the template name, with env.
+func storeWith(t *testing.T, dir, name, root string, env ...string) *template.Store {
+	t.Helper()
 	s, err := template.Open(filepath.Join(dir, "templates"), template.Limits{MaxBytes: 1 << 30, MaxFiles: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	templatetest.Import(t, s, "mini", templatetest.MiniRoot(t, t.TempDir(), templatetest.Programs...),
-		"PATH=/usr/bin:/bin", "MINI=1")
+	templatetest.Import(t, s, name, root, env...)
 	return s
 }
 
@@ -225,7 +231,8 @@ func TestTemplatePools(t *testing.T) {
 
 // TestTemplateAdmin: an admin builds a template over the API (a spec on a
 // base; streamed progress with Accept: text/event-stream) and deletes it
-// once no running computer was made from it; bad specs are 400 naming
+// once no running or paused computer was made from it (409 naming them
+// before); bad specs are 400 naming
 // the field, other keys 403.
 func TestTemplateAdmin(t *testing.T) {
 	dir := t.TempDir()
@@ -248,8 +255,22 @@ func TestTemplateAdmin(t *testing.T) {
 		t.Fatalf("on mini2: %q", got)
 	}
 	er := e.do(e.admin, "DELETE", "/v1/templates/mini2", nil).wantError(t, http.StatusConflict, "template_in_use")
-	if !strings.Contains(er.Error.Message, "1 running computers were made from mini2") {
+	if !strings.Contains(er.Error.Message, "computers made from mini2 exist: "+c.ID+";") {
 		t.Fatalf("in use: %+v", er.Error)
+	}
+	// A paused computer needs its template to resume: still in use.
+	if r := e.do(key, "POST", "/v1/computers/"+c.ID+"/pause", nil); r.code != http.StatusOK {
+		t.Fatalf("pause: %s", r)
+	}
+	er = e.do(e.admin, "DELETE", "/v1/templates/mini2", nil).wantError(t, http.StatusConflict, "template_in_use")
+	if !strings.Contains(er.Error.Message, c.ID+" (paused)") {
+		t.Fatalf("in use by a paused computer: %+v", er.Error)
+	}
+	if r := e.do(key, "POST", "/v1/computers/"+c.ID+"/resume", nil); r.code != http.StatusOK {
+		t.Fatalf("resume: %s", r)
+	}
+	if got := e.sh(key, c.ID, "echo $MINI"); got != "2\n" {
+		t.Fatalf("resumed on mini2: %q", got)
 	}
 	if r := e.do(key, "DELETE", "/v1/computers/"+c.ID, nil); r.code != http.StatusNoContent {
 		t.Fatalf("delete computer: %s", r)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -342,6 +343,24 @@ type Root struct {
 	// Python is the template's python3 with ipykernel, a path inside the
 	// image; "" when it has none (Python calls then fail saying so).
 	Python string `json:"python,omitempty"`
+	// Build makes the computer a template build's (a run step's): its
+	// root is writable, an overlay over the image whose upper layer is on
+	// the computer's own disk (within DiskBytes; /workspace is a directory
+	// beside it), and its processes run as root of its user namespace.
+	// The driver must implement RootChanges. Never for tenants' computers.
+	Build bool `json:"build,omitempty"`
+}
+
+// RootChanges is a build computer (Root.Build) whose root's changes can be
+// read.
+type RootChanges interface {
+	// RootChanges returns, once the computer was killed (Kill), the upper
+	// layer of its root's overlay: a directory the caller reads and
+	// closes before Destroy. Deleted entries are overlayfs whiteouts
+	// (character devices 0/0), directories that hide the lower layers'
+	// content carry the xattr trusted.overlay.opaque "y". Files the
+	// computer's user (uid 1000 inside) owns are owned by userUID.
+	RootChanges(ctx context.Context) (dir *os.File, userUID uint32, err error)
 }
 
 // DefaultPython is the Python of a computer on the host's runtime.
@@ -410,6 +429,9 @@ func (s Spec) Validate() error {
 	}
 	if err := s.Internet.Validate(); err != nil {
 		return err
+	}
+	if s.Root.Build && s.Root.Image == "" {
+		return bad("template", "a build computer needs a template's image")
 	}
 	if s.Root.Image != "" && !path.IsAbs(s.Root.Image) || s.Root.Python != "" && !path.IsAbs(s.Root.Python) {
 		return bad("template", "the image and its Python must be absolute paths: %q, %q", s.Root.Image, s.Root.Python)

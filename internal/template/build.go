@@ -47,6 +47,13 @@ type Spec struct {
 	// Env is added to the template's environment (NAME=value; a name
 	// set before is replaced).
 	Env []string `json:"env,omitempty"`
+	// Run are shell commands (/bin/sh -c) run one after another in a
+	// build computer on the root so far, after Files and Env: each
+	// step's changes to the root become a layer. See RunStep.
+	Run []string `json:"run,omitempty"`
+	// RunLimits bound each run step (DefaultRunLimits, at most
+	// MaxRunLimits).
+	RunLimits RunLimits `json:"run_limits,omitzero"`
 }
 
 // FileSpec is a file or directory tree copied into a built template: Src
@@ -87,7 +94,7 @@ func ParseSpec(b []byte, dir string) (Spec, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sp); err != nil {
-		return sp, errf(ErrInvalid, "%v (want {\"suite\", \"variant\", \"packages\", \"mirror\"} or {\"base\"}, and \"files\", \"env\")", err)
+		return sp, errf(ErrInvalid, "%v (want {\"suite\", \"variant\", \"packages\", \"mirror\"} or {\"base\"}, and \"files\", \"env\", \"run\", \"run_limits\")", err)
 	}
 	if dir == "" && len(sp.Files) > 0 {
 		return sp, errf(ErrInvalid, "files copy host paths: build a spec with files with 'cubicle template build' on the host")
@@ -103,7 +110,7 @@ func ParseSpec(b []byte, dir string) (Spec, error) {
 func (sp *Spec) check(dir string) error {
 	if sp.Base != "" {
 		if sp.Suite != "" || sp.Variant != "" || len(sp.Packages) > 0 || sp.Mirror != "" {
-			return fmt.Errorf("base %q: suite, variant, packages and mirror make a Debian release instead; give one or the other (packages on a base would need run steps, which builds do not have yet)", sp.Base)
+			return fmt.Errorf("base %q: suite, variant, packages and mirror make a Debian release instead; give one or the other (run steps have no network: packages come with a Debian release, or as files)", sp.Base)
 		}
 		if err := CheckName(sp.Base); err != nil {
 			return fmt.Errorf("base: %v", err)
@@ -129,7 +136,7 @@ func (sp *Spec) check(dir string) error {
 			return fmt.Errorf("env: %q is not NAME=value", kv)
 		}
 	}
-	return nil
+	return sp.checkRun()
 }
 
 // checkDebian checks a Debian release's fields and fills in defaults.
@@ -177,7 +184,6 @@ func (s *Store) Build(ctx context.Context, specPath string, refresh bool, opts O
 func (s *Store) BuildSpec(ctx context.Context, sp Spec, ref string, refresh bool, opts Options) (Template, error) {
 	return s.withImport(ctx, opts, func() (v1.Image, Source, func(), error) {
 		img := &builtImage{tars: map[v1.Hash]string{}}
-		cleanup := func() {}
 		if sp.Base != "" {
 			base, err := s.Get(ctx, sp.Base)
 			if err != nil {
@@ -196,26 +202,38 @@ func (s *Store) BuildSpec(ctx context.Context, sp Spec, ref string, refresh bool
 			}
 			img.config.Config.Env = []string{"PATH=" + defaultPath}
 		}
-		if len(sp.Files) > 0 {
-			dir, err := s.tempDir("files-")
-			if err != nil {
-				return nil, Source{}, nil, err
-			}
-			cleanup = func() { os.RemoveAll(dir) }
-			tarPath := filepath.Join(dir, "files.tar")
-			if err := writeFilesTar(tarPath, sp.Files); err != nil {
-				cleanup()
-				return nil, Source{}, nil, errf(ErrInvalid, "files: %v", err)
-			}
-			if err := img.addTar(tarPath); err != nil {
-				cleanup()
-				return nil, Source{}, nil, err
-			}
+		dir, err := s.tempDir("build-")
+		if err != nil {
+			return nil, Source{}, nil, err
 		}
-		img.config.Config.Env = mergeEnv(img.config.Config.Env, sp.Env)
-		v, err := img.image()
-		return v, Source{Kind: kindBuild, Ref: ref, Digest: buildDigest(sp)}, cleanup, err
+		cleanup := func() { os.RemoveAll(dir) }
+		v, err := s.buildLayers(ctx, sp, img, dir, opts)
+		if err != nil {
+			cleanup()
+			return nil, Source{}, nil, err
+		}
+		return v, Source{Kind: kindBuild, Ref: ref, Digest: buildDigest(sp)}, cleanup, nil
 	})
+}
+
+// buildLayers adds the spec's layers on top of img's: its files, then a
+// layer per run step (after the spec's env is set, which the steps see);
+// dir holds the layers' tars until the import read them.
+func (s *Store) buildLayers(ctx context.Context, sp Spec, img *builtImage, dir string, opts Options) (v1.Image, error) {
+	if len(sp.Files) > 0 {
+		tarPath := filepath.Join(dir, "files.tar")
+		if err := writeFilesTar(tarPath, sp.Files); err != nil {
+			return nil, errf(ErrInvalid, "files: %v", err)
+		}
+		if err := img.addTar(tarPath); err != nil {
+			return nil, err
+		}
+	}
+	img.config.Config.Env = mergeEnv(img.config.Config.Env, sp.Env)
+	if err := s.runSteps(ctx, sp, img, dir, opts); err != nil {
+		return nil, err
+	}
+	return img.image()
 }
 
 // mergeEnv is env with set's variables added, replacing those of the

@@ -79,8 +79,11 @@ func TestReadSpec(t *testing.T) {
 		`{"packages": ["a b"]}`:      `"a b" is not a Debian package name`,
 		`{"packages": ["--hook=x"]}`: "is not a Debian package name",
 		`{"mirror": "ftp://x"}`:      `mirror "ftp://x"`,
-		`{"run": ["curl evil"]}`:     `unknown field "run"`,
-		`not json`:                   "invalid character",
+		`{"runs": ["curl evil"]}`:    `unknown field "runs"`,
+		`{"run": [" "]}`:             `run[0]: give a shell command`,
+		`{"run": ["true"], "run_limits": {"timeout_seconds": 99999}}`: `run_limits.timeout_seconds: 99999 is not between 1 and 3600`,
+		`{"run": ["true"], "run_limits": {"disk_mb": -1}}`:            `run_limits.disk_mb: -1`,
+		`not json`: "invalid character",
 	} {
 		_, err := template.ReadSpec(write(body))
 		if !errors.Is(err, template.ErrInvalid) || !strings.Contains(err.Error(), want) {
@@ -127,7 +130,8 @@ func TestBuildOnBase(t *testing.T) {
 
 	for body, want := range map[string]string{
 		`{"base": "nope"}`:                                          `base: no template "nope"`,
-		`{"base": "base", "packages": ["curl"]}`:                    "packages on a base would need run steps",
+		`{"base": "base", "packages": ["curl"]}`:                    "run steps have no network: packages come with a Debian release, or as files",
+		`{"base": "base", "run": ["true"]}`:                         "run steps need a build computer",
 		`{"base": "base", "files": [{"src": "gone", "dst": "/x"}]}`: "files[0]: lstat",
 		`{"base": "base", "files": [{"src": "app", "dst": "x"}]}`:   "an absolute path in the root",
 		`{"base": "base", "env": ["1X=2"]}`:                         `env: "1X=2" is not NAME=value`,

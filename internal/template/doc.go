@@ -5,7 +5,11 @@
 // `docker save` archive, or a registry) through go-containerregistry, or
 // built from a spec file: Debian packages by mmdebstrap (the tar it makes
 // is cached in cache/ by the release's digest) or another template, then
-// files copied in as a layer of their own and environment variables.
+// files copied in as a layer of their own, environment variables, and run
+// steps: commands run in a build computer on the root so far, whose
+// changes (its overlay's upper layer) become a layer each (run.go,
+// changes_linux.go; the computer comes from Options.Run, which
+// internal/computer's TemplateRunner implements over the sandbox driver).
 // Each root also has an EROFS image (erofs_linux.go), the file a
 // computer's root is mounted from, with the mount points computers need.
 //
@@ -47,11 +51,13 @@
 // Files: template.go (types, errors, names), store.go (paths, metadata,
 // list, remove), image.go (import of one image: limits, layers, root),
 // source.go (archives, layouts, registries), build.go (specs, mmdebstrap,
-// bases), files.go (a build's files as a layer), gc.go; the Linux parts are
+// bases), files.go (a build's files as a layer), run.go (run steps),
+// gc.go; the Linux parts are
 // tree_linux.go (safe creation under a root), unpack_linux.go (a layer's
 // tar), flatten_linux.go (a root from layers), lock_linux.go (flock),
 // python_linux.go (finding Python and ipykernel in a root), erofs_linux.go
-// (mount points and the image); other.go refuses elsewhere.
+// (mount points and the image), changes_linux.go (a run step's changes as
+// a layer tar); other.go refuses elsewhere.
 //
 // It may import the standard library, golang.org/x/sys/unix and
 // github.com/google/go-containerregistry; nothing of Cubicle's. It runs

@@ -66,25 +66,9 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, src Source, opts 
 	if progress == nil {
 		progress = func(Progress) {}
 	}
-	cfg, id, err := checkedConfig(img, src)
+	cfg, id, metas, err := s.storeImageLayers(ctx, img, src, progress)
 	if err != nil {
 		return Template{}, err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return Template{}, errf(ErrCorrupt, "reading the image's layers: %v", err)
-	}
-	diffIDs := cfg.RootFS.DiffIDs
-	if len(layers) != len(diffIDs) {
-		return Template{}, errf(ErrCorrupt, "the image has %d layers but its config lists %d diff_ids: the image is corrupted", len(layers), len(diffIDs))
-	}
-	b := &budget{limits: s.limits}
-	metas := make([]layerMeta, len(layers))
-	for i, l := range layers {
-		step := layerStep{n: i + 1, of: len(layers), diffID: diffIDs[i].String(), progress: progress}
-		if metas[i], err = s.layer(ctx, l, step, b); err != nil {
-			return Template{}, err
-		}
 	}
 	rm, err := s.root(ctx, metas, progress)
 	if err != nil {
@@ -111,6 +95,32 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, src Source, opts 
 		return Template{}, err
 	}
 	return t, nil
+}
+
+// storeImageLayers checks img's config and makes sure its layers are
+// unpacked in the store, within the limits.
+func (s *Store) storeImageLayers(ctx context.Context, img v1.Image, src Source, progress func(Progress)) (*v1.ConfigFile, string, []layerMeta, error) {
+	cfg, id, err := checkedConfig(img, src)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, "", nil, errf(ErrCorrupt, "reading the image's layers: %v", err)
+	}
+	diffIDs := cfg.RootFS.DiffIDs
+	if len(layers) != len(diffIDs) {
+		return nil, "", nil, errf(ErrCorrupt, "the image has %d layers but its config lists %d diff_ids: the image is corrupted", len(layers), len(diffIDs))
+	}
+	b := &budget{limits: s.limits}
+	metas := make([]layerMeta, len(layers))
+	for i, l := range layers {
+		step := layerStep{n: i + 1, of: len(layers), diffID: diffIDs[i].String(), progress: progress}
+		if metas[i], err = s.layer(ctx, l, step, b); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	return cfg, id, metas, nil
 }
 
 // checkedConfig parses the image's config and checks it against the

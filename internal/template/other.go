@@ -5,6 +5,7 @@ package template
 import (
 	"context"
 	"errors"
+	"os"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -26,3 +27,5 @@ func findPython(string, []string) (string, error) { return "", errUnsupported }
 func makeImage(context.Context, string) error { return errUnsupported }
 
 func hasKernel(string) (bool, error) { return false, errUnsupported }
+
+func writeChangesTar(*os.File, uint32, string, Limits) (int64, error) { return 0, errUnsupported }

@@ -76,14 +76,18 @@ type Options struct {
 	Replace bool
 	// Progress, when set, receives the steps of the import as they happen.
 	Progress func(Progress)
+	// Run runs a build's run steps; nil refuses a spec that has some.
+	Run RunFunc
 }
 
 // Progress is one step of an import.
 type Progress struct {
 	// Step is "build" (mmdebstrap running, or State "present": cached),
-	// "layer" (Layer of Layers, Digest), "root" (Digest is the chain id)
-	// or "image" (the root's image: State "writing", then "done" with its
-	// Bytes).
+	// "layer" (Layer of Layers, Digest), "root" (Digest is the chain id),
+	// "image" (the root's image: State "writing", then "done" with its
+	// Bytes) or "run" (run step Layer of Layers: State "running" with a
+	// line of its output as Message, the first one its command; then
+	// "done" with the entries it changed as Files).
 	Step   string `json:"step"`
 	Layer  int    `json:"layer,omitempty"`
 	Layers int    `json:"layers,omitempty"`
@@ -93,7 +97,8 @@ type Progress struct {
 	State string `json:"state"`
 	Bytes int64  `json:"bytes"`
 	Files int64  `json:"files"`
-	// Message is a line of mmdebstrap's output (Step "build").
+	// Message is a line of mmdebstrap's output (Step "build") or of a
+	// run step's (Step "run").
 	Message string `json:"message,omitempty"`
 }
 

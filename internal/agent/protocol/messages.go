@@ -25,6 +25,10 @@ type Init struct {
 	// /workspace and the generated /etc files), not the host's root that
 	// the runtime paths are bound from.
 	RootImage bool `json:"root_image,omitempty"`
+	// Build: a template build's computer. Host.Runtime is a writable
+	// overlay over the template's image (made by the host), and processes
+	// run as root of the computer's user namespace, keeping BuildCaps.
+	Build bool `json:"build,omitempty"`
 	// Python is the kernel's python3 (with ipykernel), a path inside the
 	// computer; "" when the computer has none.
 	Python string `json:"python,omitempty"`

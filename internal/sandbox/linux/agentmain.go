@@ -88,9 +88,10 @@ func seal(init protocol.Init) (*os.File, *agent.Spawner, error) {
 	}
 	// The spawner thread must drop its bounding set while the agent still
 	// has CAP_SETPCAP, i.e. before dropPrivileges.
-	spawner, err := agent.NewSpawner(dropBoundingSet)
+	keep := keptCaps(init.Build)
+	spawner, err := agent.NewSpawner(func() error { return dropBoundingSet(keep) })
 	if err == nil {
-		err = dropPrivileges(init.Seccomp)
+		err = dropPrivileges(init.Seccomp, keep)
 	}
 	if err != nil {
 		ws.Close()

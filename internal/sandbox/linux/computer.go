@@ -33,6 +33,8 @@ type computer struct {
 	// rootRelease lets go of the template image the computer's root is
 	// (rootImages), nil for the host's runtime.
 	rootRelease func()
+	// upper is a build computer's root's upper layer (buildroot.go).
+	upper *os.File
 
 	done chan struct{} // closed when the agent process has ended (agentProc.done)
 
@@ -272,6 +274,10 @@ func (c *computer) teardown(ctx context.Context, end ending) error {
 	c.uid.release(!keep && len(errs) == 0)
 	if c.rootRelease != nil {
 		c.rootRelease()
+	}
+	if c.upper != nil {
+		c.upper.Close()
+		c.upper = nil
 	}
 	if c.pids != nil {
 		c.pids.Close()

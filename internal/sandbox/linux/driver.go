@@ -214,10 +214,11 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		return err
 	}
 	defer closeVolumes(vols) // once mounted, the mounts hold the devices
-	hm, err := makeHostMounts(device, root, vols)
+	hm, err := makeHostMounts(device, root, c.spec.Root.Build, vols)
 	if err != nil {
 		return err
 	}
+	c.upper, hm.upper = hm.upper, nil
 	defer hm.close()
 	hmFiles, hostFDs := hm.files(controlFD + 1 + len(files))
 	files = append(files, hmFiles...)
@@ -263,7 +264,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		Nameserver: nameserver, Python: sandbox.DefaultPython,
 	}
 	if c.spec.Root.Image != "" {
-		init.RootImage, init.Python = true, c.spec.Root.Python
+		init.RootImage, init.Python, init.Build = true, c.spec.Root.Python, c.spec.Root.Build
 	}
 	if c.net != nil {
 		init.CACert = string(c.net.CACert())

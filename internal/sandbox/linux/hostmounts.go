@@ -21,6 +21,8 @@ import (
 type hostMounts struct {
 	dev, workspace, runtime *os.File // runtime is nil when the host's / is no block device
 	image                   bool     // runtime is a template's image (the computer's whole root)
+	build                   bool     // runtime is a build's overlay over the image (buildroot.go)
+	upper                   *os.File // a build's upper layer, which the computer keeps
 	volumes                 []*os.File
 }
 
@@ -28,7 +30,7 @@ type hostMounts struct {
 // workspace disk and, if it has one, its template image.
 func (m *hostMounts) idmapped() []*os.File {
 	out := append([]*os.File{m.workspace}, m.volumes...)
-	if m.image {
+	if m.image && !m.build { // an overlay cannot be idmapped; the image under it is not either
 		out = append(out, m.runtime)
 	}
 	return out
@@ -47,7 +49,7 @@ func (m *hostMounts) files(first int) ([]*os.File, protocol.HostFDs) {
 }
 
 func (m *hostMounts) close() {
-	for _, f := range append([]*os.File{m.dev, m.workspace, m.runtime}, m.volumes...) {
+	for _, f := range append([]*os.File{m.dev, m.workspace, m.runtime, m.upper}, m.volumes...) {
 		if f != nil {
 			f.Close()
 		}
@@ -64,9 +66,14 @@ func (m *hostMounts) close() {
 // the new /dev, so their source is neutral; that lookup uses the calling
 // thread's working directory, so it runs on a thread of its own
 // (onPrivateThread).
-func makeHostMounts(disk string, root *os.File, vols []volumeDevice) (*hostMounts, error) {
-	m := &hostMounts{runtime: root, image: root != nil}
-	err := onPrivateThread(func() error { return m.make(disk, root, vols) })
+func makeHostMounts(disk string, root *os.File, build bool, vols []volumeDevice) (*hostMounts, error) {
+	m := &hostMounts{runtime: root, image: root != nil, build: build && root != nil}
+	err := onPrivateThread(func() error {
+		if err := m.make(disk, root, vols); err != nil || !m.build {
+			return err
+		}
+		return m.makeBuildRoot()
+	})
 	if err != nil {
 		m.close()
 		return nil, err

@@ -3,6 +3,7 @@ package linux
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,18 +20,36 @@ import (
 // exec clears them, and everything else is gone from the bounding set.
 var agentCaps = []uintptr{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_KILL}
 
-// dropBoundingSet reduces the calling thread's bounding set to agentCaps.
+// buildCaps are kept besides agentCaps in a template build's computer,
+// whose processes run as root of its user namespace (protocol.Init.Build):
+// what a Dockerfile's RUN as root relies on to install files (chown to
+// the ids the namespace maps, write and chmod files it does not own).
+// They are capabilities of the computer's user namespace: they act only
+// on inodes whose owner and group it maps (root and the sandbox user), in
+// the computer's own mounts.
+var buildCaps = []uintptr{unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER}
+
+// keptCaps are the capabilities the agent keeps: agentCaps, and buildCaps
+// in a build's computer.
+func keptCaps(build bool) []uintptr {
+	if build {
+		return append(slices.Clone(agentCaps), buildCaps...)
+	}
+	return agentCaps
+}
+
+// dropBoundingSet reduces the calling thread's bounding set to keepCaps.
 // It runs on the spawner thread only: user processes are forked from there
 // and inherit it; the agent's other threads never exec, and no_new_privs
 // keeps any exec from gaining capabilities anyway. (Doing it on every
 // thread costs one AllThreadsSyscall per capability, ~4 ms per computer.)
-func dropBoundingSet() error {
+func dropBoundingSet(keepCaps []uintptr) error {
 	last, err := lastCap()
 	if err != nil {
 		return err
 	}
 	keep := map[uintptr]bool{}
-	for _, c := range agentCaps {
+	for _, c := range keepCaps {
 		keep[c] = true
 	}
 	for c := uintptr(0); c <= last; c++ {
@@ -45,10 +64,10 @@ func dropBoundingSet() error {
 }
 
 // dropPrivileges applies, to every thread of the agent: no supplementary
-// groups, no ambient capabilities, only agentCaps, no_new_privs,
+// groups, no ambient capabilities, only keepCaps, no_new_privs,
 // non-dumpable, and the seccomp filter that every user process inherits
 // (the program the host compiled, see launch).
-func dropPrivileges(filter []byte) error {
+func dropPrivileges(filter []byte, keepCaps []uintptr) error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("drop groups: %w", err)
 	}
@@ -56,7 +75,7 @@ func dropPrivileges(filter []byte) error {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	var mask uint32
-	for _, c := range agentCaps {
+	for _, c := range keepCaps {
 		mask |= 1 << c
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
