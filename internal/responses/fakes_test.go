@@ -316,3 +316,20 @@ func asJSON(t *testing.T, v any) map[string]any {
 	}
 	return m
 }
+
+func (s *fakeResponses) FailUnfinished(_ context.Context, errObj json.RawMessage) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, r := range s.byID {
+		var body map[string]any
+		if json.Unmarshal(r.Body, &body) != nil || body["status"] != "queued" && body["status"] != "in_progress" {
+			continue
+		}
+		body["status"], body["error"] = "failed", errObj
+		r.Body, _ = json.Marshal(body)
+		s.byID[k] = r
+		n++
+	}
+	return n, nil
+}

@@ -369,6 +369,10 @@ type Responses interface {
 	// after the response after ("": from the start); ErrNotFound when
 	// after is not one of the org's.
 	List(ctx context.Context, orgID, after string, limit int, desc bool) ([]Response, error)
+	// FailUnfinished sets status "failed" and error errObj (JSON) in the
+	// body of every response still "queued" or "in_progress" (background
+	// responses whose server stopped) and returns how many.
+	FailUnfinished(ctx context.Context, errObj json.RawMessage) (int, error)
 }
 
 // EgressRecord is one connection, refusal or DNS question of an internet

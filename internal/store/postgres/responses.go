@@ -116,3 +116,12 @@ func (s responses) List(ctx context.Context, orgID, after string, limit int, des
 	}
 	return out, err
 }
+
+// FailUnfinished reads every body once (a scan at startup): only
+// background responses are stored before they end. The body is rewritten
+// as jsonb renders it (its keys in jsonb's order).
+func (s responses) FailUnfinished(ctx context.Context, errObj json.RawMessage) (int, error) {
+	n, err := s.s.exec(ctx, `UPDATE responses SET body = jsonb_set(jsonb_set(body::jsonb, '{status}', '"failed"'), '{error}', $1::jsonb)::text
+		WHERE body::jsonb->>'status' IN ('queued', 'in_progress')`, string(errObj))
+	return int(n), err
+}

@@ -126,3 +126,19 @@ func (s responses) List(ctx context.Context, orgID, after string, limit int, des
 	}
 	return out, rows.Err()
 }
+
+// FailUnfinished reads every body once (a scan at startup): only
+// background responses are stored before they end.
+func (s responses) FailUnfinished(ctx context.Context, errObj json.RawMessage) (int, error) {
+	var n int64
+	err := s.db.write(func() error {
+		res, err := s.db.db.ExecContext(ctx, `UPDATE responses SET body = json_set(body, '$.status', 'failed', '$.error', json(?))
+			WHERE json_extract(body, '$.status') IN ('queued', 'in_progress')`, string(errObj))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}

@@ -105,3 +105,50 @@ func testResponsesList(t *testing.T, b Backend) {
 		t.Fatalf("another organisation's list: %v %v", got, err)
 	}
 }
+
+// testResponsesFailUnfinished: every response still queued or in
+// progress (in any organisation) becomes failed with the given error; the
+// others are untouched.
+func testResponsesFailUnfinished(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db, _ := b.open(t)
+	rs := db.Responses()
+	bodies := map[string]string{
+		"resp_q": `{"id":"resp_q","status":"queued","background":true,"error":null}`,
+		"resp_p": `{"id":"resp_p","status":"in_progress","background":true,"error":null}`,
+		"resp_c": `{"id":"resp_c","status":"completed","background":true,"error":null}`,
+		"resp_x": `{"id":"resp_x","status":"cancelled","background":true,"error":null}`,
+	}
+	orgOf := func(id string) string {
+		if id == "resp_p" {
+			return "org_2"
+		}
+		return "org_1"
+	}
+	for id, body := range bodies {
+		if err := rs.Put(ctx, store.Response{ID: id, OrgID: orgOf(id), KeyID: "key_1", CreatedAt: time.Now(), Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := rs.FailUnfinished(ctx, []byte(`{"code":"server_error","message":"restarted"}`))
+	if err != nil || n != 2 {
+		t.Fatalf("failed %d, %v; want 2", n, err)
+	}
+	failed := `{"status":"failed","background":true,"error":{"code":"server_error","message":"restarted"}}`
+	want := map[string]string{"resp_q": failed, "resp_p": failed, "resp_c": bodies["resp_c"], "resp_x": bodies["resp_x"]}
+	for id, body := range want {
+		r, err := rs.Get(ctx, orgOf(id), id)
+		var got, exp map[string]any
+		if err != nil || json.Unmarshal(r.Body, &got) != nil || json.Unmarshal([]byte(body), &exp) != nil {
+			t.Fatalf("%s: %s, %v", id, r.Body, err)
+		}
+		delete(got, "id")
+		delete(exp, "id")
+		if fmt.Sprint(got) != fmt.Sprint(exp) {
+			t.Errorf("%s: %s; want %s", id, r.Body, body)
+		}
+	}
+	if n, err := rs.FailUnfinished(ctx, []byte(`{}`)); err != nil || n != 0 {
+		t.Fatalf("again: %d, %v", n, err)
+	}
+}
