@@ -70,6 +70,21 @@ func (h *harness) waitStatus(id, status string) map[string]any {
 	}
 }
 
+// waitOutput waits until the running response id shows n output items.
+func (h *harness) waitOutput(id string, n int) {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if out, _ := h.now(id)["output"].([]any); len(out) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: output %v, want %d items", id, h.now(id)["output"], n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // hang answers with one text fragment, then holds the answer open until
 // the call is cancelled.
 func hang(started chan<- struct{}) func(w http.ResponseWriter, r *http.Request) {
@@ -177,6 +192,7 @@ func TestBackgroundCancel(t *testing.T) {
 	}
 	id := queued["id"].(string)
 	<-started
+	h.waitOutput(id, 1) // the message the upstream started
 	f, err := h.g.Follow(context.Background(), h.p.Org.ID, id, -1)
 	if err != nil {
 		t.Fatal(err)
