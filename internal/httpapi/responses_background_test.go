@@ -72,11 +72,12 @@ func waitResponse(t *testing.T, client openai.Client, id, what string, cond func
 var weatherTool = responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: "get_weather",
 	Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}, Strict: openai.Bool(false)}}
 
-// TestOpenAIClientBackground (seed, "How long a computer lives"): "A
-// background run keeps its computer until the run is finished, has failed
-// or has been cancelled. If the run waits for the outcome of a function
-// tool that you execute (`requires_action`), the computer disappears; the
-// resumed run gets a new one." A background response answers at once
+// seedLifetime is the seed's sentence (computers-api.md, "How long a
+// computer lives") that TestOpenAIClientBackground asserts.
+const seedLifetime = "A background run keeps its computer until the run is finished, has failed or has been cancelled. " +
+	"If the run waits for the outcome of a function tool that you execute (`requires_action`), the computer disappears; the resumed run gets a new one."
+
+// TestOpenAIClientBackground (seedLifetime). A background response answers at once
 // (queued); polled, it is in progress while its upstream thinks, its
 // computer alive; it ends waiting for the client's get_weather, and its
 // computer is gone; resumed with the function's output, it runs in a new
@@ -115,7 +116,7 @@ func TestOpenAIClientBackground(t *testing.T) {
 	})
 	cmp := running.Output[0].AsCodeInterpreterCall().ContainerID
 	if running.Status != responses.ResponseStatusInProgress || e.get(key, cmp).Status != "ready" {
-		t.Fatalf("in progress: %s, computer %s %s", running.RawJSON(), cmp, e.get(key, cmp).Status)
+		t.Fatalf("%s\nin progress: %s, computer %s %s", seedLifetime, running.RawJSON(), cmp, e.get(key, cmp).Status)
 	}
 	close(gate)
 	waiting := waitResponse(t, client, first.ID, "the run ends", func(r *responses.Response) bool {
@@ -125,7 +126,7 @@ func TestOpenAIClientBackground(t *testing.T) {
 	if waiting.Status != responses.ResponseStatusCompleted || call.Name != "get_weather" || waiting.CompletedAt == 0 {
 		t.Fatalf("waiting for get_weather: %s", waiting.RawJSON())
 	}
-	eventually(t, 30*time.Second, "the waiting run's computer disappears", func() bool { return e.get(key, cmp).Status == "destroyed" })
+	eventually(t, 30*time.Second, seedLifetime+"\nthe waiting run's computer disappears", func() bool { return e.get(key, cmp).Status == "destroyed" })
 
 	resumed, err := client.Responses.New(t.Context(), responses.ResponseNewParams{Model: "m", Tools: tools,
 		PreviousResponseID: openai.String(first.ID), Background: openai.Bool(true),
@@ -139,9 +140,9 @@ func TestOpenAIClientBackground(t *testing.T) {
 	})
 	second := done.Output[0].AsCodeInterpreterCall().ContainerID
 	if done.Status != responses.ResponseStatusCompleted || done.OutputText() != "x survived: False" || second == cmp || second == "" {
-		t.Fatalf("resumed (first computer %s): %s", cmp, done.RawJSON())
+		t.Fatalf("%s\nresumed (first computer %s): %s", seedLifetime, cmp, done.RawJSON())
 	}
-	eventually(t, 30*time.Second, "the finished run's computer ends", func() bool { return e.get(key, second).Status == "destroyed" })
+	eventually(t, 30*time.Second, seedLifetime+"\nthe finished run's computer ends", func() bool { return e.get(key, second).Status == "destroyed" })
 	if l := e.responseComputers(key, resumed.ID); len(l) != 1 || l[0].ID != second {
 		t.Fatalf("the resumed run's computers: %+v", l)
 	}
@@ -195,7 +196,7 @@ func TestOpenAIClientBackgroundCancel(t *testing.T) {
 	if cancelled.Status != responses.ResponseStatusCancelled || len(cancelled.Output) != 1 {
 		t.Fatalf("cancelled: %s", cancelled.RawJSON())
 	}
-	eventually(t, 30*time.Second, "the cancelled run's computer ends", func() bool { return e.get(key, cmp).Status == "destroyed" })
+	eventually(t, 30*time.Second, seedLifetime+"\nthe cancelled run's computer ends", func() bool { return e.get(key, cmp).Status == "destroyed" })
 	if again, err := client.Responses.Cancel(t.Context(), held.ID); err != nil || again.Status != responses.ResponseStatusCancelled {
 		t.Fatalf("cancel again: %v %v", again, err)
 	}
