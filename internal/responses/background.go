@@ -297,29 +297,31 @@ func (g *Gateway) Cancel(ctx context.Context, org, id string) (json.RawMessage, 
 		}
 		return b.snapshot(), nil
 	}
-	body, err := g.stored(ctx, org, id)
-	if err != nil {
+	body, background, err := g.stored(ctx, org, id)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	var head struct {
-		Background bool `json:"background"`
-	}
-	if json.Unmarshal(body, &head); !head.Background {
+	case !background:
 		return nil, invalid("", "Cannot cancel a synchronous response.")
 	}
 	return body, nil
 }
 
-// stored is org's stored response id (store.ErrNotFound: none).
-func (g *Gateway) stored(ctx context.Context, org, id string) (json.RawMessage, error) {
+// stored is org's stored response id (store.ErrNotFound: none) and
+// whether it was created with background.
+func (g *Gateway) stored(ctx context.Context, org, id string) (json.RawMessage, bool, error) {
 	if g.responses == nil {
-		return nil, &Error{Kind: errdefs.NotFound, Code: "not_found", Message: fmt.Sprintf("response %q was not found", id)}
+		return nil, false, &Error{Kind: errdefs.NotFound, Code: "not_found", Message: fmt.Sprintf("response %q was not found", id)}
 	}
 	sr, err := g.responses.Get(ctx, org, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return sr.Body, nil
+	var head struct {
+		Background bool `json:"background"`
+	}
+	err = json.Unmarshal(sr.Body, &head)
+	return sr.Body, err == nil && head.Background, nil
 }
 
 // Follower reads a background run's events (Follow).
@@ -338,14 +340,11 @@ func (g *Gateway) Follow(ctx context.Context, org, id string, after int) (*Follo
 	const param = "stream"
 	b := g.lookup(org, id)
 	if b == nil {
-		body, err := g.stored(ctx, org, id)
-		if err != nil {
+		_, background, err := g.stored(ctx, org, id)
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		var head struct {
-			Background bool `json:"background"`
-		}
-		if json.Unmarshal(body, &head); !head.Background {
+		case !background:
 			return nil, invalid(param, "response %q was not created with background=true: only a background response created with stream=true can be streamed again", id)
 		}
 		return nil, invalid(param, "the events of response %q are no longer kept (they are kept while it runs and %v after it ended, and not across a restart): GET it without stream", id, BackgroundEventsKept)
