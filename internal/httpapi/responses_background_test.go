@@ -152,7 +152,8 @@ func TestOpenAIClientBackground(t *testing.T) {
 // response "cancelled" and its computer with it; cancelling again returns
 // it as it is; a response created without background cannot be cancelled
 // (400, OpenAI's sentence). Beyond gateway.max_background_responses_per_org
-// a background request is a 429 until one ends; background needs store.
+// a background request is a 429 until one ends; deleting a running one
+// cancels it; background needs store.
 func TestOpenAIClientBackgroundCancel(t *testing.T) {
 	e := newEnv(t, nil)
 	never := make(chan struct{})
@@ -223,6 +224,22 @@ func TestOpenAIClientBackgroundCancel(t *testing.T) {
 	if _, err := client.Responses.Cancel(t.Context(), "resp_000000000000000000000000"); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
 		t.Fatalf("cancel an unknown response: %v", err)
 	}
+	// Deleting a running background response cancels it: it is gone.
+	doomed, err := bg("hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitResponse(t, client, doomed.ID, "the code ran", func(r *responses.Response) bool { return len(r.Output) == 1 && r.Output[0].Status == "completed" })
+	if err := client.Responses.Delete(t.Context(), doomed.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Responses.Get(t.Context(), doomed.ID, responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
+		t.Fatalf("a deleted background response: %v", err)
+	}
+	if _, err := bg("hi"); err != nil { // its slot is free
+		t.Fatalf("after the delete: %v", err)
+	}
+
 	_, err = client.Responses.New(t.Context(), responses.ResponseNewParams{Model: "m", Store: openai.Bool(false), Background: openai.Bool(true),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || apiErr.Param != "store" {
