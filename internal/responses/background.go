@@ -423,10 +423,25 @@ func (g *Gateway) FailInterrupted(ctx context.Context) (int, error) {
 	if g.responses == nil {
 		return 0, nil
 	}
-	errObj, _ := json.Marshal(map[string]string{"code": "server_error", "message": RestartedSentence})
-	n, err := g.responses.FailUnfinished(ctx, errObj)
+	list, err := g.responses.Unfinished(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("gateway: fail the interrupted background responses: %w", err)
+		return 0, fmt.Errorf("gateway: read the interrupted background responses: %w", err)
+	}
+	n := 0
+	for _, sr := range list {
+		var resp Response
+		if json.Unmarshal(sr.Body, &resp) != nil || resp.Status != "queued" && resp.Status != "in_progress" {
+			continue // "status" of an item, or a body of another shape
+		}
+		resp.Status, resp.Error = "failed", map[string]string{"code": "server_error", "message": RestartedSentence}
+		if sr.Body, err = json.Marshal(resp); err != nil {
+			return n, err
+		}
+		sr.Items = outputItems(resp.Output)
+		if err := g.responses.Put(ctx, sr); err != nil {
+			return n, fmt.Errorf("gateway: fail the interrupted background response %s: %w", sr.ID, err)
+		}
+		n++
 	}
 	return n, nil
 }

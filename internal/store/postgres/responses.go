@@ -117,11 +117,16 @@ func (s responses) List(ctx context.Context, orgID, after string, limit int, des
 	return out, err
 }
 
-// FailUnfinished reads every body once (a scan at startup): only
-// background responses are stored before they end. The body is rewritten
-// as jsonb renders it (its keys in jsonb's order).
-func (s responses) FailUnfinished(ctx context.Context, errObj json.RawMessage) (int, error) {
-	n, err := s.s.exec(ctx, `UPDATE responses SET body = jsonb_set(jsonb_set(body::jsonb, '{status}', '"failed"'), '{error}', $1::jsonb)::text
-		WHERE body::jsonb->>'status' IN ('queued', 'in_progress')`, string(errObj))
-	return int(n), err
+// Unfinished reads every body once (a scan at startup): only background
+// responses are stored before they end.
+func (s responses) Unfinished(ctx context.Context) ([]store.Response, error) {
+	return list(ctx, s.s, func(row pgx.Row) (store.Response, error) {
+		var r store.Response
+		var created int64
+		var body string
+		err := row.Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body)
+		r.CreatedAt, r.Body = fromMS(created), []byte(body)
+		return r, err
+	}, `SELECT id, org_id, key_id, created_at, body FROM responses
+		WHERE body LIKE '%"status":"queued"%' OR body LIKE '%"status":"in_progress"%'`)
 }

@@ -127,18 +127,25 @@ func (s responses) List(ctx context.Context, orgID, after string, limit int, des
 	return out, rows.Err()
 }
 
-// FailUnfinished reads every body once (a scan at startup): only
-// background responses are stored before they end.
-func (s responses) FailUnfinished(ctx context.Context, errObj json.RawMessage) (int, error) {
-	var n int64
-	err := s.db.write(func() error {
-		res, err := s.db.db.ExecContext(ctx, `UPDATE responses SET body = json_set(body, '$.status', 'failed', '$.error', json(?))
-			WHERE json_extract(body, '$.status') IN ('queued', 'in_progress')`, string(errObj))
-		if err != nil {
-			return err
+// Unfinished reads every body once (a scan at startup): only background
+// responses are stored before they end.
+func (s responses) Unfinished(ctx context.Context) ([]store.Response, error) {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT id, org_id, key_id, created_at, body FROM responses
+		WHERE body LIKE '%"status":"queued"%' OR body LIKE '%"status":"in_progress"%'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Response
+	for rows.Next() {
+		var r store.Response
+		var created int64
+		var body string
+		if err := rows.Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body); err != nil {
+			return nil, err
 		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return int(n), err
+		r.CreatedAt, r.Body = fromMS(created), []byte(body)
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

@@ -39,7 +39,7 @@ func Run(t *testing.T, b Backend) {
 		{"Egress", testEgressFilters},
 		{"ResponsesConversation", testResponsesConversation},
 		{"ResponsesList", testResponsesList},
-		{"ResponsesFailUnfinished", testResponsesFailUnfinished},
+		{"ResponsesUnfinished", testResponsesUnfinished},
 		{"OrgSecretsSealed", testOrgSecretsSealed},
 		{"OrgSecretsKeyLostOrChanged", testOrgSecretsKeyLostOrChanged},
 	} {
