@@ -42,13 +42,16 @@ func TestComponentDefaults(t *testing.T) {
 	if doc.Server.BodyTimeout() != httpapi.DefaultBodyTimeout ||
 		doc.Gateway.Timeout() != responses.DefaultTimeout || doc.Gateway.IdleTimeout() != responses.DefaultIdleTimeout ||
 		doc.Gateway.MaxRounds != responses.DefaultMaxRounds || int64(doc.Files.MaxBytes) != files.DefaultMaxBytes ||
+		doc.Gateway.MaxBackgroundResponses != responses.DefaultMaxBackground ||
+		doc.Gateway.MaxBackgroundResponsesPerOrg != responses.DefaultMaxBackgroundPerOrg ||
 		doc.Files.InputMaxFiles != files.DefaultInputMaxFiles || int64(doc.Files.InputMaxBytes) != files.DefaultInputMaxBytes {
 		t.Fatalf("documented %+v %+v %+v differ from the components' defaults", doc.Server, doc.Files, doc.Gateway)
 	}
 
 	def := config.Default()
 	if def.Server.BodyTimeoutSeconds != 0 || def.Files != (config.Files{}) || def.Gateway.TimeoutSeconds != 0 ||
-		def.Gateway.IdleTimeoutSeconds != 0 || def.Gateway.MaxRounds != 0 {
+		def.Gateway.IdleTimeoutSeconds != 0 || def.Gateway.MaxRounds != 0 || def.Gateway.MaxBackgroundResponses != 0 ||
+		def.Gateway.MaxBackgroundResponsesPerOrg != 0 {
 		t.Fatalf("config repeats a component's default: %+v %+v %+v", def.Server, def.Files, def.Gateway)
 	}
 	if gc, err := gatewayConfig(def.Gateway); err != nil || gc.Timeout != 0 || gc.IdleTimeout != 0 || gc.MaxRounds != 0 {

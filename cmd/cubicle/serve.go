@@ -210,6 +210,12 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 		if err != nil {
 			return nil, err
 		}
+		// Background responses do not survive a restart (docs/gateway.md).
+		if n, err := s.gw.FailInterrupted(ctx); err != nil {
+			return nil, err
+		} else if n > 0 {
+			slog.Warn("gateway: background responses interrupted by the last stop marked failed", "responses", n)
+		}
 	}
 	if err := s.mgr.Start(ctx); err != nil {
 		return nil, err
@@ -245,6 +251,9 @@ func (s *components) shutdown(srv *http.Server) error {
 	slog.Info("shutting down: destroying computers")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if s.gw != nil {
+		s.gw.Stop() // background responses end failed; their streams end
+	}
 	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

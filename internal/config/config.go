@@ -65,6 +65,12 @@ type Gateway struct {
 	// ComputerIdleSeconds ends a kept computer that long after its last
 	// call; 0: the gateway's default (responses.DefaultComputerIdle, 1200).
 	ComputerIdleSeconds int `toml:"computer_idle_seconds"`
+	// MaxBackgroundResponses bounds the background responses running on
+	// the server, MaxBackgroundResponsesPerOrg those of one organisation;
+	// 0: the gateway's defaults (responses.DefaultMaxBackground, 32;
+	// responses.DefaultMaxBackgroundPerOrg, 8).
+	MaxBackgroundResponses       int `toml:"max_background_responses"`
+	MaxBackgroundResponsesPerOrg int `toml:"max_background_responses_per_org"`
 }
 
 // GatewayUpstream is one [[gateway.upstreams]] entry; the gateway checks

@@ -143,6 +143,10 @@ func (g Gateway) validate() error {
 		return invalid("gateway.max_rounds", "must not be negative")
 	case g.ComputerIdleSeconds < 0:
 		return invalid("gateway.computer_idle_seconds", "must not be negative")
+	case g.MaxBackgroundResponses < 0:
+		return invalid("gateway.max_background_responses", "must not be negative")
+	case g.MaxBackgroundResponsesPerOrg < 0:
+		return invalid("gateway.max_background_responses_per_org", "must not be negative")
 	}
 	return nil
 }

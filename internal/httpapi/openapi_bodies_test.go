@@ -73,4 +73,5 @@ func TestOpenAPIBodies(t *testing.T) {
 	check("PATCH /v1/admin/keys/{id}", 200, e.do(e.admin, "PATCH", "/v1/admin/keys/"+keyID, map[string]any{"policy": map[string]any{"settings": map[string]any{}}}))
 	check("GET /v1/admin/keys", 200, e.do(e.admin, "GET", fmt.Sprintf("/v1/admin/keys?org_id=%s", org), nil))
 	check("DELETE /v1/responses/{id}", 404, e.do(key, "DELETE", "/v1/responses/resp_missing", nil))
+	check("POST /v1/responses/{id}/cancel", 503, e.do(key, "POST", "/v1/responses/resp_missing/cancel", nil))
 }

@@ -26,6 +26,9 @@ func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governanc
 	if err != nil {
 		return err
 	}
+	if run.Background() {
+		return backgroundResponse(w, r, g, p, run)
+	}
 	// Deferred: the response's computer is deleted once the answer (or
 	// the stream's last event) was written, whatever happened.
 	defer run.Close(r.Context())
@@ -48,35 +51,70 @@ func (a *API) createResponse(w http.ResponseWriter, r *http.Request, p governanc
 // streamResponse sends the response's events as SSE; an error after the
 // stream started ends it with response.failed (sent by the gateway).
 func streamResponse(w http.ResponseWriter, r *http.Request, run *responses.Run) error {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc.Flush()
+	send := startSSE(w)
 	_, err := run.Do(r.Context(), func(ev responses.Event) error {
 		data, err := json.Marshal(ev)
 		if err != nil {
 			return err
 		}
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, data); err != nil {
-			return err
-		}
-		return rc.Flush()
+		return send(ev.Type, data)
 	})
 	streamFailed(r.Context(), err, "streamed response failed")
 	return nil
 }
 
-// getResponse is GET /v1/responses/{id}: a stored response of the key's
-// organisation (404 otherwise).
+// startSSE answers 200 with an event stream and returns the function
+// writing (and flushing) one event.
+func startSSE(w http.ResponseWriter) func(typ string, data []byte) error {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	return func(typ string, data []byte) error {
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+}
+
+// getResponse is GET /v1/responses/{id}: a response of the key's
+// organisation (404 otherwise): a background one as it is now, else the
+// stored one; with stream=true (in the query, or {"stream": true} as
+// openai-go's GetStreaming sends it) the events of a background response
+// created with stream, after ?starting_after=N (background.go).
 func (a *API) getResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	sr, err := a.st.Responses().Get(r.Context(), p.Org.ID, r.PathValue("id"))
+	id := r.PathValue("id")
+	stream, after, err := responseStreamQuery(r)
 	if err != nil {
 		return err
 	}
+	g := a.gateway
+	switch {
+	case stream && g == nil:
+		return errNoGateway
+	case stream:
+		f, err := g.Follow(r.Context(), p.Org.ID, id, after)
+		if err != nil {
+			return err
+		}
+		return followResponse(w, r, f)
+	}
+	body, live := json.RawMessage(nil), false
+	if g != nil {
+		body, live = g.Live(p.Org.ID, id)
+	}
+	if !live {
+		sr, err := a.st.Responses().Get(r.Context(), p.Org.ID, id)
+		if err != nil {
+			return err
+		}
+		body = sr.Body
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	w.Write(sr.Body)
+	w.Write(body)
 	return nil
 }
 
@@ -111,9 +149,17 @@ func (a *API) listResponses(w http.ResponseWriter, r *http.Request, p governance
 	return nil
 }
 
-// deleteResponse is DELETE /v1/responses/{id}.
+// deleteResponse is DELETE /v1/responses/{id}; a background response
+// still running is cancelled first.
 func (a *API) deleteResponse(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	id := r.PathValue("id")
+	if a.gateway != nil {
+		if _, live := a.gateway.Live(p.Org.ID, id); live {
+			if _, err := a.gateway.Cancel(r.Context(), p.Org.ID, id); err != nil {
+				return err
+			}
+		}
+	}
 	if err := a.st.Responses().Delete(r.Context(), p.Org.ID, id); err != nil {
 		return err
 	}

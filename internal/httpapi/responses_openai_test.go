@@ -248,6 +248,13 @@ func TestOpenAIClientWebSocket(t *testing.T) {
 	if _, final = recvResponse(); final.AsResponsesServerEventResponseWsError().Error.Param != "type" {
 		t.Fatalf("unknown type: %s", final.RawJSON())
 	}
+	// Background responses are POSTed (responses_background_test.go).
+	if err := conn.SendRaw(ctx, []byte(`{"type":"response.create","model":"m","input":"x","background":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, final = recvResponse(); final.AsResponsesServerEventResponseWsError().Error.Param != "background" {
+		t.Fatalf("background over WebSocket: %s", final.RawJSON())
+	}
 
 	// A second response continuing the first, with a stream_id.
 	create.PreviousResponseID = openai.String(first)

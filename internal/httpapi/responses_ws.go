@@ -203,6 +203,10 @@ func (s *socket) serve(g *responses.Gateway, p governance.Principal, f wsFrame) 
 		return
 	}
 	req.Origin = origin(s.r)
+	if req.Background != nil && *req.Background {
+		s.fail(withParam("background", fmt.Errorf("%w: background responses are created with POST /v1/responses; over a WebSocket a response runs while the connection is open", errBadRequest)), streamID)
+		return
+	}
 	run, err := g.Begin(s.ctx, p, &req)
 	if err != nil {
 		s.fail(err, streamID)

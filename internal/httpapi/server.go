@@ -189,6 +189,7 @@ func (a *API) routes() {
 	m.Handle("POST /v1/responses", a.auth(a.createResponse))
 	m.Handle("GET /v1/responses", a.auth(a.responsesSocket))
 	m.Handle("GET /v1/responses/{id}", a.auth(a.getResponse))
+	m.Handle("POST /v1/responses/{id}/cancel", a.auth(a.cancelResponse))
 	m.Handle("DELETE /v1/responses/{id}", a.auth(a.deleteResponse))
 	m.Handle("GET /v1/usage", a.auth(a.usage))
 	m.Handle("GET /v1/audit", a.auth(a.audit))

@@ -119,11 +119,11 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 
 // reuseComputer takes the response's computer from the request: an
 // explicit container (which must be running), or, with
-// Config.ReuseComputers, the previous response's computer while it runs.
-// Either is kept after the answer.
+// Config.ReuseComputers and not in the background, the previous
+// response's computer while it runs. Either is kept after the answer.
 func (r *Run) reuseComputer(ctx context.Context) (bool, error) {
 	id := r.plan.container
-	if id == "" && r.g.cfg.ReuseComputers && r.plan.previous != nil {
+	if id == "" && r.g.cfg.ReuseComputers && r.plan.previous != nil && !r.plan.background {
 		id = r.plan.previous.ComputerID
 	}
 	if id == "" {
@@ -144,11 +144,13 @@ func (r *Run) reuseComputer(ctx context.Context) (bool, error) {
 
 // createComputer makes the response's computer (the auto container);
 // with Config.ReuseComputers a stored response keeps it after the answer,
-// ending ComputerIdle after its last call.
+// ending ComputerIdle after its last call. A background run never keeps
+// it: the run holds it until it ends, however it ends (also waiting for
+// the client's function outputs), and its continuation gets a new one.
 func (r *Run) createComputer(ctx context.Context) error {
 	req := computer.CreateRequest{ResponseID: r.resp.ID, NetworkPolicy: r.plan.network,
 		Template: r.g.cfg.CodeInterpreterTemplate, MemoryMB: r.plan.memoryMB}
-	keep := r.g.cfg.ReuseComputers && r.resp.Store
+	keep := r.g.cfg.ReuseComputers && r.resp.Store && !r.plan.background
 	if keep {
 		req.IdleTimeout = r.g.cfg.ComputerIdle
 		if req.IdleTimeout <= 0 {

@@ -65,24 +65,36 @@ func (r *Run) deleteComputer(ctx context.Context, id string) {
 	}
 }
 
-// Close waits until the response computers being deleted in the
-// background are gone, or ctx ends; later Run.Close calls delete before
-// returning. Call it at shutdown, after the transports stopped serving
-// (http.Server.Shutdown, then the WebSocket connections) and before the
-// computer manager closes.
+// Close stops the background runs (Stop) and waits until they ended and
+// the response computers being deleted in the background are gone, or
+// ctx ends; later Run.Close calls delete before returning. Call it at
+// shutdown, after the transports stopped serving (http.Server.Shutdown,
+// then the WebSocket connections) and before the computer manager closes.
 func (g *Gateway) Close(ctx context.Context) error {
+	g.Stop()
+	if err := waitFor(ctx, &g.bg.wg); err != nil {
+		return fmt.Errorf("gateway: background responses still running: %w", err)
+	}
 	g.pending.mu.Lock()
 	g.pending.closed = true
 	g.pending.mu.Unlock()
+	if err := waitFor(ctx, &g.pending.wg); err != nil {
+		return fmt.Errorf("gateway: response computers still being deleted: %w", err)
+	}
+	return nil
+}
+
+// waitFor waits for wg, or until ctx ends.
+func waitFor(ctx context.Context, wg *sync.WaitGroup) error {
 	done := make(chan struct{})
 	go func() {
-		g.pending.wg.Wait()
+		wg.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("gateway: response computers still being deleted: %w", ctx.Err())
+		return ctx.Err()
 	}
 }

@@ -61,7 +61,7 @@ func (g *Gateway) loadPrevious(ctx context.Context, p governance.Principal, id s
 		return nil, fmt.Errorf("gateway: read the previous response: %w", err)
 	}
 	if sr.Conversation == nil {
-		return nil, invalid(param, "previous response %q cannot be continued: it failed, or its conversation was larger than %d bytes", id, MaxConversationBytes)
+		return nil, invalid(param, "previous response %q cannot be continued: it failed, was cancelled or is still running in the background, or its conversation was larger than %d bytes", id, MaxConversationBytes)
 	}
 	var c conversation
 	if err := json.Unmarshal(sr.Conversation, &c); err != nil {
@@ -161,11 +161,14 @@ func (g *Gateway) imageDataURL(ctx context.Context, p governance.Principal, ref 
 }
 
 // conversation is what this response keeps to be continued: the previous
-// conversation, this request's input and rounds, the final answer; nil if
-// the response failed or it exceeds MaxConversationBytes (logged).
+// conversation, this request's input and rounds, the final answer; nil
+// unless the response ended completed or incomplete (a failed or
+// cancelled one may end inside a turn, calls without outputs; a queued
+// background one has not started), or if it exceeds MaxConversationBytes
+// (logged).
 func (r *Run) conversation(ctx context.Context) json.RawMessage {
-	if r.resp.Status == "failed" {
-		return nil // it may end inside a turn (calls without outputs)
+	if s := r.resp.Status; s != "completed" && s != "incomplete" {
+		return nil
 	}
 	c := conversation{Messages: slices.Clone(r.msgs[r.plan.inputStart:])}
 	var prevFiles, prevArtifacts []string

@@ -27,6 +27,10 @@
 //     arguments while they stream); output.go: the output objects and events.
 //   - upstream*.go: the upstream clients (one HTTP call, bounded and timed:
 //     upstream.go; SSE: upstream_sse.go; each API; routing by model).
+//   - background.go: background runs (background: true): started at
+//     once, polled (Live), cancelled, their events followed again from
+//     any sequence number; bounded per server and organisation; failed at
+//     shutdown and, stored, at the next start.
 //   - conversation.go: the stored, replayable conversation behind
 //     previous_response_id, and the request's files and images;
 //     cleanup.go: the background deletes; timing.go: Server-Timing.

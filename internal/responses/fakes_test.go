@@ -316,3 +316,15 @@ func asJSON(t *testing.T, v any) map[string]any {
 	}
 	return m
 }
+
+func (s *fakeResponses) Unfinished(context.Context) ([]store.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.Response
+	for _, r := range s.byID {
+		if strings.Contains(string(r.Body), `"status":"queued"`) || strings.Contains(string(r.Body), `"status":"in_progress"`) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

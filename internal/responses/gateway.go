@@ -47,6 +47,11 @@ type Config struct {
 	// ComputerIdle is a kept computer's idle timeout (default 20 minutes,
 	// OpenAI's).
 	ComputerIdle time.Duration
+	// MaxBackground bounds the background runs of the server, and
+	// MaxBackgroundPerOrg those of one organisation (defaults
+	// DefaultMaxBackground, DefaultMaxBackgroundPerOrg); beyond, a 429.
+	MaxBackground       int
+	MaxBackgroundPerOrg int
 }
 
 // DefaultComputerIdle is Config.ComputerIdle's default: OpenAI's
@@ -97,6 +102,8 @@ type Gateway struct {
 	responses store.Responses
 	// pending are the response computers being deleted (Run.Close).
 	pending pendingDeletes
+	// bg are the background runs (background.go).
+	bg backgroundRuns
 }
 
 // Deps are what the gateway runs on, given at construction.
@@ -125,6 +132,12 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 	}
 	if cfg.MaxUpstreamBytes <= 0 {
 		cfg.MaxUpstreamBytes = DefaultMaxUpstreamBytes
+	}
+	if cfg.MaxBackground <= 0 {
+		cfg.MaxBackground = DefaultMaxBackground
+	}
+	if cfg.MaxBackgroundPerOrg <= 0 {
+		cfg.MaxBackgroundPerOrg = DefaultMaxBackgroundPerOrg
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}

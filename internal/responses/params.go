@@ -27,9 +27,9 @@ type Params struct {
 	SafetyIdentifier     *string    `json:"safety_identifier"`
 	Text                 *Text      `json:"text"`
 	Reasoning            *Reasoning `json:"reasoning"`
-	// Background runs the response in the foreground: it is complete
-	// (and stored) when the answer arrives, so a client polling its
-	// status finds it done.
+	// Background runs the response without the client (background.go):
+	// the request answers at once, the client polls, cancels or resumes
+	// its stream. It needs store.
 	Background    *bool          `json:"background"`
 	StreamOptions *StreamOptions `json:"stream_options"`
 	// ContextManagement (server-side compaction) is accepted without

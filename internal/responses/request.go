@@ -89,7 +89,9 @@ type plan struct {
 	includeOutputs bool
 	metadata       map[string]string
 	stream         bool
-	params         *Params
+	// background: the response runs without the client (background.go).
+	background bool
+	params     *Params
 }
 
 // strict decodes raw into v, refusing unknown fields; the error names
@@ -124,7 +126,8 @@ func asType(err error, te **json.UnmarshalTypeError) bool {
 // whether the caller may use computer tools; it is checked before any
 // upstream call.
 func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
-	p := &plan{model: r.Model, clientFuncs: map[string]bool{}, gatewayTools: map[string]bool{}, parallel: r.ParallelToolCalls, metadata: r.Metadata, stream: r.Stream != nil && *r.Stream, params: &r.Params}
+	p := &plan{model: r.Model, clientFuncs: map[string]bool{}, gatewayTools: map[string]bool{}, parallel: r.ParallelToolCalls, metadata: r.Metadata, stream: r.Stream != nil && *r.Stream,
+		background: r.Background != nil && *r.Background, params: &r.Params}
 	if p.model == "" {
 		p.model = defaultModel
 	}

@@ -49,6 +49,9 @@ type Run struct {
 // Stream reports whether the request asked for streaming.
 func (r *Run) Stream() bool { return r.plan.stream }
 
+// ID is the response's id.
+func (r *Run) ID() string { return r.resp.ID }
+
 // emit sends one event with the next sequence number; a send error (the
 // client left) is ignored here: the request context ends the run.
 func (r *Run) emit(typ string, fields map[string]any) {
@@ -109,6 +112,9 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 		resp.Metadata = map[string]string{}
 	}
 	resp.Store = g.responses != nil && (req.Store == nil || *req.Store)
+	if err := checkBackground(pl, resp.Store, req.Store); err != nil {
+		return nil, err
+	}
 	resp.PreviousResponseID = req.PreviousResponseID
 	req.Params.echo(resp)
 	return &Run{g: g, p: p, plan: pl, up: up, resp: resp, started: start, origin: req.Origin}, nil
@@ -128,19 +134,14 @@ func (r *Run) snapshot() Response {
 func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error) {
 	r.send = send
 	r.emit("response.created", map[string]any{"response": r.snapshot()})
+	if r.resp.Status == "queued" { // a background run (Gateway.Start)
+		r.emit("response.queued", map[string]any{"response": r.snapshot()})
+		r.resp.Status = "in_progress"
+	}
 	r.emit("response.in_progress", map[string]any{"response": r.snapshot()})
 	if err := r.loop(ctx); err != nil {
 		if r.send != nil {
-			r.closeUnfinished()
-			r.resp.Status = "failed"
-			code, msg := "server_error", "The response failed; see the server log."
-			var ge *Error
-			if errors.As(err, &ge) {
-				code, msg = ge.Code, ge.Message
-			}
-			r.resp.Error = map[string]string{"code": code, "message": msg}
-			r.emit("response.failed", map[string]any{"response": r.snapshot()})
-			r.keep(ctx)
+			r.fail(ctx, err)
 		}
 		return nil, err
 	}
@@ -155,23 +156,53 @@ func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error)
 	return r.resp, nil
 }
 
-// keep stores the finished response when it asked to be stored; a
-// failure is logged (the response itself is still answered).
-func (r *Run) keep(ctx context.Context) {
-	if !r.resp.Store || r.g.responses == nil {
+// fail ends a streamed response that failed: its unfinished items, its
+// status and error, response.failed, and the stored copy. A background
+// run that was cancelled (Gateway.Cancel) ends "cancelled" with
+// response.cancelled instead; one the server stopped fails with the
+// stop's reason (the cause of ctx).
+func (r *Run) fail(ctx context.Context, err error) {
+	r.closeUnfinished()
+	cause := context.Cause(ctx)
+	if ctx.Err() != nil && errors.Is(cause, errCancelled) {
+		r.resp.Status = "cancelled"
+		r.emit("response.cancelled", map[string]any{"response": r.snapshot()})
+		r.keep(ctx)
 		return
 	}
-	body, err := json.Marshal(r.resp)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		err = r.g.responses.Put(ctx, store.Response{ID: r.resp.ID, OrgID: r.p.Org.ID, KeyID: r.p.Key.ID,
-			CreatedAt: time.Unix(r.resp.CreatedAt, 0), Body: body, Conversation: r.conversation(ctx),
-			Items: outputItems(r.resp.Output)})
+	r.resp.Status = "failed"
+	code, msg := "server_error", "The response failed; see the server log."
+	var ge *Error
+	if ctx.Err() != nil && errors.As(cause, &ge) || errors.As(err, &ge) {
+		code, msg = ge.Code, ge.Message
 	}
-	if err != nil {
+	r.resp.Error = map[string]string{"code": code, "message": msg}
+	r.emit("response.failed", map[string]any{"response": r.snapshot()})
+	r.keep(ctx)
+}
+
+// keep stores the response when it asked to be stored; a failure is
+// logged (the response itself is still answered).
+func (r *Run) keep(ctx context.Context) {
+	if err := r.put(ctx); err != nil {
 		log.From(ctx).ErrorContext(ctx, "gateway: storing the response failed", "response", r.resp.ID, "err", err)
 	}
+}
+
+// put stores the response as it is now when it asked to be stored.
+func (r *Run) put(ctx context.Context) error {
+	if !r.resp.Store || r.g.responses == nil {
+		return nil
+	}
+	body, err := json.Marshal(r.resp)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return r.g.responses.Put(ctx, store.Response{ID: r.resp.ID, OrgID: r.p.Org.ID, KeyID: r.p.Key.ID,
+		CreatedAt: time.Unix(r.resp.CreatedAt, 0), Body: body, Conversation: r.conversation(ctx),
+		Items: outputItems(r.resp.Output)})
 }
 
 // closeUnfinished ends the items of a response that failed: every item

@@ -369,6 +369,11 @@ type Responses interface {
 	// after the response after ("": from the start); ErrNotFound when
 	// after is not one of the org's.
 	List(ctx context.Context, orgID, after string, limit int, desc bool) ([]Response, error)
+	// Unfinished returns, in every organisation, the responses whose
+	// body holds "status":"queued" or "status":"in_progress" (a text
+	// match, not parsed: the caller reads the body's own status), the
+	// background responses a stopped server left running.
+	Unfinished(ctx context.Context) ([]Response, error)
 }
 
 // EgressRecord is one connection, refusal or DNS question of an internet

@@ -103,16 +103,26 @@ func (s responses) List(ctx context.Context, orgID, after string, limit int, des
 	}
 	q := `SELECT id, org_id, key_id, created_at, body FROM responses WHERE ` + w.clauses +
 		` ORDER BY created_at ` + dir + `, seq ` + dir + w.limit(limit)
-	out, err := list(ctx, s.s, func(row pgx.Row) (store.Response, error) {
-		var r store.Response
-		var created int64
-		var body string
-		err := row.Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body)
-		r.CreatedAt, r.Body = fromMS(created), []byte(body)
-		return r, err
-	}, q, w.args...)
+	out, err := list(ctx, s.s, scanResponse, q, w.args...)
 	if len(out) == 0 {
 		out = nil // as SQLite's
 	}
 	return out, err
+}
+
+// Unfinished reads every body once (a scan at startup): only background
+// responses are stored before they end.
+func (s responses) Unfinished(ctx context.Context) ([]store.Response, error) {
+	return list(ctx, s.s, scanResponse, `SELECT id, org_id, key_id, created_at, body FROM responses
+		WHERE body LIKE '%"status":"queued"%' OR body LIKE '%"status":"in_progress"%'`)
+}
+
+// scanResponse reads a response's id, org, key, creation time and body.
+func scanResponse(row pgx.Row) (store.Response, error) {
+	var r store.Response
+	var created int64
+	var body string
+	err := row.Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body)
+	r.CreatedAt, r.Body = fromMS(created), []byte(body)
+	return r, err
 }

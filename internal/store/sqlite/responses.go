@@ -107,8 +107,20 @@ func (s responses) List(ctx context.Context, orgID, after string, limit int, des
 		args = append(args, created, row)
 	}
 	args = append(args, limit)
-	rows, err := s.db.db.QueryContext(ctx, `SELECT id, org_id, key_id, created_at, body FROM responses WHERE `+where+
+	return s.query(ctx, `SELECT id, org_id, key_id, created_at, body FROM responses WHERE `+where+
 		` ORDER BY created_at `+dir+`, rowid `+dir+` LIMIT ?`, args...)
+}
+
+// Unfinished reads every body once (a scan at startup): only background
+// responses are stored before they end.
+func (s responses) Unfinished(ctx context.Context) ([]store.Response, error) {
+	return s.query(ctx, `SELECT id, org_id, key_id, created_at, body FROM responses
+		WHERE body LIKE '%"status":"queued"%' OR body LIKE '%"status":"in_progress"%'`)
+}
+
+// query reads responses (id, org, key, creation time and body) by q.
+func (s responses) query(ctx context.Context, q string, args ...any) ([]store.Response, error) {
+	rows, err := s.db.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -105,3 +105,38 @@ func testResponsesList(t *testing.T, b Backend) {
 		t.Fatalf("another organisation's list: %v %v", got, err)
 	}
 }
+
+// testResponsesUnfinished: the responses still queued or in progress (in
+// any organisation) are found, as stored; the others are not.
+func testResponsesUnfinished(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db, _ := b.open(t)
+	rs := db.Responses()
+	bodies := map[string]string{
+		"resp_q": `{"id":"resp_q","status":"queued","background":true,"error":null}`,
+		"resp_p": `{"id":"resp_p","status":"in_progress","background":true,"error":null}`,
+		"resp_c": `{"id":"resp_c","status":"completed","background":true,"error":null}`,
+		"resp_x": `{"id":"resp_x","status":"cancelled","background":true,"error":null}`,
+	}
+	for id, body := range bodies {
+		org := "org_1"
+		if id == "resp_p" {
+			org = "org_2"
+		}
+		if err := rs.Put(ctx, store.Response{ID: id, OrgID: org, KeyID: "key_1", CreatedAt: time.Now(), Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := rs.Unfinished(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range list {
+		got[r.OrgID+"/"+r.ID] = string(r.Body)
+	}
+	want := map[string]string{"org_1/resp_q": bodies["resp_q"], "org_2/resp_p": bodies["resp_p"]}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("unfinished %v, want %v", got, want)
+	}
+}

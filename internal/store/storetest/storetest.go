@@ -39,6 +39,7 @@ func Run(t *testing.T, b Backend) {
 		{"Egress", testEgressFilters},
 		{"ResponsesConversation", testResponsesConversation},
 		{"ResponsesList", testResponsesList},
+		{"ResponsesUnfinished", testResponsesUnfinished},
 		{"OrgSecretsSealed", testOrgSecretsSealed},
 		{"OrgSecretsKeyLostOrChanged", testOrgSecretsKeyLostOrChanged},
 	} {
