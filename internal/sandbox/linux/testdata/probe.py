@@ -294,7 +294,8 @@ def pidfd(pid, then):
 
 def count_procs(seconds):
     # Samples how many processes this one can see (itself included) and
-    # prints the largest count.
+    # prints the largest count; "counting" first, once it samples.
+    print("counting", flush=True)
     end = time.monotonic() + seconds
     most, samples = 0, 0
     while time.monotonic() < end:
