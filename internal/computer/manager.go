@@ -75,6 +75,9 @@ type Config struct {
 	// PausedMax is how long a paused computer is kept before it is
 	// deleted (computers.paused_max_seconds; 0: DefaultPausedMax).
 	PausedMax time.Duration
+	// Fleet is how this server shares its store with other replicas
+	// (fleet.go; the zero value: it is the store's only server).
+	Fleet Fleet
 	// Artifacts keeps files and images as artifacts (export of
 	// builtin__computer_read_file, save_images of python); nil: export
 	// answers that it is not available and save_images is refused.
@@ -187,7 +190,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := m.recover(ctx); err != nil {
 		return err
 	}
-	if err := m.st.Instances().Beat(ctx, m.instance, m.now()); err != nil {
+	if err := m.beat(ctx, m.now()); err != nil {
 		return fmt.Errorf("record instance: %w", err)
 	}
 	if err := m.poolRoots(ctx); err != nil {

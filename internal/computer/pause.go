@@ -278,8 +278,10 @@ func (m *Manager) sweepPaused(ctx context.Context) {
 		return
 	}
 	now := m.now()
+	others := map[string]bool{}
 	for _, rec := range recs {
-		if rec.Status == store.StatusPaused && rec.PausedAt != nil && now.Sub(*rec.PausedAt) > max {
+		if rec.Status == store.StatusPaused && rec.PausedAt != nil && now.Sub(*rec.PausedAt) > max &&
+			!m.othersLive(ctx, rec.Instance, others) {
 			if err := m.deletePaused(ctx, rec, ReasonPausedExpired); err != nil {
 				log.From(ctx).WarnContext(ctx, "end a computer paused too long", "computer", rec.ID, "err", err)
 			}

@@ -9,9 +9,6 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
-// beatInterval is how often this server records that it is alive.
-const beatInterval = 5 * time.Second
-
 // reap destroys computers whose lifetime is over, and beats.
 func (m *Manager) reap(ctx context.Context) {
 	defer m.bg.Done()
@@ -31,11 +28,14 @@ func (m *Manager) reap(ctx context.Context) {
 		m.retryStops(ctx)
 		m.gov.RetryAudit(ctx)
 		now := m.now()
-		if now.Sub(lastBeat) >= beatInterval {
-			if err := m.st.Instances().Beat(ctx, m.instance, now); err != nil {
+		if now.Sub(lastBeat) >= m.beatEvery() {
+			if err := m.beat(ctx, now); err != nil {
 				log.From(ctx).WarnContext(ctx, "heartbeat", "err", err)
 			}
 			lastBeat = now
+			if m.cfg.Fleet.Shared {
+				m.sweepLapsed(ctx)
+			}
 		}
 		if m.cfg.Internet.Enabled && now.Sub(lastRecheck) >= recheck {
 			m.recheckInternet(ctx)
@@ -80,18 +80,23 @@ func (m *Manager) goneAt(ctx context.Context, instance string) time.Time {
 	if err != nil {
 		return now
 	}
-	if gone := last.Add(beatInterval); gone.Before(now) {
+	if gone := last.Add(m.beatEvery()); gone.Before(now) {
 		return gone
 	}
 	return now
 }
 
 // recover stops every computer a previous server left behind: the driver
-// removes their processes and resources, and each gets its stop recorded
-// exactly once.
+// removes their processes and resources (of this data directory), and
+// each gets its stop recorded exactly once. On a shared store only the
+// computers of servers whose lease lapsed are (the others' are theirs).
 func (m *Manager) recover(ctx context.Context) error {
 	if _, err := m.driver.GC(ctx); err != nil {
 		log.From(ctx).WarnContext(ctx, "recovery: cleanup incomplete", "err", err)
+	}
+	if m.cfg.Fleet.Shared {
+		m.sweepLapsed(ctx)
+		return nil
 	}
 	orphans, err := m.st.Computers().Alive(ctx)
 	if err != nil {

@@ -28,6 +28,7 @@ type Config struct {
 	Template  Template  `toml:"template"`
 	Network   Network   `toml:"network"`
 	Store     Store     `toml:"store"`
+	Cluster   Cluster   `toml:"cluster"`
 }
 
 // Gateway configures POST /v1/responses and its upstream model servers:

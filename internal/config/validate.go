@@ -22,6 +22,7 @@ func (c Config) Validate() error {
 		c.Network.validate,
 		c.Log.validate,
 		c.Store.validate,
+		c.Cluster.validate,
 	} {
 		if err := check(); err != nil {
 			return err

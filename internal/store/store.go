@@ -91,11 +91,33 @@ type OrgSecrets interface {
 }
 
 // Instances records that server processes are alive, so a successor can
-// tell when a crashed one stopped (and charge its computers up to then).
+// tell when a crashed one stopped (and charge its computers up to then),
+// and, with several replicas on one database (docs/fleet.md), which one
+// owns a computer and where the others reach it.
 type Instances interface {
+	// Beat renews an instance's lease (recording it at its first beat).
 	Beat(ctx context.Context, id string, at time.Time) error
 	// LastSeen returns the last beat of an instance, ErrNotFound if none.
 	LastSeen(ctx context.Context, id string) (time.Time, error)
+	// Advertise records the URL other replicas reach an instance at (and
+	// beats it).
+	Advertise(ctx context.Context, id, url string, at time.Time) error
+	// Owner returns the instance that owns a computer not yet stopped;
+	// ErrNotFound when there is no such computer (or its instance never
+	// beat).
+	Owner(ctx context.Context, computerID string) (Instance, error)
+	// Lapsed returns the instances whose last beat is before before and
+	// that still own running (starting or ready) computers, by id.
+	Lapsed(ctx context.Context, before time.Time) ([]Instance, error)
+}
+
+// Instance is a server process as its heartbeats record it.
+type Instance struct {
+	ID string
+	// URL is where other replicas reach it ("": it advertises none).
+	URL       string
+	StartedAt time.Time
+	LastSeen  time.Time
 }
 
 // Org is an organisation.

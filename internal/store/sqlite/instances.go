@@ -16,6 +16,16 @@ type instances struct {
 // Instances returns the instance heartbeats.
 func (s *DB) Instances() store.Instances { return instances{s.db, s} }
 
+const instanceColumns = `i.id, i.url, i.started_at, i.last_seen`
+
+func scanInstance(r interface{ Scan(...any) error }) (store.Instance, error) {
+	var in store.Instance
+	var started, seen int64
+	err := r.Scan(&in.ID, &in.URL, &started, &seen)
+	in.StartedAt, in.LastSeen = fromMS(started), fromMS(seen)
+	return in, err
+}
+
 func (i instances) Beat(ctx context.Context, id string, at time.Time) error {
 	return i.s.write(func() error {
 		_, err := i.db.ExecContext(ctx, `INSERT INTO instances (id, started_at, last_seen) VALUES (?, ?, ?)
@@ -24,8 +34,41 @@ func (i instances) Beat(ctx context.Context, id string, at time.Time) error {
 	})
 }
 
+func (i instances) Advertise(ctx context.Context, id, url string, at time.Time) error {
+	return i.s.write(func() error {
+		_, err := i.db.ExecContext(ctx, `INSERT INTO instances (id, started_at, last_seen, url) VALUES (?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen, url = excluded.url`, id, ms(at), ms(at), url)
+		return err
+	})
+}
+
 func (i instances) LastSeen(ctx context.Context, id string) (time.Time, error) {
 	var v int64
 	err := i.db.QueryRowContext(ctx, `SELECT last_seen FROM instances WHERE id = ?`, id).Scan(&v)
 	return fromMS(v), notFound(err, "instance "+id)
+}
+
+func (i instances) Owner(ctx context.Context, computerID string) (store.Instance, error) {
+	in, err := scanInstance(i.db.QueryRowContext(ctx, `SELECT `+instanceColumns+` FROM computers c
+		JOIN instances i ON i.id = c.instance WHERE c.id = ? AND c.`+alive, computerID))
+	return in, notFound(err, "owner of computer "+computerID)
+}
+
+func (i instances) Lapsed(ctx context.Context, before time.Time) ([]store.Instance, error) {
+	rows, err := i.db.QueryContext(ctx, `SELECT `+instanceColumns+` FROM instances i WHERE i.last_seen < ?
+		AND EXISTS (SELECT 1 FROM computers c WHERE c.instance = i.id AND c.status IN (?, ?)) ORDER BY i.id`,
+		ms(before), store.StatusStarting, store.StatusReady)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []store.Instance{}
+	for rows.Next() {
+		in, err := scanInstance(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
 }

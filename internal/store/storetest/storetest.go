@@ -33,6 +33,7 @@ func Run(t *testing.T, b Backend) {
 		{"ReopenKeepsData", testReopenKeepsData},
 		{"PauseResumeUsage", testPauseResumeUsage},
 		{"NotFound", testNotFound},
+		{"Instances", testInstances},
 		{"Paging", testPaging},
 		{"PagingWhileWriting", testPagingWhileWriting},
 		{"Volumes", testVolumes},
