@@ -115,11 +115,6 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	defer st.Close()
-	release, err := exclusive(ctx, st)
-	if err != nil {
-		return err
-	}
-	defer release()
 	gov := governance.New(st)
 	s, err := build(ctx, cfg, gwc, st, gov)
 	if err != nil {
@@ -134,7 +129,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		ln.Close()
 		return err
 	}
-	srv := httpServer(cfg.Server, s.api)
+	srv := httpServer(cfg.Server, forwarder(cfg, st, s.mgr, s.api))
 	ln = httpapi.LimitListener(ln, cfg.Server.MaxConnections)
 	go func() {
 		if err := s.mgr.Probe(ctx); err != nil {
@@ -308,7 +303,8 @@ func managerConfig(cfg config.Config, fsvc *files.Service) computer.Config {
 		MemoryBudget: int64(c.MemoryBudget), PoolSize: c.PoolSize, MaxFileBytes: int64(c.MaxFileBytes),
 		MaxTarBytes: int64(c.MaxTarBytes), MaxTarEntries: c.MaxTarEntries, TerminalGrace: c.TerminalGrace(),
 		MaxOutputBytes: int64(c.MaxOutputBytes), Prelude: cfg.Python.Prelude, Artifacts: fsvc, Region: c.Region,
-		Template: cfg.Template.Default, TemplatePools: cfg.Template.Pools}
+		Template: cfg.Template.Default, TemplatePools: cfg.Template.Pools,
+		Fleet: computer.Fleet{Shared: cfg.Store.Postgres(), URL: cfg.Cluster.URL, Lease: cfg.Cluster.Lease()}}
 }
 
 // managerCloseTimeout bounds how long shutdown waits for computers'

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/fleet"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/postgres"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
@@ -26,14 +31,11 @@ func openCLIStore(ctx context.Context, data string) (store.Store, error) {
 	return openStore(ctx, os.Getenv("CUBICLE_STORE_URL"), data)
 }
 
-// exclusive takes a PostgreSQL store for this server alone (the data
-// directory's lock cannot tell two servers with different data
-// directories on one database apart); SQLite is covered by that lock.
-func exclusive(ctx context.Context, st store.Store) (release func(), err error) {
-	if db, ok := st.(*postgres.DB); ok {
-		return db.Exclusive(ctx)
-	}
-	return func() {}, nil
+// forwarder serves api, forwarding the requests for computers another
+// replica on the same store runs to it (docs/fleet.md).
+func forwarder(cfg config.Config, st store.Store, mgr *computer.Manager, api http.Handler) http.Handler {
+	return fleet.New(fleet.Config{Self: mgr.Instance(), Secret: []byte(cfg.Cluster.Secret),
+		Lease: cmp.Or(cfg.Cluster.Lease(), computer.DefaultLease), Local: mgr.Local, Owners: st.Instances()}, api)
 }
 
 // storeName is the store as logged: its URL without a password, or sqlite.

@@ -71,7 +71,9 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := ComputerID(r.URL.Path)
-	if id == "" || f.cfg.Local(id) {
+	if id == "" || f.cfg.Local(id) || (r.Method == http.MethodGet && r.URL.Path == "/v1/computers/"+id) {
+		// Not a computer's, ours, or its record (the store has it: any
+		// replica answers, even while its owner is unreachable).
 		f.next.ServeHTTP(w, r)
 		return
 	}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/store/postgres/pgtest"
+)
+
+// clusterSecret is the test cluster's shared secret (cluster.secret).
+const clusterSecret = "fleet-test-secret-0123456789abcdef"
+
+// freeAddr is a loopback address nobody listens on, for a server that
+// must advertise its URL (cluster.url) before it listens.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startReplica runs 'cubicle serve' on dbURL as one replica of a cluster
+// with a 3 s lease, listening (and advertised) at a fixed address.
+func startReplica(t *testing.T, dbURL string) *server {
+	dir := t.TempDir()
+	gcAfter(t, dir)
+	addr := freeAddr(t)
+	return startServer(t, dir, serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey, "CUBICLE_CLUSTER_SECRET="+clusterSecret,
+		"CUBICLE_CLUSTER_URL=http://"+addr, "CUBICLE_CLUSTER_LEASE_SECONDS=3", "CUBICLE_COMPUTERS_POOL_SIZE=0"),
+		"--store", dbURL, "--listen", addr)
+}
+
+// TestServeFleet (issue 18): two 'cubicle serve' replicas on one
+// PostgreSQL database answer for each other's computers: a computer made
+// through A runs commands, files and Python, and streams (SSE), through
+// B, which forwards to A; a forged forwarding header is refused; after
+// kill -9 of A, B marks A's computer failed once its lease lapsed, with
+// exactly one usage row and one stop event.
+func TestServeFleet(t *testing.T) {
+	ctx := context.Background()
+	pg, err := pgtest.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Stop)
+	dbURL := pg.Database(t)
+	a := startReplica(t, dbURL)
+	b := startReplica(t, dbURL) // after A: A made the admin key, B finds it
+
+	var c struct {
+		ID      string `json:"id"`
+		Status  string `json:"status"`
+		Failure string `json:"failure"`
+	}
+	a.decode("POST", "/v1/computers", "", 201, &c)
+	var ex struct {
+		ExitCode int    `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+	}
+	b.decode("POST", "/v1/computers/"+c.ID+"/exec", `{"command":"echo via b"}`, 200, &ex)
+	if ex.ExitCode != 0 || ex.Stdout != "via b\n" {
+		t.Fatalf("exec through B: %+v", ex)
+	}
+	if r := b.do("PUT", "/v1/computers/"+c.ID+"/files/hello.txt", "from b"); r.code/100 != 2 {
+		t.Fatalf("put a file through B: %d %s", r.code, r.body)
+	}
+	if r := a.do("GET", "/v1/computers/"+c.ID+"/files/hello.txt", ""); r.code != 200 || string(r.body) != "from b" {
+		t.Fatalf("the file through A: %d %q", r.code, r.body)
+	}
+	var py struct {
+		Status string `json:"status"`
+		Cells  []struct {
+			Outputs []struct {
+				Text string `json:"text"`
+			} `json:"outputs"`
+		} `json:"cells"`
+	}
+	b.decode("POST", "/v1/computers/"+c.ID+"/python", `{"cells":[{"code":"print(open('/workspace/hello.txt').read())"}]}`, 200, &py)
+	if py.Status != "ok" || len(py.Cells) != 1 || len(py.Cells[0].Outputs) == 0 || py.Cells[0].Outputs[0].Text != "from b\n" {
+		t.Fatalf("python through B: %+v", py)
+	}
+
+	// SSE through B: the events arrive as A writes them (the second one
+	// a second after the first).
+	req, _ := http.NewRequest("POST", b.url+"/v1/computers/"+c.ID+"/exec", strings.NewReader(`{"command":"echo one; sleep 1; echo two"}`))
+	req.Header.Set("Authorization", "Bearer "+b.key)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	start := time.Now()
+	n, err := res.Body.Read(buf)
+	first, firstAt := string(buf[:n]), time.Since(start)
+	rest, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") ||
+		!strings.Contains(first, "one") || strings.Contains(first, "two") || firstAt > 900*time.Millisecond ||
+		!strings.Contains(string(rest), "two") || !strings.Contains(string(rest), "event: exit") {
+		t.Fatalf("SSE through B: %d %q after %v (%v), then %q", res.StatusCode, first, firstAt, err, rest)
+	}
+
+	// Forwarding is signed with the cluster secret: a request claiming to
+	// be forwarded without it is refused, by either replica.
+	for _, s := range []*server{a, b} {
+		req, _ := http.NewRequest("POST", s.url+"/v1/computers/"+c.ID+"/exec", strings.NewReader(`{"command":"true"}`))
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		req.Header.Set("Cubicle-Forwarded", "srv_x;"+strconv.FormatInt(time.Now().UnixMilli(), 10)+";"+strings.Repeat("ab", 32))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 401 || !strings.Contains(string(body), "forward_refused") || !strings.Contains(string(body), "signature does not match") {
+			t.Fatalf("a forged forwarded request: %d %s", res.StatusCode, body)
+		}
+	}
+
+	// A dies; B marks its computer failed once A's lease (3 s) lapsed.
+	a.kill()
+	killed := time.Now()
+	for {
+		b.decode("GET", "/v1/computers/"+c.ID, "", 200, &c)
+		if c.Status != "ready" {
+			break
+		}
+		if time.Since(killed) > 15*time.Second {
+			t.Fatalf("A's computer still %s 15 s after A died:\n%s", c.Status, b.stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if c.Status != "failed" || c.Failure != "its server stopped" {
+		t.Fatalf("after A died: %+v", c)
+	}
+	if r := b.do("POST", "/v1/computers/"+c.ID+"/exec", `{"command":"true"}`); r.code/100 != 4 {
+		t.Fatalf("exec on the failed computer: %d %s", r.code, r.body)
+	}
+	time.Sleep(2 * time.Second) // further sweeps of B write nothing more
+	var usage struct{ Data []usageRow }
+	b.decode("GET", "/v1/usage", "", 200, &usage)
+	var audit struct{ Data []auditEvent }
+	b.decode("GET", "/v1/audit", "", 200, &audit)
+	rows, events := 0, map[string]int{}
+	for _, u := range usage.Data {
+		if u.ComputerID == c.ID && u.Kind == "sandbox_seconds" {
+			rows++
+		}
+	}
+	for _, e := range audit.Data {
+		if e.ComputerID == c.ID {
+			events[e.Type]++
+		}
+	}
+	if rows != 1 || events["computer.created"] != 1 || events["computer.destroyed"] != 1 {
+		t.Fatalf("usage rows %d, events %v: want one row, one created and one destroyed event", rows, events)
+	}
+	b.stop()
+}
