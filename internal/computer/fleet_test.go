@@ -1,0 +1,91 @@
+package computer_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
+)
+
+// TestSharedStoreLeases: on a shared store (several replicas) a starting
+// server leaves the computers of live replicas alone and marks failed
+// those of a replica whose lease lapsed, and the running replicas mark
+// failed the computers of one whose lease lapses later — each stop, usage
+// row and computer.destroyed event once, though two replicas sweep.
+func TestSharedStoreLeases(t *testing.T) {
+	const lease = 600 * time.Millisecond
+	shared := func(c *computer.Config) { c.Fleet = computer.Fleet{Shared: true, Lease: lease} }
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := newFixture(t, dir, &fakeDriver{}, shared)
+	v, err := a.mgr.Create(ctx, a.p, computer.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	orphan := func(id, instance string, lastBeat time.Time) {
+		ready := now.Add(-time.Minute)
+		if err := a.st.Computers().Create(ctx, store.Computer{ID: id, OrgID: a.p.Org.ID, KeyID: a.p.Key.ID, Status: store.StatusReady,
+			CreatedAt: ready, ReadyAt: &ready, ExpiresAt: now.Add(time.Hour), Instance: instance}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.st.Instances().Beat(ctx, instance, lastBeat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orphan("cmp_dead", "srv_dead", now.Add(-time.Minute))
+	orphan("cmp_late", "srv_late", now.Add(time.Hour)) // beats "until" an hour from now
+
+	// B and C start: the dead replica's computer is marked failed once; A's
+	// and the late one's (their leases hold) are left.
+	b := newFixture(t, dir, &fakeDriver{}, shared)
+	newFixture(t, dir, &fakeDriver{}, shared)
+	// Each is charged from its start up to its replica's last beat (and
+	// a beat's interval): cmp_dead about a second, cmp_late a minute.
+	check := func(id string, charged int64) {
+		t.Helper()
+		got, err := b.mgr.Get(ctx, b.p, id)
+		if err != nil || got.Status != store.StatusFailed || got.Failure != computer.FailureServerStopped {
+			t.Fatalf("%s: %+v %v", id, got, err)
+		}
+		if rows := b.usage(id); len(rows) != 1 || rows[0].Quantity < charged || rows[0].Quantity > charged+2 {
+			t.Fatalf("usage of %s: %+v", id, rows)
+		}
+		if evs := b.events(id, "computer.destroyed"); len(evs) != 1 {
+			t.Fatalf("computer.destroyed of %s: %+v", id, evs)
+		}
+	}
+	check("cmp_dead", 1)
+	for _, id := range []string{v.ID, "cmp_late"} {
+		if got, err := b.mgr.Get(ctx, b.p, id); err != nil || got.Status != store.StatusReady {
+			t.Fatalf("%s of a live replica after B started: %+v %v", id, got, err)
+		}
+	}
+
+	// The late replica stops beating: its lease lapses and B or C (both
+	// sweep) marks its computer failed, once.
+	if err := a.st.Instances().Beat(ctx, "srv_late", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * lease)
+	for {
+		got, err := b.mgr.Get(ctx, b.p, "cmp_late")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != store.StatusReady {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cmp_late still ready %v after its replica's last beat", 10*lease)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(3 * lease) // more sweeps of B and C write nothing more
+	check("cmp_late", 60)
+	if got, err := b.mgr.Get(ctx, b.p, v.ID); err != nil || got.Status != store.StatusReady {
+		t.Fatalf("A's computer (A beats): %+v %v", got, err)
+	}
+}
