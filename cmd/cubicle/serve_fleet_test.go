@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func startReplica(t *testing.T, dbURL string) *server {
 // TestServeFleet (issue 18): two 'cubicle serve' replicas on one
 // PostgreSQL database answer for each other's computers: a computer made
 // through A runs commands, files and Python, and streams (SSE), through
-// B, which forwards to A; a forged forwarding header is refused; after
+// B, which forwards to A, and so does a terminal (WebSocket); a forged forwarding header is refused; after
 // kill -9 of A, B marks A's computer failed once its lease lapsed, with
 // exactly one usage row and one stop event.
 func TestServeFleet(t *testing.T) {
@@ -107,6 +108,14 @@ func TestServeFleet(t *testing.T) {
 		!strings.Contains(first, "one") || strings.Contains(first, "two") || firstAt > 900*time.Millisecond ||
 		!strings.Contains(string(rest), "two") || !strings.Contains(string(rest), "event: exit") {
 		t.Fatalf("SSE through B: %d %q after %v (%v), then %q", res.StatusCode, first, firstAt, err, rest)
+	}
+
+	// A terminal (the pty WebSocket) through B: cubicle shell's output
+	// and the remote exit status come back.
+	sh := exec.Command(cubicleBin, "shell", "--url", b.url, c.ID, "--", "sh", "-c", "cat /workspace/hello.txt; echo; exit 3")
+	sh.Env = append(serveEnv(), "CUBICLE_KEY="+b.key)
+	if r := runCommand(t, sh, sh.Args); r.code != 3 || !strings.Contains(r.stdout, "from b") {
+		t.Fatalf("cubicle shell through B: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 
 	// Forwarding is signed with the cluster secret: a request claiming to
