@@ -32,8 +32,11 @@ const DefaultLease = 15 * time.Second
 // FailureServerStopped is the failure of a computer whose server's
 // lease lapsed (it crashed or lost its database), recorded by another
 // replica; ReasonServerStopped is its stop's reason.
+// FailureLeaseLost is the failure a server records for its own
+// computers when it fenced itself.
 const (
 	FailureServerStopped = "its server stopped"
+	FailureLeaseLost     = "its server lost its lease (the database could not be reached)"
 	ReasonServerStopped  = "server_stopped"
 )
 
@@ -58,7 +61,50 @@ func (m *Manager) Local(id string) bool { return m.lookup(id) != nil }
 
 // beat renews this server's lease (advertising its URL).
 func (m *Manager) beat(ctx context.Context, now time.Time) error {
-	return m.st.Instances().Advertise(ctx, m.instance, m.cfg.Fleet.URL, now)
+	err := m.st.Instances().Advertise(ctx, m.instance, m.cfg.Fleet.URL, now)
+	if err == nil {
+		m.renewed.Store(now.UnixNano())
+	}
+	return err
+}
+
+// renew beats and, on a shared store, sweeps the replicas whose lease
+// lapsed, or fences this one when its own lapsed.
+func (m *Manager) renew(ctx context.Context, now time.Time) {
+	if err := m.beat(ctx, now); err != nil {
+		log.From(ctx).WarnContext(ctx, "heartbeat", "err", err)
+		if m.cfg.Fleet.Shared && now.Sub(time.Unix(0, m.renewed.Load())) > m.lease() {
+			m.fence(ctx)
+		}
+		return
+	}
+	if m.cfg.Fleet.Shared {
+		m.sweepLapsed(ctx)
+	}
+}
+
+// fence ends every computer of this server once its lease lapsed (its
+// beats failed: the database is unreachable from here), as the other
+// replicas are marking them failed: none runs on uncharged. Their stops
+// are held until the database answers, and conflict (are no-ops) where
+// another replica recorded them first.
+func (m *Manager) fence(ctx context.Context) {
+	m.mu.Lock()
+	var all []*live
+	for _, l := range m.live {
+		if !l.stopping {
+			l.stopping = true
+			l.failure = FailureLeaseLost
+			all = append(all, l)
+		}
+	}
+	m.mu.Unlock()
+	if len(all) > 0 {
+		log.From(ctx).ErrorContext(ctx, "this server's lease lapsed (its heartbeats failed): ending its computers", "count", len(all))
+	}
+	for _, l := range all {
+		m.destroy(ctx, l, ReasonServerStopped)
+	}
 }
 
 // sweepLapsed marks failed the running computers of the instances whose

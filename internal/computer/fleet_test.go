@@ -2,8 +2,12 @@ package computer_test
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"testing"
 	"time"
+
+	_ "modernc.org/sqlite" // a second connection to the store's file
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
@@ -87,5 +91,48 @@ func TestSharedStoreLeases(t *testing.T) {
 	check("cmp_late", 60)
 	if got, err := b.mgr.Get(ctx, b.p, v.ID); err != nil || got.Status != store.StatusReady {
 		t.Fatalf("A's computer (A beats): %+v %v", got, err)
+	}
+}
+
+// TestFenceOnLostLease: a replica whose heartbeats fail for longer than
+// its lease (here: its instances table is gone) ends its own computers,
+// as the others are marking them failed; once the database answers again
+// the stop is recorded, once, with why.
+func TestFenceOnLostLease(t *testing.T) {
+	const lease = 600 * time.Millisecond
+	ctx := context.Background()
+	dir := t.TempDir()
+	drv := &fakeDriver{}
+	f := newFixture(t, dir, drv, func(c *computer.Config) { c.Fleet = computer.Fleet{Shared: true, Lease: lease} })
+	v, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "c.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`ALTER TABLE instances RENAME TO instances_away`); err != nil {
+		t.Fatal(err)
+	}
+	sb := drv.Sandboxes()[0]
+	time.Sleep(lease / 2)
+	if sb.Kills.Load() != 0 {
+		t.Fatal("killed before its lease lapsed")
+	}
+	waitFor(t, "the computer killed once the lease lapsed", func() bool { return sb.Kills.Load() == 1 })
+	if _, err := db.Exec(`ALTER TABLE instances_away RENAME TO instances`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "its stop recorded", func() bool {
+		got, err := f.mgr.Get(ctx, f.p, v.ID)
+		return err == nil && got.Status == store.StatusFailed && got.Failure == computer.FailureLeaseLost
+	})
+	if rows := f.usage(v.ID); len(rows) != 1 {
+		t.Fatalf("usage: %+v", rows)
+	}
+	if evs := f.events(v.ID, "computer.destroyed"); len(evs) != 1 {
+		t.Fatalf("computer.destroyed: %+v", evs)
 	}
 }

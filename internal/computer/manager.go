@@ -111,6 +111,7 @@ type Manager struct {
 	cleaner  *cleaner
 	metrics  metrics
 	starting atomic.Int64     // creations in flight
+	renewed  atomic.Int64     // the last successful heartbeat, Unix nanoseconds (fleet.go)
 	ports    portConns        // open port connections per computer (ports.go)
 	terms    terminalRegistry // terminal sessions (termsessions.go)
 

@@ -29,13 +29,8 @@ func (m *Manager) reap(ctx context.Context) {
 		m.gov.RetryAudit(ctx)
 		now := m.now()
 		if now.Sub(lastBeat) >= m.beatEvery() {
-			if err := m.beat(ctx, now); err != nil {
-				log.From(ctx).WarnContext(ctx, "heartbeat", "err", err)
-			}
+			m.renew(ctx, now)
 			lastBeat = now
-			if m.cfg.Fleet.Shared {
-				m.sweepLapsed(ctx)
-			}
 		}
 		if m.cfg.Internet.Enabled && now.Sub(lastRecheck) >= recheck {
 			m.recheckInternet(ctx)
