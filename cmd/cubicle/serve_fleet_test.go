@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cubicle-sandbox/cubicle/internal/store/postgres/pgtest"
 )
 
 // clusterSecret is the test cluster's shared secret (cluster.secret).
@@ -42,17 +39,11 @@ func startReplica(t *testing.T, dbURL string) *server {
 // TestServeFleet (issue 18): two 'cubicle serve' replicas on one
 // PostgreSQL database answer for each other's computers: a computer made
 // through A runs commands, files and Python, and streams (SSE), through
-// B, which forwards to A, and so does a terminal (WebSocket); a forged forwarding header is refused; after
-// kill -9 of A, B marks A's computer failed once its lease lapsed, with
+// B, which forwards to A, and so does a terminal (WebSocket); a forged
+// forwarding header is refused; after kill -9 of A, B marks A's computer failed once its lease lapsed, with
 // exactly one usage row and one stop event.
 func TestServeFleet(t *testing.T) {
-	ctx := context.Background()
-	pg, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pg.Stop)
-	dbURL := pg.Database(t)
+	dbURL := postgresDB(t)
 	a := startReplica(t, dbURL)
 	b := startReplica(t, dbURL) // after A: A made the admin key, B finds it
 

@@ -19,12 +19,7 @@ import (
 // database: TestServeFleet.
 func TestServePostgres(t *testing.T) {
 	ctx := context.Background()
-	pg, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pg.Stop)
-	dbURL := pg.Database(t)
+	dbURL := postgresDB(t)
 	dir := t.TempDir()
 	gcAfter(t, dir)
 	s := startServer(t, dir, serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey), "--store", dbURL)
@@ -80,4 +75,15 @@ func TestServePostgres(t *testing.T) {
 		t.Fatalf("a SQLite database in the data directory: %v", err)
 	}
 	s.stop()
+}
+
+// postgresDB starts a PostgreSQL server for the test (pgtest) and
+// returns the URL of an empty database on it.
+func postgresDB(t *testing.T) string {
+	pg, err := pgtest.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Stop)
+	return pg.Database(t)
 }
