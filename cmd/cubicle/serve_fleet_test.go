@@ -26,26 +26,31 @@ func freeAddr(t *testing.T) string {
 }
 
 // startReplica runs 'cubicle serve' on dbURL as one replica of a cluster
-// with a 3 s lease, listening (and advertised) at a fixed address.
-func startReplica(t *testing.T, dbURL string) *server {
+// with a 3 s lease, listening (and advertised) at a fixed address; with
+// secret "" it has no cluster secret (and advertises no URL).
+func startReplica(t *testing.T, dbURL, secret string) *server {
 	dir := t.TempDir()
 	gcAfter(t, dir)
 	addr := freeAddr(t)
-	return startServer(t, dir, serveEnv("CUBICLE_ADMIN_KEY="+serveAdminKey, "CUBICLE_CLUSTER_SECRET="+clusterSecret,
-		"CUBICLE_CLUSTER_URL=http://"+addr, "CUBICLE_CLUSTER_LEASE_SECONDS=3", "CUBICLE_COMPUTERS_POOL_SIZE=0"),
-		"--store", dbURL, "--listen", addr)
+	env := []string{"CUBICLE_ADMIN_KEY=" + serveAdminKey, "CUBICLE_CLUSTER_LEASE_SECONDS=3", "CUBICLE_COMPUTERS_POOL_SIZE=0"}
+	if secret != "" {
+		env = append(env, "CUBICLE_CLUSTER_SECRET="+secret, "CUBICLE_CLUSTER_URL=http://"+addr)
+	}
+	return startServer(t, dir, serveEnv(env...), "--store", dbURL, "--listen", addr)
 }
 
 // TestServeFleet (issue 18): two 'cubicle serve' replicas on one
 // PostgreSQL database answer for each other's computers: a computer made
 // through A runs commands, files and Python, and streams (SSE), through
 // B, which forwards to A, and so does a terminal (WebSocket); a forged
-// forwarding header is refused; after kill -9 of A, B marks A's computer failed once its lease lapsed, with
+// forwarding header is refused, and a replica without the secret
+// neither forwards nor takes forwarded requests; a delete through B ends the computer on
+// A; after kill -9 of A, B marks A's computer failed once its lease lapsed, with
 // exactly one usage row and one stop event.
 func TestServeFleet(t *testing.T) {
 	dbURL := postgresDB(t)
-	a := startReplica(t, dbURL)
-	b := startReplica(t, dbURL) // after A: A made the admin key, B finds it
+	a := startReplica(t, dbURL, clusterSecret)
+	b := startReplica(t, dbURL, clusterSecret) // after A: A made the admin key, B finds it
 
 	var c struct {
 		ID      string `json:"id"`
@@ -124,6 +129,39 @@ func TestServeFleet(t *testing.T) {
 		if res.StatusCode != 401 || !strings.Contains(string(body), "forward_refused") || !strings.Contains(string(body), "signature does not match") {
 			t.Fatalf("a forged forwarded request: %d %s", res.StatusCode, body)
 		}
+	}
+
+	// A replica without the cluster secret neither forwards (503, saying
+	// what to set) nor takes forwarded requests.
+	c3 := startReplica(t, dbURL, "")
+	if r := c3.do("POST", "/v1/computers/"+c.ID+"/exec", `{"command":"true"}`); r.code != 503 ||
+		!strings.Contains(string(r.body), "computer_elsewhere") || !strings.Contains(string(r.body), "cluster.secret") {
+		t.Fatalf("exec through a replica without the secret: %d %s", r.code, r.body)
+	}
+	req, _ = http.NewRequest("GET", c3.url+"/v1/computers/"+c.ID+"/files", nil)
+	req.Header.Set("Authorization", "Bearer "+c3.key)
+	req.Header.Set("Cubicle-Forwarded", "srv_x;"+strconv.FormatInt(time.Now().UnixMilli(), 10)+";00")
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 401 {
+		t.Fatalf("a forwarded request to a replica without the secret: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+	c3.stop()
+
+	// A delete through B ends the computer on A: its processes are gone.
+	var c2 struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	a.decode("POST", "/v1/computers", "", 201, &c2)
+	b.decode("POST", "/v1/computers/"+c2.ID+"/exec", `{"command":"sleep 300 >/dev/null 2>&1 & echo started"}`, 200, &ex)
+	b.decode("DELETE", "/v1/computers/"+c2.ID, "", 204, nil)
+	a.decode("GET", "/v1/computers/"+c2.ID, "", 200, &c2)
+	if c2.Status != "destroyed" {
+		t.Fatalf("deleted through B, on A: %+v", c2)
+	}
+	if r := a.do("POST", "/v1/computers/"+c2.ID+"/exec", `{"command":"true"}`); r.code != 409 {
+		t.Fatalf("exec on A after the delete through B: %d %s", r.code, r.body)
 	}
 
 	// A dies; B marks its computer failed once A's lease (3 s) lapsed.
