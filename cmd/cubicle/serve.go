@@ -205,11 +205,8 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 		if err != nil {
 			return nil, err
 		}
-		// Background responses do not survive a restart (docs/gateway.md).
-		if n, err := s.gw.FailInterrupted(ctx); err != nil {
+		if err := failInterrupted(ctx, cfg, st, s.gw); err != nil {
 			return nil, err
-		} else if n > 0 {
-			slog.Warn("gateway: background responses interrupted by the last stop marked failed", "responses", n)
 		}
 	}
 	if err := s.mgr.Start(ctx); err != nil {

@@ -3,13 +3,16 @@ package main
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/fleet"
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/postgres"
 	"github.com/cubicle-sandbox/cubicle/internal/store/sqlite"
@@ -36,6 +39,28 @@ func openCLIStore(ctx context.Context, data string) (store.Store, error) {
 func forwarder(cfg config.Config, st store.Store, mgr *computer.Manager, api http.Handler) http.Handler {
 	return fleet.New(fleet.Config{Self: mgr.Instance(), Secret: []byte(cfg.Cluster.Secret),
 		Lease: cmp.Or(cfg.Cluster.Lease(), computer.DefaultLease), Local: mgr.Local, Owners: st.Instances()}, api)
+}
+
+// failInterrupted marks failed the background responses a stopped server
+// left running (they do not survive a restart, docs/gateway.md) — unless
+// other replicas on the store are alive (docs/fleet.md): the responses
+// record no server, so they might be theirs, and are left.
+func failInterrupted(ctx context.Context, cfg config.Config, st store.Store, gw *responses.Gateway) error {
+	if cfg.Store.Postgres() {
+		live, err := st.Instances().Live(ctx, time.Now().Add(-cmp.Or(cfg.Cluster.Lease(), computer.DefaultLease)))
+		if err != nil {
+			return err
+		}
+		if len(live) > 0 {
+			slog.Info("gateway: other replicas run; background responses still in progress are left to them", "replicas", len(live))
+			return nil
+		}
+	}
+	n, err := gw.FailInterrupted(ctx)
+	if n > 0 {
+		slog.Warn("gateway: background responses interrupted by the last stop marked failed", "responses", n)
+	}
+	return err
 }
 
 // storeName is the store as logged: its URL without a password, or sqlite.

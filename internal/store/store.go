@@ -109,6 +109,8 @@ type Instances interface {
 	// Lapsed returns the instances whose last beat is before before and
 	// that still own running (starting or ready) computers, by id.
 	Lapsed(ctx context.Context, before time.Time) ([]Instance, error)
+	// Live returns the instances that beat at or after since, by id.
+	Live(ctx context.Context, since time.Time) ([]Instance, error)
 }
 
 // Instance is a server process as its heartbeats record it.

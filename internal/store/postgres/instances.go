@@ -54,3 +54,7 @@ func (i instances) Lapsed(ctx context.Context, before time.Time) ([]store.Instan
 		AND EXISTS (SELECT 1 FROM computers c WHERE c.instance = i.id AND c.status IN ($2, $3)) ORDER BY i.id`,
 		ms(before), store.StatusStarting, store.StatusReady)
 }
+
+func (i instances) Live(ctx context.Context, since time.Time) ([]store.Instance, error) {
+	return list(ctx, i.s, scanInstance, `SELECT `+instanceColumns+` FROM instances i WHERE i.last_seen >= $1 ORDER BY i.id`, ms(since))
+}

@@ -55,9 +55,17 @@ func (i instances) Owner(ctx context.Context, computerID string) (store.Instance
 }
 
 func (i instances) Lapsed(ctx context.Context, before time.Time) ([]store.Instance, error) {
-	rows, err := i.db.QueryContext(ctx, `SELECT `+instanceColumns+` FROM instances i WHERE i.last_seen < ?
+	return i.list(ctx, `SELECT `+instanceColumns+` FROM instances i WHERE i.last_seen < ?
 		AND EXISTS (SELECT 1 FROM computers c WHERE c.instance = i.id AND c.status IN (?, ?)) ORDER BY i.id`,
 		ms(before), store.StatusStarting, store.StatusReady)
+}
+
+func (i instances) Live(ctx context.Context, since time.Time) ([]store.Instance, error) {
+	return i.list(ctx, `SELECT `+instanceColumns+` FROM instances i WHERE i.last_seen >= ? ORDER BY i.id`, ms(since))
+}
+
+func (i instances) list(ctx context.Context, q string, args ...any) ([]store.Instance, error) {
+	rows, err := i.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,8 @@ import (
 // testInstances: an instance advertises its URL; Owner finds the
 // instance of a computer not yet stopped (ErrNotFound once it stopped);
 // Lapsed lists the instances whose last beat is older than asked that
-// still own a running computer, and no longer once it stopped.
+// still own a running computer, and no longer once it stopped; Live
+// those that beat since.
 func testInstances(t *testing.T, b Backend) {
 	db, _ := b.open(t)
 	seed(t, db) // cmp_1, starting, owned by "i"
@@ -37,6 +38,12 @@ func testInstances(t *testing.T, b Backend) {
 	}
 	if lapsed, err := db.Instances().Lapsed(ctx, t0); err != nil || len(lapsed) != 0 {
 		t.Fatalf("lapsed before its last beat: %+v, %v", lapsed, err)
+	}
+	if live, err := db.Instances().Live(ctx, t0.Add(time.Second)); err != nil || len(live) != 1 || live[0].ID != "j" {
+		t.Fatalf("live since i's beat: %+v, %v: want j alone", live, err)
+	}
+	if live, err := db.Instances().Live(ctx, t0); err != nil || len(live) != 2 {
+		t.Fatalf("live since its beat: %+v, %v: want i and j", live, err)
 	}
 	// A beat keeps the URL; a stop ends the ownership.
 	if err := db.Instances().Beat(ctx, "i", t0.Add(time.Second)); err != nil {
