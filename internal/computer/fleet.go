@@ -36,7 +36,7 @@ const DefaultLease = 15 * time.Second
 // computers when it fenced itself.
 const (
 	FailureServerStopped = "its server stopped"
-	FailureLeaseLost     = "its server lost its lease (the database could not be reached)"
+	FailureLeaseLost     = "its server lost its lease (its heartbeats failed or came too late)"
 	ReasonServerStopped  = "server_stopped"
 )
 
@@ -69,23 +69,29 @@ func (m *Manager) beat(ctx context.Context, now time.Time) error {
 }
 
 // renew beats and, on a shared store, sweeps the replicas whose lease
-// lapsed, or fences this one when its own lapsed.
+// lapsed, or fences this one when its own lapsed: its beats failed for
+// longer than the lease, or one came too late (the database or this
+// process stalled), so other replicas may have marked its computers
+// failed already.
 func (m *Manager) renew(ctx context.Context, now time.Time) {
-	if err := m.beat(ctx, now); err != nil {
+	prev := time.Unix(0, m.renewed.Load())
+	err := m.beat(ctx, now)
+	if err != nil {
 		log.From(ctx).WarnContext(ctx, "heartbeat", "err", err)
-		if m.cfg.Fleet.Shared && now.Sub(time.Unix(0, m.renewed.Load())) > m.lease() {
-			m.fence(ctx)
-		}
+	}
+	if !m.cfg.Fleet.Shared {
 		return
 	}
-	if m.cfg.Fleet.Shared {
+	if m.now().Sub(prev) > m.lease() {
+		m.fence(ctx)
+	}
+	if err == nil {
 		m.sweepLapsed(ctx)
 	}
 }
 
-// fence ends every computer of this server once its lease lapsed (its
-// beats failed: the database is unreachable from here), as the other
-// replicas are marking them failed: none runs on uncharged. Their stops
+// fence ends every computer of this server once its lease lapsed, as the
+// other replicas are marking them failed: none runs on uncharged. Their stops
 // are held until the database answers, and conflict (are no-ops) where
 // another replica recorded them first.
 func (m *Manager) fence(ctx context.Context) {

@@ -136,3 +136,44 @@ func TestFenceOnLostLease(t *testing.T) {
 		t.Fatalf("computer.destroyed: %+v", evs)
 	}
 }
+
+// TestFenceOnLateBeat: a replica whose heartbeat succeeds only after its
+// lease lapsed (the database held by a long write transaction) ends its
+// computers too: the others may have marked them failed meanwhile.
+func TestFenceOnLateBeat(t *testing.T) {
+	const lease = 600 * time.Millisecond
+	ctx := context.Background()
+	dir := t.TempDir()
+	drv := &fakeDriver{}
+	f := newFixture(t, dir, drv, func(c *computer.Config) { c.Fleet = computer.Fleet{Shared: true, Lease: lease} })
+	v, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "c.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * lease)
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	sb := drv.Sandboxes()[0]
+	waitFor(t, "the computer killed after the late beat", func() bool { return sb.Kills.Load() == 1 })
+	waitFor(t, "its stop recorded", func() bool {
+		got, err := f.mgr.Get(ctx, f.p, v.ID)
+		return err == nil && got.Status == store.StatusFailed && got.Failure == computer.FailureLeaseLost
+	})
+	if rows := f.usage(v.ID); len(rows) != 1 {
+		t.Fatalf("usage: %+v", rows)
+	}
+}
