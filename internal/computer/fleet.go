@@ -69,44 +69,64 @@ func (m *Manager) beat(ctx context.Context, now time.Time) error {
 }
 
 // renew beats and, on a shared store, sweeps the replicas whose lease
-// lapsed, or fences this one when its own lapsed: its beats failed for
-// longer than the lease, or one came too late (the database or this
-// process stalled), so other replicas may have marked its computers
-// failed already.
+// lapsed. When this one's own lapsed, the others may have marked its
+// computers failed: while its beats fail it fences (ends them all); when
+// a beat comes too late (the database or this process stalled) it ends
+// those whose records say they stopped.
 func (m *Manager) renew(ctx context.Context, now time.Time) {
 	prev := time.Unix(0, m.renewed.Load())
-	err := m.beat(ctx, now)
-	if err != nil {
+	if err := m.beat(ctx, now); err != nil {
 		log.From(ctx).WarnContext(ctx, "heartbeat", "err", err)
+		if m.cfg.Fleet.Shared && m.now().Sub(prev) > m.lease() {
+			m.fence(ctx, nil)
+		}
+		return
 	}
 	if !m.cfg.Fleet.Shared {
 		return
 	}
 	if m.now().Sub(prev) > m.lease() {
-		m.fence(ctx)
+		m.fence(ctx, m.stoppedElsewhere)
 	}
-	if err == nil {
-		m.sweepLapsed(ctx)
-	}
+	m.sweepLapsed(ctx)
 }
 
-// fence ends every computer of this server once its lease lapsed, as the
-// other replicas are marking them failed: none runs on uncharged. Their stops
-// are held until the database answers, and conflict (are no-ops) where
-// another replica recorded them first.
-func (m *Manager) fence(ctx context.Context) {
+// stoppedElsewhere reports whether the record of a computer this server
+// runs says it stopped (another replica recorded its stop).
+func (m *Manager) stoppedElsewhere(ctx context.Context, rec store.Computer) bool {
+	r, err := m.st.Computers().Get(ctx, rec.OrgID, rec.ID)
+	return err == nil && store.Stopped(r.Status)
+}
+
+// fence ends the computers of this server (those for which only says so;
+// nil: all) once its lease lapsed, as the other replicas are marking them
+// failed: none runs on uncharged. Their stops are held until the database
+// answers, and conflict (are no-ops) where another replica recorded them
+// first.
+func (m *Manager) fence(ctx context.Context, only func(context.Context, store.Computer) bool) {
 	m.mu.Lock()
-	var all []*live
+	var cands []*live
 	for _, l := range m.live {
+		if !l.stopping {
+			cands = append(cands, l)
+		}
+	}
+	m.mu.Unlock()
+	var all []*live
+	for _, l := range cands {
+		if only != nil && !only(ctx, l.rec) {
+			continue
+		}
+		m.mu.Lock()
 		if !l.stopping {
 			l.stopping = true
 			l.failure = FailureLeaseLost
 			all = append(all, l)
 		}
+		m.mu.Unlock()
 	}
-	m.mu.Unlock()
 	if len(all) > 0 {
-		log.From(ctx).ErrorContext(ctx, "this server's lease lapsed (its heartbeats failed): ending its computers", "count", len(all))
+		log.From(ctx).ErrorContext(ctx, "this server's lease lapsed: ending its computers", "count", len(all))
 	}
 	for _, l := range all {
 		m.destroy(ctx, l, ReasonServerStopped)

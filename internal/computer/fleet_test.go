@@ -138,15 +138,20 @@ func TestFenceOnLostLease(t *testing.T) {
 }
 
 // TestFenceOnLateBeat: a replica whose heartbeat succeeds only after its
-// lease lapsed (the database held by a long write transaction) ends its
-// computers too: the others may have marked them failed meanwhile.
+// lease lapsed (the database held by a long write transaction, in which
+// "another replica" marks one of its computers failed) ends that
+// computer, without writing a second stop, and keeps the other running.
 func TestFenceOnLateBeat(t *testing.T) {
 	const lease = 600 * time.Millisecond
 	ctx := context.Background()
 	dir := t.TempDir()
 	drv := &fakeDriver{}
 	f := newFixture(t, dir, drv, func(c *computer.Config) { c.Fleet = computer.Fleet{Shared: true, Lease: lease} })
-	v, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
+	gone, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := f.mgr.Create(ctx, f.p, computer.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,18 +167,28 @@ func TestFenceOnLateBeat(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := conn.ExecContext(ctx, `UPDATE computers SET status = 'failed', failure = ? WHERE id = ?`,
+		computer.FailureServerStopped, gone.ID); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(2 * lease)
 	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
 		t.Fatal(err)
 	}
 	conn.Close()
-	sb := drv.Sandboxes()[0]
-	waitFor(t, "the computer killed after the late beat", func() bool { return sb.Kills.Load() == 1 })
-	waitFor(t, "its stop recorded", func() bool {
-		got, err := f.mgr.Get(ctx, f.p, v.ID)
-		return err == nil && got.Status == store.StatusFailed && got.Failure == computer.FailureLeaseLost
-	})
-	if rows := f.usage(v.ID); len(rows) != 1 {
-		t.Fatalf("usage: %+v", rows)
+	sbs := drv.Sandboxes() // in creation order: gone's, kept's
+	waitFor(t, "the computer marked failed killed after the late beat", func() bool { return sbs[0].Kills.Load() == 1 })
+	time.Sleep(lease)
+	if n := sbs[1].Kills.Load(); n != 0 {
+		t.Fatalf("the computer nobody marked was killed %d times", n)
+	}
+	if got, err := f.mgr.Get(ctx, f.p, gone.ID); err != nil || got.Failure != computer.FailureServerStopped {
+		t.Fatalf("the marked computer's record: %+v %v", got, err)
+	}
+	if rows := f.usage(gone.ID); len(rows) != 0 {
+		t.Fatalf("a second stop written: %+v", rows)
+	}
+	if got, err := f.mgr.Get(ctx, f.p, kept.ID); err != nil || got.Status != store.StatusReady {
+		t.Fatalf("the kept computer: %+v %v", got, err)
 	}
 }
