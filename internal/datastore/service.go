@@ -173,19 +173,26 @@ func (t *tool) statement(args json.RawMessage) (string, []any, string) {
 		}
 		return a.SQL, nil, ""
 	}
-	vals := map[string]*string{}
+	var vals map[string]json.RawMessage
 	if msg := tools.DecodeArgs(args, &vals); msg != "" {
 		return "", nil, msg
 	}
+	for k := range vals {
+		if !slices.Contains(t.params, k) {
+			return "", nil, fmt.Sprintf("Invalid arguments: unknown field %q.", k)
+		}
+	}
 	out := make([]any, len(t.params))
 	for i, p := range t.params {
-		if v := vals[p]; v != nil {
-			out[i] = *v
+		raw := vals[p]
+		if raw == nil || string(raw) == "null" {
+			continue // null or left out: SQL NULL
 		}
-		delete(vals, p)
-	}
-	for k := range vals {
-		return "", nil, fmt.Sprintf("Invalid arguments: unknown field %q.", k)
+		var v string
+		if json.Unmarshal(raw, &v) != nil {
+			return "", nil, fmt.Sprintf("Invalid arguments: %s must be a string.", p)
+		}
+		out[i] = v
 	}
 	return t.query, out, ""
 }
