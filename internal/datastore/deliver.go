@@ -50,14 +50,22 @@ func ResultPath(callID, fallback string) string {
 	return ResultsDir + "/" + callID + ".csv"
 }
 
-// Deliver runs a call of the tool name and writes its rows, up to the
-// deployment's limits, into computer computerID at path (ResultPath) as
-// CSV with a header row; the model reads a Delivered. On a computer that
-// reaches the internet it reads nothing unless p's organisation turned on
-// computer_internet_bulk_rows (refusal audited as
-// datastore.delivery_refused). Errors are the computer's failures; the
-// tool's are sentences in the Result.
-func (s *Service) Deliver(ctx context.Context, p governance.Principal, name, computerID, path string, args json.RawMessage) (tools.Result, error) {
+// Call is one call of a tool that delivers: the tool, the turn's
+// computer, the model's call id (the file's name; ItemID replaces one
+// that cannot be a file name) and the arguments.
+type Call struct {
+	Tool, ComputerID, CallID, ItemID string
+	Args                             json.RawMessage
+}
+
+// Deliver runs c and writes its rows, up to the deployment's limits, into
+// the computer at ResultPath as CSV with a header row; the model reads a
+// Delivered. On a computer that reaches the internet it reads nothing
+// unless p's organisation turned on computer_internet_bulk_rows (the
+// refusal is audited as datastore.delivery_refused). Errors are the
+// computer's failures; the tool's are sentences in the Result.
+func (s *Service) Deliver(ctx context.Context, p governance.Principal, c Call) (tools.Result, error) {
+	name, computerID, args, path := c.Tool, c.ComputerID, c.Args, ResultPath(c.CallID, c.ItemID)
 	t, ok := s.tools[name]
 	if _, offered := s.Lookup(p, name); !ok || !offered {
 		return tools.Result{Output: tools.UnknownTool(name), Failed: true}, nil
