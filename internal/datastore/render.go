@@ -90,7 +90,7 @@ func text(v any, c column) string {
 		if c.typ == "DATE" {
 			return v.Format(time.DateOnly)
 		}
-		return v.Format(time.RFC3339Nano)
+		return v.UTC().Format(time.RFC3339Nano)
 	case []byte:
 		if textual(c.typ) && utf8.Valid(v) {
 			return string(v)
