@@ -109,23 +109,18 @@ func readOnly(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ string) sqlit
 func (s *source) query(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	if !s.postgres {
-		rows, err := s.db.QueryContext(ctx, query, args...)
+	var q interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	} = s.db
+	if s.postgres {
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		if err := fn(rows); err != nil {
-			return err
-		}
-		return rows.Err()
+		defer tx.Rollback()
+		q = tx
 	}
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, query, args...)
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}

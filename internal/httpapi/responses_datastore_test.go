@@ -70,6 +70,15 @@ func ordersDB(t *testing.T, kind string) datastore.Source {
 	return src
 }
 
+// workspaceDriver is the scriptable driver whose computers share one
+// in-memory workspace.
+func workspaceDriver() (*sandboxtest.Workspace, *sandboxtest.Driver) {
+	ws := sandboxtest.NewWorkspace(nil)
+	return ws, &sandboxtest.Driver{New: func(context.Context, sandbox.Spec) (*sandboxtest.Sandbox, error) {
+		return ws.Attach(&sandboxtest.Sandbox{}), nil
+	}}
+}
+
 // withDatastores wires a gateway on up with the datastore service of cfg.
 func (e *env) withDatastores(up *scripted, cfg datastore.Config) {
 	e.t.Helper()
@@ -267,10 +276,7 @@ func TestResponsesDeliverRefused(t *testing.T) {
 // delivered. The computer is the scriptable driver's (its workspace in
 // memory): an internet computer needs no network to be refused.
 func TestResponsesDeliverInternet(t *testing.T) {
-	ws := sandboxtest.NewWorkspace(nil)
-	drv := &sandboxtest.Driver{New: func(context.Context, sandbox.Spec) (*sandboxtest.Sandbox, error) {
-		return ws.Attach(&sandboxtest.Sandbox{}), nil
-	}}
+	ws, drv := workspaceDriver()
 	e := newEnvOn(t, t.TempDir(), drv, func(c *computer.Config) {
 		c.Internet = computer.Internet{Enabled: true, Domains: []string{"*"}}
 	})
@@ -332,10 +338,7 @@ func TestResponsesDeliverInternet(t *testing.T) {
 // is told to call the tool again shortly." One slot, held by a slow
 // PostgreSQL query.
 func TestResponsesDeliverBusy(t *testing.T) {
-	ws := sandboxtest.NewWorkspace(nil)
-	drv := &sandboxtest.Driver{New: func(context.Context, sandbox.Spec) (*sandboxtest.Sandbox, error) {
-		return ws.Attach(&sandboxtest.Sandbox{}), nil
-	}}
+	ws, drv := workspaceDriver()
 	e := newEnvOn(t, t.TempDir(), drv, nil)
 	src := ordersDB(t, "postgres")
 	up := newScripted(t, func(n int, req map[string]any) (int, any) {
@@ -369,6 +372,9 @@ func TestResponsesDeliverBusy(t *testing.T) {
 	}
 	if got := <-slow; got != `{"columns":["n"],"row_count":1,"truncated":false,"path":"/workspace/results/call_1.csv"}` {
 		t.Fatalf("the slow delivery: %s", got)
+	}
+	if w := ws.Writes(); len(w) != 1 {
+		t.Fatalf("the busy call wrote: %v", w)
 	}
 	if got := ask("fast"); !strings.Contains(got, `"row_count":1`) {
 		t.Fatalf("after the slot is free: %s", got)

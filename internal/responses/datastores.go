@@ -125,4 +125,3 @@ func (p *plan) isDataTool(name string) bool {
 	_, ok := p.dataTools[name]
 	return ok
 }
-

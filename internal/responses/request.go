@@ -77,12 +77,6 @@ type plan struct {
 	memoryMB     int64
 	clientFuncs  map[string]bool // client function names
 	gatewayTools map[string]bool // gateway function tools (builtin__computer_*, python)
-	// dataTools are the datastore tools offered (true: delivered to the
-	// computer); data looks them up, computers: the key may have
-	// computer tools.
-	dataTools map[string]bool
-	data      *dataTools
-	computers bool
 	fileIDs      []string        // input_file ids of the input, in order, deduplicated
 	images       []imageRef      // input_image parts by file_id, resolved in Begin
 	uploads      []upload        // input_file parts by file_data, stored in Begin
@@ -100,6 +94,13 @@ type plan struct {
 	// background: the response runs without the client (background.go).
 	background bool
 	params     *Params
+
+	// dataTools are the datastore tools offered (true: delivered to the
+	// computer); data looks them up, computers: the key may have
+	// computer tools.
+	dataTools map[string]bool
+	data      *dataTools
+	computers bool
 }
 
 // strict decodes raw into v, refusing unknown fields; the error names
