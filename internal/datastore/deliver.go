@@ -98,10 +98,14 @@ func (s *Service) Deliver(ctx context.Context, p governance.Principal, c Call) (
 	switch {
 	case err != nil:
 		return tools.Result{}, fmt.Errorf("datastore: deliver into the computer: %w", err)
-	case errors.Is(qerr, sandbox.ErrNoSpace):
-		return tools.Result{Output: tools.DiskFullSentence, Failed: true}, nil
 	case errors.As(qerr, new(writeError)):
-		return tools.Result{}, fmt.Errorf("datastore: write the rows into the computer: %w", qerr)
+		// What the model did to the workspace (results made a file, a
+		// full disk) is a sentence; the computer's failure an error.
+		res, err := tools.FileError(qerr, path)
+		if err != nil {
+			return tools.Result{}, fmt.Errorf("datastore: write the rows into the computer: %w", err)
+		}
+		return res, nil
 	case qerr != nil:
 		log.From(ctx).InfoContext(ctx, "datastore: a delivery failed", "tool", name, "err", qerr)
 		return tools.Result{Output: queryFailed(ctx, t.src, qerr), Failed: true}, nil

@@ -380,3 +380,86 @@ func TestResponsesDeliverBusy(t *testing.T) {
 		t.Fatalf("after the slot is free: %s", got)
 	}
 }
+
+// TestResponsesDeliverIntoAFile: a workspace the model made unfit (results
+// is a file) is a sentence for the model, not a failed response; the turn
+// goes on.
+func TestResponsesDeliverIntoAFile(t *testing.T) {
+	e := newEnv(t, nil)
+	src := ordersDB(t, "sqlite")
+	var seen []string
+	var mu sync.Mutex
+	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+		tm := toolMessages(req)
+		mu.Lock()
+		seen = tm
+		mu.Unlock()
+		if len(tm) == 0 {
+			return 200, toolCallsAnswer("builtin__computer_exec", `{"command":"echo x > /workspace/results","timeout_seconds":null}`,
+				"shop__query", `{"sql":"SELECT id FROM orders"}`)
+		}
+		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "ok"})
+	})
+	e.withDatastores(up, datastore.Config{Datastores: []datastore.Source{src}})
+	_, key := e.newKey("", computerCaps)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"input": "x",
+		"tools": []any{map[string]any{"type": "tool", "name": "shop__query", "deliver": "computer"},
+			map[string]any{"type": "tool", "name": "builtin__computer_exec"}}})
+	if r.code != 200 || len(seen) != 2 || seen[1] != "Not a directory: /workspace/results/call_2.csv" {
+		t.Fatalf("%s\nthe model saw %q", r, seen)
+	}
+}
+
+// TestResponsesDeliverLarge: a delivery of megabytes reaches a real
+// computer whole, and stops within deliver_max_bytes with truncated.
+func TestResponsesDeliverLarge(t *testing.T) {
+	e := newEnv(t, nil)
+	src := ordersDB(t, "sqlite")
+	const q = `{"sql":"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400000) SELECT i, printf('%040d', i) AS pad FROM n"}`
+	for _, c := range []struct {
+		limit int64
+		want  string
+	}{
+		{0, `{"columns":["i","pad"],"row_count":400000,"truncated":false,"path":"/workspace/results/call_1.csv"}`},
+		{8 << 20, `"truncated":true`},
+	} {
+		var seen []string
+		var mu sync.Mutex
+		up := newScripted(t, func(n int, req map[string]any) (int, any) {
+			tm := toolMessages(req)
+			mu.Lock()
+			seen = tm
+			mu.Unlock()
+			if len(tm) == 0 {
+				return 200, toolCallsAnswer("shop__query", q)
+			}
+			if len(tm) == 1 {
+				return 200, toolCallsAnswer("shop__query", q, "builtin__computer_exec", `{"command":"wc -c -l < /workspace/results/call_1.csv; tail -1 /workspace/results/call_1.csv","timeout_seconds":null}`)
+			}
+			return 200, chatAnswer(map[string]any{"role": "assistant", "content": "ok"})
+		})
+		e.withDatastores(up, datastore.Config{Datastores: []datastore.Source{src}, DeliverMaxBytes: c.limit})
+		_, key := e.newKey("", computerCaps)
+		r := e.do(key, "POST", "/v1/responses", map[string]any{"input": "x",
+			"tools": []any{map[string]any{"type": "tool", "name": "shop__query", "deliver": "computer"},
+				map[string]any{"type": "tool", "name": "builtin__computer_exec"}}})
+		if r.code != 200 || len(seen) != 3 || !strings.Contains(seen[0], c.want) {
+			t.Fatalf("limit %d: %s\nthe model saw %q", c.limit, r, seen)
+		}
+		var lines, size int64
+		var last string
+		fields := strings.Fields(strings.TrimPrefix(seen[2], "exit_code: 0\nstdout:\n"))
+		if len(fields) < 3 {
+			t.Fatalf("exec: %q", seen[2])
+		}
+		json.Unmarshal([]byte(fields[0]), &lines)
+		json.Unmarshal([]byte(fields[1]), &size)
+		last = fields[2]
+		var d datastore.Delivered
+		json.Unmarshal([]byte(seen[0]), &d)
+		if lines != d.RowCount+1 || (c.limit > 0 && (size > c.limit || size < c.limit-100)) ||
+			(c.limit == 0 && last != "400000,0000000000000000000000000000000000400000") {
+			t.Fatalf("limit %d: %d lines, %d bytes, last %q; delivered %+v", c.limit, lines, size, last, d)
+		}
+	}
+}
