@@ -232,3 +232,25 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestRowBound: whatever the model writes, one value (SQLite) or row
+// (PostgreSQL) past MaxRowBytes fails the query instead of filling the
+// server's memory; the datastore answers again after it.
+func TestRowBound(t *testing.T) {
+	big := map[string]string{"sqlite": `SELECT zeroblob(20000000) AS b`, "postgres": `SELECT repeat('x', 20000000) AS b`}
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			src, _ := source(t, kind)
+			s := newService(t, datastore.Config{Datastores: []datastore.Source{src}})
+			args, _ := json.Marshal(map[string]string{"sql": big[kind]})
+			out, failed := call(t, s, "shop__query", string(args))
+			if !failed || !strings.HasPrefix(out, "The query failed: ") {
+				t.Fatalf("a 20 MB value: %s", out)
+			}
+			t.Log(out)
+			if out, failed := call(t, s, "shop__query", `{"sql":"SELECT length('abc') AS n"}`); failed || !strings.Contains(out, `[[3]]`) {
+				t.Fatalf("after it: %s", out)
+			}
+		})
+	}
+}

@@ -40,6 +40,7 @@ func open(s Source) (*source, error) {
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
 		cfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(s.Timeout.Milliseconds(), 10)
 		cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(s.Timeout.Milliseconds(), 10)
+		cfg.MaxProtocolMessageBodyLen = MaxRowBytes // a larger row fails the query
 		db := stdlib.OpenDB(*cfg)
 		db.SetMaxOpenConns(8)
 		db.SetConnMaxIdleTime(time.Minute)
@@ -104,14 +105,26 @@ func readOnly(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ string) sqlit
 	return sqlite.AuthorizerDeny
 }
 
+// MaxRowBytes bounds what a query may hand the server at once, whatever
+// SQL the model writes: a PostgreSQL row, a SQLite value (16 MiB). Past it
+// the query fails.
+const MaxRowBytes = 16 << 20
+
+// sqliteLimitLength is SQLITE_LIMIT_LENGTH: the largest string or blob.
+const sqliteLimitLength = 0
+
+// querier is a *sql.Conn or *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // query runs one read-only statement; fn reads its rows. PostgreSQL runs it
-// in a READ ONLY transaction, rolled back after.
+// in a READ ONLY transaction, rolled back after; SQLite on a connection
+// whose values are bounded by MaxRowBytes.
 func (s *source) query(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	var q interface {
-		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	} = s.db
+	var q querier
 	if s.postgres {
 		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
@@ -119,6 +132,16 @@ func (s *source) query(ctx context.Context, query string, args []any, fn func(*s
 		}
 		defer tx.Rollback()
 		q = tx
+	} else {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, err := sqlite.Limit(c, sqliteLimitLength, MaxRowBytes); err != nil {
+			return err
+		}
+		q = c
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
