@@ -95,25 +95,43 @@ func (e *env) withDatastores(up *scripted, cfg datastore.Config) {
 	e.setGateway(g)
 }
 
-// deliverThenCat: the model calls its datastore tool (args), then prints
-// the delivered file, then answers; the tool messages it saw are kept.
-func deliverThenCat(t *testing.T, tool, args string) (*scripted, *[]string) {
-	var seen []string
+// recorded is a scripted upstream answering step with the tool messages
+// of the request; seen returns the last request's.
+func recorded(t *testing.T, step func(tm []string) any) (up *scripted, seen func() []string) {
+	var last []string
 	var mu sync.Mutex
-	up := newScripted(t, func(n int, req map[string]any) (int, any) {
+	up = newScripted(t, func(n int, req map[string]any) (int, any) {
 		tm := toolMessages(req)
 		mu.Lock()
-		seen = tm
+		last = tm
 		mu.Unlock()
+		return 200, step(tm)
+	})
+	return up, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+}
+
+// deliverThen: the model calls its datastore tool (args), then calls it
+// again with command next to it, then answers.
+func deliverThen(t *testing.T, tool, args, command string) (*scripted, func() []string) {
+	return recorded(t, func(tm []string) any {
 		switch len(tm) {
 		case 0:
-			return 200, toolCallsAnswer(tool, args)
+			return toolCallsAnswer(tool, args)
 		case 1:
-			return 200, toolCallsAnswer(tool, args, "builtin__computer_exec", `{"command":"cat /workspace/results/call_1.csv","timeout_seconds":null}`)
+			cmd, _ := json.Marshal(map[string]any{"command": command, "timeout_seconds": nil})
+			return toolCallsAnswer(tool, args, "builtin__computer_exec", string(cmd))
 		}
-		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "done"})
+		return chatAnswer(map[string]any{"role": "assistant", "content": "done"})
 	})
-	return up, &seen
+}
+
+// deliverThenCat prints the delivered file.
+func deliverThenCat(t *testing.T, tool, args string) (*scripted, func() []string) {
+	return deliverThen(t, tool, args, "cat /workspace/results/call_1.csv")
 }
 
 // TestResponsesDeliverRows: "deliver": "computer" writes every row into
@@ -129,7 +147,7 @@ func TestResponsesDeliverRows(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			e := newEnv(t, nil)
 			src := ordersDB(t, kind)
-			up, seen := deliverThenCat(t, "sql__orders", `{}`)
+			up, seenBy := deliverThenCat(t, "sql__orders", `{}`)
 			e.withDatastores(up, datastore.Config{Datastores: []datastore.Source{src}, SQLTools: []datastore.SQLTool{{
 				Name: "orders", Datastore: "shop", MaxRows: 1,
 				Query: "SELECT id, status, total, placed, day, doc, note FROM orders ORDER BY id"}}})
@@ -146,9 +164,10 @@ func TestResponsesDeliverRows(t *testing.T) {
 				"1,paid," + tot[0] + ",2026-01-05T10:30:00Z,2026-01-05,[binary],first\n" +
 				"2,open," + tot[1] + ",2026-02-01T08:00:00Z,2026-02-01,,\n" +
 				"3,paid," + tot[2] + `,2026-03-09T23:59:59Z,2026-03-09,[binary],"a, ""quoted"" note"` + "\n"
-			if len(*seen) != 3 || (*seen)[0] != delivered || (*seen)[1] != delivered ||
-				(*seen)[2] != "exit_code: 0\nstdout:\n"+csv+"\nstderr:\n" {
-				t.Fatalf("the model saw:\n%s", strings.Join(*seen, "\n---\n"))
+			seen := seenBy()
+			if len(seen) != 3 || seen[0] != delivered || seen[1] != delivered ||
+				seen[2] != "exit_code: 0\nstdout:\n"+csv+"\nstderr:\n" {
+				t.Fatalf("the model saw:\n%s", strings.Join(seen, "\n---\n"))
 			}
 			var out responseObj
 			r.json(t, &out)
@@ -180,17 +199,18 @@ func TestResponsesDeliverLimits(t *testing.T) {
 		{datastore.Config{DeliverMaxBytes: int64(header + len("1,paid\n") + 3)}, `{"columns":["id","status"],"row_count":1,"truncated":true,"path":"/workspace/results/call_1.csv"}` + "|1,paid\n"},
 		{datastore.Config{}, `{"columns":["id","status"],"row_count":3,"truncated":false,"path":"/workspace/results/call_1.csv"}` + "|1,paid\n2,open\n3,paid\n"},
 	} {
-		up, seen := deliverThenCat(t, "shop__query", `{"sql":"SELECT id, status FROM orders ORDER BY id"}`)
+		up, seenBy := deliverThenCat(t, "shop__query", `{"sql":"SELECT id, status FROM orders ORDER BY id"}`)
 		c.cfg.Datastores = []datastore.Source{src}
 		e.withDatastores(up, c.cfg)
 		_, key := e.newKey("", computerCaps)
 		r := e.do(key, "POST", "/v1/responses", map[string]any{"input": "orders",
 			"tools": []any{map[string]any{"type": "tool", "name": "shop__query", "deliver": "computer"},
 				map[string]any{"type": "tool", "name": "builtin__computer_exec"}}})
-		if r.code != 200 || len(*seen) != 3 {
+		seen := seenBy()
+		if r.code != 200 || len(seen) != 3 {
 			t.Fatalf("create: %s", r)
 		}
-		got := (*seen)[0] + "|" + strings.TrimPrefix(strings.TrimSuffix((*seen)[2], "\nstderr:\n"), "exit_code: 0\nstdout:\nid,status\n")
+		got := seen[0] + "|" + strings.TrimPrefix(strings.TrimSuffix(seen[2], "\nstderr:\n"), "exit_code: 0\nstdout:\nid,status\n")
 		if got != c.want {
 			t.Fatalf("limits %+v: got %s, want %s", c.cfg, got, c.want)
 		}
@@ -387,25 +407,19 @@ func TestResponsesDeliverBusy(t *testing.T) {
 func TestResponsesDeliverIntoAFile(t *testing.T) {
 	e := newEnv(t, nil)
 	src := ordersDB(t, "sqlite")
-	var seen []string
-	var mu sync.Mutex
-	up := newScripted(t, func(n int, req map[string]any) (int, any) {
-		tm := toolMessages(req)
-		mu.Lock()
-		seen = tm
-		mu.Unlock()
+	up, seenBy := recorded(t, func(tm []string) any {
 		if len(tm) == 0 {
-			return 200, toolCallsAnswer("builtin__computer_exec", `{"command":"echo x > /workspace/results","timeout_seconds":null}`,
+			return toolCallsAnswer("builtin__computer_exec", `{"command":"echo x > /workspace/results","timeout_seconds":null}`,
 				"shop__query", `{"sql":"SELECT id FROM orders"}`)
 		}
-		return 200, chatAnswer(map[string]any{"role": "assistant", "content": "ok"})
+		return chatAnswer(map[string]any{"role": "assistant", "content": "ok"})
 	})
 	e.withDatastores(up, datastore.Config{Datastores: []datastore.Source{src}})
 	_, key := e.newKey("", computerCaps)
 	r := e.do(key, "POST", "/v1/responses", map[string]any{"input": "x",
 		"tools": []any{map[string]any{"type": "tool", "name": "shop__query", "deliver": "computer"},
 			map[string]any{"type": "tool", "name": "builtin__computer_exec"}}})
-	if r.code != 200 || len(seen) != 2 || seen[1] != "Not a directory: /workspace/results/call_2.csv" {
+	if seen := seenBy(); r.code != 200 || len(seen) != 2 || seen[1] != "Not a directory: /workspace/results/call_2.csv" {
 		t.Fatalf("%s\nthe model saw %q", r, seen)
 	}
 }
@@ -426,26 +440,13 @@ func TestResponsesDeliverLarge(t *testing.T) {
 		{0, `{"columns":["i","pad"],"row_count":100000,"truncated":false,"path":"/workspace/results/call_1.csv"}`},
 		{2 << 20, `"truncated":true`},
 	} {
-		var seen []string
-		var mu sync.Mutex
-		up := newScripted(t, func(n int, req map[string]any) (int, any) {
-			tm := toolMessages(req)
-			mu.Lock()
-			seen = tm
-			mu.Unlock()
-			if len(tm) == 0 {
-				return 200, toolCallsAnswer("shop__query", q)
-			}
-			if len(tm) == 1 {
-				return 200, toolCallsAnswer("shop__query", q, "builtin__computer_exec", `{"command":"wc -c -l < /workspace/results/call_1.csv; tail -1 /workspace/results/call_1.csv","timeout_seconds":null}`)
-			}
-			return 200, chatAnswer(map[string]any{"role": "assistant", "content": "ok"})
-		})
+		up, seenBy := deliverThen(t, "shop__query", q, "wc -c -l < /workspace/results/call_1.csv; tail -1 /workspace/results/call_1.csv")
 		e.withDatastores(up, datastore.Config{Datastores: []datastore.Source{src}, DeliverMaxBytes: c.limit})
 		_, key := e.newKey("", computerCaps)
 		r := e.do(key, "POST", "/v1/responses", map[string]any{"input": "x",
 			"tools": []any{map[string]any{"type": "tool", "name": "shop__query", "deliver": "computer"},
 				map[string]any{"type": "tool", "name": "builtin__computer_exec"}}})
+		seen := seenBy()
 		if r.code != 200 || len(seen) != 3 || !strings.Contains(seen[0], c.want) {
 			t.Fatalf("limit %d: %s\nthe model saw %q", c.limit, r, seen)
 		}
