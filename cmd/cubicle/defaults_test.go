@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/datastore"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
@@ -47,6 +48,10 @@ func TestComponentDefaults(t *testing.T) {
 		doc.Files.InputMaxFiles != files.DefaultInputMaxFiles || int64(doc.Files.InputMaxBytes) != files.DefaultInputMaxBytes {
 		t.Fatalf("documented %+v %+v %+v differ from the components' defaults", doc.Server, doc.Files, doc.Gateway)
 	}
+	if doc.Gateway.DeliverMaxRows != datastore.DefaultDeliverMaxRows || doc.Gateway.DeliverMaxBytes != datastore.DefaultDeliverMaxBytes ||
+		doc.Gateway.DeliverConcurrency != datastore.DefaultDeliverConcurrency {
+		t.Fatalf("documented delivery limits %+v differ from the datastores' defaults", doc.Gateway)
+	}
 
 	def := config.Default()
 	if def.Server.BodyTimeoutSeconds != 0 || def.Files != (config.Files{}) || def.Gateway.TimeoutSeconds != 0 ||
@@ -66,5 +71,34 @@ func TestComponentDefaults(t *testing.T) {
 	svc, err := filesService(def, st)
 	if err != nil || svc.MaxBytes() != files.DefaultMaxBytes {
 		t.Fatalf("files service unset: max bytes %d, %v", svc.MaxBytes(), err)
+	}
+}
+
+// TestDocumentedDatastores: the datastore configuration docs/gateway.md
+// shows loads and passes datastore.Config's checks; a writing named query
+// is refused naming its key.
+func TestDocumentedDatastores(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "gateway.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "```toml\n[[gateway.datastores]]")
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("docs/gateway.md has no [[gateway.datastores]] block")
+	}
+	path := filepath.Join(t.TempDir(), "ds.toml")
+	os.WriteFile(path, []byte("[[gateway.datastores]]"+block), 0o600)
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := datastoreConfig(cfg.Gateway)
+	if err != nil || len(dc.Datastores) != 1 || dc.Datastores[0].Path != "/srv/shop.db" || dc.SQLTools[0].Params[0] != "status" {
+		t.Fatalf("%+v %v", dc, err)
+	}
+	cfg.Gateway.SQLTools[0].Query = "DELETE FROM orders"
+	if _, err := datastoreConfig(cfg.Gateway); err == nil || !strings.HasPrefix(err.Error(), "config: gateway.sql_tools[0].query: datastores are read-only") {
+		t.Fatalf("a writing query: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/config"
+	"github.com/cubicle-sandbox/cubicle/internal/datastore"
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 )
 
@@ -41,4 +43,45 @@ func keyFromEnv(name string) string {
 		slog.Warn("gateway: an upstream key variable is empty", "var", name)
 	}
 	return key
+}
+
+// datastoreConfig is the gateway's datastores, named queries and delivery
+// limits, the PostgreSQL DSNs read from their dsn_env variables. A bad
+// entry is an error naming the key (gateway.datastores[i].<key>).
+func datastoreConfig(gc config.Gateway) (datastore.Config, error) {
+	out := datastore.Config{DeliverMaxRows: gc.DeliverMaxRows, DeliverMaxBytes: int64(gc.DeliverMaxBytes),
+		DeliverConcurrency: gc.DeliverConcurrency}
+	for _, d := range gc.Datastores {
+		dsn := d.DSN
+		if d.DSNEnv != "" {
+			dsn = os.Getenv(d.DSNEnv) // empty: refused below (neither path nor dsn)
+		}
+		out.Datastores = append(out.Datastores, datastore.Source{Name: d.Name, Description: d.Description, Path: d.Path,
+			DSN: dsn, MaxRows: d.MaxRows, Timeout: time.Duration(d.TimeoutSecs) * time.Second, Orgs: d.Orgs})
+	}
+	for _, t := range gc.SQLTools {
+		out.SQLTools = append(out.SQLTools, datastore.SQLTool{Name: t.Name, Description: t.Description,
+			Datastore: t.Datastore, Query: t.Query, Params: t.Params, MaxRows: t.MaxRows})
+	}
+	if err := out.Validate(); err != nil {
+		return out, fmt.Errorf("config: gateway.%w", err)
+	}
+	return out, nil
+}
+
+// datastores opens the configured datastores (nil: none configured).
+func datastores(gc config.Gateway, comp datastore.Computers, gov *governance.Service) (*datastore.Service, error) {
+	if len(gc.Datastores)+len(gc.SQLTools) == 0 {
+		return nil, nil
+	}
+	dc, err := datastoreConfig(gc)
+	if err != nil {
+		return nil, err
+	}
+	s, err := datastore.New(dc, comp, gov)
+	if err != nil {
+		return nil, err
+	}
+	slog.Info("datastores offered as tools", "tools", len(dc.Datastores)+len(dc.SQLTools))
+	return s, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/console"
+	"github.com/cubicle-sandbox/cubicle/internal/datastore"
 	"github.com/cubicle-sandbox/cubicle/internal/e2b"
 	"github.com/cubicle-sandbox/cubicle/internal/egress/egresslog"
 	"github.com/cubicle-sandbox/cubicle/internal/files"
@@ -168,6 +169,8 @@ type components struct {
 	api *httpapi.API
 	// egress keeps internet computers' records (nil: no internet).
 	egress *egresslog.Writer
+	// data are the operator's datastores (nil: none).
+	data *datastore.Service
 }
 
 // build makes the components from cfg in dependency order (the driver,
@@ -201,7 +204,13 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 		if err := s.mgr.CheckKernelTemplate(ctx, gwc.CodeInterpreterTemplate, "gateway.code_interpreter_template"); err != nil {
 			return nil, err
 		}
-		s.gw, err = responses.New(gwc, responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses()})
+		deps := responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses()}
+		if s.data, err = datastores(cfg.Gateway, s.mgr, gov); err != nil {
+			return nil, err
+		} else if s.data != nil {
+			deps.Datastores = s.data
+		}
+		s.gw, err = responses.New(gwc, deps)
 		if err != nil {
 			return nil, err
 		}
@@ -272,6 +281,9 @@ func (s *components) close() {
 	closeManager(s.mgr)
 	if s.egress != nil {
 		s.egress.Close() // after the computers: their last connections are recorded
+	}
+	if s.data != nil {
+		s.data.Close()
 	}
 }
 

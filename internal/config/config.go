@@ -72,6 +72,43 @@ type Gateway struct {
 	// responses.DefaultMaxBackgroundPerOrg, 8).
 	MaxBackgroundResponses       int `toml:"max_background_responses"`
 	MaxBackgroundResponsesPerOrg int `toml:"max_background_responses_per_org"`
+	// Datastores are the operator's databases offered as tools
+	// ([[gateway.datastores]]); SQLTools their named queries
+	// ([[gateway.sql_tools]]). Checked at startup (datastore.Config).
+	Datastores []GatewayDatastore `toml:"datastores"`
+	SQLTools   []GatewaySQLTool   `toml:"sql_tools"`
+	// DeliverMaxRows and DeliverMaxBytes bound the rows one call delivers
+	// to a computer; 0: the defaults (datastore.DefaultDeliverMaxRows,
+	// 1,000,000; DefaultDeliverMaxBytes, 64M). DeliverConcurrency is how
+	// many deliveries run at once (0: datastore.DefaultDeliverConcurrency, 4).
+	DeliverMaxRows     int64 `toml:"deliver_max_rows"`
+	DeliverMaxBytes    Size  `toml:"deliver_max_bytes"`
+	DeliverConcurrency int   `toml:"deliver_concurrency"`
+}
+
+// GatewayDatastore is one [[gateway.datastores]] entry: a SQLite file
+// (path) or a PostgreSQL database (dsn, or the environment variable
+// dsn_env naming it, so a password stays out of the file).
+type GatewayDatastore struct {
+	Name        string   `toml:"name"`
+	Description string   `toml:"description"`
+	Path        string   `toml:"path"`
+	DSN         string   `toml:"dsn"`
+	DSNEnv      string   `toml:"dsn_env"`
+	MaxRows     int      `toml:"max_rows"`
+	TimeoutSecs int      `toml:"timeout_seconds"`
+	Orgs        []string `toml:"orgs"`
+}
+
+// GatewaySQLTool is one [[gateway.sql_tools]] entry: a named read-only
+// query on a datastore, offered as sql__<name>.
+type GatewaySQLTool struct {
+	Name        string   `toml:"name"`
+	Description string   `toml:"description"`
+	Datastore   string   `toml:"datastore"`
+	Query       string   `toml:"query"`
+	Params      []string `toml:"params"`
+	MaxRows     int      `toml:"max_rows"`
 }
 
 // GatewayUpstream is one [[gateway.upstreams]] entry; the gateway checks

@@ -148,6 +148,12 @@ func (g Gateway) validate() error {
 		return invalid("gateway.max_background_responses", "must not be negative")
 	case g.MaxBackgroundResponsesPerOrg < 0:
 		return invalid("gateway.max_background_responses_per_org", "must not be negative")
+	case g.DeliverMaxRows < 0:
+		return invalid("gateway.deliver_max_rows", "must not be negative")
+	case g.DeliverMaxBytes < 0:
+		return invalid("gateway.deliver_max_bytes", "must not be negative")
+	case g.DeliverConcurrency < 0:
+		return invalid("gateway.deliver_concurrency", "must not be negative")
 	}
 	return nil
 }

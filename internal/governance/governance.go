@@ -127,7 +127,10 @@ func (s *Service) Bootstrap(ctx context.Context, adminKey string) (string, error
 type OrgSettings struct {
 	AllowComputer    *bool
 	ComputerInternet *bool
-	Policy           *Policy
+	// ComputerInternetBulkRows lets datastore rows be delivered to the
+	// organisation's computers that reach the internet.
+	ComputerInternetBulkRows *bool
+	Policy                   *Policy
 }
 
 func (o OrgSettings) apply(org *store.Org) {
@@ -136,6 +139,9 @@ func (o OrgSettings) apply(org *store.Org) {
 	}
 	if o.ComputerInternet != nil {
 		org.ComputerInternet = *o.ComputerInternet
+	}
+	if o.ComputerInternetBulkRows != nil {
+		org.ComputerInternetBulkRows = *o.ComputerInternetBulkRows
 	}
 	if o.Policy != nil {
 		org.Policy = o.Policy.JSON()

@@ -12,13 +12,15 @@ import (
 // orgSwitches are the switches of POST and PATCH /v1/admin/orgs, and the
 // policy (given: it replaces the whole policy).
 type orgSwitches struct {
-	AllowComputer    *bool           `json:"allow_computer"`
-	ComputerInternet *bool           `json:"computer_internet"`
-	Policy           json.RawMessage `json:"policy"`
+	AllowComputer            *bool           `json:"allow_computer"`
+	ComputerInternet         *bool           `json:"computer_internet"`
+	ComputerInternetBulkRows *bool           `json:"computer_internet_bulk_rows"`
+	Policy                   json.RawMessage `json:"policy"`
 }
 
 func (o orgSwitches) settings() (governance.OrgSettings, error) {
-	set := governance.OrgSettings{AllowComputer: o.AllowComputer, ComputerInternet: o.ComputerInternet}
+	set := governance.OrgSettings{AllowComputer: o.AllowComputer, ComputerInternet: o.ComputerInternet,
+		ComputerInternetBulkRows: o.ComputerInternetBulkRows}
 	if o.Policy != nil {
 		pol, err := governance.ParsePolicy(o.Policy)
 		if err != nil {

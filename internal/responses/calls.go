@@ -172,18 +172,30 @@ func (r *Run) createComputer(ctx context.Context) error {
 // computer, adds its tool_call item and returns what the model sees.
 func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) {
 	r.toolCalls++
-	err := r.ensureComputer(ctx)
+	// A datastore tool needs the computer only to deliver to it.
+	deliver, data := r.plan.dataTools[tc.Function.Name]
+	var err error
+	if !data || deliver {
+		err = r.ensureComputer(ctx)
+	}
 	denied := errors.Is(err, computer.ErrDeniedByPolicy)
 	if err != nil && !denied {
 		return "", err
 	}
 	item := ToolCall{Type: "tool_call", ID: newID("tc_"), Status: "in_progress", ContainerID: r.computerID,
 		Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+	if data && !deliver {
+		item.ContainerID = ""
+	}
 	idx := len(r.resp.Output)
 	r.resp.Output = append(r.resp.Output, item) // until it ran
 	r.emit("response.output_item.added", map[string]any{"output_index": idx, "item": item})
 	res, err := deniedResult, error(nil)
-	if !denied {
+	switch {
+	case denied:
+	case data:
+		res, err = r.dataResult(ctx, tc, item.ID, deliver)
+	default:
 		res, err = r.runTool(ctx, tc.Function.Name, tc.Function.Arguments)
 	}
 	if err != nil {

@@ -104,6 +104,8 @@ type Gateway struct {
 	pending pendingDeletes
 	// bg are the background runs (background.go).
 	bg backgroundRuns
+	// data are the operator's datastore tools; nil: none.
+	data Datastores
 }
 
 // Deps are what the gateway runs on, given at construction.
@@ -116,6 +118,8 @@ type Deps struct {
 	// Store keeps finished responses (request field store, default
 	// true); nil: nothing is kept.
 	Store store.Responses
+	// Datastores are the operator's datastore tools; nil: none.
+	Datastores Datastores
 }
 
 // New returns a gateway running its tools on deps.Computers. A bad
@@ -146,6 +150,6 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, routes: rt, comp: deps.Computers, files: deps.Files, responses: deps.Store, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
+	return &Gateway{cfg: cfg, routes: rt, comp: deps.Computers, files: deps.Files, responses: deps.Store, data: deps.Datastores, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
 		tools.WriteFileTool(), tools.ReadFileTool(), tools.PythonTool())}, nil
 }

@@ -44,6 +44,8 @@ type Request struct {
 	// Origin is scheme://host of the HTTP request (set by the transport),
 	// for absolute URLs when no public URL is configured.
 	Origin string `json:"-"`
+	// datastores are the datastore tools the caller may name (set by Begin).
+	datastores *dataTools
 }
 
 // IncludeOutputs is the include value that returns code_interpreter_call outputs.
@@ -92,6 +94,13 @@ type plan struct {
 	// background: the response runs without the client (background.go).
 	background bool
 	params     *Params
+
+	// dataTools are the datastore tools offered (true: delivered to the
+	// computer); data looks them up, computers: the key may have
+	// computer tools.
+	dataTools map[string]bool
+	data      *dataTools
+	computers bool
 }
 
 // strict decodes raw into v, refusing unknown fields; the error names
@@ -128,6 +137,7 @@ func asType(err error, te **json.UnmarshalTypeError) bool {
 func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
 	p := &plan{model: r.Model, clientFuncs: map[string]bool{}, gatewayTools: map[string]bool{}, parallel: r.ParallelToolCalls, metadata: r.Metadata, stream: r.Stream != nil && *r.Stream,
 		background: r.Background != nil && *r.Background, params: &r.Params}
+	p.dataTools, p.data, p.computers = map[string]bool{}, r.datastores, computers
 	if p.model == "" {
 		p.model = defaultModel
 	}
@@ -205,6 +215,11 @@ func (p *plan) parseTools(raw []json.RawMessage) error {
 			return invalid(param, "%s must be an object with a type", param)
 		}
 		var err error
+		if head.Type != "tool" {
+			if err := refuseDeliver(t, param); err != nil {
+				return err
+			}
+		}
 		switch head.Type {
 		case "code_interpreter":
 			err = p.codeInterpreterTool(t, param)
@@ -222,9 +237,11 @@ func (p *plan) parseTools(raw []json.RawMessage) error {
 	if p.codeInterpreter && p.clientFuncs[tools.CodeInterpreterName] {
 		return invalid("tools", "the function name %q collides with the gateway's code_interpreter tool", tools.CodeInterpreterName)
 	}
-	for name := range p.gatewayTools {
-		if p.clientFuncs[name] {
-			return invalid("tools", "the function name %q collides with the gateway tool of that name", name)
+	for _, taken := range []map[string]bool{p.gatewayTools, p.dataTools} {
+		for name := range taken {
+			if p.clientFuncs[name] {
+				return invalid("tools", "the function name %q collides with the gateway tool of that name", name)
+			}
 		}
 	}
 	return nil
@@ -301,11 +318,18 @@ func (p *plan) addCodeInterpreter(param string) error {
 // names (one tool, or a toolset pattern).
 func (p *plan) gatewayTool(t json.RawMessage, param string) error {
 	var gt struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
+		Type    string  `json:"type"`
+		Name    string  `json:"name"`
+		Deliver *string `json:"deliver"`
 	}
 	if err := strict(t, &gt, param); err != nil {
 		return err
+	}
+	if ok, err := p.dataTool(gt.Name, gt.Deliver, param); ok || err != nil {
+		return err
+	}
+	if gt.Deliver != nil {
+		return p.checkDeliver(gt.Name, *gt.Deliver, param)
 	}
 	matched := gatewayToolset.Match(gt.Name)
 	if len(matched) == 0 {
@@ -404,7 +428,7 @@ func (p *plan) choiceName(raw json.RawMessage, param string) (string, error) {
 	switch {
 	case c.Type == "code_interpreter" && p.codeInterpreter:
 		return tools.CodeInterpreterName, nil
-	case c.Type == "function" && (p.clientFuncs[c.Name] || p.gatewayTools[c.Name]):
+	case c.Type == "function" && (p.clientFuncs[c.Name] || p.gatewayTools[c.Name] || p.isDataTool(c.Name)):
 		return c.Name, nil
 	}
 	return "", invalid(param, "%s must name a declared tool", param)

@@ -86,6 +86,7 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 	if err := g.resolveReferences(ctx, p, req); err != nil {
 		return nil, err
 	}
+	req.datastores = g.dataLookup(p)
 	pl, err := req.validate(g.cfg.Model, g.comp.ToolsEnabled(p))
 	if err != nil {
 		return nil, err

@@ -130,6 +130,10 @@ type Org struct {
 	// ComputerInternet is the switch computer_internet: its computers may
 	// have internet where the deployment offers it.
 	ComputerInternet bool `json:"computer_internet"`
+	// ComputerInternetBulkRows is the switch computer_internet_bulk_rows:
+	// datastore rows may be delivered to its computers that reach the
+	// internet.
+	ComputerInternetBulkRows bool `json:"computer_internet_bulk_rows"`
 	// Policy is policy.settings as JSON ({"settings":{…}}), validated by
 	// governance before it is stored.
 	Policy    json.RawMessage `json:"policy"`
@@ -157,7 +161,7 @@ type Orgs interface {
 	Get(ctx context.Context, id string) (Org, error)
 	List(ctx context.Context) ([]Org, error)
 	// Update writes an organisation's switches (AllowComputer,
-	// ComputerInternet) and Policy; ErrNotFound if absent.
+	// ComputerInternet, ComputerInternetBulkRows) and Policy; ErrNotFound if absent.
 	Update(ctx context.Context, o Org) error
 	Count(ctx context.Context) (int, error)
 }

@@ -139,6 +139,10 @@ func fileError(err error, p string, lim Limits) (Result, error) {
 	return Result{}, err
 }
 
+// FileError is the sentence of a file call's sandbox error at path p (a
+// tool's error), or err itself (the computer's failure).
+func FileError(err error, p string) (Result, error) { return fileError(err, p, Limits{}) }
+
 // WriteFileTool writes a text file.
 func WriteFileTool() Tool {
 	return Tool{Name: WriteFileName, Computer: true,

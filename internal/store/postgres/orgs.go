@@ -16,7 +16,7 @@ type keys struct{ s *DB }
 func (s *DB) Orgs() store.Orgs { return orgs{s} }
 func (s *DB) Keys() store.Keys { return keys{s} }
 
-const orgColumns = `id, name, allow_computer, computer_internet, policy, created_at`
+const orgColumns = `id, name, allow_computer, computer_internet, computer_internet_bulk_rows, policy, created_at`
 
 // emptyPolicy is a policy that restricts nothing, as stored.
 const emptyPolicy = `{"settings":{}}`
@@ -33,14 +33,14 @@ func scanOrg(row pgx.Row) (store.Org, error) {
 	var org store.Org
 	var created int64
 	var policy string
-	err := row.Scan(&org.ID, &org.Name, &org.AllowComputer, &org.ComputerInternet, &policy, &created)
+	err := row.Scan(&org.ID, &org.Name, &org.AllowComputer, &org.ComputerInternet, &org.ComputerInternetBulkRows, &policy, &created)
 	org.Policy, org.CreatedAt = []byte(policy), fromMS(created)
 	return org, err
 }
 
 func (o orgs) Create(ctx context.Context, org store.Org) error {
-	_, err := o.s.exec(ctx, `INSERT INTO orgs (`+orgColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-		org.ID, org.Name, org.AllowComputer, org.ComputerInternet, policyText(org.Policy), ms(org.CreatedAt))
+	_, err := o.s.exec(ctx, `INSERT INTO orgs (`+orgColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		org.ID, org.Name, org.AllowComputer, org.ComputerInternet, org.ComputerInternetBulkRows, policyText(org.Policy), ms(org.CreatedAt))
 	return err
 }
 
@@ -49,8 +49,8 @@ func (o orgs) Get(ctx context.Context, id string) (store.Org, error) {
 }
 
 func (o orgs) Update(ctx context.Context, org store.Org) error {
-	return o.s.execOne(ctx, "org "+org.ID, `UPDATE orgs SET allow_computer = $1, computer_internet = $2, policy = $3 WHERE id = $4`,
-		org.AllowComputer, org.ComputerInternet, policyText(org.Policy), org.ID)
+	return o.s.execOne(ctx, "org "+org.ID, `UPDATE orgs SET allow_computer = $1, computer_internet = $2, computer_internet_bulk_rows = $3, policy = $4 WHERE id = $5`,
+		org.AllowComputer, org.ComputerInternet, org.ComputerInternetBulkRows, policyText(org.Policy), org.ID)
 }
 
 func (o orgs) List(ctx context.Context) ([]store.Org, error) {

@@ -23,8 +23,8 @@ func (s *DB) Keys() store.Keys { return keys{s.db, s} }
 
 func (o orgs) Create(ctx context.Context, org store.Org) error {
 	return o.s.write(func() error {
-		_, err := o.db.ExecContext(ctx, `INSERT INTO orgs (id, name, allow_computer, computer_internet, policy, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			org.ID, org.Name, boolInt(org.AllowComputer), boolInt(org.ComputerInternet), policyText(org.Policy), ms(org.CreatedAt))
+		_, err := o.db.ExecContext(ctx, `INSERT INTO orgs (id, name, allow_computer, computer_internet, computer_internet_bulk_rows, policy, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			org.ID, org.Name, boolInt(org.AllowComputer), boolInt(org.ComputerInternet), boolInt(org.ComputerInternetBulkRows), policyText(org.Policy), ms(org.CreatedAt))
 		return err
 	})
 }
@@ -32,18 +32,19 @@ func (o orgs) Create(ctx context.Context, org store.Org) error {
 func (o orgs) Get(ctx context.Context, id string) (store.Org, error) {
 	var org store.Org
 	var created int64
-	var allow, internet int
+	var allow, internet, bulk int
 	var policy string
-	err := o.db.QueryRowContext(ctx, `SELECT id, name, allow_computer, computer_internet, policy, created_at FROM orgs WHERE id = ?`, id).
-		Scan(&org.ID, &org.Name, &allow, &internet, &policy, &created)
+	err := o.db.QueryRowContext(ctx, `SELECT id, name, allow_computer, computer_internet, computer_internet_bulk_rows, policy, created_at FROM orgs WHERE id = ?`, id).
+		Scan(&org.ID, &org.Name, &allow, &internet, &bulk, &policy, &created)
 	org.AllowComputer, org.ComputerInternet, org.Policy, org.CreatedAt = allow != 0, internet != 0, []byte(policy), fromMS(created)
+	org.ComputerInternetBulkRows = bulk != 0
 	return org, notFound(err, "org "+id)
 }
 
 func (o orgs) Update(ctx context.Context, org store.Org) error {
 	return o.s.write(func() error {
-		res, err := o.db.ExecContext(ctx, `UPDATE orgs SET allow_computer = ?, computer_internet = ?, policy = ? WHERE id = ?`,
-			boolInt(org.AllowComputer), boolInt(org.ComputerInternet), policyText(org.Policy), org.ID)
+		res, err := o.db.ExecContext(ctx, `UPDATE orgs SET allow_computer = ?, computer_internet = ?, computer_internet_bulk_rows = ?, policy = ? WHERE id = ?`,
+			boolInt(org.AllowComputer), boolInt(org.ComputerInternet), boolInt(org.ComputerInternetBulkRows), policyText(org.Policy), org.ID)
 		if err != nil {
 			return err
 		}
@@ -55,7 +56,7 @@ func (o orgs) Update(ctx context.Context, org store.Org) error {
 }
 
 func (o orgs) List(ctx context.Context) ([]store.Org, error) {
-	rows, err := o.db.QueryContext(ctx, `SELECT id, name, allow_computer, computer_internet, policy, created_at FROM orgs ORDER BY created_at`)
+	rows, err := o.db.QueryContext(ctx, `SELECT id, name, allow_computer, computer_internet, computer_internet_bulk_rows, policy, created_at FROM orgs ORDER BY created_at`)
 	if err != nil {
 		return nil, err
 	}
@@ -64,12 +65,13 @@ func (o orgs) List(ctx context.Context) ([]store.Org, error) {
 	for rows.Next() {
 		var org store.Org
 		var created int64
-		var allow, internet int
+		var allow, internet, bulk int
 		var policy string
-		if err := rows.Scan(&org.ID, &org.Name, &allow, &internet, &policy, &created); err != nil {
+		if err := rows.Scan(&org.ID, &org.Name, &allow, &internet, &bulk, &policy, &created); err != nil {
 			return nil, err
 		}
 		org.AllowComputer, org.ComputerInternet, org.Policy, org.CreatedAt = allow != 0, internet != 0, []byte(policy), fromMS(created)
+		org.ComputerInternetBulkRows = bulk != 0
 		out = append(out, org)
 	}
 	return out, rows.Err()

@@ -84,12 +84,12 @@ func testReopenKeepsData(t *testing.T, b Backend) {
 	if k, err := db2.Keys().Get(ctx, "key_1"); err != nil || k.RevokedAt == nil {
 		t.Fatalf("revoked key: %+v %v", k, err)
 	}
-	org := store.Org{ID: "org_1", AllowComputer: false, ComputerInternet: true, Policy: []byte(`{"settings":{"redact_pii":true}}`)}
+	org := store.Org{ID: "org_1", AllowComputer: false, ComputerInternet: true, ComputerInternetBulkRows: true, Policy: []byte(`{"settings":{"redact_pii":true}}`)}
 	if err := db2.Orgs().Update(ctx, org); err != nil {
 		t.Fatal(err)
 	}
 	got, err := db2.Orgs().Get(ctx, "org_1")
-	if err != nil || got.AllowComputer || !got.ComputerInternet || string(got.Policy) != string(org.Policy) || got.Name != "one" {
+	if err != nil || got.AllowComputer || !got.ComputerInternet || !got.ComputerInternetBulkRows || string(got.Policy) != string(org.Policy) || got.Name != "one" {
 		t.Fatalf("updated org: %+v %v", got, err)
 	}
 }
