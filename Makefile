@@ -43,7 +43,7 @@ lint:
 # binaries are built with -race (which needs cgo); computers still run the
 # cgo-free cubicle binary as their agent (CUBICLE_BIN).
 test: setup testdeps build lint
-	CGO_ENABLED=1 CUBICLE_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
+	CGO_ENABLED=1 CUBICLE_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 30m ./...
 
 bench: setup
 	bash scripts/bench.sh
