@@ -44,6 +44,11 @@ type Response struct {
 	Store                bool              `json:"store"`
 	Metadata             map[string]string `json:"metadata"`
 	Usage                Usage             `json:"usage"`
+	// MultiAgent is the request's multi_agent (multiagent.go).
+	MultiAgent *MultiAgent `json:"multi_agent,omitempty"`
+	// owners are the agents of Output's items, by index (multi-agent
+	// responses only).
+	owners []string
 }
 
 // Incomplete says why a response stopped early.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -44,6 +45,12 @@ type Run struct {
 	// before are the workspace's files before the response's first code
 	// ran (citeFiles); nil until then, or when they could not be listed.
 	before map[string]fileStamp
+	// view is the agent whose rounds run (the request's own outside
+	// multi-agent responses); rounds counts the upstream rounds of all
+	// agents; spawned are the subagents' names (multiagent.go).
+	view    agentView
+	rounds  int
+	spawned []string
 }
 
 // Stream reports whether the request asked for streaming.
@@ -55,12 +62,14 @@ func (r *Run) ID() string { return r.resp.ID }
 // emit sends one event with the next sequence number; a send error (the
 // client left) is ignored here: the request context ends the run.
 func (r *Run) emit(typ string, fields map[string]any) {
+	r.own()
 	if r.send == nil {
 		return
 	}
 	if fields == nil {
 		fields = map[string]any{}
 	}
+	r.attribute(fields)
 	fields["sequence_number"] = r.seq
 	r.seq++
 	r.send(Event{Type: typ, Fields: fields})
@@ -117,13 +126,21 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 	}
 	resp.PreviousResponseID = req.PreviousResponseID
 	req.Params.echo(resp)
-	return &Run{g: g, p: p, plan: pl, up: up, resp: resp, started: start, origin: req.Origin}, nil
+	if pl.multi, err = parseMultiAgent(req, resp.Store); err != nil {
+		return nil, err
+	}
+	view := agentView{tools: pl.tools, choice: pl.toolChoice}
+	if pl.multi != nil {
+		view, resp.MultiAgent = rootView(pl), pl.multi
+	}
+	return &Run{g: g, p: p, plan: pl, up: up, resp: resp, started: start, origin: req.Origin, view: view}, nil
 }
 
 // snapshot is a copy of the response for an event.
 func (r *Run) snapshot() Response {
 	c := *r.resp
 	c.Output = append([]any{}, r.resp.Output...)
+	c.owners = slices.Clone(r.resp.owners)
 	return c
 }
 
@@ -194,6 +211,7 @@ func (r *Run) put(ctx context.Context) error {
 	if !r.resp.Store || r.g.responses == nil {
 		return nil
 	}
+	r.own()
 	body, err := json.Marshal(r.resp)
 	if err != nil {
 		return err

@@ -66,7 +66,13 @@ func newTurnOutput(ctx context.Context, r *Run, streamCode bool) *turnOutput {
 // isGatewayCall reports whether name is one of the gateway's tools the
 // request offered (run by the gateway, never shown as a function_call).
 func (r *Run) isGatewayCall(name string) bool {
-	return (name == tools.CodeInterpreterName && r.plan.codeInterpreter) || r.plan.gatewayTools[name]
+	switch {
+	case r.inSubagent():
+		return true // a subagent has no client tools (runCalls)
+	case name == SpawnAgentName && r.plan.multi != nil:
+		return true
+	}
+	return r.plan.isGateway(name)
 }
 
 func (t *turnOutput) text(delta string) {
