@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,23 +44,25 @@ type MultiAgent struct {
 // MultiAgentCall is a multi_agent_call output item: the root agent asked
 // for a subagent.
 type MultiAgentCall struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	CallID    string `json:"call_id"`
-	Action    string `json:"action"`
-	Arguments string `json:"arguments"`
-	Status    string `json:"status"`
+	Type      string    `json:"type"`
+	ID        string    `json:"id"`
+	CallID    string    `json:"call_id"`
+	Action    string    `json:"action"`
+	Arguments string    `json:"arguments"`
+	Status    string    `json:"status"`
+	Agent     *AgentRef `json:"agent,omitempty"`
 }
 
 // MultiAgentCallOutput is a multi_agent_call_output output item: what
 // the subagent answered (what the root agent sees).
 type MultiAgentCallOutput struct {
-	Type   string `json:"type"`
-	ID     string `json:"id"`
-	CallID string `json:"call_id"`
-	Action string `json:"action"`
-	Output string `json:"output"`
-	Status string `json:"status"`
+	Type   string    `json:"type"`
+	ID     string    `json:"id"`
+	CallID string    `json:"call_id"`
+	Action string    `json:"action"`
+	Output string    `json:"output"`
+	Status string    `json:"status"`
+	Agent  *AgentRef `json:"agent,omitempty"`
 }
 
 // agentView is what one agent of a response is: its name (the
@@ -158,7 +159,7 @@ const subagentSystem = "You are the subagent %q of a multi-agent response. Do th
 // nothing: the model is told why.
 func (r *Run) spawn(ctx context.Context, tc chatToolCall) (string, error) {
 	call := MultiAgentCall{Type: "multi_agent_call", ID: newID("mac_"), CallID: tc.ID, Action: SpawnAgentName,
-		Arguments: tc.Function.Arguments, Status: "completed"}
+		Arguments: tc.Function.Arguments, Status: "completed", Agent: r.agentRef()}
 	r.addItem(call)
 	var a struct{ Name, Task string }
 	var out string
@@ -177,7 +178,7 @@ func (r *Run) spawn(ctx context.Context, tc chatToolCall) (string, error) {
 		}
 	}
 	r.addItem(MultiAgentCallOutput{Type: "multi_agent_call_output", ID: newID("maco_"), CallID: tc.ID,
-		Action: SpawnAgentName, Output: out, Status: "completed"})
+		Action: SpawnAgentName, Output: out, Status: "completed", Agent: r.agentRef()})
 	return out, nil
 }
 
@@ -194,14 +195,12 @@ func (r *Run) addItem(item any) {
 // the run stays the subagent's: the failure closes its items.
 func (r *Run) runSubagent(ctx context.Context, name, task string) (string, error) {
 	root, rootTurn := r.view, r.turn
-	r.own()
 	r.view = r.subagentView(name)
 	msgs := []chatMessage{{Role: "system", Content: ptr(fmt.Sprintf(subagentSystem, name))}, {Role: "user", Content: ptr(task)}}
 	msgs, err := r.converse(ctx, msgs)
 	if err != nil {
 		return "", err
 	}
-	r.own()
 	r.view, r.turn = root, rootTurn
 	if r.resp.Status == "incomplete" {
 		return "The subagent stopped before answering: the response reached its limit of rounds.", nil
@@ -212,71 +211,31 @@ func (r *Run) runSubagent(ctx context.Context, name, task string) (string, error
 	return "The subagent ended without an answer.", nil
 }
 
-// own attributes the output items added since the last call to the
-// current agent (multi-agent responses only).
-func (r *Run) own() {
-	if r.plan.multi == nil {
-		return
-	}
-	for len(r.resp.owners) < len(r.resp.Output) {
-		r.resp.owners = append(r.resp.owners, r.view.name)
-	}
-}
-
-// attribute adds the agent to an event about output item idx.
-func (r *Run) attribute(fields map[string]any) {
-	idx, ok := fields["output_index"].(int)
-	if !ok || idx >= len(r.resp.owners) {
-		return
-	}
-	owner := r.resp.owners[idx]
-	fields["agent"] = agentRef{Name: owner}
-	if item, ok := fields["item"]; ok {
-		fields["item"] = attributed{item: item, agent: owner}
-	}
-}
-
-type agentRef struct {
+// AgentRef is an output item's agent (its "agent" field).
+type AgentRef struct {
 	Name string `json:"agent_name"`
 }
 
-// attributed is an output item with its "agent".
-type attributed struct {
-	item  any
-	agent string
+// agentRef is the current agent, for the items it adds (nil outside
+// multi-agent responses).
+func (r *Run) agentRef() *AgentRef {
+	if r.plan.multi == nil {
+		return nil
+	}
+	return &AgentRef{Name: r.view.name}
 }
 
-func (a attributed) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(a.item)
-	if err != nil {
-		return nil, err
+// attribute adds the agent of output item output_index to an event
+// about it.
+func (r *Run) attribute(fields map[string]any) {
+	idx, ok := fields["output_index"].(int)
+	if !ok || idx >= len(r.resp.Output) {
+		return
 	}
-	ref, err := json.Marshal(agentRef{Name: a.agent})
-	if err != nil {
-		return nil, err
+	if it, ok := r.resp.Output[idx].(interface{ agentOf() *AgentRef }); ok && it.agentOf() != nil {
+		fields["agent"] = it.agentOf()
 	}
-	b = bytes.TrimSuffix(bytes.TrimSpace(b), []byte("}"))
-	if !bytes.HasSuffix(b, []byte("{")) {
-		b = append(b, ',')
-	}
-	b = append(b, `"agent":`...)
-	b = append(b, ref...)
-	return append(b, '}'), nil
 }
 
-// MarshalJSON renders the response; in a multi-agent response each
-// output item carries its agent.
-func (resp Response) MarshalJSON() ([]byte, error) {
-	type plain Response
-	p := plain(resp)
-	if len(resp.owners) > 0 {
-		p.Output = make([]any, len(resp.Output))
-		for i, it := range resp.Output {
-			p.Output[i] = it
-			if i < len(resp.owners) {
-				p.Output[i] = attributed{item: it, agent: resp.owners[i]}
-			}
-		}
-	}
-	return json.Marshal(p)
-}
+func (c MultiAgentCall) agentOf() *AgentRef       { return c.Agent }
+func (c MultiAgentCallOutput) agentOf() *AgentRef { return c.Agent }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -62,7 +61,6 @@ func (r *Run) ID() string { return r.resp.ID }
 // emit sends one event with the next sequence number; a send error (the
 // client left) is ignored here: the request context ends the run.
 func (r *Run) emit(typ string, fields map[string]any) {
-	r.own()
 	if r.send == nil {
 		return
 	}
@@ -140,7 +138,6 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 func (r *Run) snapshot() Response {
 	c := *r.resp
 	c.Output = append([]any{}, r.resp.Output...)
-	c.owners = slices.Clone(r.resp.owners)
 	return c
 }
 
@@ -211,7 +208,6 @@ func (r *Run) put(ctx context.Context) error {
 	if !r.resp.Store || r.g.responses == nil {
 		return nil
 	}
-	r.own()
 	body, err := json.Marshal(r.resp)
 	if err != nil {
 		return err
