@@ -26,7 +26,7 @@ func (r *Run) codeInterpreter(ctx context.Context, tc chatToolCall, streamed *op
 	idx := streamed.idx
 	// Malformed arguments show no code; the tool tells the model.
 	item := CodeInterpreterCall{Type: "code_interpreter_call", ID: streamed.item.ID, Status: "completed",
-		ContainerID: r.computerID, Code: codeOf(tc.Function.Arguments)}
+		ContainerID: r.computerID, Code: codeOf(tc.Function.Arguments), Agent: streamed.item.Agent}
 	at := map[string]any{"item_id": item.ID, "output_index": idx}
 	r.emit("response.code_interpreter_call.interpreting", maps.Clone(at))
 	res, err := deniedResult, error(nil)
@@ -183,7 +183,7 @@ func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) 
 		return "", err
 	}
 	item := ToolCall{Type: "tool_call", ID: newID("tc_"), Status: "in_progress", ContainerID: r.computerID,
-		Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		Name: tc.Function.Name, Arguments: tc.Function.Arguments, Agent: r.agentRef()}
 	if data && !deliver {
 		item.ContainerID = ""
 	}

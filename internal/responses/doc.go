@@ -31,6 +31,10 @@
 //     once, polled (Live), cancelled, their events followed again from
 //     any sequence number; bounded per server and organisation; failed at
 //     shutdown and, stored, at the next start.
+//   - multiagent.go: multi-agent responses (multi_agent): the root
+//     agent's spawn_agent runs a subagent with the same loop (converse),
+//     in the same computer and round budget; items and their events are
+//     attributed to their agent ("/root", "/root/<name>").
 //   - conversation.go: the stored, replayable conversation behind
 //     previous_response_id, and the request's files and images;
 //     cleanup.go: the background deletes; timing.go: Server-Timing.

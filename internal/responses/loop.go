@@ -3,6 +3,7 @@ package responses
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
@@ -11,30 +12,37 @@ import (
 // loop runs the rounds with the upstream until an answer without gateway
 // calls, a limit, or an error; r.msgs is then the conversation.
 func (r *Run) loop(ctx context.Context) error {
-	msgs := r.plan.messages
-	defer func() { r.msgs = msgs }()
-	for round := 0; round < r.g.cfg.MaxRounds; round++ {
+	var err error
+	r.msgs, err = r.converse(ctx, r.plan.messages)
+	return err
+}
+
+// converse runs the current agent's rounds from msgs; every agent of a
+// response shares MaxRounds. It returns the conversation as it got.
+func (r *Run) converse(ctx context.Context, msgs []chatMessage) ([]chatMessage, error) {
+	for r.rounds < r.g.cfg.MaxRounds {
+		r.rounds++
 		// Past max_tool_calls the model may answer, not call.
 		limited := r.plan.maxToolCalls > 0 && r.toolCalls >= r.plan.maxToolCalls
 		tu, err := r.ask(ctx, msgs, limited)
 		if err != nil {
-			return err
+			return msgs, err
 		}
 		var done bool
 		msgs, done, err = r.answered(ctx, msgs, tu, limited)
 		if err != nil || done {
-			return err
+			return msgs, err
 		}
 	}
 	r.resp.Status = "incomplete"
 	r.resp.IncompleteDetails = &Incomplete{Reason: "max_rounds"}
-	return nil
+	return msgs, nil
 }
 
 // ask sends the conversation to the upstream and turns its answer, as it
 // arrives, into output items (r.turn); the usage adds up in the response.
 func (r *Run) ask(ctx context.Context, msgs []chatMessage, limited bool) (*turn, error) {
-	creq := chatRequest{Model: r.plan.model, Messages: msgs, Tools: r.plan.tools, ToolChoice: r.plan.toolChoice, Params: r.plan.params}
+	creq := chatRequest{Model: r.plan.model, Messages: msgs, Tools: r.view.tools, ToolChoice: r.view.choice, Params: r.plan.params}
 	if len(creq.Tools) > 0 {
 		creq.ParallelToolCalls = r.plan.parallel
 		if limited {
@@ -99,17 +107,22 @@ func (r *Run) runCalls(ctx context.Context, msgs []chatMessage, tu *turn) (_ []c
 	at := len(msgs) // where the assistant turn starts
 	msgs = append(msgs, assistant)
 	clientCalls := false
+	to := r.turn // a subagent's rounds (spawn) have turns of their own
 	for i, tc := range tu.calls {
 		var out string
 		var err error
-		switch {
-		case !r.isGatewayCall(tc.Function.Name):
+		switch name := tc.Function.Name; {
+		case !r.isGatewayCall(name):
 			clientCalls = true
 			continue
 		case r.plan.maxToolCalls > 0 && r.toolCalls >= r.plan.maxToolCalls:
-			out = r.skipCall(r.turn.code(i))
-		case tc.Function.Name == tools.CodeInterpreterName:
-			out, err = r.codeInterpreter(ctx, tc, r.turn.code(i))
+			out = r.skipCall(to.code(i))
+		case r.inSubagent() && !r.plan.isGateway(name):
+			out = fmt.Sprintf("%s is not a tool of this agent.", name)
+		case name == SpawnAgentName && r.plan.multi != nil:
+			out, err = r.spawn(ctx, tc)
+		case name == tools.CodeInterpreterName:
+			out, err = r.codeInterpreter(ctx, tc, to.code(i))
 		default:
 			out, err = r.gatewayTool(ctx, tc)
 		}

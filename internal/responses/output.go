@@ -44,6 +44,8 @@ type Response struct {
 	Store                bool              `json:"store"`
 	Metadata             map[string]string `json:"metadata"`
 	Usage                Usage             `json:"usage"`
+	// MultiAgent is the request's multi_agent (multiagent.go).
+	MultiAgent *MultiAgent `json:"multi_agent,omitempty"`
 }
 
 // Incomplete says why a response stopped early.
@@ -68,29 +70,32 @@ type CodeInterpreterCall struct {
 	ContainerID string              `json:"container_id"`
 	Code        string              `json:"code"`
 	Outputs     *[]tools.CodeOutput `json:"outputs"`
+	Agent       *AgentRef           `json:"agent,omitempty"`
 }
 
 // ToolCall is a tool_call output item: one call of a gateway function
 // tool (builtin__computer_exec, …_write_file, …_read_file, python) run
 // in the response's computer. Output is the text the model saw.
 type ToolCall struct {
-	Type        string `json:"type"`
-	ID          string `json:"id"`
-	Status      string `json:"status"`
-	ContainerID string `json:"container_id"`
-	Name        string `json:"name"`
-	Arguments   string `json:"arguments"`
-	Output      string `json:"output"`
+	Type        string    `json:"type"`
+	ID          string    `json:"id"`
+	Status      string    `json:"status"`
+	ContainerID string    `json:"container_id"`
+	Name        string    `json:"name"`
+	Arguments   string    `json:"arguments"`
+	Output      string    `json:"output"`
+	Agent       *AgentRef `json:"agent,omitempty"`
 }
 
 // FunctionCall is a client function_call output item.
 type FunctionCall struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-	Status    string `json:"status"`
+	Type      string    `json:"type"`
+	ID        string    `json:"id"`
+	CallID    string    `json:"call_id"`
+	Name      string    `json:"name"`
+	Arguments string    `json:"arguments"`
+	Status    string    `json:"status"`
+	Agent     *AgentRef `json:"agent,omitempty"`
 }
 
 // Message is an assistant message output item.
@@ -100,6 +105,7 @@ type Message struct {
 	Role    string       `json:"role"`
 	Status  string       `json:"status"`
 	Content []OutputText `json:"content"`
+	Agent   *AgentRef    `json:"agent,omitempty"`
 }
 
 // OutputText is a message's text part.
@@ -161,3 +167,9 @@ func (c ToolCall) asIncomplete() (any, bool) {
 	ok := incomplete(&c.Status)
 	return c, ok
 }
+
+// agentOf is the item's agent (nil outside multi-agent responses).
+func (m Message) agentOf() *AgentRef             { return m.Agent }
+func (c FunctionCall) agentOf() *AgentRef        { return c.Agent }
+func (c CodeInterpreterCall) agentOf() *AgentRef { return c.Agent }
+func (c ToolCall) agentOf() *AgentRef            { return c.Agent }

@@ -31,6 +31,8 @@ type Request struct {
 	// PreviousResponseID continues a stored response of the same
 	// organisation: its conversation is replayed before Input.
 	PreviousResponseID *string `json:"previous_response_id"`
+	// MultiAgent runs subagents in the response (multiagent.go).
+	MultiAgent json.RawMessage `json:"multi_agent"`
 	Params
 	// Conversation and Prompt name objects stored at OpenAI (a
 	// conversation, a prompt template) that the gateway does not have.
@@ -101,6 +103,8 @@ type plan struct {
 	dataTools map[string]bool
 	data      *dataTools
 	computers bool
+	// multi: a multi-agent response (multiagent.go); set in Begin.
+	multi *MultiAgent
 }
 
 // strict decodes raw into v, refusing unknown fields; the error names

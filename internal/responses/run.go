@@ -44,6 +44,12 @@ type Run struct {
 	// before are the workspace's files before the response's first code
 	// ran (citeFiles); nil until then, or when they could not be listed.
 	before map[string]fileStamp
+	// view is the agent whose rounds run (the request's own outside
+	// multi-agent responses); rounds counts the upstream rounds of all
+	// agents; spawned are the subagents' names (multiagent.go).
+	view    agentView
+	rounds  int
+	spawned []string
 }
 
 // Stream reports whether the request asked for streaming.
@@ -61,6 +67,7 @@ func (r *Run) emit(typ string, fields map[string]any) {
 	if fields == nil {
 		fields = map[string]any{}
 	}
+	r.attribute(fields)
 	fields["sequence_number"] = r.seq
 	r.seq++
 	r.send(Event{Type: typ, Fields: fields})
@@ -118,7 +125,14 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 	}
 	resp.PreviousResponseID = req.PreviousResponseID
 	req.Params.echo(resp)
-	return &Run{g: g, p: p, plan: pl, up: up, resp: resp, started: start, origin: req.Origin}, nil
+	if pl.multi, err = parseMultiAgent(req, resp.Store); err != nil {
+		return nil, err
+	}
+	view := agentView{tools: pl.tools, choice: pl.toolChoice}
+	if pl.multi != nil {
+		view, resp.MultiAgent = rootView(pl), pl.multi
+	}
+	return &Run{g: g, p: p, plan: pl, up: up, resp: resp, started: start, origin: req.Origin, view: view}, nil
 }
 
 // snapshot is a copy of the response for an event.

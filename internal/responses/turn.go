@@ -66,14 +66,20 @@ func newTurnOutput(ctx context.Context, r *Run, streamCode bool) *turnOutput {
 // isGatewayCall reports whether name is one of the gateway's tools the
 // request offered (run by the gateway, never shown as a function_call).
 func (r *Run) isGatewayCall(name string) bool {
-	return (name == tools.CodeInterpreterName && r.plan.codeInterpreter) || r.plan.gatewayTools[name] || r.plan.isDataTool(name)
+	switch {
+	case r.inSubagent():
+		return true // a subagent has no client tools (runCalls)
+	case name == SpawnAgentName && r.plan.multi != nil:
+		return true
+	}
+	return r.plan.isGateway(name)
 }
 
 func (t *turnOutput) text(delta string) {
 	r := t.r
 	if t.msg == nil {
 		t.msg = &openMessage{idx: len(r.resp.Output), item: Message{Type: "message", ID: newID("msg_"),
-			Role: "assistant", Status: "in_progress", Content: []OutputText{}}}
+			Role: "assistant", Status: "in_progress", Content: []OutputText{}, Agent: r.agentRef()}}
 		r.resp.Output = append(r.resp.Output, t.msg.item)
 		r.emit("response.output_item.added", map[string]any{"output_index": t.msg.idx, "item": t.msg.item})
 		r.emit("response.content_part.added", t.msg.at("part", OutputText{Type: "output_text", Text: "", Annotations: []any{}}))
@@ -118,7 +124,7 @@ func (t *turnOutput) call(index int, id, name, argsDelta string) {
 	}
 	r := t.r
 	fc := &openFunctionCall{idx: len(r.resp.Output), item: FunctionCall{Type: "function_call", ID: newID("fc_"),
-		CallID: id, Name: name, Arguments: "", Status: "in_progress"}}
+		CallID: id, Name: name, Arguments: "", Status: "in_progress", Agent: r.agentRef()}}
 	c.client = fc
 	r.resp.Output = append(r.resp.Output, fc.item)
 	r.emit("response.output_item.added", map[string]any{"output_index": fc.idx, "item": fc.item})
@@ -136,7 +142,7 @@ func (t *turnOutput) openCode(c *openCall) {
 		return
 	}
 	oc := &openCode{idx: len(r.resp.Output), item: CodeInterpreterCall{Type: "code_interpreter_call", ID: newID("ci_"),
-		Status: "in_progress", ContainerID: r.computerID}, denied: denied}
+		Status: "in_progress", ContainerID: r.computerID, Agent: r.agentRef()}, denied: denied}
 	c.code = oc
 	r.resp.Output = append(r.resp.Output, oc.item)
 	r.emit("response.output_item.added", map[string]any{"output_index": oc.idx, "item": oc.item})
