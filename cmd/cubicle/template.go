@@ -214,7 +214,7 @@ func buildRunner(cfg config.Config, data string) (run template.RunFunc, done fun
 			if err != nil {
 				return template.RunResult{}, err
 			}
-			drv, runner = d, computer.TemplateRunner(d)
+			drv, runner = d, computer.TemplateRunner(d, nil)
 		}
 		return runner(ctx, step)
 	}

@@ -39,7 +39,7 @@ func (m *Manager) CreateTemplate(ctx context.Context, p governance.Principal, re
 	if err := template.CheckName(req.Name); err != nil {
 		return TemplateView{}, templateError("name", err)
 	}
-	opts := template.Options{Name: req.Name, Replace: req.Replace, Progress: progress, Run: TemplateRunner(m.driver)}
+	opts := template.Options{Name: req.Name, Replace: req.Replace, Progress: progress, Run: TemplateRunner(m.driver, nil)}
 	var t template.Template
 	var err error
 	if req.Pull != "" {
@@ -48,10 +48,15 @@ func (m *Manager) CreateTemplate(ctx context.Context, p governance.Principal, re
 		}
 	} else {
 		sp, err := template.ParseSpec(req.Spec, "")
-		if err == nil {
-			t, err = m.cfg.Templates.BuildSpec(ctx, sp, "api", false, opts)
-		}
 		if err != nil {
+			return TemplateView{}, templateError("spec", err)
+		}
+		net, err := m.buildNetwork(p, sp.NetworkPolicy)
+		if err != nil {
+			return TemplateView{}, err
+		}
+		opts.Run, opts.Network = TemplateRunner(m.driver, net), net != nil
+		if t, err = m.cfg.Templates.BuildSpec(ctx, sp, "api", false, opts); err != nil {
 			return TemplateView{}, templateError("spec", err)
 		}
 	}

@@ -130,7 +130,7 @@ func TestBuildOnBase(t *testing.T) {
 
 	for body, want := range map[string]string{
 		`{"base": "nope"}`:                                          `base: no template "nope"`,
-		`{"base": "base", "packages": ["curl"]}`:                    "run steps have no network: packages come with a Debian release, or as files",
+		`{"base": "base", "packages": ["curl"]}`:                    "packages come with a Debian release, as files, or from a run step with a network_policy",
 		`{"base": "base", "run": ["true"]}`:                         "run steps need a build computer",
 		`{"base": "base", "files": [{"src": "gone", "dst": "/x"}]}`: "files[0]: lstat",
 		`{"base": "base", "files": [{"src": "app", "dst": "x"}]}`:   "an absolute path in the root",

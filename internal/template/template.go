@@ -78,6 +78,10 @@ type Options struct {
 	Progress func(Progress)
 	// Run runs a build's run steps; nil refuses a spec that has some.
 	Run RunFunc
+	// Network says Run can give run steps the network their spec's
+	// network_policy asks for (a server with internet); without it such
+	// a spec is refused before anything is built.
+	Network bool
 }
 
 // Progress is one step of an import.
