@@ -135,6 +135,9 @@ func TestBuildOnBase(t *testing.T) {
 		`{"base": "base", "files": [{"src": "gone", "dst": "/x"}]}`: "files[0]: lstat",
 		`{"base": "base", "files": [{"src": "app", "dst": "x"}]}`:   "an absolute path in the root",
 		`{"base": "base", "env": ["1X=2"]}`:                         `env: "1X=2" is not NAME=value`,
+		`{"base": "base", "run": ["true"], "network_policy": {"type": "allowlist", "allowed_domains": ["a.test"]}}`: "build this spec over the API (POST /v1/templates)",
+		`{"base": "base", "run": ["true"], "network_policy": {"type": "allowlist"}}`:                                "an allowlist needs at least one domain",
+		`{"base": "base", "network_policy": {"type": "allowlist", "allowed_domains": ["a.test"]}}`:                  "network_policy is the run steps' network: give run steps",
 	} {
 		os.WriteFile(filepath.Join(dir, "bad.json"), []byte(body), 0o600)
 		if _, err := s.Build(ctx, filepath.Join(dir, "bad.json"), false, template.Options{Name: "bad"}); err == nil || !strings.Contains(err.Error(), want) {

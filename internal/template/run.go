@@ -57,7 +57,7 @@ func (l *RunLimits) check() error {
 
 // checkRun checks a spec's run steps and their limits.
 func (sp *Spec) checkRun() error {
-	if len(sp.Run) == 0 && sp.RunLimits == (RunLimits{}) {
+	if len(sp.Run) == 0 && sp.RunLimits == (RunLimits{}) && sp.NetworkPolicy == nil {
 		return nil
 	}
 	if len(sp.Run) > maxRunSteps {
