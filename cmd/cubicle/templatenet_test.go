@@ -57,7 +57,7 @@ func TestServeTemplateRunNetwork(t *testing.T) {
 	for sp, want := range map[string]string{
 		spec(fetch, `"example.com"`): `"example.com\" is not allowed on this deployment`,
 		spec(fetch, ``):              `an allowlist needs at least one domain`,
-		`{"base": "net", "network_policy": {"type": "allowlist", "allowed_domains": ["allowed.test"]}}`:      `network_policy is the run steps' network: give run steps`,
+		`{"base": "net", "network_policy": {"type": "allowlist", "allowed_domains": ["allowed.test"]}}`:       `network_policy is the run steps' network: give run steps`,
 		`{"base": "net", "run": ["true"], "network_policy": {"type": "open", "allowed_domains": ["a.test"]}}`: `network_policy.type must be \"allowlist\"`,
 	} {
 		if r := s.do("POST", "/v1/templates", body("bad", sp)); r.code != 400 && r.code != 403 || !strings.Contains(string(r.body), want) {

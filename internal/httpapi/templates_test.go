@@ -346,3 +346,31 @@ func TestTemplateSourcesRunPython(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplatePipInstallUser: on a Debian template with Debian's
+// python3-pip (not the host's runtime), pip install --user of a local
+// package (no PyPI here) writes to the workspace, the computer's writable
+// layer, past Debian's "externally managed" refusal (the computer's
+// PIP_BREAK_SYSTEM_PACKAGES), and the template's Python imports it; the
+// root stays read-only.
+func TestTemplatePipInstallUser(t *testing.T) {
+	e := newEnv(t, func(c *computer.Config) { c.Templates = templatetest.DebianPip(t) })
+	_, key := e.newKey(e.newOrg("t", true), computerCaps)
+	c := e.create(key, map[string]any{"template": templatetest.DebianPipName})
+	e.sh(key, c.ID, `mkdir -p /workspace/src/hello && cd /workspace/src/hello &&
+printf 'from setuptools import setup\nsetup(name="cubicle-hello", version="1.0", py_modules=["cubicle_hello"])\n' > setup.py &&
+printf 'def greet():\n    return "hello from the workspace"\n' > cubicle_hello.py`)
+	const install = "cd /tmp && python3 -m pip install --user --no-index --no-build-isolation /workspace/src/hello 2>&1"
+	if got := e.sh(key, c.ID, "env -u PIP_BREAK_SYSTEM_PACKAGES "+install+"; echo exit $?"); !strings.Contains(got, "externally-managed-environment") || strings.HasSuffix(got, "exit 0\n") {
+		t.Fatalf("control, without PIP_BREAK_SYSTEM_PACKAGES: %q", got)
+	}
+	if got := e.sh(key, c.ID, install+"; echo exit $?"); !strings.Contains(got, "Successfully installed cubicle-hello-1.0") || !strings.HasSuffix(got, "exit 0\n") {
+		t.Fatalf("pip install --user: %q", got)
+	}
+	if got := e.sh(key, c.ID, "cd / && python3 -c 'import cubicle_hello, pip; print(cubicle_hello.greet(), cubicle_hello.__file__, pip.__file__)'"); !strings.HasPrefix(got, "hello from the workspace /workspace/.local/lib/python3.11/site-packages/cubicle_hello.py /usr/lib/python3/dist-packages/pip/") {
+		t.Fatalf("import after install: %q", got)
+	}
+	if got := e.sh(key, c.ID, "python3 -m pip install --no-index --no-build-isolation --prefix /usr/local /workspace/src/hello >/dev/null 2>&1; echo exit $?; touch /usr/x 2>&1"); !strings.HasPrefix(got, "exit 1\n") || !strings.Contains(got, "Read-only file system") {
+		t.Fatalf("a system install: %q", got)
+	}
+}
