@@ -13,13 +13,13 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/template/templatetest"
 )
 
-// TestServeTemplateRunNetwork: a spec's network_policy gives its run
+// TestServeTemplateNetworkPolicy: a spec's network_policy gives its run
 // steps the deployment's egress (the test internet, nothing leaves the
 // machine): a step reaches an allowed host and its download is in the
 // template; a step that tries another host fails the build; the policy is
 // checked like a computer's; the CLI, which has no egress, refuses such a
 // spec before building anything.
-func TestServeTemplateRunNetwork(t *testing.T) {
+func TestServeTemplateNetworkPolicy(t *testing.T) {
 	in := egresstest.New(t)
 	in.Check(t)
 	data := t.TempDir()

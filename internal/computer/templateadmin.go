@@ -25,6 +25,9 @@ type TemplateRequest struct {
 	Replace bool
 	Spec    json.RawMessage
 	Pull    string
+	// Defaults are a pulled template's (template.Computer); a build's
+	// are its spec's "defaults".
+	Defaults json.RawMessage
 }
 
 // CreateTemplate builds or pulls a template; progress, when set, gets its
@@ -43,10 +46,16 @@ func (m *Manager) CreateTemplate(ctx context.Context, p governance.Principal, re
 	var t template.Template
 	var err error
 	if req.Pull != "" {
+		if opts.Computer, err = pullDefaults(ctx, req.Defaults); err != nil {
+			return TemplateView{}, err
+		}
 		if t, err = m.cfg.Templates.Pull(ctx, req.Pull, opts); err != nil {
 			return TemplateView{}, templateError("pull", err)
 		}
 	} else {
+		if len(req.Defaults) > 0 {
+			return TemplateView{}, fieldError("defaults", "a build's defaults are its spec's \"defaults\"")
+		}
 		sp, err := template.ParseSpec(req.Spec, "")
 		if err != nil {
 			return TemplateView{}, templateError("spec", err)
@@ -62,8 +71,19 @@ func (m *Manager) CreateTemplate(ctx context.Context, p governance.Principal, re
 	}
 	m.gov.Record(ctx, p, "template.created", "", map[string]any{"template": t.Name, "id": t.ID, "source": t.Source.Kind})
 	def, _ := m.templateName(p, CreateRequest{})
-	return TemplateView{Name: t.Name, ID: t.ID, Created: t.Created, Size: t.Size, Files: t.Files,
-		Python: kernelPython(t), Default: def == t.Name}, nil
+	return templateView(t, def), nil
+}
+
+// pullDefaults parses and checks a pull's defaults (none: zero).
+func pullDefaults(ctx context.Context, b json.RawMessage) (template.Computer, error) {
+	if len(b) == 0 {
+		return template.Computer{}, nil
+	}
+	d, err := template.ParseComputer(ctx, b)
+	if err != nil {
+		return d, templateError("defaults", err)
+	}
+	return d, nil
 }
 
 // DeleteTemplate removes a template no running or paused computer was made from,

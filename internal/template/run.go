@@ -74,30 +74,36 @@ func (sp *Spec) checkRun() error {
 	return sp.RunLimits.check()
 }
 
-// RunNetwork is a spec's network_policy: the shape of a computer's
+// NetworkPolicy is a spec's network_policy: the shape of a computer's
 // (POST /v1/computers), "allowlist" only. The server checks it against
 // the deployment's, organisation's and key's allowlists as a computer's.
-type RunNetwork struct {
+type NetworkPolicy struct {
 	Type           string   `json:"type"`
 	AllowedDomains []string `json:"allowed_domains,omitempty"`
 	AllowedCIDRs   []string `json:"allowed_cidrs,omitempty"`
 }
 
-// maxRunNetwork bounds a network_policy's entries (a computer's bound).
-const maxRunNetwork = 256
+// maxNetworkPolicy bounds a network_policy's entries (a computer's bound).
+const maxNetworkPolicy = 256
 
-func (n *RunNetwork) check(steps int) error {
+func (n *NetworkPolicy) check(steps int) error {
+	if n != nil && steps == 0 {
+		return fmt.Errorf("network_policy is the run steps' network: give run steps, or leave it out (defaults.network_policy is the computers')")
+	}
+	return n.checkShape("network_policy")
+}
+
+// checkShape checks a policy (nil: none) named field in messages.
+func (n *NetworkPolicy) checkShape(field string) error {
 	switch {
 	case n == nil:
 		return nil
-	case steps == 0:
-		return fmt.Errorf("network_policy is the run steps' network: give run steps, or leave it out")
 	case n.Type != "allowlist":
-		return fmt.Errorf("network_policy.type must be \"allowlist\" (run steps have no network without one), got %q", n.Type)
+		return fmt.Errorf("%s.type must be \"allowlist\" (leave the policy out for no network), got %q", field, n.Type)
 	case len(n.AllowedDomains) == 0 && len(n.AllowedCIDRs) == 0:
-		return fmt.Errorf("network_policy.allowed_domains: an allowlist needs at least one domain (or allowed_cidrs)")
-	case len(n.AllowedDomains)+len(n.AllowedCIDRs) > maxRunNetwork:
-		return fmt.Errorf("network_policy: at most %d entries", maxRunNetwork)
+		return fmt.Errorf("%s.allowed_domains: an allowlist needs at least one domain (or allowed_cidrs)", field)
+	case len(n.AllowedDomains)+len(n.AllowedCIDRs) > maxNetworkPolicy:
+		return fmt.Errorf("%s: at most %d entries", field, maxNetworkPolicy)
 	}
 	return nil
 }
@@ -114,7 +120,7 @@ type RunStep struct {
 	WorkingDir string
 	Limits     RunLimits
 	// Network is the spec's network_policy: nil, no network.
-	Network *RunNetwork
+	Network *NetworkPolicy
 	// Output receives the step's output (stdout and stderr) as it comes.
 	Output func(p []byte)
 }
