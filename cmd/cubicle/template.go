@@ -383,7 +383,7 @@ func templateInspect(ctx context.Context, st *template.Store, v *templateFlags, 
 	line("user", t.Defaults.User)
 	line("command", strings.TrimSpace(strings.Join(t.Defaults.Entrypoint, " ")+" "+strings.Join(t.Defaults.Cmd, " ")))
 	line("skipped", fmt.Sprintf("%d device nodes, %d FIFOs", t.Skipped.Devices, t.Skipped.FIFOs))
-	if t.Computer != (template.Computer{}) {
+	if t.Computer != (template.ComputerDefaults{}) {
 		b, _ := json.Marshal(t.Computer)
 		line("defaults", string(b))
 	}

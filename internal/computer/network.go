@@ -54,7 +54,7 @@ type NetworkPolicy struct {
 	// domain (OpenAI's domain_secrets): in a request with their values,
 	// in the store and every view without (names only).
 	DomainSecrets []DomainSecret `json:"domain_secrets,omitempty"`
-	// fromTemplate marks a template's default (template.Computer), which
+	// fromTemplate marks a template's default (template.ComputerDefaults), which
 	// is left out, not refused, where internet is not allowed.
 	fromTemplate bool
 }

@@ -236,7 +236,7 @@ func (m *Manager) warmKernel(ctx context.Context, sb sandbox.Sandbox) error {
 }
 
 // preludeFor is the prelude of computers of spec: their template's own
-// (template.Computer.Prelude) when it has one, else the configured one on
+// (template.ComputerDefaults.Prelude) when it has one, else the configured one on
 // the host's runtime; on a template, which may lack what it imports,
 // each of its top-level statements runs guarded, so the prelude imports
 // what the template has and skips the rest (an indented prelude is

@@ -25,7 +25,7 @@ type TemplateRequest struct {
 	Replace bool
 	Spec    json.RawMessage
 	Pull    string
-	// Defaults are a pulled template's (template.Computer); a build's
+	// Defaults are a pulled template's (template.ComputerDefaults); a build's
 	// are its spec's "defaults".
 	Defaults json.RawMessage
 }
@@ -75,9 +75,9 @@ func (m *Manager) CreateTemplate(ctx context.Context, p governance.Principal, re
 }
 
 // pullDefaults parses and checks a pull's defaults (none: zero).
-func pullDefaults(ctx context.Context, b json.RawMessage) (template.Computer, error) {
+func pullDefaults(ctx context.Context, b json.RawMessage) (template.ComputerDefaults, error) {
 	if len(b) == 0 {
-		return template.Computer{}, nil
+		return template.ComputerDefaults{}, nil
 	}
 	d, err := template.ParseComputer(ctx, b)
 	if err != nil {

@@ -81,7 +81,7 @@ type BuildNetwork struct {
 
 // buildNetwork checks a spec's network_policy as a computer's of p
 // (nil: none asked).
-func (m *Manager) buildNetwork(p governance.Principal, n *template.NetworkPolicy) (*BuildNetwork, error) {
+func (m *Manager) buildNetwork(p governance.Principal, n *template.Allowlist) (*BuildNetwork, error) {
 	if n == nil {
 		return nil, nil
 	}

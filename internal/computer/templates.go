@@ -42,8 +42,8 @@ type TemplateView struct {
 	// with ipykernel.
 	Python  string
 	Default bool // the caller's computers that name no template get this one
-	// Defaults are what it asks of its computers (template.Computer).
-	Defaults template.Computer
+	// Defaults are what it asks of its computers (template.ComputerDefaults).
+	Defaults template.ComputerDefaults
 }
 
 // templateView is t's view; def is the caller's default template.
@@ -98,10 +98,10 @@ func (m *Manager) root(ctx context.Context, name, from string) (sandbox.Root, te
 }
 
 // withTemplateDefaults fills in what req leaves out with its template's
-// defaults (template.Computer): the request's own values win; the key's
+// defaults (template.ComputerDefaults): the request's own values win; the key's
 // limits and the deployment's caps then bound both, as they bound a
 // request's (plan).
-func withTemplateDefaults(req CreateRequest, d template.Computer) CreateRequest {
+func withTemplateDefaults(req CreateRequest, d template.ComputerDefaults) CreateRequest {
 	if req.MemoryMB == 0 {
 		req.MemoryMB = int64(d.MemoryMB)
 	}

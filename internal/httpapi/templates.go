@@ -24,7 +24,7 @@ type templateView struct {
 	Default   bool    `json:"default"`
 	// Defaults are what the template asks of its computers (limits,
 	// prelude, network policy); absent when nothing.
-	Defaults *template.Computer `json:"defaults,omitempty"`
+	Defaults *template.ComputerDefaults `json:"defaults,omitempty"`
 }
 
 func templateViewOf(t computer.TemplateView) templateView {
@@ -37,7 +37,7 @@ func templateViewOf(t computer.TemplateView) templateView {
 		py := t.Python
 		v.Python = &py
 	}
-	if d := t.Defaults; d != (template.Computer{}) {
+	if d := t.Defaults; d != (template.ComputerDefaults{}) {
 		v.Defaults = &d
 	}
 	return v

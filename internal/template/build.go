@@ -56,10 +56,10 @@ type Spec struct {
 	RunLimits RunLimits `json:"run_limits,omitzero"`
 	// NetworkPolicy gives the run steps' build computers the internet
 	// the policy allows, through the deployment's egress (NetworkPolicy).
-	NetworkPolicy *NetworkPolicy `json:"network_policy,omitempty"`
+	NetworkPolicy *Allowlist `json:"network_policy,omitempty"`
 	// Defaults are what the template asks of its computers (Computer),
 	// over its base's.
-	Defaults Computer `json:"defaults,omitzero"`
+	Defaults ComputerDefaults `json:"defaults,omitzero"`
 }
 
 // FileSpec is a file or directory tree copied into a built template: Src

@@ -10,26 +10,26 @@ import (
 	"unicode/utf8"
 )
 
-// Computer is what a template asks of the computers made from it, besides
+// ComputerDefaults is what a template asks of the computers made from it, besides
 // its image's defaults: default limits, a Python prelude and a network
 // policy. A zero field leaves the deployment's. The server applies them
 // at create: a request's own value replaces the template's, and the key's
 // limits and the deployment's caps bound both (never above them); the
 // network policy is checked like a request's.
-type Computer struct {
+type ComputerDefaults struct {
 	MemoryMB           int `json:"memory_mb,omitempty"`
 	ExecTimeoutSeconds int `json:"exec_timeout_seconds,omitempty"`
 	LifetimeSeconds    int `json:"lifetime_seconds,omitempty"`
 	// Prelude replaces the deployment's Python prelude (python.prelude)
 	// in the computers' kernels; checked to compile.
 	Prelude       string         `json:"prelude,omitempty"`
-	NetworkPolicy *NetworkPolicy `json:"network_policy,omitempty"`
+	NetworkPolicy *Allowlist `json:"network_policy,omitempty"`
 }
 
 // ParseComputer parses and checks defaults given as JSON (an import's or
 // pull's, like a spec's "defaults").
-func ParseComputer(ctx context.Context, b []byte) (Computer, error) {
-	var c Computer
+func ParseComputer(ctx context.Context, b []byte) (ComputerDefaults, error) {
+	var c ComputerDefaults
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
@@ -38,7 +38,7 @@ func ParseComputer(ctx context.Context, b []byte) (Computer, error) {
 	return c, c.Check(ctx, "defaults")
 }
 
-// Bounds of Computer's fields.
+// Bounds of ComputerDefaults fields.
 const (
 	maxDefaultMemoryMB = 1 << 20
 	maxDefaultSeconds  = 365 * 24 * 3600
@@ -47,7 +47,7 @@ const (
 
 // Check refuses values out of bounds, naming the field under prefix
 // ("defaults").
-func (c *Computer) Check(ctx context.Context, prefix string) error {
+func (c *ComputerDefaults) Check(ctx context.Context, prefix string) error {
 	for _, f := range []struct {
 		name     string
 		v        int
@@ -95,7 +95,7 @@ func checkPrelude(ctx context.Context, prelude, field string) error {
 
 // merge is c with o's fields that are set over it (a spec's defaults over
 // its base's).
-func (c Computer) merge(o Computer) Computer {
+func (c ComputerDefaults) merge(o ComputerDefaults) ComputerDefaults {
 	if o.MemoryMB != 0 {
 		c.MemoryMB = o.MemoryMB
 	}

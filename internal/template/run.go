@@ -74,10 +74,10 @@ func (sp *Spec) checkRun() error {
 	return sp.RunLimits.check()
 }
 
-// NetworkPolicy is a spec's network_policy: the shape of a computer's
+// Allowlist is a spec's network_policy: the shape of a computer's
 // (POST /v1/computers), "allowlist" only. The server checks it against
 // the deployment's, organisation's and key's allowlists as a computer's.
-type NetworkPolicy struct {
+type Allowlist struct {
 	Type           string   `json:"type"`
 	AllowedDomains []string `json:"allowed_domains,omitempty"`
 	AllowedCIDRs   []string `json:"allowed_cidrs,omitempty"`
@@ -86,7 +86,7 @@ type NetworkPolicy struct {
 // maxNetworkPolicy bounds a network_policy's entries (a computer's bound).
 const maxNetworkPolicy = 256
 
-func (n *NetworkPolicy) check(steps int) error {
+func (n *Allowlist) check(steps int) error {
 	if n != nil && steps == 0 {
 		return fmt.Errorf("network_policy is the run steps' network: give run steps, or leave it out (defaults.network_policy is the computers')")
 	}
@@ -94,7 +94,7 @@ func (n *NetworkPolicy) check(steps int) error {
 }
 
 // checkShape checks a policy (nil: none) named field in messages.
-func (n *NetworkPolicy) checkShape(field string) error {
+func (n *Allowlist) checkShape(field string) error {
 	switch {
 	case n == nil:
 		return nil
@@ -120,7 +120,7 @@ type RunStep struct {
 	WorkingDir string
 	Limits     RunLimits
 	// Network is the spec's network_policy: nil, no network.
-	Network *NetworkPolicy
+	Network *Allowlist
 	// Output receives the step's output (stdout and stderr) as it comes.
 	Output func(p []byte)
 }

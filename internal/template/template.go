@@ -35,7 +35,7 @@ type Template struct {
 	Skipped Skipped `json:"skipped"`
 	// Computer is what the template asks of its computers (limits,
 	// prelude, network policy): a spec's defaults, or an import's.
-	Computer Computer `json:"computer_defaults,omitzero"`
+	Computer ComputerDefaults `json:"computer_defaults,omitzero"`
 }
 
 // Source says where a template came from.
@@ -83,7 +83,7 @@ type Options struct {
 	Run RunFunc
 	// Computer is the template's defaults for its computers (checked
 	// with Computer.Check); a build's are its spec's, over its base's.
-	Computer Computer
+	Computer ComputerDefaults
 	// Network says Run can give run steps the network their spec's
 	// network_policy asks for (a server with internet); without it such
 	// a spec is refused before anything is built.
