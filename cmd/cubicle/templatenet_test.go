@@ -67,13 +67,36 @@ func TestServeTemplateNetworkPolicy(t *testing.T) {
 	var got struct {
 		Name string `json:"name"`
 	}
-	s.decode("POST", "/v1/templates", body("fetched", spec(fetch, `"allowed.test"`)), 201, &got)
+	// Its computers get the template's default network policy (the
+	// organisation allows internet now).
+	withDefaults := strings.TrimSuffix(spec(fetch, `"allowed.test"`), "}") + `, "defaults": {"network_policy": {"type": "allowlist", "allowed_domains": ["allowed.test"]}}}`
+	s.decode("POST", "/v1/templates", body("fetched", withDefaults), 201, &got)
 	tp, err := st.Get(t.Context(), "fetched")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(st.RootDir(tp), "fetched.txt")); err != nil || !strings.Contains(string(b), "hello allowed.test from 198.51.100.10") {
 		t.Fatalf("the step's download in the template: %q, %v", b, err)
+	}
+	var c struct {
+		ID     string `json:"id"`
+		Limits struct {
+			NetworkPolicy *struct {
+				AllowedDomains []string `json:"allowed_domains"`
+			} `json:"network_policy"`
+		} `json:"limits"`
+	}
+	s.decode("POST", "/v1/computers", `{"template": "fetched"}`, 201, &c)
+	if np := c.Limits.NetworkPolicy; np == nil || len(np.AllowedDomains) != 1 || np.AllowedDomains[0] != "allowed.test" {
+		t.Fatalf("a computer of the template: %+v", c)
+	}
+	if out := s.exec(t, c.ID, "cat /fetched.txt; curl -sS --noproxy '*' --max-time 10 http://allowed.test/"); strings.Count(out, "hello allowed.test from 198.51.100.10") != 2 {
+		t.Errorf("the template's file and its network policy: %s", out)
+	}
+	// A request's own policy replaces the template's.
+	s.decode("POST", "/v1/computers", `{"template": "fetched", "network_policy": {"type": "disabled"}}`, 201, &c)
+	if c.Limits.NetworkPolicy != nil && len(c.Limits.NetworkPolicy.AllowedDomains) > 0 {
+		t.Fatalf("a computer that asks for no network: %+v", c)
 	}
 	// A host the policy does not allow: the step fails, so does the build.
 	r := s.do("POST", "/v1/templates", body("other", spec(`"curl -sS --noproxy '*' --max-time 10 http://other.test/"`, `"allowed.test"`)))

@@ -444,8 +444,8 @@ func TestTemplateDefaults(t *testing.T) {
 	for defaults, want := range map[string]string{
 		`{"prelude": "def (:"}`:                         "defaults.prelude does not compile: SyntaxError",
 		`{"memory_mb": 8}`:                              "defaults.memory_mb: 8 is not between 32 and",
-		`{"network_policy": {"type": "disabled"}}`:      `defaults.network_policy.type must be \"allowlist\"`,
-		`{"lifetime_seconds": 60, "working_dir": "/x"}`: `unknown field \"working_dir\"`,
+		`{"network_policy": {"type": "disabled"}}`:      `defaults.network_policy.type must be "allowlist"`,
+		`{"lifetime_seconds": 60, "working_dir": "/x"}`: `unknown field "working_dir"`,
 	} {
 		r := e.do(e.admin, "POST", "/v1/templates", map[string]any{"name": "bad", "spec": json.RawMessage(`{"base": "kernel-big", "defaults": ` + defaults + `}`)})
 		if er := r.wantError(t, http.StatusBadRequest, "invalid_request"); !strings.Contains(er.Error.Message, want) {
