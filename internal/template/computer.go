@@ -22,7 +22,7 @@ type ComputerDefaults struct {
 	LifetimeSeconds    int `json:"lifetime_seconds,omitempty"`
 	// Prelude replaces the deployment's Python prelude (python.prelude)
 	// in the computers' kernels; checked to compile.
-	Prelude       string         `json:"prelude,omitempty"`
+	Prelude       string     `json:"prelude,omitempty"`
 	NetworkPolicy *Allowlist `json:"network_policy,omitempty"`
 }
 
