@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -119,15 +120,16 @@ Flags:
 
 // templateFlags are the flags of every template verb.
 type templateFlags struct {
-	verb    string
-	data    *string
-	config  *string
-	asJSON  *bool
-	name    *string
-	replace *bool
-	refresh *bool
-	force   *bool
-	run     template.RunFunc // build: runs its run steps
+	verb     string
+	data     *string
+	config   *string
+	asJSON   *bool
+	name     *string
+	replace  *bool
+	defaults *string
+	refresh  *bool
+	force    *bool
+	run      template.RunFunc // build: runs its run steps
 }
 
 func templateCmd(args []string) int {
@@ -152,6 +154,9 @@ func templateCmd(args []string) int {
 	if args[0] == "import" || args[0] == "pull" || args[0] == "build" {
 		v.name = fs.String("name", "", "name of the new template (required)")
 		v.replace = fs.Bool("replace", false, "replace a template of the same name")
+	}
+	if args[0] == "import" || args[0] == "pull" {
+		v.defaults = fs.String("defaults", "", `what the template asks of its computers, as JSON: {"memory_mb", "exec_timeout_seconds", "lifetime_seconds", "prelude", "network_policy"} (a build's are its spec's "defaults")`)
 	}
 	if args[0] == "build" {
 		v.refresh = fs.Bool("refresh", false, "run mmdebstrap again even if the spec's build is cached")
@@ -214,7 +219,7 @@ func buildRunner(cfg config.Config, data string) (run template.RunFunc, done fun
 			if err != nil {
 				return template.RunResult{}, err
 			}
-			drv, runner = d, computer.TemplateRunner(d)
+			drv, runner = d, computer.TemplateRunner(d, nil)
 		}
 		return runner(ctx, step)
 	}
@@ -253,6 +258,12 @@ func templateImport(ctx context.Context, st *template.Store, v *templateFlags, p
 	opts := template.Options{Name: *v.name, Replace: *v.replace, Progress: printTemplateProgress, Run: v.run}
 	var t template.Template
 	var err error
+	if v.defaults != nil && *v.defaults != "" {
+		if opts.Computer, err = template.ParseComputer(ctx, []byte(*v.defaults)); err != nil {
+			fmt.Fprintf(os.Stderr, "cubicle template %s: --defaults: %v\n", v.verb, err)
+			return 2
+		}
+	}
 	switch v.verb {
 	case "pull":
 		fmt.Fprintf(os.Stderr, "pulling %s\n", pos[0])
@@ -372,6 +383,10 @@ func templateInspect(ctx context.Context, st *template.Store, v *templateFlags, 
 	line("user", t.Defaults.User)
 	line("command", strings.TrimSpace(strings.Join(t.Defaults.Entrypoint, " ")+" "+strings.Join(t.Defaults.Cmd, " ")))
 	line("skipped", fmt.Sprintf("%d device nodes, %d FIFOs", t.Skipped.Devices, t.Skipped.FIFOs))
+	if t.Computer != (template.ComputerDefaults{}) {
+		b, _ := json.Marshal(t.Computer)
+		line("defaults", string(b))
+	}
 	printOut(*v.asJSON, withRoot(st, t), b.String())
 	return 0
 }

@@ -400,12 +400,21 @@ type plan struct {
 // plan works out the computer req asks p for: limits clamped to the key's
 // and the deployment's, its template and its network.
 func (m *Manager) plan(ctx context.Context, p governance.Principal, req CreateRequest) (plan, error) {
-	network, internet, err := m.internet(p, req.NetworkPolicy)
+	tmpl, from := m.templateName(p, req)
+	root, t, err := m.root(ctx, tmpl, from)
 	if err != nil {
 		return plan{}, err
 	}
-	tmpl, from := m.templateName(p, req)
-	root, rootEnv, err := m.root(ctx, tmpl, from)
+	rootEnv := t.Defaults.Env
+	req = withTemplateDefaults(req, t.Computer)
+	network, internet, err := m.internet(p, req.NetworkPolicy)
+	if err != nil && req.NetworkPolicy != nil && req.NetworkPolicy.fromTemplate {
+		// The template's policy goes only as far as the deployment,
+		// organisation and key let internet reach: else as if none.
+		log.From(ctx).DebugContext(ctx, "the template's network policy is not applied", "template", tmpl, "err", err)
+		req.NetworkPolicy = nil
+		network, internet, err = m.internet(p, nil)
+	}
 	if err != nil {
 		return plan{}, err
 	}

@@ -54,6 +54,9 @@ type NetworkPolicy struct {
 	// domain (OpenAI's domain_secrets): in a request with their values,
 	// in the store and every view without (names only).
 	DomainSecrets []DomainSecret `json:"domain_secrets,omitempty"`
+	// fromTemplate marks a template's default (template.ComputerDefaults), which
+	// is left out, not refused, where internet is not allowed.
+	fromTemplate bool
 }
 
 // DomainSecret is one of a network policy's domain_secrets (OpenAI's

@@ -147,12 +147,12 @@ func (m *Manager) poolRoots(ctx context.Context) error {
 			return fmt.Errorf("template.pools: %q is the default template, whose pool is computers.pool_size", name)
 		}
 		seen[name] = true
-		root, env, err := m.root(ctx, name, from)
+		root, t, err := m.root(ctx, name, from)
 		if err != nil {
 			return err
 		}
-		pl.spec.Root, pl.spec.Env = root, env
-		if m.cfg.Prelude != "" && (root.Image == "" || root.Python != "") {
+		pl.spec.Root, pl.spec.Env = root, t.Defaults.Env
+		if (m.cfg.Prelude != "" || root.Prelude != "") && (root.Image == "" || root.Python != "") {
 			pl.warm = m.warmKernel
 		}
 	}

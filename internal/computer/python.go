@@ -235,12 +235,16 @@ func (m *Manager) warmKernel(ctx context.Context, sb sandbox.Sandbox) error {
 	return nil
 }
 
-// preludeFor is the prelude of computers of spec: the configured one on
+// preludeFor is the prelude of computers of spec: their template's own
+// (template.ComputerDefaults.Prelude) when it has one, else the configured one on
 // the host's runtime; on a template, which may lack what it imports,
 // each of its top-level statements runs guarded, so the prelude imports
 // what the template has and skips the rest (an indented prelude is
 // guarded whole).
 func (m *Manager) preludeFor(spec sandbox.Spec) string {
+	if spec.Root.Prelude != "" {
+		return spec.Root.Prelude // the template's own, for what it has
+	}
 	if spec.Root.Image == "" || m.cfg.Prelude == "" {
 		return m.cfg.Prelude
 	}

@@ -25,6 +25,9 @@ type TemplateRequest struct {
 	Replace bool
 	Spec    json.RawMessage
 	Pull    string
+	// Defaults are a pulled template's (template.ComputerDefaults); a build's
+	// are its spec's "defaults".
+	Defaults json.RawMessage
 }
 
 // CreateTemplate builds or pulls a template; progress, when set, gets its
@@ -39,26 +42,48 @@ func (m *Manager) CreateTemplate(ctx context.Context, p governance.Principal, re
 	if err := template.CheckName(req.Name); err != nil {
 		return TemplateView{}, templateError("name", err)
 	}
-	opts := template.Options{Name: req.Name, Replace: req.Replace, Progress: progress, Run: TemplateRunner(m.driver)}
+	opts := template.Options{Name: req.Name, Replace: req.Replace, Progress: progress, Run: TemplateRunner(m.driver, nil)}
 	var t template.Template
 	var err error
 	if req.Pull != "" {
+		if opts.Computer, err = pullDefaults(ctx, req.Defaults); err != nil {
+			return TemplateView{}, err
+		}
 		if t, err = m.cfg.Templates.Pull(ctx, req.Pull, opts); err != nil {
 			return TemplateView{}, templateError("pull", err)
 		}
 	} else {
-		sp, err := template.ParseSpec(req.Spec, "")
-		if err == nil {
-			t, err = m.cfg.Templates.BuildSpec(ctx, sp, "api", false, opts)
+		if len(req.Defaults) > 0 {
+			return TemplateView{}, fieldError("defaults", "a build's defaults are its spec's \"defaults\"")
 		}
+		sp, err := template.ParseSpec(req.Spec, "")
 		if err != nil {
+			return TemplateView{}, templateError("spec", err)
+		}
+		net, err := m.buildNetwork(p, sp.NetworkPolicy)
+		if err != nil {
+			return TemplateView{}, err
+		}
+		opts.Run, opts.Network = TemplateRunner(m.driver, net), net != nil
+		if t, err = m.cfg.Templates.BuildSpec(ctx, sp, "api", false, opts); err != nil {
 			return TemplateView{}, templateError("spec", err)
 		}
 	}
 	m.gov.Record(ctx, p, "template.created", "", map[string]any{"template": t.Name, "id": t.ID, "source": t.Source.Kind})
 	def, _ := m.templateName(p, CreateRequest{})
-	return TemplateView{Name: t.Name, ID: t.ID, Created: t.Created, Size: t.Size, Files: t.Files,
-		Python: kernelPython(t), Default: def == t.Name}, nil
+	return templateView(t, def), nil
+}
+
+// pullDefaults parses and checks a pull's defaults (none: zero).
+func pullDefaults(ctx context.Context, b json.RawMessage) (template.ComputerDefaults, error) {
+	if len(b) == 0 {
+		return template.ComputerDefaults{}, nil
+	}
+	d, err := template.ParseComputer(ctx, b)
+	if err != nil {
+		return d, templateError("defaults", err)
+	}
+	return d, nil
 }
 
 // DeleteTemplate removes a template no running or paused computer was made from,

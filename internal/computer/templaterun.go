@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/template"
 )
@@ -15,17 +16,24 @@ const buildPids = 1024
 
 // TemplateRunner runs template builds' run steps (template.Options.Run)
 // in build computers of drv: a computer on the root of the layers so far,
-// made writable (sandbox.Root.Build), without network, with the step's
+// made writable (sandbox.Root.Build), without network (or, for a step
+// whose spec has a network_policy, with net's internet), with the step's
 // memory, disk and time; the step runs as root of the computer's user
 // namespace. The step's output goes to step.Output as it comes; its
 // changes are read once the computer was killed.
-func TemplateRunner(drv sandbox.Driver) template.RunFunc {
+func TemplateRunner(drv sandbox.Driver, net *BuildNetwork) template.RunFunc {
 	return func(ctx context.Context, step template.RunStep) (template.RunResult, error) {
 		timeout := time.Duration(step.Limits.TimeoutSeconds) * time.Second
 		spec := sandbox.Spec{
 			MemoryBytes: int64(step.Limits.MemoryMB) << 20, DiskBytes: int64(step.Limits.DiskMB) << 20,
 			CPUs: sandbox.DefaultCPUs, Pids: buildPids, Timeout: timeout, Network: sandbox.NetworkNone, Env: step.Env,
 			Root: sandbox.Root{Template: fmt.Sprintf("build step %d", step.N), Image: step.Image, Build: true},
+		}
+		if step.Network != nil {
+			if net == nil {
+				return template.RunResult{}, fmt.Errorf("%w: network_policy: this build has no internet for its run steps", template.ErrInvalid)
+			}
+			spec.Network, spec.Internet, spec.Owner = sandbox.NetworkInternet, net.Policy, net.Owner
 		}
 		sb, err := drv.Create(ctx, spec)
 		if err != nil {
@@ -60,6 +68,31 @@ func TemplateRunner(drv sandbox.Driver) template.RunFunc {
 		res.Changes, res.UserUID, err = rc.RootChanges(ctx)
 		return res, err
 	}
+}
+
+// BuildNetwork is the internet of a build's run steps when its spec has a
+// network_policy: Policy as checked for a computer of Owner's (the
+// deployment's, organisation's and key's allowlists; no domain secrets),
+// whose egress records the steps' connections.
+type BuildNetwork struct {
+	Policy sandbox.InternetPolicy
+	Owner  sandbox.Owner
+}
+
+// buildNetwork checks a spec's network_policy as a computer's of p
+// (nil: none asked).
+func (m *Manager) buildNetwork(p governance.Principal, n *template.Allowlist) (*BuildNetwork, error) {
+	if n == nil {
+		return nil, nil
+	}
+	_, pol, err := m.internet(p, &NetworkPolicy{Type: n.Type, AllowedDomains: n.AllowedDomains, AllowedCIDRs: n.AllowedCIDRs})
+	if err != nil {
+		return nil, err
+	}
+	if r := p.ComputerInternet(); r != nil {
+		return nil, fmt.Errorf("%w: network_policy: the %s's policy withholds internet computers (%s): its run steps would have no network", ErrForbidden, r.Level, r.Reason)
+	}
+	return &BuildNetwork{Policy: pol, Owner: sandbox.Owner{Org: p.Org.ID, Key: p.Key.ID}}, nil
 }
 
 // stepError classifies what the build's spec or image caused (a working

@@ -42,6 +42,14 @@ type TemplateView struct {
 	// with ipykernel.
 	Python  string
 	Default bool // the caller's computers that name no template get this one
+	// Defaults are what it asks of its computers (template.ComputerDefaults).
+	Defaults template.ComputerDefaults
+}
+
+// templateView is t's view; def is the caller's default template.
+func templateView(t template.Template, def string) TemplateView {
+	return TemplateView{Name: t.Name, ID: t.ID, Created: t.Created, Size: t.Size, Files: t.Files,
+		Python: kernelPython(t), Default: def == t.Name, Defaults: t.Computer}
 }
 
 // templateName is the template a computer of req is made from for p: the
@@ -61,30 +69,53 @@ func (m *Manager) templateName(p governance.Principal, req CreateRequest) (name,
 }
 
 // root resolves a template to the root filesystem of a computer and the
-// environment its image sets (PATH and the like).
-func (m *Manager) root(ctx context.Context, name, from string) (sandbox.Root, []string, error) {
+// template (its Defaults.Env is the environment its image sets, PATH and
+// the like; its Computer what it asks of its computers); the host's is the
+// zero Template.
+func (m *Manager) root(ctx context.Context, name, from string) (sandbox.Root, template.Template, error) {
 	if name == HostTemplate {
-		return sandbox.Root{}, nil, nil
+		return sandbox.Root{}, template.Template{}, nil
 	}
 	what := fmt.Sprintf("template %q", name)
 	if from != "" {
 		what = fmt.Sprintf("%s, %q,", from, name)
 	}
 	if m.cfg.Templates == nil {
-		return sandbox.Root{}, nil, fieldError("template", "this deployment has no templates but %q: %s does not exist", HostTemplate, what)
+		return sandbox.Root{}, template.Template{}, fieldError("template", "this deployment has no templates but %q: %s does not exist", HostTemplate, what)
 	}
 	t, err := m.cfg.Templates.Get(ctx, name)
 	if errors.Is(err, template.ErrNotFound) || errors.Is(err, template.ErrInvalid) {
-		return sandbox.Root{}, nil, fieldError("template", "no %s (GET /v1/templates lists them)", what)
+		return sandbox.Root{}, template.Template{}, fieldError("template", "no %s (GET /v1/templates lists them)", what)
 	}
 	if err != nil {
-		return sandbox.Root{}, nil, fmt.Errorf("template %s: %w", name, err)
+		return sandbox.Root{}, template.Template{}, fmt.Errorf("template %s: %w", name, err)
 	}
 	img, err := m.cfg.Templates.Image(ctx, t)
 	if err != nil {
-		return sandbox.Root{}, nil, err
+		return sandbox.Root{}, template.Template{}, err
 	}
-	return sandbox.Root{Template: t.Name, Image: img, Python: kernelPython(t)}, t.Defaults.Env, nil
+	return sandbox.Root{Template: t.Name, Image: img, Python: kernelPython(t), Prelude: t.Computer.Prelude}, t, nil
+}
+
+// withTemplateDefaults fills in what req leaves out with its template's
+// defaults (template.ComputerDefaults): the request's own values win; the key's
+// limits and the deployment's caps then bound both, as they bound a
+// request's (plan).
+func withTemplateDefaults(req CreateRequest, d template.ComputerDefaults) CreateRequest {
+	if req.MemoryMB == 0 {
+		req.MemoryMB = int64(d.MemoryMB)
+	}
+	if req.Lifetime == 0 {
+		req.Lifetime = time.Duration(d.LifetimeSeconds) * time.Second
+	}
+	if req.ExecTimeout == 0 {
+		req.ExecTimeout = time.Duration(d.ExecTimeoutSeconds) * time.Second
+	}
+	if req.NetworkPolicy == nil && d.NetworkPolicy != nil {
+		req.NetworkPolicy = &NetworkPolicy{Type: d.NetworkPolicy.Type, AllowedDomains: d.NetworkPolicy.AllowedDomains,
+			AllowedCIDRs: d.NetworkPolicy.AllowedCIDRs, fromTemplate: true}
+	}
+	return req
 }
 
 // CheckKernelTemplate refuses, saying what is missing, the template name
@@ -133,8 +164,7 @@ func (m *Manager) ListTemplates(ctx context.Context, p governance.Principal) ([]
 		return nil, err
 	}
 	for _, t := range ts {
-		out = append(out, TemplateView{Name: t.Name, ID: t.ID, Created: t.Created, Size: t.Size, Files: t.Files,
-			Python: kernelPython(t), Default: def == t.Name})
+		out = append(out, templateView(t, def))
 	}
 	return out, nil
 }

@@ -22,6 +22,9 @@ type templateView struct {
 	Files     int64   `json:"files"`
 	Python    *string `json:"python"` // null: no Python calls on its computers
 	Default   bool    `json:"default"`
+	// Defaults are what the template asks of its computers (limits,
+	// prelude, network policy); absent when nothing.
+	Defaults *template.ComputerDefaults `json:"defaults,omitempty"`
 }
 
 func templateViewOf(t computer.TemplateView) templateView {
@@ -33,6 +36,9 @@ func templateViewOf(t computer.TemplateView) templateView {
 	if t.Python != "" {
 		py := t.Python
 		v.Python = &py
+	}
+	if d := t.Defaults; d != (template.ComputerDefaults{}) {
+		v.Defaults = &d
 	}
 	return v
 }
@@ -71,6 +77,8 @@ type templateBody struct {
 	Replace bool            `json:"replace,omitempty"`
 	Spec    json.RawMessage `json:"spec,omitempty"`
 	Pull    string          `json:"pull,omitempty"`
+	// Defaults are a pulled template's (a build's are its spec's).
+	Defaults json.RawMessage `json:"defaults,omitempty"`
 }
 
 // createTemplate builds or pulls a template (admin key only). With
@@ -81,7 +89,7 @@ func (a *API) createTemplate(w http.ResponseWriter, r *http.Request, p governanc
 	if err := decode(r, &body); err != nil {
 		return err
 	}
-	req := computer.TemplateRequest{Name: body.Name, Replace: body.Replace, Spec: body.Spec, Pull: body.Pull}
+	req := computer.TemplateRequest{Name: body.Name, Replace: body.Replace, Spec: body.Spec, Pull: body.Pull, Defaults: body.Defaults}
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		t, err := a.comp.CreateTemplate(r.Context(), p, req, nil)
 		if err != nil {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -343,6 +344,112 @@ func TestTemplateSourcesRunPython(t *testing.T) {
 		e.do(key, "POST", "/v1/computers/"+c.ID+"/python", map[string]any{"cells": []map[string]string{{"code": "import sys; print(sys.executable)"}}}).json(t, &res)
 		if res.Status != "ok" || res.Cells[0].stdout() != "/usr/bin/python3\n" {
 			t.Fatalf("%s: python: %+v", name, res)
+		}
+	}
+}
+
+// TestTemplatePipInstallUser: on a Debian template with Debian's
+// python3-pip (not the host's runtime), pip install --user of a local
+// package (no PyPI here) writes to the workspace, the computer's writable
+// layer, past Debian's "externally managed" refusal (the computer's
+// PIP_BREAK_SYSTEM_PACKAGES), and the template's Python imports it; the
+// root stays read-only.
+func TestTemplatePipInstallUser(t *testing.T) {
+	e := newEnv(t, func(c *computer.Config) { c.Templates = templatetest.DebianPip(t) })
+	_, key := e.newKey(e.newOrg("t", true), computerCaps)
+	c := e.create(key, map[string]any{"template": templatetest.DebianPipName})
+	e.sh(key, c.ID, `mkdir -p /workspace/src/hello && cd /workspace/src/hello &&
+printf 'from setuptools import setup\nsetup(name="cubicle-hello", version="1.0", py_modules=["cubicle_hello"])\n' > setup.py &&
+printf 'def greet():\n    return "hello from the workspace"\n' > cubicle_hello.py`)
+	const install = "python3 -m pip install --user --no-index --no-build-isolation /workspace/src/hello 2>&1"
+	if got := e.sh(key, c.ID, "cd /tmp && env -u PIP_BREAK_SYSTEM_PACKAGES "+install+"; echo exit $?"); !strings.Contains(got, "externally-managed-environment") || strings.HasSuffix(got, "exit 0\n") {
+		t.Fatalf("control, without PIP_BREAK_SYSTEM_PACKAGES: %q", got)
+	}
+	if got := e.sh(key, c.ID, "cd /tmp && "+install+"; echo exit $?"); !strings.Contains(got, "Successfully installed cubicle-hello-1.0") || !strings.HasSuffix(got, "exit 0\n") {
+		t.Fatalf("pip install --user: %q", got)
+	}
+	if got := e.sh(key, c.ID, "cd / && python3 -c 'import cubicle_hello, pip; print(cubicle_hello.greet(), cubicle_hello.__file__, pip.__file__)'"); !strings.HasPrefix(got, "hello from the workspace /workspace/.local/lib/python3.11/site-packages/cubicle_hello.py /usr/lib/python3/dist-packages/pip/") {
+		t.Fatalf("import after install: %q", got)
+	}
+	if got := e.sh(key, c.ID, "python3 -m pip install --no-index --no-build-isolation --prefix /usr/local /workspace/src/hello >/dev/null 2>&1; echo exit $?; touch /usr/x 2>&1 || true"); !strings.HasPrefix(got, "exit 1\n") || !strings.Contains(got, "Read-only file system") {
+		t.Fatalf("a system install: %q", got)
+	}
+}
+
+// TestTemplateDefaults: a template's defaults (its spec's "defaults")
+// are shown in GET /v1/templates/{name} and applied at create: its
+// limits when the request gives none (a request's own win, the key's
+// limits and the deployment's caps bound both), its prelude instead of
+// the deployment's in the kernel, and its network policy only where
+// internet is allowed (not on this deployment: the computer has none).
+func TestTemplateDefaults(t *testing.T) {
+	st := templatetest.DebianKernel(t)
+	build := func(name, defaults string) {
+		t.Helper()
+		sp, err := template.ParseSpec([]byte(`{"base": "`+templatetest.DebianKernelName+`", "defaults": `+defaults+`}`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.BuildSpec(t.Context(), sp, "test", false, template.Options{Name: name, Replace: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build("kernel-defaults", `{"memory_mb": 128, "exec_timeout_seconds": 7, "lifetime_seconds": 120,
+		"prelude": "import json as template_json\nMARK = 6*7\n", "network_policy": {"type": "allowlist", "allowed_domains": ["allowed.test"]}}`)
+	build("kernel-big", `{"memory_mb": 100000, "lifetime_seconds": 100000}`)
+	e := newEnv(t, func(c *computer.Config) { c.Templates, c.Prelude = st, config.DefaultPrelude })
+	org := e.newOrg("t", true)
+	_, key := e.newKey(org, computerCaps)
+
+	var got struct {
+		Defaults struct {
+			MemoryMB      int    `json:"memory_mb"`
+			Prelude       string `json:"prelude"`
+			NetworkPolicy struct {
+				AllowedDomains []string `json:"allowed_domains"`
+			} `json:"network_policy"`
+		} `json:"defaults"`
+	}
+	e.do(key, "GET", "/v1/templates/kernel-defaults", nil).json(t, &got)
+	if got.Defaults.MemoryMB != 128 || !strings.Contains(got.Defaults.Prelude, "MARK = 6*7") || len(got.Defaults.NetworkPolicy.AllowedDomains) != 1 {
+		t.Fatalf("GET kernel-defaults: %+v", got)
+	}
+	limits := func(c view) string {
+		return fmt.Sprintf("memory %d, exec %d, lifetime %d", c.Limits.MemoryMB, c.Limits.ExecTimeoutSeconds, c.Limits.LifetimeSeconds)
+	}
+	c := e.create(key, map[string]any{"template": "kernel-defaults"})
+	if l := limits(c); l != "memory 128, exec 7, lifetime 120" {
+		t.Fatalf("the template's defaults: %s", l)
+	}
+	if r := e.do(key, "GET", "/v1/computers/"+c.ID, nil); r.code != http.StatusOK || strings.Contains(r.String(), "allowed.test") {
+		t.Fatalf("the template's network policy on a deployment without internet: %s", r)
+	}
+	var res pyResult
+	e.do(key, "POST", "/v1/computers/"+c.ID+"/python", map[string]any{"cells": []map[string]string{{"code": "print(MARK, template_json.__name__, 'np' in dir())"}}}).json(t, &res)
+	if res.Status != "ok" || res.Cells[0].stdout() != "42 json False\n" {
+		t.Fatalf("the template's prelude: %+v", res)
+	}
+	// The request's own values win, within the deployment's caps (memory
+	// 256 MiB, lifetime 600 s, exec 30 s).
+	if l := limits(e.create(key, map[string]any{"template": "kernel-defaults", "memory_mb": 200, "lifetime_seconds": 300, "exec_timeout_seconds": 9000})); l != "memory 200, exec 30, lifetime 300" {
+		t.Fatalf("a request's limits over the template's: %s", l)
+	}
+	if l := limits(e.create(key, map[string]any{"template": "kernel-big"})); l != "memory 256, exec 30, lifetime 600" {
+		t.Fatalf("a template's defaults above the deployment's caps: %s", l)
+	}
+	_, small := e.newKey(org, `{"tooling":{"system_tools":["computer"]},"computer":{"lifetime_seconds":60,"exec_timeout_seconds":5},"files":{},"artifacts":{}}`)
+	if l := limits(e.create(small, map[string]any{"template": "kernel-defaults"})); l != "memory 128, exec 5, lifetime 60" {
+		t.Fatalf("a template's defaults above the key's limits: %s", l)
+	}
+	for defaults, want := range map[string]string{
+		`{"prelude": "def (:"}`:                         "defaults.prelude does not compile: SyntaxError",
+		`{"memory_mb": 8}`:                              "defaults.memory_mb: 8 is not between 32 and",
+		`{"network_policy": {"type": "disabled"}}`:      `defaults.network_policy.type must be "allowlist"`,
+		`{"lifetime_seconds": 60, "working_dir": "/x"}`: `unknown field "working_dir"`,
+	} {
+		r := e.do(e.admin, "POST", "/v1/templates", map[string]any{"name": "bad", "spec": json.RawMessage(`{"base": "kernel-big", "defaults": ` + defaults + `}`)})
+		if er := r.wantError(t, http.StatusBadRequest, "invalid_request"); !strings.Contains(er.Error.Message, want) {
+			t.Errorf("%s: %s (want %q)", defaults, er.Error.Message, want)
 		}
 	}
 }

@@ -343,6 +343,9 @@ type Root struct {
 	// Python is the template's python3 with ipykernel, a path inside the
 	// image; "" when it has none (Python calls then fail saying so).
 	Python string `json:"python,omitempty"`
+	// Prelude is the template's own Python prelude, which replaces the
+	// deployment's in the computer's kernels ("": the deployment's).
+	Prelude string `json:"prelude,omitempty"`
 	// Build makes the computer a template build's (a run step's): its
 	// root is writable, an overlay over the image whose upper layer is on
 	// the computer's own disk (within DiskBytes; /workspace is a directory

@@ -54,6 +54,12 @@ type Spec struct {
 	// RunLimits bound each run step (DefaultRunLimits, at most
 	// MaxRunLimits).
 	RunLimits RunLimits `json:"run_limits,omitzero"`
+	// NetworkPolicy gives the run steps' build computers the internet
+	// the policy allows, through the deployment's egress (NetworkPolicy).
+	NetworkPolicy *Allowlist `json:"network_policy,omitempty"`
+	// Defaults are what the template asks of its computers (Computer),
+	// over its base's.
+	Defaults ComputerDefaults `json:"defaults,omitzero"`
 }
 
 // FileSpec is a file or directory tree copied into a built template: Src
@@ -94,7 +100,7 @@ func ParseSpec(b []byte, dir string) (Spec, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sp); err != nil {
-		return sp, errf(ErrInvalid, "%v (want {\"suite\", \"variant\", \"packages\", \"mirror\"} or {\"base\"}, and \"files\", \"env\", \"run\", \"run_limits\")", err)
+		return sp, errf(ErrInvalid, "%v (want {\"suite\", \"variant\", \"packages\", \"mirror\"} or {\"base\"}, and \"files\", \"env\", \"run\", \"run_limits\", \"network_policy\", \"defaults\")", err)
 	}
 	if dir == "" && len(sp.Files) > 0 {
 		return sp, errf(ErrInvalid, "files copy host paths: build a spec with files with 'cubicle template build' on the host")
@@ -102,7 +108,7 @@ func ParseSpec(b []byte, dir string) (Spec, error) {
 	if err := sp.check(dir); err != nil {
 		return sp, errf(ErrInvalid, "%v", err)
 	}
-	return sp, nil
+	return sp, sp.Defaults.Check(context.Background(), "defaults")
 }
 
 // check validates sp and fills in its defaults; dir is where relative
@@ -110,7 +116,7 @@ func ParseSpec(b []byte, dir string) (Spec, error) {
 func (sp *Spec) check(dir string) error {
 	if sp.Base != "" {
 		if sp.Suite != "" || sp.Variant != "" || len(sp.Packages) > 0 || sp.Mirror != "" {
-			return fmt.Errorf("base %q: suite, variant, packages and mirror make a Debian release instead; give one or the other (run steps have no network: packages come with a Debian release, or as files)", sp.Base)
+			return fmt.Errorf("base %q: suite, variant, packages and mirror make a Debian release instead; give one or the other (packages come with a Debian release, as files, or from a run step with a network_policy)", sp.Base)
 		}
 		if err := CheckName(sp.Base); err != nil {
 			return fmt.Errorf("base: %v", err)
@@ -182,6 +188,15 @@ func (s *Store) Build(ctx context.Context, specPath string, refresh bool, opts O
 // BuildSpec is Build of a checked spec (ParseSpec); ref says where it came
 // from (Source.Ref).
 func (s *Store) BuildSpec(ctx context.Context, sp Spec, ref string, refresh bool, opts Options) (Template, error) {
+	if sp.NetworkPolicy != nil && !opts.Network {
+		return Template{}, errf(ErrInvalid, "network_policy: run steps reach the internet only through a server's egress: build this spec over the API (POST /v1/templates) on a deployment with network.internet")
+	}
+	opts.Computer = sp.Defaults
+	if sp.Base != "" {
+		if base, err := s.Get(ctx, sp.Base); err == nil { // a missing base fails below
+			opts.Computer = base.Computer.merge(sp.Defaults)
+		}
+	}
 	return s.withImport(ctx, opts, func() (v1.Image, Source, func(), error) {
 		img := &builtImage{tars: map[v1.Hash]string{}}
 		if sp.Base != "" {

@@ -130,11 +130,14 @@ func TestBuildOnBase(t *testing.T) {
 
 	for body, want := range map[string]string{
 		`{"base": "nope"}`:                                          `base: no template "nope"`,
-		`{"base": "base", "packages": ["curl"]}`:                    "run steps have no network: packages come with a Debian release, or as files",
+		`{"base": "base", "packages": ["curl"]}`:                    "packages come with a Debian release, as files, or from a run step with a network_policy",
 		`{"base": "base", "run": ["true"]}`:                         "run steps need a build computer",
 		`{"base": "base", "files": [{"src": "gone", "dst": "/x"}]}`: "files[0]: lstat",
 		`{"base": "base", "files": [{"src": "app", "dst": "x"}]}`:   "an absolute path in the root",
 		`{"base": "base", "env": ["1X=2"]}`:                         `env: "1X=2" is not NAME=value`,
+		`{"base": "base", "run": ["true"], "network_policy": {"type": "allowlist", "allowed_domains": ["a.test"]}}`: "build this spec over the API (POST /v1/templates)",
+		`{"base": "base", "run": ["true"], "network_policy": {"type": "allowlist"}}`:                                "an allowlist needs at least one domain",
+		`{"base": "base", "network_policy": {"type": "allowlist", "allowed_domains": ["a.test"]}}`:                  "network_policy is the run steps' network: give run steps",
 	} {
 		os.WriteFile(filepath.Join(dir, "bad.json"), []byte(body), 0o600)
 		if _, err := s.Build(ctx, filepath.Join(dir, "bad.json"), false, template.Options{Name: "bad"}); err == nil || !strings.Contains(err.Error(), want) {

@@ -79,6 +79,7 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, src Source, opts 
 		Created: time.Now().UTC().Truncate(time.Second), Size: rm.Size, Files: rm.Files,
 		Defaults: Defaults{Env: cfg.Config.Env, WorkingDir: cfg.Config.WorkingDir, User: cfg.Config.User,
 			Entrypoint: cfg.Config.Entrypoint, Cmd: cfg.Config.Cmd},
+		Computer: opts.Computer,
 	}
 	for _, m := range metas {
 		t.Skipped.add(m.Skipped)

@@ -57,7 +57,7 @@ func (l *RunLimits) check() error {
 
 // checkRun checks a spec's run steps and their limits.
 func (sp *Spec) checkRun() error {
-	if len(sp.Run) == 0 && sp.RunLimits == (RunLimits{}) {
+	if len(sp.Run) == 0 && sp.RunLimits == (RunLimits{}) && sp.NetworkPolicy == nil {
 		return nil
 	}
 	if len(sp.Run) > maxRunSteps {
@@ -68,13 +68,50 @@ func (sp *Spec) checkRun() error {
 			return fmt.Errorf("run[%d]: give a shell command of 1 to %d bytes of UTF-8 text", i, maxRunLength)
 		}
 	}
+	if err := sp.NetworkPolicy.check(len(sp.Run)); err != nil {
+		return err
+	}
 	return sp.RunLimits.check()
+}
+
+// Allowlist is a spec's network_policy: the shape of a computer's
+// (POST /v1/computers), "allowlist" only. The server checks it against
+// the deployment's, organisation's and key's allowlists as a computer's.
+type Allowlist struct {
+	Type           string   `json:"type"`
+	AllowedDomains []string `json:"allowed_domains,omitempty"`
+	AllowedCIDRs   []string `json:"allowed_cidrs,omitempty"`
+}
+
+// maxNetworkPolicy bounds a network_policy's entries (a computer's bound).
+const maxNetworkPolicy = 256
+
+func (n *Allowlist) check(steps int) error {
+	if n != nil && steps == 0 {
+		return fmt.Errorf("network_policy is the run steps' network: give run steps, or leave it out (defaults.network_policy is the computers')")
+	}
+	return n.checkShape("network_policy")
+}
+
+// checkShape checks a policy (nil: none) named field in messages.
+func (n *Allowlist) checkShape(field string) error {
+	switch {
+	case n == nil:
+		return nil
+	case n.Type != "allowlist":
+		return fmt.Errorf("%s.type must be \"allowlist\" (leave the policy out for no network), got %q", field, n.Type)
+	case len(n.AllowedDomains) == 0 && len(n.AllowedCIDRs) == 0:
+		return fmt.Errorf("%s.allowed_domains: an allowlist needs at least one domain (or allowed_cidrs)", field)
+	case len(n.AllowedDomains)+len(n.AllowedCIDRs) > maxNetworkPolicy:
+		return fmt.Errorf("%s: at most %d entries", field, maxNetworkPolicy)
+	}
+	return nil
 }
 
 // RunStep is one run step for a RunFunc: Command runs with /bin/sh -c in
 // a build computer whose root is Image (the root of the layers so far)
 // made writable, as root of the computer's user namespace, with no
-// network, in WorkingDir with Env, within Limits.
+// network but what Network allows, in WorkingDir with Env, within Limits.
 type RunStep struct {
 	N, Of      int // the step's number, from 1, and how many there are
 	Command    string
@@ -82,6 +119,8 @@ type RunStep struct {
 	Env        []string
 	WorkingDir string
 	Limits     RunLimits
+	// Network is the spec's network_policy: nil, no network.
+	Network *Allowlist
 	// Output receives the step's output (stdout and stderr) as it comes.
 	Output func(p []byte)
 }
@@ -116,7 +155,7 @@ func (s *Store) runSteps(ctx context.Context, sp Spec, img *builtImage, dir stri
 	}
 	for i, command := range sp.Run {
 		step := RunStep{N: i + 1, Of: len(sp.Run), Command: command, Env: img.config.Config.Env,
-			WorkingDir: img.config.Config.WorkingDir, Limits: sp.RunLimits}
+			WorkingDir: img.config.Config.WorkingDir, Limits: sp.RunLimits, Network: sp.NetworkPolicy}
 		v, err := img.image()
 		if err != nil {
 			return err

@@ -33,6 +33,9 @@ type Template struct {
 	// and have a kernel spec of their own.
 	Kernel  bool    `json:"kernel,omitempty"`
 	Skipped Skipped `json:"skipped"`
+	// Computer is what the template asks of its computers (limits,
+	// prelude, network policy): a spec's defaults, or an import's.
+	Computer ComputerDefaults `json:"computer_defaults,omitzero"`
 }
 
 // Source says where a template came from.
@@ -78,6 +81,13 @@ type Options struct {
 	Progress func(Progress)
 	// Run runs a build's run steps; nil refuses a spec that has some.
 	Run RunFunc
+	// Computer is the template's defaults for its computers (checked
+	// with Computer.Check); a build's are its spec's, over its base's.
+	Computer ComputerDefaults
+	// Network says Run can give run steps the network their spec's
+	// network_policy asks for (a server with internet); without it such
+	// a spec is refused before anything is built.
+	Network bool
 }
 
 // Progress is one step of an import.

@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"log"
@@ -211,17 +212,38 @@ func Import(t testing.TB, s *template.Store, name, root string, env ...string) t
 // VM); later runs find it stored and take a second.
 func DebianKernel(t testing.TB) *template.Store {
 	t.Helper()
+	return Debian(t, DebianKernelName, func(tp template.Template) bool { return tp.Kernel }, "python3-ipykernel", "nodejs")
+}
+
+// DebianPip is DebianKernel's store holding the template DebianPipName:
+// Debian bookworm minbase with Debian's python3-pip (and so setuptools
+// and wheel), no kernel.
+func DebianPip(t testing.TB) *template.Store {
+	t.Helper()
+	return Debian(t, DebianPipName, func(tp template.Template) bool { return tp.Python != "" }, "python3-pip")
+}
+
+// DebianPipName names DebianPip's template.
+const DebianPipName = "debian-pip"
+
+// Debian is the store of the user's cache directory (see DebianKernel)
+// with the template name: built from Debian bookworm minbase with
+// packages unless stored and ok.
+func Debian(t testing.TB, name string, ok func(template.Template) bool, packages ...string) *template.Store {
+	t.Helper()
 	cache, err := os.UserCacheDir()
 	must(t, err)
 	s, err := template.Open(filepath.Join(cache, "cubicle-test", "templates"), template.Limits{MaxBytes: 4 << 30, MaxFiles: 500000})
 	must(t, err)
 	ctx := context.Background()
-	if t, err := s.Get(ctx, DebianKernelName); err == nil && t.Kernel {
+	if tp, err := s.Get(ctx, name); err == nil && ok(tp) {
 		return s
 	}
+	b, err := json.Marshal(map[string][]string{"packages": packages})
+	must(t, err)
 	spec := filepath.Join(t.TempDir(), "debian.json")
-	must(t, os.WriteFile(spec, []byte(`{"packages": ["python3-ipykernel", "nodejs"]}`), 0o600))
-	_, err = s.Build(ctx, spec, false, template.Options{Name: DebianKernelName, Replace: true})
+	must(t, os.WriteFile(spec, b, 0o600))
+	_, err = s.Build(ctx, spec, false, template.Options{Name: name, Replace: true})
 	must(t, err)
 	return s
 }
