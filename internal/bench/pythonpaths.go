@@ -158,7 +158,7 @@ func pyFirstWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig, 
 		name = fmt.Sprintf("cubicle first cell (warm pool, memory_mb %d)", memoryMB)
 		rows = []rowDef{
 			{RowPyFirstWarmMem, fmt.Sprintf("warm     memory_mb %d: new computer + first cell", memoryMB)},
-			{RowPyFirstWarmMemCreate, "warm       POST /v1/computers (from the pool, limit set live)"},
+			{RowPyFirstWarmMemCreate, "warm       POST /v1/computers (pool, limit set)"},
 			{RowPyFirstWarmMemCell, "warm       POST …/python (the cell)"},
 		}
 	}
