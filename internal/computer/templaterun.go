@@ -51,7 +51,10 @@ func TemplateRunner(drv sandbox.Driver, net *BuildNetwork) template.RunFunc {
 			cwd = "/"
 		}
 		env := []string{"HOME=/root", "USER=root", "LOGNAME=root"}
-		st, err := sb.Exec(ctx, sandbox.ExecRequest{Command: step.Command, Cwd: cwd, Env: env, Timeout: timeout},
+		// One stream, in the order the step wrote it: stderr joins stdout
+		// at the file descriptor (two pipes read apart interleave by
+		// chance), as a build log shows them.
+		st, err := sb.Exec(ctx, sandbox.ExecRequest{Command: "exec 2>&1\n" + step.Command, Cwd: cwd, Env: env, Timeout: timeout},
 			sandbox.ExecIO{Stdout: out, Stderr: out})
 		if err != nil {
 			return res, stepError(err)
