@@ -108,11 +108,7 @@ func TestFenceOnLostLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "c.db")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rawDB(t, dir)
 	if _, err := db.Exec(`ALTER TABLE instances RENAME TO instances_away`); err != nil {
 		t.Fatal(err)
 	}
@@ -155,11 +151,7 @@ func TestFenceOnLateBeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "c.db")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rawDB(t, dir)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -191,4 +183,16 @@ func TestFenceOnLateBeat(t *testing.T) {
 	if got, err := f.mgr.Get(ctx, f.p, kept.ID); err != nil || got.Status != store.StatusReady {
 		t.Fatalf("the kept computer: %+v %v", got, err)
 	}
+}
+
+// rawDB is a connection of its own to the fixture's database in dir, as
+// another replica (or an operator) would have; closed at the test's end.
+func rawDB(t *testing.T, dir string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "c.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
