@@ -353,8 +353,12 @@ func (s *Server) spawn(p *process, argv, env []string, cwd string, files []*os.F
 
 // credential is who user processes run as: the sandbox user, or root of
 // the computer's user namespace in a template build's computer
-// (protocol.Init.Build).
+// (protocol.Init.Build). A pod's agent (internal/sandbox/kube/podagent)
+// runs as the sandbox user itself: its children keep its identity.
 func (s *Server) credential() *syscall.Credential {
+	if os.Getuid() == SandboxUID && !s.init.Build {
+		return nil // a pod's agent: it already is the sandbox user, and may not call setgroups
+	}
 	if s.init.Build {
 		return &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
 	}

@@ -49,12 +49,12 @@ func AgentMain() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	init, err := build(conn)
 	if err != nil {
-		reportError(conn, err)
+		agent.ReportSetupError(conn, err)
 		return 1
 	}
 	ws, spawner, err := seal(init)
 	if err != nil {
-		reportError(conn, err)
+		agent.ReportSetupError(conn, err)
 		return 1
 	}
 	srv := agent.NewServer(conn, init, ws, spawner, log)
@@ -63,12 +63,6 @@ func AgentMain() int {
 		return 1
 	}
 	return 0
-}
-
-func reportError(conn *os.File, err error) {
-	b, _ := json.Marshal(protocol.WireError{Code: "internal", Message: "computer setup failed: " + err.Error()})
-	buf, _ := protocol.AppendFrame(nil, protocol.Frame{Kind: protocol.KindError, Payload: b})
-	conn.Write(buf)
 }
 
 // seal prepares the agent to serve: limits, the workspace descriptor, the

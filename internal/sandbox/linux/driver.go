@@ -3,7 +3,6 @@ package linux
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent"
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
@@ -275,7 +273,7 @@ func (c *computer) launch(ctx context.Context, device string) error {
 		return err
 	}
 	init.Seccomp = filter.Bytes()
-	if err := handshake(ctx, hostEnd, init); err != nil {
+	if err := agent.Handshake(ctx, hostEnd, init); err != nil {
 		hostEnd.Close()
 		return c.bootError(err)
 	}
@@ -317,42 +315,6 @@ func (c *computer) bootError(err error) error {
 		return fmt.Errorf("%w (agent output: %s)", err, out)
 	}
 	return err
-}
-
-// handshake sends Init and waits for Ready.
-func handshake(ctx context.Context, conn *os.File, init protocol.Init) error {
-	payload, err := json.Marshal(init)
-	if err != nil {
-		return err
-	}
-	buf, err := protocol.AppendFrame(nil, protocol.Frame{Kind: protocol.KindInit, Payload: payload})
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	conn.SetDeadline(deadline)
-	defer conn.SetDeadline(time.Time{})
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
-	if _, err := conn.Write(buf); err != nil {
-		return fmt.Errorf("start computer: send init: %w", err)
-	}
-	f, err := protocol.ReadFrame(conn)
-	if err != nil {
-		return fmt.Errorf("start computer: the agent did not answer: %w", err)
-	}
-	switch f.Kind {
-	case protocol.KindReady:
-		return nil
-	case protocol.KindError:
-		var w protocol.WireError
-		json.Unmarshal(f.Payload, &w)
-		return fmt.Errorf("start computer: %s", truncate(w.Message, 2048))
-	}
-	return fmt.Errorf("start computer: unexpected first frame kind %d", f.Kind)
 }
 
 func truncate(s string, n int) string {

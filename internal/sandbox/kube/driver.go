@@ -1,0 +1,209 @@
+package kube
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cubicle-sandbox/cubicle/internal/agent"
+	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/kube/podagent"
+)
+
+// Driver creates computers as Pods.
+type Driver struct {
+	cfg    Config
+	client podagent.Identity // the control plane's, shared by the deployment's replicas
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	running  map[string]*computer // this replica's computers, pooled ones too
+	pool     chan *computer       // ready pods of cfg.PoolSpec (pool.go)
+	wake     chan struct{}
+	stop     context.CancelFunc
+	bg       sync.WaitGroup
+	startErr error // why Start has not run
+}
+
+var (
+	_ sandbox.Driver = (*Driver)(nil)
+	_ sandbox.Closer = (*Driver)(nil)
+)
+
+var errNotStarted = errors.New("kubernetes driver: Start was not called")
+
+// New checks the API server and prepares the namespace: the control
+// plane's client identity (made once per deployment) and the
+// NetworkPolicy. Start must follow before computers are created.
+func New(ctx context.Context, cfg Config) (*Driver, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, log: cfg.Logger, running: map[string]*computer{}, startErr: errNotStarted,
+		pool: make(chan *computer, cfg.PoolSize), wake: make(chan struct{}, 1)}
+	var err error
+	if d.client, err = d.loadClientIdentity(ctx); err != nil {
+		return nil, unavailable("kubernetes driver: %w", err)
+	}
+	if err := d.ensurePolicy(ctx); err != nil {
+		return nil, unavailable("kubernetes driver: %w", err)
+	}
+	return d, nil
+}
+
+// Start names the replica that owns the driver's pods (instance, label
+// cubicle.dev/instance) and how to tell which replicas are alive (live;
+// nil: only this one), then starts the warm pool and the background GC.
+func (d *Driver) Start(instance string, live func(ctx context.Context) (map[string]bool, error)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	d.mu.Lock()
+	d.cfg.Instance, d.cfg.Live, d.stop, d.startErr = instance, live, cancel, nil
+	d.mu.Unlock()
+	if d.cfg.PoolSize > 0 {
+		d.bg.Add(1)
+		go d.refill(ctx)
+	}
+	if d.cfg.GCEvery > 0 {
+		d.bg.Add(1)
+		go d.gcLoop(ctx)
+	}
+}
+
+// Close stops the pool and the GC and destroys the pooled computers (the
+// owner destroyed the others before).
+func (d *Driver) Close(ctx context.Context) error {
+	d.mu.Lock()
+	stop := d.stop
+	d.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	d.bg.Wait()
+	for {
+		select {
+		case c := <-d.pool:
+			c.Destroy(ctx)
+		default:
+			return ctx.Err()
+		}
+	}
+}
+
+// newID returns a random computer id such as cmp_3f9c1a7b2d4e6f80a1b2c3d4.
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("cmp_%x", b)
+}
+
+// Create starts a computer: a pooled pod when spec is the pool's, else a
+// new pod.
+func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if spec.Network == "" {
+		spec.Network = sandbox.NetworkNone
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if err := unsupported(spec); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	err := d.startErr
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if c := d.claim(ctx, spec); c != nil {
+		return c, nil
+	}
+	return d.start(ctx, newID(), spec, stateClaimed)
+}
+
+// start makes computer id's pod and Secret, waits for the pod to run and
+// connects to its agent. A failed start deletes what it made.
+func (d *Driver) start(ctx context.Context, id string, spec sandbox.Spec, state string) (*computer, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	defer cancel()
+	server, err := podagent.NewIdentity(podName(id), identityValidity)
+	if err != nil {
+		return nil, err
+	}
+	fp, err := server.Fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	pod, err := d.cfg.Client.CoreV1().Pods(d.cfg.Namespace).Create(ctx, d.pod(id, state, fp, spec), metav1.CreateOptions{})
+	if err != nil {
+		return nil, unavailable("start computer: create pod: %w", err)
+	}
+	c := &computer{id: id, spec: spec, d: d, done: make(chan struct{})}
+	d.track(c)
+	fail := func(err error) (*computer, error) {
+		c.Destroy(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if _, err := d.cfg.Client.CoreV1().Secrets(d.cfg.Namespace).Create(ctx, d.secret(id, pod, server), metav1.CreateOptions{}); err != nil {
+		return fail(unavailable("start computer: create secret: %w", err))
+	}
+	ip, err := d.waitRunning(ctx, pod.Name)
+	if err != nil {
+		return fail(unavailable("start computer: pod %s: %w", pod.Name, err))
+	}
+	conn, err := d.connect(ctx, ip, fp)
+	if err != nil {
+		return fail(unavailable("start computer: pod %s: %w", pod.Name, err))
+	}
+	init := protocol.Init{
+		Hostname: "computer", Env: spec.Env, Timeout: protocol.Millis(spec.Timeout), MaxFile: spec.DiskBytes,
+		MemoryHint: spec.MemoryBytes, TmpBytes: tmpBytes(spec), Python: sandbox.DefaultPython,
+	}
+	if err := agent.Handshake(ctx, conn, init); err != nil {
+		conn.Close()
+		return fail(unavailable("pod %s: %w", pod.Name, err))
+	}
+	c.attach(agent.NewClient(conn))
+	return c, nil
+}
+
+func (d *Driver) track(c *computer) {
+	d.mu.Lock()
+	d.running[c.id] = c
+	d.mu.Unlock()
+}
+
+func (d *Driver) untrack(c *computer) {
+	d.mu.Lock()
+	delete(d.running, c.id)
+	d.mu.Unlock()
+}
+
+func (d *Driver) tracked(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.running[id] != nil
+}
+
+// remove deletes computer id's pod and Secret (gone already: nil). The pod
+// goes with a grace period of one second: the kubelet kills its
+// containers, then the API server removes it (a grace period of 0 would
+// remove it at once, before anything was killed).
+func (d *Driver) remove(ctx context.Context, id string) error {
+	grace := int64(1)
+	err := d.cfg.Client.CoreV1().Pods(d.cfg.Namespace).Delete(ctx, podName(id), metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pod %s: %w", podName(id), err)
+	}
+	err = d.cfg.Client.CoreV1().Secrets(d.cfg.Namespace).Delete(ctx, secretName(id), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete secret %s: %w", secretName(id), err)
+	}
+	return nil
+}
