@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox/kube/podagent"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux/agentbin"
 )
@@ -35,6 +36,9 @@ func commands() []command {
 }
 
 func main() {
+	if podagent.IsPod() { // a computer's agent in a Kubernetes pod (checked first: it may be PID 1)
+		os.Exit(podagent.Main())
+	}
 	if linux.IsAgent() {
 		os.Exit(linux.AgentMain())
 	}

@@ -51,6 +51,7 @@ func serveCmd(args []string) int {
 	listen := fs.String("listen", "", "address to listen on (default from config: 127.0.0.1:8080)")
 	data := fs.String("data", "", "data directory (default from config: /var/lib/cubicle)")
 	storeURL := fs.String("store", "", "the store: a postgres:// URL (default from config store.url: SQLite in the data directory)")
+	driver := fs.String("driver", "", "what computers are: linux or kubernetes (default from config computers.driver: linux)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -64,6 +65,9 @@ func serveCmd(args []string) int {
 		}
 		if *storeURL != "" {
 			cfg.Store.URL = *storeURL
+		}
+		if *driver != "" {
+			cfg.Computers.Driver = *driver
 		}
 		err = cfg.Validate()
 	}
@@ -178,12 +182,11 @@ type components struct {
 // the REST API), each given all it needs at construction. The manager is
 // started.
 func build(ctx context.Context, cfg config.Config, gwc responses.Config, st store.Store, gov *governance.Service) (*components, error) {
-	uidStart, uidCount, _ := cfg.Computers.UIDs() // validated by config.Load
 	net, internet, egressLog, err := network(cfg.Network, st.Egress(), gov)
 	if err != nil {
 		return nil, err
 	}
-	drv, err := linux.New(linux.Config{StateDir: cfg.Server.Data, UIDStart: uidStart, UIDCount: uidCount, Network: net})
+	drv, startDriver, err := computerDriver(ctx, cfg, net)
 	if errors.Is(err, linux.ErrUIDRange) {
 		return nil, fmt.Errorf("config: computers.uid_range: %w", err)
 	}
@@ -196,10 +199,14 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 	}
 	mc := managerConfig(cfg, fsvc)
 	mc.Internet = internet
+	driverManagerConfig(cfg, &mc)
 	if mc.Templates, err = templateStore(cfg, cfg.Server.Data); err != nil {
 		return nil, err
 	}
 	s := &components{mgr: computer.New(mc, drv, st, gov), egress: egressLog}
+	if startDriver != nil {
+		startDriver(s.mgr, st)
+	}
 	if cfg.Gateway.Enabled() {
 		if err := s.mgr.CheckKernelTemplate(ctx, gwc.CodeInterpreterTemplate, "gateway.code_interpreter_template"); err != nil {
 			return nil, err

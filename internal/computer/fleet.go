@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/log"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
@@ -55,6 +56,11 @@ func (m *Manager) beatEvery() time.Duration { return m.lease() / 3 }
 // Instance is this server's instance id, the owner recorded on the
 // computers it runs.
 func (m *Manager) Instance() string { return m.instance }
+
+// PoolSpec is the spec of a computer created with the deployment's
+// defaults, which a driver that keeps its own warm pool
+// (internal/sandbox/kube) pools.
+func (m *Manager) PoolSpec() sandbox.Spec { return m.spec(m.cfg.Memory, m.cfg.ExecTimeout) }
 
 // Local reports whether computer id runs on this server.
 func (m *Manager) Local(id string) bool { return m.lookup(id) != nil }

@@ -17,18 +17,19 @@ import (
 // Config is the whole configuration. Field tags name the TOML keys; the
 // environment variable of a key is CUBICLE_<SECTION>_<KEY> in upper case.
 type Config struct {
-	Server    Server    `toml:"server"`
-	Computers Computers `toml:"computers"`
-	Python    Python    `toml:"python"`
-	Files     Files     `toml:"files"`
-	Log       Log       `toml:"log"`
-	Gateway   Gateway   `toml:"gateway"`
-	Jupyter   Jupyter   `toml:"jupyter"`
-	E2B       E2B       `toml:"e2b"`
-	Template  Template  `toml:"template"`
-	Network   Network   `toml:"network"`
-	Store     Store     `toml:"store"`
-	Cluster   Cluster   `toml:"cluster"`
+	Server     Server     `toml:"server"`
+	Computers  Computers  `toml:"computers"`
+	Python     Python     `toml:"python"`
+	Files      Files      `toml:"files"`
+	Log        Log        `toml:"log"`
+	Gateway    Gateway    `toml:"gateway"`
+	Jupyter    Jupyter    `toml:"jupyter"`
+	E2B        E2B        `toml:"e2b"`
+	Template   Template   `toml:"template"`
+	Network    Network    `toml:"network"`
+	Store      Store      `toml:"store"`
+	Cluster    Cluster    `toml:"cluster"`
+	Kubernetes Kubernetes `toml:"kubernetes"`
 }
 
 // Gateway configures POST /v1/responses and its upstream model servers:
@@ -201,7 +202,10 @@ type Computers struct {
 	// (POST /v1/computers answers 403 naming this key), no computer tools
 	// and no code_interpreter in the Responses gateway, no warm pool and
 	// no Jupyter Kernel Gateway API; the rest of the API is served.
-	Enabled            bool    `toml:"enabled"`
+	Enabled bool `toml:"enabled"`
+	// Driver is what computers are: "linux" (on this host) or
+	// "kubernetes" (Pods, [kubernetes]).
+	Driver             string  `toml:"driver"`
 	Memory             Size    `toml:"memory"`
 	Pids               int64   `toml:"pids"`
 	CPUs               float64 `toml:"cpus"`
@@ -269,7 +273,7 @@ func Default() Config {
 		Server: Server{Listen: "127.0.0.1:8080", Data: "/var/lib/cubicle", MaxConnections: 1024,
 			IdleTimeoutSeconds: 120},
 		Computers: Computers{
-			Enabled: true, Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
+			Enabled: true, Driver: DriverLinux, Memory: 512 << 20, Pids: 256, CPUs: 1, Disk: 1 << 30,
 			LifetimeSeconds: 3600, ExecTimeoutSeconds: 300, MaxConcurrent: 32, PausedMaxSeconds: 604800,
 			VolumeMaxSize: 4 << 30, MaxVolumes: 20,
 			MemoryBudget: 16 << 30, PoolSize: 2, MaxFileBytes: 64 << 20, MaxOutputBytes: kernel.DefaultMaxOutputBytes,
@@ -282,6 +286,7 @@ func Default() Config {
 		E2B:     E2B{Enabled: true},
 	}
 	c.Template = DefaultTemplate()
+	c.Kubernetes = DefaultKubernetes()
 	return c
 }
 

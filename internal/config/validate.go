@@ -23,6 +23,8 @@ func (c Config) Validate() error {
 		c.Log.validate,
 		c.Store.validate,
 		c.Cluster.validate,
+		c.Computers.validateDriver,
+		func() error { return c.Kubernetes.validate(c.Computers.Driver) },
 	} {
 		if err := check(); err != nil {
 			return err

@@ -37,11 +37,12 @@ type Config struct {
 	// cubicle.dev/deployment); every replica of one deployment sets the
 	// same ("": "cubicle").
 	Deployment string
-	// Instance is this replica's id (label cubicle.dev/instance).
+	// Instance is this replica's id (label cubicle.dev/instance) and
+	// Live lists the instances that are alive (their leases hold; nil:
+	// only Instance): GC deletes the objects of any other. Both are set
+	// by Driver.Start.
 	Instance string
-	// Live lists the instances that are alive (their leases hold); GC
-	// deletes the objects of any other. Nil: only Instance is alive.
-	Live func(ctx context.Context) (map[string]bool, error)
+	Live     func(ctx context.Context) (map[string]bool, error)
 	// GCEvery runs GC in the background this often (0: never; Live
 	// should then be nil too).
 	GCEvery time.Duration
@@ -68,8 +69,6 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("kubernetes driver: no namespace")
 	case c.Image == "":
 		return fmt.Errorf("kubernetes driver: no agent image (kubernetes.image)")
-	case c.Instance == "":
-		return fmt.Errorf("kubernetes driver: no instance id")
 	case c.PoolSize < 0 || c.PoolSize > 1000:
 		return fmt.Errorf("kubernetes driver: pool size %d is not 0 to 1000", c.PoolSize)
 	}

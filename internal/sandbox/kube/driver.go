@@ -59,12 +59,16 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 }
 
 // Start names the replica that owns the driver's pods (instance, label
-// cubicle.dev/instance) and how to tell which replicas are alive (live;
-// nil: only this one), then starts the warm pool and the background GC.
-func (d *Driver) Start(instance string, live func(ctx context.Context) (map[string]bool, error)) {
+// cubicle.dev/instance), how to tell which replicas are alive (live; nil:
+// only this one) and the pooled computers' spec (zero: Config.PoolSpec),
+// then starts the warm pool and the background GC.
+func (d *Driver) Start(instance string, live func(ctx context.Context) (map[string]bool, error), poolSpec sandbox.Spec) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.mu.Lock()
 	d.cfg.Instance, d.cfg.Live, d.stop, d.startErr = instance, live, cancel, nil
+	if poolSpec.MemoryBytes > 0 {
+		d.cfg.PoolSpec = poolSpec
+	}
 	d.mu.Unlock()
 	if d.cfg.PoolSize > 0 {
 		d.bg.Add(1)
