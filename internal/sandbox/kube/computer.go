@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -126,4 +127,24 @@ func (c *computer) Destroy(ctx context.Context) error {
 // Keep is not offered: a pod's workspace is an emptyDir that goes with it.
 func (c *computer) Keep(context.Context) (string, error) {
 	return "", errUnsupported("keeping a computer's workspace (cubicle run --keep)")
+}
+
+// OpenTerminal starts a process on a terminal (the agent's Terminal as a
+// sandbox.Terminal, nil on error).
+func (c *computer) OpenTerminal(ctx context.Context, req sandbox.TerminalRequest, out io.Writer) (sandbox.Terminal, error) {
+	t, err := c.Client.OpenTerminal(ctx, req, out)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// OpenKernel starts the computer's relayed kernel (the agent's
+// KernelRelay as a sandbox.Kernel, nil on error).
+func (c *computer) OpenKernel(ctx context.Context, start sandbox.KernelStart) (sandbox.Kernel, error) {
+	k, err := c.Client.OpenKernel(ctx, start)
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
 }
