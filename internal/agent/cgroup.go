@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,12 @@ func (s *Server) place(p *process) error {
 		}
 	}
 	if cg.Track <= 0 {
+		if len(cg.Place) == 0 {
+			// A pod's agent (podagent): it shares the container's memory
+			// cgroup with user code, so user code goes first when the
+			// limit is reached. Raising a score needs no privilege.
+			os.WriteFile("/proc/"+pid+"/oom_score_adj", []byte("1000"), 0)
+		}
 		return nil
 	}
 	leaf := "p" + strconv.FormatUint(s.leaves.seq.Add(1), 10)

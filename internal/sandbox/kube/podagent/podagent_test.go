@@ -115,12 +115,13 @@ func TestPodAgent(t *testing.T) {
 	}
 	cl := agent.NewClient(conn)
 	var out bytes.Buffer
-	st, err := cl.Exec(ctx, sandbox.ExecRequest{Command: "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; pwd"}, sandbox.ExecIO{Stdout: &out})
+	st, err := cl.Exec(ctx, sandbox.ExecRequest{Command: "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; pwd; cat /proc/self/oom_score_adj"}, sandbox.ExecIO{Stdout: &out})
 	if err != nil || st.ExitCode != 0 {
 		t.Fatalf("exec: %+v %v", st, err)
 	}
-	if got := strings.Fields(out.String()); len(got) != 6 || got[0] != "1000" || got[2] != "0000000000000000" || got[4] != "1" || got[5] != "/workspace" {
-		t.Errorf("identity %q, want uid 1000, no capabilities, no_new_privs, /workspace", out.String())
+	if got := strings.Fields(out.String()); len(got) != 7 || got[0] != "1000" || got[2] != "0000000000000000" || got[4] != "1" ||
+		got[5] != "/workspace" || got[6] != "1000" {
+		t.Errorf("identity %q, want uid 1000, no capabilities, no_new_privs, /workspace, first to be OOM-killed", out.String())
 	}
 	if _, err := cl.WriteFile(ctx, sandbox.FileWrite{Path: "a.txt", Mode: 0o644}, strings.NewReader("pod")); err != nil {
 		t.Fatalf("write: %v", err)
