@@ -1,6 +1,9 @@
 package computer
 
-import "github.com/cubicle-sandbox/cubicle/internal/errdefs"
+import (
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
+)
 
 // Error kinds of the service, classified by errdefs (the edge's statuses)
 // and compared with errors.Is.
@@ -18,3 +21,13 @@ var (
 
 // ErrorParam names the request field at fault, for the edge.
 func (e *FieldError) ErrorParam() string { return e.Field }
+
+// lacks is the error for a part the driver does not have: hostErr, or,
+// for a driver that lacks it by design (sandbox.Named), a 422
+// unsupported_by_driver naming it ("the kubernetes driver " + what).
+func (m *Manager) lacks(hostErr error, what string) error {
+	if n, ok := m.driver.(sandbox.Named); ok {
+		return errdefs.New(errdefs.FailedPrecondition, "unsupported_by_driver", "the "+n.DriverName()+" driver "+what)
+	}
+	return hostErr
+}

@@ -55,7 +55,7 @@ func (m *Manager) Pause(ctx context.Context, p governance.Principal, id string) 
 		return View{}, err
 	}
 	if !m.pausable(l) {
-		return View{}, errCannotPause
+		return View{}, m.lacks(errCannotPause, "cannot pause computers")
 	}
 	if len(l.sb.Spec().Mounts) > 0 {
 		return View{}, fmt.Errorf("%w: %s has host directories mounted (a Kernel Gateway computer); it cannot be paused", ErrNotPausable, id)
@@ -126,7 +126,7 @@ func (m *Manager) Resume(ctx context.Context, p governance.Principal, id string)
 	}
 	resumer, ok := m.driver.(sandbox.Resumer)
 	if !ok {
-		return View{}, errCannotPause
+		return View{}, m.lacks(errCannotPause, "cannot pause computers")
 	}
 	if !m.holdPaused(id) {
 		return View{}, fmt.Errorf("%w: %s is being resumed or deleted", ErrNotPaused, id)

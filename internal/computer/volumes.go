@@ -153,7 +153,7 @@ func (m *Manager) CreateVolume(ctx context.Context, p governance.Principal, name
 	}
 	vd, ok := m.driver.(sandbox.Volumer)
 	if !ok {
-		return Volume{}, errNoVolumes
+		return Volume{}, m.lacks(errNoVolumes, "keeps no volumes")
 	}
 	maxMB := m.volumeMax() >> 20
 	switch {
@@ -229,7 +229,7 @@ func (m *Manager) DeleteVolume(ctx context.Context, p governance.Principal, name
 	}
 	vd, ok := m.driver.(sandbox.Volumer)
 	if !ok {
-		return errNoVolumes
+		return m.lacks(errNoVolumes, "keeps no volumes")
 	}
 	rec, err := m.st.Volumes().Get(ctx, p.Org.ID, name)
 	if errors.Is(err, store.ErrNotFound) {

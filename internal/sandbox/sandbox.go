@@ -66,6 +66,14 @@ type Lifecycle interface {
 	ExitReason() string
 }
 
+// Named is a driver that lacks some optional parts (Pauser, Volumer...)
+// by design, not for want of host support: callers refusing those say so
+// naming it ("the kubernetes driver cannot pause computers") as a client
+// error, not as an unavailable host.
+type Named interface {
+	DriverName() string
+}
+
 // Closer is a driver with work of its own to finish when its owner stops
 // (after the last computer's Destroy).
 type Closer interface {

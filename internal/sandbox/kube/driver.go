@@ -35,7 +35,12 @@ type Driver struct {
 var (
 	_ sandbox.Driver = (*Driver)(nil)
 	_ sandbox.Closer = (*Driver)(nil)
+	_ sandbox.Named  = (*Driver)(nil)
 )
+
+// DriverName names the driver in the refusals of what it lacks (pause,
+// volumes).
+func (d *Driver) DriverName() string { return "kubernetes" }
 
 var errNotStarted = errors.New("kubernetes driver: Start was not called")
 
