@@ -30,6 +30,11 @@
 // (kernel_relay.go on the agent, client_kernel.go on the host,
 // kernel_wire.go for the chunk format).
 //
+// A computer's start is the host's Handshake (handshake.go: Init, then the
+// agent's Ready or its setup error) over any Conn with deadlines: the Linux
+// driver's socketpair, or the TLS connection to a pod's agent
+// (internal/sandbox/kube); the agent then serves the same protocol on it.
+//
 // The control channel's protocol (frames, messages, error codes) is
 // internal/agent/protocol, platform-free; this package speaks it on both
 // ends. The host-side client (client*.go) is where protocol values become

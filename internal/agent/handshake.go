@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
@@ -66,4 +68,19 @@ func ReportSetupError(w io.Writer, err error) {
 	b, _ := json.Marshal(protocol.WireError{Code: "internal", Message: "computer setup failed: " + err.Error()})
 	buf, _ := protocol.AppendFrame(nil, protocol.Frame{Kind: protocol.KindError, Payload: b})
 	w.Write(buf)
+}
+
+// SetRlimits sets the agent's resource limits, which every user process
+// inherits: no core dumps, 4096 descriptors, files of at most
+// init.MaxFile bytes (the disk's size).
+func SetRlimits(init protocol.Init) error {
+	for _, l := range []struct {
+		res int
+		val uint64
+	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_NOFILE, 4096}, {unix.RLIMIT_FSIZE, uint64(init.MaxFile)}} {
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.val, Max: l.val}); err != nil {
+			return fmt.Errorf("set rlimit %d: %w", l.res, err)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,14 @@ import (
 	"strings"
 	"time"
 )
+
+// NewID returns a random computer id such as cmp_3f9c1a7b2d4e6f80a1b2c3d4,
+// for drivers to name their computers.
+func NewID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("cmp_%x", b)
+}
 
 // Driver creates computers.
 type Driver interface {

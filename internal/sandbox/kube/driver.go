@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,13 +104,6 @@ func (d *Driver) Close(ctx context.Context) error {
 	}
 }
 
-// newID returns a random computer id such as cmp_3f9c1a7b2d4e6f80a1b2c3d4.
-func newID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("cmp_%x", b)
-}
-
 // Create starts a computer: a pooled pod when spec is the pool's, else a
 // new pod.
 func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
@@ -133,7 +125,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	if c := d.claim(ctx, spec); c != nil {
 		return c, nil
 	}
-	return d.start(ctx, newID(), spec, stateClaimed)
+	return d.start(ctx, sandbox.NewID(), spec, stateClaimed)
 }
 
 // start makes computer id's pod and Secret, waits for the pod to run and

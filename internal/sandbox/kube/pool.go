@@ -79,7 +79,7 @@ func (d *Driver) refill(ctx context.Context) {
 			}
 			continue
 		}
-		c, err := d.start(ctx, newID(), d.cfg.PoolSpec, statePool)
+		c, err := d.start(ctx, sandbox.NewID(), d.cfg.PoolSpec, statePool)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("kubernetes: warm pool: start a pod", "err", err, "retry_in", backoff)

@@ -68,13 +68,8 @@ func AgentMain() int {
 // seal prepares the agent to serve: limits, the workspace descriptor, the
 // spawner thread, privileges and seccomp.
 func seal(init protocol.Init) (*os.File, *agent.Spawner, error) {
-	for _, l := range []struct {
-		res int
-		val uint64
-	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_NOFILE, 4096}, {unix.RLIMIT_FSIZE, uint64(init.MaxFile)}} {
-		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.val, Max: l.val}); err != nil {
-			return nil, nil, fmt.Errorf("set rlimit %d: %w", l.res, err)
-		}
+	if err := agent.SetRlimits(init); err != nil {
+		return nil, nil, err
 	}
 	ws, err := os.OpenFile(agent.WorkspacePath, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {

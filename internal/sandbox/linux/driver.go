@@ -2,7 +2,6 @@ package linux
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -100,13 +99,6 @@ func (d *Driver) Close(ctx context.Context) error {
 
 var _ sandbox.Closer = (*Driver)(nil)
 
-// newID returns a random computer id such as cmp_3f9c1a7b2d4e6f80a1b2c3d4.
-func newID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("cmp_%x", b)
-}
-
 // Create starts a computer.
 func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
 	if spec.Network == "" {
@@ -118,7 +110,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	if spec.Network == sandbox.NetworkInternet && d.cfg.Network == nil {
 		return nil, fmt.Errorf("%w: network: this host gives computers no internet (egress is not configured)", sandbox.ErrInvalidSpec)
 	}
-	return d.create(ctx, newID(), spec, false)
+	return d.create(ctx, sandbox.NewID(), spec, false)
 }
 
 // create starts computer id; resumed, with the paused image of id as its

@@ -179,13 +179,8 @@ func readInit(conn net.Conn) (protocol.Init, error) {
 // agent may not be PID 1), no new privileges for anything it starts, the
 // container's memory.events for OOM kills, /workspace and the spawner.
 func prepare(init *protocol.Init) (*os.File, *agent.Spawner, error) {
-	for _, l := range []struct {
-		res int
-		val uint64
-	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_NOFILE, 4096}, {unix.RLIMIT_FSIZE, uint64(init.MaxFile)}} {
-		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.val, Max: l.val}); err != nil {
-			return nil, nil, fmt.Errorf("set rlimit %d: %w", l.res, err)
-		}
+	if err := agent.SetRlimits(*init); err != nil {
+		return nil, nil, err
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, nil, fmt.Errorf("become a subreaper: %w", err)
