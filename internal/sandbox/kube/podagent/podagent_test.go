@@ -153,4 +153,3 @@ func TestPodAgent(t *testing.T) {
 		t.Errorf("exec after the end: %v, want ErrGone", err)
 	}
 }
-
