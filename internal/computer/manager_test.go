@@ -131,6 +131,12 @@ const adminSecret = "cub_computer_test_admin_01"
 // manager on drv.
 func newFixture(t *testing.T, dir string, drv *fakeDriver, tweak func(*computer.Config)) *fixture {
 	t.Helper()
+	return newFixtureOf(t, dir, drv, drv, tweak)
+}
+
+// newFixtureOf is newFixture with the manager on d, a driver around drv.
+func newFixtureOf(t *testing.T, dir string, drv *fakeDriver, d sandbox.Driver, tweak func(*computer.Config)) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	if dir == "" {
 		dir = t.TempDir()
@@ -151,7 +157,7 @@ func newFixture(t *testing.T, dir string, drv *fakeDriver, tweak func(*computer.
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	mgr := computer.New(cfg, drv, st, gov)
+	mgr := computer.New(cfg, d, st, gov)
 	if err := mgr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
