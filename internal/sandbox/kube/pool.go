@@ -3,7 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"reflect"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,14 +17,15 @@ import (
 // spec is the pool's (its owner aside) takes one and relabels it
 // claimed; refill makes the next in the background.
 
-// poolable reports whether spec can be served by a pooled pod.
+// poolable reports whether spec can be served by a pooled pod: the same
+// limits and environment, nothing else asked (its owner aside; empty and
+// nil lists alike).
 func (d *Driver) poolable(spec sandbox.Spec) bool {
-	a, b := spec, d.cfg.PoolSpec
-	a.Owner, b.Owner = sandbox.Owner{}, sandbox.Owner{}
-	if b.Network == "" {
-		b.Network = sandbox.NetworkNone
-	}
-	return reflect.DeepEqual(a, b)
+	p := d.cfg.PoolSpec
+	return spec.MemoryBytes == p.MemoryBytes && spec.Pids == p.Pids && spec.CPUs == p.CPUs &&
+		spec.DiskBytes == p.DiskBytes && spec.Timeout == p.Timeout && slices.Equal(spec.Env, p.Env) &&
+		spec.Network != sandbox.NetworkInternet && len(spec.Mounts) == 0 && len(spec.Volumes) == 0 &&
+		spec.Root == (sandbox.Root{})
 }
 
 // claim takes a live pooled computer for spec and relabels its pod, or
