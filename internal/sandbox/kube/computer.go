@@ -25,6 +25,7 @@ type computer struct {
 
 	mu        sync.Mutex
 	reason    string
+	deleting  bool // Kill deletes the pod
 	killed    bool // Kill returned: the pod is gone
 	destroyed bool
 }
@@ -69,9 +70,9 @@ func (c *computer) attach(cl *agent.Client) {
 // the API server tells it (bounded to 5 s), or that it was deleted.
 func (c *computer) describeEnd() string {
 	c.mu.Lock()
-	killed := c.killed || c.destroyed
+	deleted := c.deleting || c.killed || c.destroyed
 	c.mu.Unlock()
-	if killed {
+	if deleted {
 		return "its pod was deleted"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -94,6 +95,7 @@ func (c *computer) Kill(ctx context.Context) error {
 		c.mu.Unlock()
 		return nil
 	}
+	c.deleting = true
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
