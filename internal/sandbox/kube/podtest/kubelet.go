@@ -1,3 +1,5 @@
+//go:build kubetest
+
 package podtest
 
 import (
