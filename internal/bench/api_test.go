@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cubicle-sandbox/cubicle/internal/client"
 )
@@ -236,6 +237,18 @@ func TestRunAPITemplateRows(t *testing.T) {
 	var b strings.Builder
 	if err := WriteAPITable(&b, rep); err != nil || !strings.Contains(b.String(), "api      POST /v1/computers (warm pool, template debian)") {
 		t.Errorf("table: %v\n%s", err, b.String())
+	}
+	// The longer labels widen the label column: every row's p50 ends
+	// where the header's does.
+	end := -1
+	for _, line := range strings.Split(b.String(), "\n") {
+		r := []rune(line)
+		if strings.HasPrefix(line, "ms ") {
+			end = utf8.RuneCountInString(line[:strings.Index(line, "p50")]) + 3
+		}
+		if end > 0 && strings.HasPrefix(line, "api ") && (len(r) <= end || r[end] != ' ' || r[end-1] < '0' || r[end-1] > '9') {
+			t.Errorf("row not aligned with the header (p50 ends at %d):\n%s", end, b.String())
+		}
 	}
 	if n := f.alive(); n != 0 {
 		t.Errorf("%d computers left alive", n)
