@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -114,6 +115,12 @@ func TestServeFleet(t *testing.T) {
 		t.Fatalf("cubicle shell through B: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 
+	// The other protocols reach A's computers through B as well: the E2B
+	// envd (a file written) and REST API (a sandbox killed), the Kernel
+	// Gateway (a kernel found by its id) and MCP (a tool call naming the
+	// computer).
+	fleetProtocols(t, a, b, c.ID)
+
 	// Forwarding is signed with the cluster secret: a request claiming to
 	// be forwarded without it is refused, by either replica.
 	for _, s := range []*server{a, b} {
@@ -203,4 +210,75 @@ func TestServeFleet(t *testing.T) {
 		t.Fatalf("usage rows %d, events %v: want one row, one created and one destroyed event", rows, events)
 	}
 	b.stop()
+}
+
+// fleetProtocols checks that B forwards each protocol's requests for
+// A's computers: without it B answers 404 or 502 (it does not run them).
+func fleetProtocols(t *testing.T, a, b *server, id string) {
+	t.Helper()
+	call := func(s *server, method, path, body string, hdr ...string) httpResult {
+		t.Helper()
+		req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		res, err := (&http.Client{Timeout: time.Minute}).Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer res.Body.Close()
+		out, _ := io.ReadAll(res.Body)
+		return httpResult{res.StatusCode, out, res.Header}
+	}
+	// E2B: envd's upload through B writes into A's computer.
+	if r := call(b, "POST", "/e2b/files?path=/workspace/e2b.txt", "via e2b", "E2b-Sandbox-Id", id,
+		"E2b-Sandbox-Port", "49983", "Content-Type", "application/octet-stream"); r.code != 200 {
+		t.Fatalf("e2b upload through B: %d %s", r.code, r.body)
+	}
+	if r := a.do("GET", "/v1/computers/"+id+"/files/e2b.txt", ""); r.code != 200 || string(r.body) != "via e2b" {
+		t.Fatalf("the e2b file on A: %d %q", r.code, r.body)
+	}
+	// E2B's REST API: a sandbox made on A, killed through B.
+	r := call(a, "POST", "/e2b/sandboxes", `{"templateID":"base"}`, "X-API-Key", a.key, "Content-Type", "application/json")
+	var sb struct {
+		SandboxID string `json:"sandboxID"`
+	}
+	if r.code != 201 || json.Unmarshal(r.body, &sb) != nil || sb.SandboxID == "" {
+		t.Fatalf("e2b create on A: %d %s", r.code, r.body)
+	}
+	if r := call(b, "DELETE", "/e2b/sandboxes/"+sb.SandboxID, "", "X-API-Key", b.key); r.code != 204 {
+		t.Fatalf("e2b kill through B: %d %s", r.code, r.body)
+	}
+	var v struct{ Status string }
+	a.decode("GET", "/v1/computers/"+sb.SandboxID, "", 200, &v)
+	if v.Status != "destroyed" {
+		t.Fatalf("the sandbox killed through B, on A: %+v", v)
+	}
+	// The Kernel Gateway: a kernel started on A is found, interrupted
+	// and shut down through B.
+	var k struct {
+		ID string `json:"id"`
+	}
+	if r := a.do("POST", "/api/kernels", `{}`); r.code != 201 || json.Unmarshal(r.body, &k) != nil || k.ID == "" {
+		t.Fatalf("kernel on A: %d %s", r.code, r.body)
+	}
+	if r := b.do("GET", "/api/kernels/"+k.ID, ""); r.code != 200 || !strings.Contains(string(r.body), k.ID) {
+		t.Fatalf("A's kernel through B: %d %s", r.code, r.body)
+	}
+	if r := b.do("POST", "/api/kernels/"+k.ID+"/interrupt", ""); r.code != 204 {
+		t.Fatalf("interrupt A's kernel through B: %d %s", r.code, r.body)
+	}
+	if r := b.do("DELETE", "/api/kernels/"+k.ID, ""); r.code != 204 {
+		t.Fatalf("shut down A's kernel through B: %d %s", r.code, r.body)
+	}
+	if r := a.do("GET", "/api/kernels/"+k.ID, ""); r.code != 404 {
+		t.Fatalf("the kernel shut down through B, on A: %d %s", r.code, r.body)
+	}
+	// MCP (stateless): a tools/call through B runs on A's computer.
+	r = call(b, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec","arguments":{"command":"cat /workspace/e2b.txt","computer_id":"`+id+`"}}}`,
+		"Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+	if r.code != 200 || !strings.Contains(string(r.body), "via e2b") {
+		t.Fatalf("mcp exec through B: %d %s", r.code, r.body)
+	}
 }

@@ -106,6 +106,10 @@ type Instances interface {
 	// ErrNotFound when there is no such computer (or its instance never
 	// beat).
 	Owner(ctx context.Context, computerID string) (Instance, error)
+	// OwnerByMetadata is Owner of the computer not yet stopped whose
+	// metadata maps key to value (a Kernel Gateway kernel's computer), and
+	// that computer's id; ErrNotFound when there is none.
+	OwnerByMetadata(ctx context.Context, key, value string) (computerID string, in Instance, err error)
 	// Lapsed returns the instances whose last beat is before before and
 	// that still own running (starting or ready) computers, by id.
 	Lapsed(ctx context.Context, before time.Time) ([]Instance, error)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/store"
@@ -52,6 +53,24 @@ func (i instances) Owner(ctx context.Context, computerID string) (store.Instance
 	in, err := scanInstance(i.db.QueryRowContext(ctx, `SELECT `+instanceColumns+` FROM computers c
 		JOIN instances i ON i.id = c.instance WHERE c.id = ? AND c.`+alive, computerID))
 	return in, notFound(err, "owner of computer "+computerID)
+}
+
+func (i instances) OwnerByMetadata(ctx context.Context, key, value string) (string, store.Instance, error) {
+	var id string
+	var in store.Instance
+	var started, seen int64
+	err := i.db.QueryRowContext(ctx, `SELECT c.id, `+instanceColumns+` FROM computers c
+		JOIN instances i ON i.id = c.instance WHERE json_extract(c.metadata, ?) = ? AND c.`+alive+` LIMIT 1`,
+		metadataPath(key), value).Scan(&id, &in.ID, &in.URL, &started, &seen)
+	in.StartedAt, in.LastSeen = fromMS(started), fromMS(seen)
+	return id, in, notFound(err, "owner of the computer with metadata "+key+"="+value)
+}
+
+// metadataPath is the JSON path of a metadata key, quoted so that any key
+// names one member.
+func metadataPath(key string) string {
+	b, _ := json.Marshal(key)
+	return "$." + string(b)
 }
 
 func (i instances) Lapsed(ctx context.Context, before time.Time) ([]store.Instance, error) {
