@@ -196,6 +196,12 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 	}
 	mc := managerConfig(cfg, fsvc)
 	mc.Internet = internet
+	var gw *responses.Gateway // set below when the gateway is enabled
+	mc.Fleet.Sweep = func(ctx context.Context, before time.Time) {
+		if gw != nil {
+			failOrphaned(ctx, gw, before, responses.StoppedSentence)
+		}
+	}
 	if mc.Templates, err = templateStore(cfg, cfg.Server.Data); err != nil {
 		return nil, err
 	}
@@ -204,7 +210,7 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 		if err := s.mgr.CheckKernelTemplate(ctx, gwc.CodeInterpreterTemplate, "gateway.code_interpreter_template"); err != nil {
 			return nil, err
 		}
-		deps := responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses()}
+		deps := responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses(), Instance: s.mgr.Instance()}
 		if s.data, err = datastores(cfg.Gateway, s.mgr, gov); err != nil {
 			return nil, err
 		} else if s.data != nil {
@@ -214,6 +220,7 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 		if err != nil {
 			return nil, err
 		}
+		gw = s.gw
 		if err := failInterrupted(ctx, cfg, st, s.gw); err != nil {
 			return nil, err
 		}

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
+	"github.com/cubicle-sandbox/cubicle/internal/responses/upstreamtest"
 )
 
 // clusterSecret is the test cluster's shared secret (cluster.secret).
@@ -29,11 +32,11 @@ func freeAddr(t *testing.T) string {
 // startReplica runs 'cubicle serve' on dbURL as one replica of a cluster
 // with a 3 s lease, listening (and advertised) at a fixed address; with
 // secret "" it has no cluster secret (and advertises no URL).
-func startReplica(t *testing.T, dbURL, secret string) *server {
+func startReplica(t *testing.T, dbURL, secret string, extra ...string) *server {
 	dir := t.TempDir()
 	gcAfter(t, dir)
 	addr := freeAddr(t)
-	env := []string{"CUBICLE_ADMIN_KEY=" + serveAdminKey, "CUBICLE_CLUSTER_LEASE_SECONDS=3", "CUBICLE_COMPUTERS_POOL_SIZE=0"}
+	env := append([]string{"CUBICLE_ADMIN_KEY=" + serveAdminKey, "CUBICLE_CLUSTER_LEASE_SECONDS=3", "CUBICLE_COMPUTERS_POOL_SIZE=0"}, extra...)
 	if secret != "" {
 		env = append(env, "CUBICLE_CLUSTER_SECRET="+secret, "CUBICLE_CLUSTER_URL=http://"+addr)
 	}
@@ -50,8 +53,16 @@ func startReplica(t *testing.T, dbURL, secret string) *server {
 // exactly one usage row and one stop event.
 func TestServeFleet(t *testing.T) {
 	dbURL := postgresDB(t)
-	a := startReplica(t, dbURL, clusterSecret)
-	b := startReplica(t, dbURL, clusterSecret) // after A: A made the admin key, B finds it
+	// The model: each answer waits until the test lets it go (or ends).
+	ended := make(chan struct{})
+	up := upstreamtest.New(t, upstreamtest.APIChat, func(int, map[string]any) (int, any) {
+		<-ended
+		return 200, upstreamtest.TextAnswer("done")
+	})
+	t.Cleanup(func() { close(ended) }) // before the upstream's Close, which waits for its answers
+	gateway := "CUBICLE_GATEWAY_UPSTREAM_URL=" + up.URL
+	a := startReplica(t, dbURL, clusterSecret, gateway)
+	b := startReplica(t, dbURL, clusterSecret, gateway) // after A: A made the admin key, B finds it
 
 	var c struct {
 		ID      string `json:"id"`
@@ -171,6 +182,22 @@ func TestServeFleet(t *testing.T) {
 		t.Fatalf("exec on A after the delete through B: %d %s", r.code, r.body)
 	}
 
+	// A background response runs on A: B cancels it there.
+	var resp struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Error  *struct{ Message string }
+	}
+	a.decode("POST", "/v1/responses", `{"model":"m","input":"wait","background":true}`, 200, &resp)
+	b.decode("POST", "/v1/responses/"+resp.ID+"/cancel", "", 200, &resp)
+	if resp.Status != "cancelled" {
+		t.Fatalf("A's background response cancelled through B: %+v", resp)
+	}
+	// Another is left running on A when it dies: B fails it once A's
+	// lease lapsed, like A's computers.
+	a.decode("POST", "/v1/responses", `{"model":"m","input":"wait","background":true}`, 200, &resp)
+	orphan := resp.ID
+
 	// A dies; B marks its computer failed once A's lease (3 s) lapsed.
 	a.kill()
 	killed := time.Now()
@@ -186,6 +213,16 @@ func TestServeFleet(t *testing.T) {
 	}
 	if c.Status != "failed" || c.Failure != "its server stopped" {
 		t.Fatalf("after A died: %+v", c)
+	}
+	for {
+		b.decode("GET", "/v1/responses/"+orphan, "", 200, &resp)
+		if resp.Status != "in_progress" && resp.Status != "queued" || time.Since(killed) > 15*time.Second {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if resp.Status != "failed" || resp.Error == nil || resp.Error.Message != responses.StoppedSentence {
+		t.Fatalf("A's background response after A died: %+v", resp)
 	}
 	if r := b.do("POST", "/v1/computers/"+c.ID+"/exec", `{"command":"true"}`); r.code/100 != 4 {
 		t.Fatalf("exec on the failed computer: %d %s", r.code, r.body)

@@ -32,6 +32,7 @@ type Config struct {
 	Owners interface {
 		Owner(ctx context.Context, computerID string) (store.Instance, error)
 		OwnerByMetadata(ctx context.Context, key, value string) (string, store.Instance, error)
+		OwnerOfResponse(ctx context.Context, responseID string) (store.Instance, error)
 	}
 	// KernelMetadata is the computer metadata key that names a Kernel
 	// Gateway kernel's id ("": kernel requests are not forwarded).
@@ -94,10 +95,13 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.next.ServeHTTP(w, r)
 		return
 	}
-	id := rt.computer
+	what := rt.what
+	if what == "" {
+		what = "computer " + rt.computer
+	}
 	if len(f.cfg.Secret) == 0 || in.URL == "" {
 		writeError(w, r, errdefs.New(errdefs.Unavailable, "computer_elsewhere",
-			"computer "+id+" runs on another server, which this one cannot forward to (set cluster.secret and cluster.url on every replica)"))
+			what+" runs on another server, which this one cannot forward to (set cluster.secret and cluster.url on every replica)"))
 		return
 	}
 	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), target{}, in)))

@@ -11,11 +11,13 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
-// route is what a request is about: the computer it names, and that
-// computer's owner once a lookup found it.
+// route is what a request is about: the computer it names, and its
+// owner once a lookup found it (or only the owner: a background
+// response's server).
 type route struct {
 	computer string
 	owner    *store.Instance
+	what     string // what the request is about, in messages
 	// record: the request reads the computer's record, which any replica
 	// answers from the store (even while its owner is unreachable).
 	record bool
@@ -29,9 +31,11 @@ type route struct {
 //   - the Jupyter Kernel Gateway: /api/kernels/{kernel id}[/…], the
 //     computer whose metadata names the kernel (Config.KernelMetadata);
 //   - MCP: POST /mcp whose JSON-RPC body is a tools/call with a
-//     computer_id argument (peeked; the body is served whole).
+//     computer_id argument (peeked; the body is served whole);
+//   - a background response while it runs: /v1/responses/{id}[/…] (poll,
+//     stream resumption, cancel) goes to the server running it.
 //
-// The last two cost a lookup or a peek, so they are made only where
+// The last three cost a lookup or a peek, so they are made only where
 // forwarding can happen (cluster.secret set).
 func (f *Forwarder) routeOf(r *http.Request) (route, error) {
 	p := r.URL.Path
@@ -60,6 +64,16 @@ func (f *Forwarder) routeOf(r *http.Request) (route, error) {
 		return route{computer: id, owner: &in}, nil
 	case p == "/mcp" && r.Method == http.MethodPost && f.cfg.MCPBodyLimit > 0 && len(f.cfg.Secret) > 0:
 		return route{computer: peekMCPComputer(r, f.cfg.MCPBodyLimit)}, nil
+	case strings.HasPrefix(p, "/v1/responses/") && len(f.cfg.Secret) > 0:
+		id, _, _ := strings.Cut(strings.TrimPrefix(p, "/v1/responses/"), "/")
+		if id == "" {
+			return route{}, nil
+		}
+		in, err := f.cfg.Owners.OwnerOfResponse(r.Context(), id)
+		if err != nil {
+			return route{}, err
+		}
+		return route{owner: &in, what: "response " + id}, nil
 	}
 	return route{}, nil
 }

@@ -16,6 +16,13 @@ func (kernelOwners) Owner(context.Context, string) (store.Instance, error) {
 	return store.Instance{}, store.ErrNotFound
 }
 
+func (kernelOwners) OwnerOfResponse(_ context.Context, id string) (store.Instance, error) {
+	if id == "resp_bg" {
+		return store.Instance{ID: "srv_c"}, nil
+	}
+	return store.Instance{}, store.ErrNotFound
+}
+
 func (o kernelOwners) OwnerByMetadata(_ context.Context, key, value string) (string, store.Instance, error) {
 	if id, ok := o.kernels[value]; ok && key == "jupyter_kernel_id" {
 		return id, store.Instance{ID: "srv_b"}, nil
@@ -50,14 +57,20 @@ func TestRouteOf(t *testing.T) {
 		{"POST", "/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "", false},
 		{"POST", "/mcp", "", `{"params":{"arguments":{"computer_id":7}}}`, "", false},
 		{"POST", "/mcp", "", `not json`, "", false},
+		{"GET", "/v1/responses/resp_bg", "", "", "", false},
+		{"POST", "/v1/responses/resp_bg/cancel", "", "", "", false},
+		{"GET", "/v1/responses/resp_done", "", "", "", false},
 	} {
 		r, _ := http.NewRequest(c.method, "http://h"+c.path, strings.NewReader(c.body))
 		if c.header != "" {
 			r.Header.Set("E2b-Sandbox-Id", c.header)
 		}
 		rt, err := f.routeOf(r)
-		if (err != nil) != (c.want == "" && strings.HasPrefix(c.path, "/api/kernels/")) {
+		if (err != nil) != (c.want == "" && strings.HasPrefix(c.path, "/api/kernels/") || c.path == "/v1/responses/resp_done") {
 			t.Errorf("%s %s: error %v", c.method, c.path, err)
+		}
+		if bg := strings.HasPrefix(c.path, "/v1/responses/resp_bg"); bg != (rt.owner != nil && rt.owner.ID == "srv_c") {
+			t.Errorf("%s %s: owner %+v", c.method, c.path, rt.owner)
 		}
 		if rt.computer != c.want || rt.record != c.record {
 			t.Errorf("%s %s: route %+v, want %q (record %v)", c.method, c.path, rt, c.want, c.record)

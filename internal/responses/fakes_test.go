@@ -98,6 +98,8 @@ type fakeResponses struct {
 	mu    sync.Mutex
 	byID  map[string]store.Response
 	items map[string]json.RawMessage
+	// beats are the instances' last beats (Orphaned).
+	beats map[string]time.Time
 }
 
 func newFakeResponses() *fakeResponses {
@@ -241,7 +243,7 @@ func newHarness(t *testing.T, api string, step upstreamtest.Step, edit func(*Con
 	if edit != nil {
 		edit(&cfg)
 	}
-	g, err := New(cfg, Deps{Computers: h.comp, Files: h.files, Store: h.store})
+	g, err := New(cfg, Deps{Computers: h.comp, Files: h.files, Store: h.store, Instance: "srv_test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,6 +317,31 @@ func asJSON(t *testing.T, v any) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// instanceOf is the instance recorded on a stored response of any
+// organisation.
+func (s *fakeResponses) instanceOf(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.byID {
+		if r.ID == id {
+			return r.Instance
+		}
+	}
+	return ""
+}
+
+func (s *fakeResponses) Orphaned(_ context.Context, before time.Time) ([]store.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.Response
+	for _, r := range s.byID {
+		if r.Instance != "" && s.beats[r.Instance].Before(before) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func (s *fakeResponses) Unfinished(context.Context) ([]store.Response, error) {

@@ -100,6 +100,8 @@ type Gateway struct {
 	files Files
 	// responses keeps finished responses (store: true); nil: nothing is kept.
 	responses store.Responses
+	// instance is Deps.Instance.
+	instance string
 	// pending are the response computers being deleted (Run.Close).
 	pending pendingDeletes
 	// bg are the background runs (background.go).
@@ -120,6 +122,10 @@ type Deps struct {
 	Store store.Responses
 	// Datastores are the operator's datastore tools; nil: none.
 	Datastores Datastores
+	// Instance is this server's instance id, recorded on a background
+	// response while it runs: other replicas forward its polls and cancels
+	// here, and fail it once this server's lease lapsed (docs/fleet.md).
+	Instance string
 }
 
 // New returns a gateway running its tools on deps.Computers. A bad
@@ -150,6 +156,6 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, routes: rt, comp: deps.Computers, files: deps.Files, responses: deps.Store, data: deps.Datastores, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
+	return &Gateway{cfg: cfg, routes: rt, comp: deps.Computers, files: deps.Files, responses: deps.Store, data: deps.Datastores, instance: deps.Instance, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
 		tools.WriteFileTool(), tools.ReadFileTool(), tools.PythonTool())}, nil
 }

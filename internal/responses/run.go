@@ -215,9 +215,13 @@ func (r *Run) put(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	instance := ""
+	if r.plan.background && unfinished(r.resp.Status) {
+		instance = r.g.instance // this server runs it (docs/fleet.md)
+	}
 	return r.g.responses.Put(ctx, store.Response{ID: r.resp.ID, OrgID: r.p.Org.ID, KeyID: r.p.Key.ID,
 		CreatedAt: time.Unix(r.resp.CreatedAt, 0), Body: body, Conversation: r.conversation(ctx),
-		Items: outputItems(r.resp.Output)})
+		Items: outputItems(r.resp.Output), Instance: instance})
 }
 
 // closeUnfinished ends the items of a response that failed: every item

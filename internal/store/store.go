@@ -110,6 +110,9 @@ type Instances interface {
 	// metadata maps key to value (a Kernel Gateway kernel's computer), and
 	// that computer's id; ErrNotFound when there is none.
 	OwnerByMetadata(ctx context.Context, key, value string) (computerID string, in Instance, err error)
+	// OwnerOfResponse returns the instance running a response (its
+	// Instance); ErrNotFound when none does.
+	OwnerOfResponse(ctx context.Context, responseID string) (Instance, error)
 	// Lapsed returns the instances whose last beat is before before and
 	// that still own running (starting or ready) computers, by id.
 	Lapsed(ctx context.Context, before time.Time) ([]Instance, error)
@@ -381,6 +384,9 @@ type Response struct {
 	// Items are the response's output items by id, for item_reference
 	// input items of later requests.
 	Items map[string]json.RawMessage
+	// Instance is the server running the response while it is unfinished
+	// (a background run); "" once it ended, and for every other response.
+	Instance string
 }
 
 // Responses stores response objects, scoped by organisation.
@@ -406,6 +412,10 @@ type Responses interface {
 	// match, not parsed: the caller reads the body's own status), the
 	// background responses a stopped server left running.
 	Unfinished(ctx context.Context) ([]Response, error)
+	// Orphaned returns the responses whose Instance is set but last beat
+	// before before (or never): background runs a server that stopped
+	// left unfinished.
+	Orphaned(ctx context.Context, before time.Time) ([]Response, error)
 }
 
 // EgressRecord is one connection, refusal or DNS question of an internet

@@ -62,6 +62,11 @@ func (i instances) OwnerByMetadata(ctx context.Context, key, value string) (stri
 	return id, in, err
 }
 
+func (i instances) OwnerOfResponse(ctx context.Context, responseID string) (store.Instance, error) {
+	return one(ctx, i.s.pool, "server of response "+responseID, scanInstance,
+		`SELECT `+instanceColumns+` FROM responses r JOIN instances i ON i.id = r.instance WHERE r.id = $1 AND r.instance <> ''`, responseID)
+}
+
 func (i instances) Lapsed(ctx context.Context, before time.Time) ([]store.Instance, error) {
 	return list(ctx, i.s, scanInstance, `SELECT `+instanceColumns+` FROM instances i WHERE i.last_seen < $1
 		AND EXISTS (SELECT 1 FROM computers c WHERE c.instance = i.id AND c.status IN ($2, $3)) ORDER BY i.id`,

@@ -73,6 +73,12 @@ func metadataPath(key string) string {
 	return "$." + string(b)
 }
 
+func (i instances) OwnerOfResponse(ctx context.Context, responseID string) (store.Instance, error) {
+	in, err := scanInstance(i.db.QueryRowContext(ctx, `SELECT `+instanceColumns+` FROM responses r
+		JOIN instances i ON i.id = r.instance WHERE r.id = ? AND r.instance <> ''`, responseID))
+	return in, notFound(err, "server of response "+responseID)
+}
+
 func (i instances) Lapsed(ctx context.Context, before time.Time) ([]store.Instance, error) {
 	return i.list(ctx, `SELECT `+instanceColumns+` FROM instances i WHERE i.last_seen < ?
 		AND EXISTS (SELECT 1 FROM computers c WHERE c.instance = i.id AND c.status IN (?, ?)) ORDER BY i.id`,

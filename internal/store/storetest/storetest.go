@@ -41,6 +41,7 @@ func Run(t *testing.T, b Backend) {
 		{"ResponsesConversation", testResponsesConversation},
 		{"ResponsesList", testResponsesList},
 		{"ResponsesUnfinished", testResponsesUnfinished},
+		{"ResponsesRunning", testResponsesRunning},
 		{"OrgSecretsSealed", testOrgSecretsSealed},
 		{"OrgSecretsKeyLostOrChanged", testOrgSecretsKeyLostOrChanged},
 	} {
