@@ -79,6 +79,9 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 		data["exit_code"] = *res.ExitCode
 	}
 	m.gov.Record(ctx, p, "computer.executed", id, data)
+	if res.TaskID != "" { // a shell task: a background process, as StartProcess records it
+		m.gov.Record(ctx, p, "computer.process_started", id, map[string]any{"process_id": res.TaskID})
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return tools.Result{}, err

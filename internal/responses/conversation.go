@@ -35,6 +35,9 @@ type conversation struct {
 	// after the answer (Config.ReuseComputers, or an explicit container):
 	// the chain's next response runs in it while it lives.
 	ComputerID string `json:"computer_id,omitempty"`
+	// ShellTasks: ComputerID is held for the conversation's shell tasks
+	// (shelltasks.go); every next response runs in it while it stands.
+	ShellTasks bool `json:"shell_tasks,omitempty"`
 }
 
 // Bounds of a stored conversation.
@@ -189,6 +192,9 @@ func (r *Run) conversation(ctx context.Context) json.RawMessage {
 	c.ArtifactIDs = newestFirst(kept, prevArtifacts)
 	if r.keepComputer {
 		c.ComputerID = r.computerID
+	}
+	if held := r.heldComputer(); held != "" {
+		c.ComputerID, c.ShellTasks = held, true
 	}
 	body, err := json.Marshal(c)
 	if err == nil && len(body) > MaxConversationBytes {

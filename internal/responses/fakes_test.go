@@ -34,6 +34,7 @@ type fakeComputers struct {
 	created   []computer.CreateRequest
 	ran       []string // name + " " + arguments
 	deleted   []string
+	held      []string // HoldForTasks
 }
 
 func (f *fakeComputers) ToolsEnabled(governance.Principal) bool { return !f.disabled }
@@ -85,6 +86,31 @@ func (f *fakeComputers) CheckRunning(_ context.Context, _ governance.Principal, 
 		return computer.ErrGone
 	}
 	return nil
+}
+
+// Use: a kept computer is in use while it runs (CheckRunning).
+func (f *fakeComputers) Use(ctx context.Context, p governance.Principal, id string) (func(), error) {
+	if err := f.CheckRunning(ctx, p, id); err != nil {
+		return nil, err
+	}
+	return func() {}, nil
+}
+
+// HoldForTasks records the hold of a running computer.
+func (f *fakeComputers) HoldForTasks(ctx context.Context, p governance.Principal, id string, grace time.Duration) error {
+	if err := f.CheckRunning(ctx, p, id); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held = append(f.held, id)
+	return nil
+}
+
+func (f *fakeComputers) snapshotHeld() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.held)
 }
 
 func (f *fakeComputers) snapshot() (created []computer.CreateRequest, ran, deleted []string) {

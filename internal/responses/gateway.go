@@ -47,6 +47,10 @@ type Config struct {
 	// ComputerIdle is a kept computer's idle timeout (default 20 minutes,
 	// OpenAI's).
 	ComputerIdle time.Duration
+	// ShellTaskGrace is how long a computer that shell tasks keep for
+	// their conversation stays after the last task ended or the last
+	// response used it (default DefaultShellTaskGrace; shelltasks.go).
+	ShellTaskGrace time.Duration
 	// MaxBackground bounds the background runs of the server, and
 	// MaxBackgroundPerOrg those of one organisation (defaults
 	// DefaultMaxBackground, DefaultMaxBackgroundPerOrg); beyond, a 429.
@@ -57,6 +61,10 @@ type Config struct {
 // DefaultComputerIdle is Config.ComputerIdle's default: OpenAI's
 // containers expire 20 minutes after their last activity.
 const DefaultComputerIdle = 20 * time.Minute
+
+// DefaultShellTaskGrace is Config.ShellTaskGrace's default: the seed's "a
+// few minutes".
+const DefaultShellTaskGrace = 5 * time.Minute
 
 // UpstreamConfig is one upstream model server.
 type UpstreamConfig struct {
@@ -148,6 +156,9 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 	}
 	if cfg.MaxBackgroundPerOrg <= 0 {
 		cfg.MaxBackgroundPerOrg = DefaultMaxBackgroundPerOrg
+	}
+	if cfg.ShellTaskGrace <= 0 {
+		cfg.ShellTaskGrace = DefaultShellTaskGrace
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}

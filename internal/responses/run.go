@@ -36,6 +36,13 @@ type Run struct {
 	// explicit container, or a stored response with
 	// Config.ReuseComputers).
 	keepComputer bool
+	// Shell tasks (shelltasks.go): tasks, the response started one; held,
+	// it runs in a computer the conversation keeps for them; hold, its
+	// computer stays with the conversation (decideHold); lost, that
+	// computer had ended; release ends the response's use of a kept
+	// computer (Computers.Use).
+	tasks, held, hold, lost bool
+	release                 func()
 	// turn is the upstream answer being turned into items (the last one
 	// once the loop ended).
 	turn *turnOutput
@@ -166,6 +173,7 @@ func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error)
 	}
 	r.citeFiles(ctx)
 	r.resp.CompletedAt = ptr(time.Now().Unix())
+	r.decideHold()
 	r.keep(ctx)
 	r.emit(typ, map[string]any{"response": r.snapshot()})
 	return r.resp, nil

@@ -42,14 +42,20 @@ func fileTooLarge(limit int64) Result {
 	return failed("File is too large: the limit is %d bytes.", limit)
 }
 
-// ExecTool runs a shell command.
+// ExecTool runs a shell command, or starts one as a shell task
+// (background) or reads a shell task (task_id): see task.go.
 func ExecTool() Tool {
 	return Tool{Name: ExecName, Computer: true,
-		Description: "Run a shell command (/bin/sh -c) in the computer, in /workspace. Returns the exit code, stdout and stderr.",
+		Description: "Run a shell command (/bin/sh -c) in the computer, in /workspace. Returns the exit code, stdout and stderr. " +
+			"With background true the command starts as a shell task and the call answers at once with its task_id: the task keeps running " +
+			"after the call, and after the response (the conversation's next responses find the computer while it runs and for a few minutes after). " +
+			"Call again with task_id (command null) for the task's status and newest output.",
 		Schema: json.RawMessage(`{"type":"object","properties":{` +
-			`"command":{"type":"string","description":"The shell command."},` +
-			`"timeout_seconds":{"type":["integer","null"],"description":"Time limit in seconds; null for the computer's limit."}},` +
-			`"required":["command","timeout_seconds"],"additionalProperties":false}`),
+			`"command":{"type":["string","null"],"description":"The shell command; null with task_id."},` +
+			`"timeout_seconds":{"type":["integer","null"],"description":"Time limit in seconds; null for the computer's limit. With background: the task's own limit (null: none). With task_id: how long to wait for the task to end (null: do not wait)."},` +
+			`"background":{"type":["boolean","null"],"description":"true: start the command as a shell task and answer at once with its task_id."},` +
+			`"task_id":{"type":["string","null"],"description":"A shell task's id (from a background call): answer its status and newest output instead of running a command."}},` +
+			`"required":["command","timeout_seconds","background","task_id"],"additionalProperties":false}`),
 		Run: runExec}
 }
 
@@ -74,9 +80,20 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 	var a struct {
 		Command        *string `json:"command"`
 		TimeoutSeconds *int    `json:"timeout_seconds"`
+		Background     *bool   `json:"background"`
+		TaskID         *string `json:"task_id"`
 	}
-	if msg := DecodeArgs(raw, &a, "command"); msg != "" {
+	if msg := DecodeArgs(raw, &a); msg != "" {
 		return failed("%s", msg), nil
+	}
+	background := a.Background != nil && *a.Background
+	switch {
+	case a.TaskID != nil && a.Command != nil:
+		return failed("%s", BothCommandAndTaskSentence), nil
+	case a.TaskID != nil && background:
+		return failed("%s", BackgroundWithTaskSentence), nil
+	case a.TaskID == nil && a.Command == nil:
+		return failed("Invalid arguments: command is required."), nil
 	}
 	lim := env.Limits.withDefaults()
 	timeout := lim.ExecTimeout
@@ -86,11 +103,17 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 		}
 		timeout = CapSeconds(timeout, *a.TimeoutSeconds)
 	}
+	if a.TaskID != nil {
+		return readTask(ctx, env, *a.TaskID, a.TimeoutSeconds, lim)
+	}
 	if strings.TrimSpace(*a.Command) == "" {
 		return failed("Invalid arguments: command must not be empty."), nil
 	}
 	if msg := CommandSentence(*a.Command); msg != "" {
 		return failed("%s", msg), nil
+	}
+	if background {
+		return startTask(ctx, env, *a.Command, a.TimeoutSeconds)
 	}
 	out, errb := &capture{max: lim.MaxStreamBytes}, &capture{max: lim.MaxStreamBytes}
 	st, err := env.Sandbox.Exec(ctx, sandbox.ExecRequest{Command: *a.Command,

@@ -82,10 +82,11 @@ func CapSeconds(limit time.Duration, seconds ...int) time.Duration {
 	return limit
 }
 
-// Computer is what the tools use of a computer: processes, files and
-// Python.
+// Computer is what the tools use of a computer: processes (background
+// ones for shell tasks), files and Python.
 type Computer interface {
 	sandbox.Processes
+	sandbox.Background
 	sandbox.Files
 	sandbox.Python
 }
@@ -135,6 +136,9 @@ type Result struct {
 	Failed bool `json:"-"`
 	// ExitCode is a command's exit code (exec only), for the audit.
 	ExitCode *int `json:"-"`
+	// TaskID is the shell task exec started (background), for the audit
+	// and for the gateway, which keeps the computer for it.
+	TaskID string `json:"-"`
 	// Err is an infrastructure failure (RunBatch only).
 	Err error `json:"-"`
 }
