@@ -53,16 +53,27 @@ func startReplica(t *testing.T, dbURL, secret string, extra ...string) *server {
 // exactly one usage row and one stop event.
 func TestServeFleet(t *testing.T) {
 	dbURL := postgresDB(t)
-	// The model: each answer waits until the test lets it go (or ends).
+	// The model: "wait" waits until the test ends; other input is run as
+	// code_interpreter code, then what it printed is the answer.
 	ended := make(chan struct{})
-	up := upstreamtest.New(t, upstreamtest.APIChat, func(int, map[string]any) (int, any) {
-		<-ended
-		return 200, upstreamtest.TextAnswer("done")
+	up := upstreamtest.New(t, upstreamtest.APIChat, func(_ int, req map[string]any) (int, any) {
+		msgs, _ := req["messages"].([]any)
+		last, _ := msgs[len(msgs)-1].(map[string]any)
+		content, _ := last["content"].(string)
+		switch {
+		case last["role"] == "tool":
+			return 200, upstreamtest.TextAnswer("printed: " + content)
+		case content == "wait":
+			<-ended
+			return 200, upstreamtest.TextAnswer("done")
+		}
+		args, _ := json.Marshal(map[string]string{"code": content})
+		return 200, upstreamtest.ToolCallsAnswer("", upstreamtest.Call{ID: "c1", Name: "code_interpreter", Args: string(args)})
 	})
 	t.Cleanup(func() { close(ended) }) // before the upstream's Close, which waits for its answers
-	gateway := "CUBICLE_GATEWAY_UPSTREAM_URL=" + up.URL
-	a := startReplica(t, dbURL, clusterSecret, gateway)
-	b := startReplica(t, dbURL, clusterSecret, gateway) // after A: A made the admin key, B finds it
+	gateway := []string{"CUBICLE_GATEWAY_UPSTREAM_URL=" + up.URL, "CUBICLE_GATEWAY_REUSE_COMPUTERS=true"}
+	a := startReplica(t, dbURL, clusterSecret, gateway...)
+	b := startReplica(t, dbURL, clusterSecret, gateway...) // after A: A made the admin key, B finds it
 
 	var c struct {
 		ID      string `json:"id"`
@@ -180,6 +191,22 @@ func TestServeFleet(t *testing.T) {
 	}
 	if r := a.do("POST", "/v1/computers/"+c2.ID+"/exec", `{"command":"true"}`); r.code != 409 {
 		t.Fatalf("exec on A after the delete through B: %d %s", r.code, r.body)
+	}
+
+	// A response continued through B runs in the computer A kept for it.
+	var r1, r2 struct {
+		ID     string `json:"id"`
+		Output []struct {
+			ContainerID string `json:"container_id"`
+			Content     []struct{ Text string }
+		}
+	}
+	tools := `"tools":[{"type":"code_interpreter","container":{"type":"auto"}}]`
+	a.decode("POST", "/v1/responses", `{"model":"m","input":"x = 41",`+tools+`}`, 200, &r1)
+	b.decode("POST", "/v1/responses", `{"model":"m","input":"print(x + 1)","previous_response_id":"`+r1.ID+`",`+tools+`}`, 200, &r2)
+	if len(r1.Output) != 2 || len(r2.Output) != 2 || r2.Output[0].ContainerID != r1.Output[0].ContainerID ||
+		len(r2.Output[1].Content) == 0 || !strings.Contains(r2.Output[1].Content[0].Text, "42") {
+		t.Fatalf("continued through B: %+v, then %+v", r1, r2)
 	}
 
 	// A background response runs on A: B cancels it there.

@@ -12,6 +12,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/fleet"
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
 	"github.com/cubicle-sandbox/cubicle/internal/jupyter"
 	"github.com/cubicle-sandbox/cubicle/internal/mcp"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
@@ -41,7 +42,8 @@ func openCLIStore(ctx context.Context, data string) (store.Store, error) {
 func forwarder(cfg config.Config, st store.Store, mgr *computer.Manager, api http.Handler) http.Handler {
 	return fleet.New(fleet.Config{Self: mgr.Instance(), Secret: []byte(cfg.Cluster.Secret),
 		Lease: cmp.Or(cfg.Cluster.Lease(), computer.DefaultLease), Local: mgr.Local, Owners: st.Instances(),
-		KernelMetadata: jupyter.KernelMetadataKey, MCPBodyLimit: mcp.BodyLimit(mgr)}, api)
+		KernelMetadata: jupyter.KernelMetadataKey, MCPBodyLimit: mcp.BodyLimit(mgr),
+		KeptComputer: responses.KeptComputerMember, ResponsesBodyLimit: httpapi.MaxJSONBody}, api)
 }
 
 // failInterrupted marks failed the background responses a stopped server

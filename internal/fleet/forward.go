@@ -33,6 +33,7 @@ type Config struct {
 		Owner(ctx context.Context, computerID string) (store.Instance, error)
 		OwnerByMetadata(ctx context.Context, key, value string) (string, store.Instance, error)
 		OwnerOfResponse(ctx context.Context, responseID string) (store.Instance, error)
+		OwnerOfKept(ctx context.Context, responseID, key string) (string, store.Instance, error)
 	}
 	// KernelMetadata is the computer metadata key that names a Kernel
 	// Gateway kernel's id ("": kernel requests are not forwarded).
@@ -40,6 +41,13 @@ type Config struct {
 	// MCPBodyLimit bounds how much of an MCP request's body is read to
 	// find its computer_id (0: MCP requests are not forwarded).
 	MCPBodyLimit int64
+	// KeptComputer is the member of a stored response's conversation that
+	// names the computer kept for it; ResponsesBodyLimit bounds how much
+	// of a POST /v1/responses body is read to find its
+	// previous_response_id (0: responses that continue one are not
+	// forwarded).
+	KeptComputer       string
+	ResponsesBodyLimit int64
 	// Transport carries forwarded requests (nil: http.DefaultTransport).
 	Transport http.RoundTripper
 }

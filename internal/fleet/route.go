@@ -33,9 +33,12 @@ type route struct {
 //   - MCP: POST /mcp whose JSON-RPC body is a tools/call with a
 //     computer_id argument (peeked; the body is served whole);
 //   - a background response while it runs: /v1/responses/{id}[/…] (poll,
-//     stream resumption, cancel) goes to the server running it.
+//     stream resumption, cancel) goes to the server running it;
+//   - a response that continues one (POST /v1/responses whose body's
+//     previous_response_id, peeked, names a response whose conversation
+//     kept a computer: Config.KeptComputer) runs where that computer does.
 //
-// The last three cost a lookup or a peek, so they are made only where
+// The last four cost a lookup or a peek, so they are made only where
 // forwarding can happen (cluster.secret set).
 func (f *Forwarder) routeOf(r *http.Request) (route, error) {
 	p := r.URL.Path
@@ -63,7 +66,17 @@ func (f *Forwarder) routeOf(r *http.Request) (route, error) {
 		}
 		return route{computer: id, owner: &in}, nil
 	case p == "/mcp" && r.Method == http.MethodPost && f.cfg.MCPBodyLimit > 0 && len(f.cfg.Secret) > 0:
-		return route{computer: peekMCPComputer(r, f.cfg.MCPBodyLimit)}, nil
+		return route{computer: peekJSON(r, f.cfg.MCPBodyLimit, "params", "arguments", "computer_id")}, nil
+	case p == "/v1/responses" && r.Method == http.MethodPost && f.cfg.ResponsesBodyLimit > 0 && f.cfg.KeptComputer != "" && len(f.cfg.Secret) > 0:
+		prev := peekJSON(r, f.cfg.ResponsesBodyLimit, "previous_response_id")
+		if prev == "" {
+			return route{}, nil
+		}
+		id, in, err := f.cfg.Owners.OwnerOfKept(r.Context(), prev, f.cfg.KeptComputer)
+		if err != nil {
+			return route{}, err
+		}
+		return route{computer: id, owner: &in}, nil
 	case strings.HasPrefix(p, "/v1/responses/") && len(f.cfg.Secret) > 0:
 		id, _, _ := strings.Cut(strings.TrimPrefix(p, "/v1/responses/"), "/")
 		if id == "" {
@@ -87,14 +100,14 @@ func (f *Forwarder) ownerOf(ctx context.Context, rt route) (store.Instance, erro
 	return f.cfg.Owners.Owner(ctx, rt.computer)
 }
 
-// peekMCPComputer reads r's JSON-RPC body as far as the computer_id of a
-// tools/call's arguments (at most limit bytes) and puts back what it read,
-// so the body is served whole. "" when there is none, or the body is not
-// what it should be (served here, where it is refused properly).
-func peekMCPComputer(r *http.Request, limit int64) string {
+// peekJSON reads r's JSON body as far as the string member at path (at
+// most limit bytes) and puts back what it read, so the body is served
+// whole. "" when there is none, or the body is not what it should be
+// (served here, where it is refused properly).
+func peekJSON(r *http.Request, limit int64, path ...string) string {
 	var seen bytes.Buffer
 	dec := json.NewDecoder(io.TeeReader(io.LimitReader(r.Body, limit), &seen))
-	id := findPath(dec, "params", "arguments", "computer_id")
+	id := findPath(dec, path...)
 	r.Body = struct {
 		io.Reader
 		io.Closer

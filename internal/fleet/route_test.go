@@ -16,6 +16,13 @@ func (kernelOwners) Owner(context.Context, string) (store.Instance, error) {
 	return store.Instance{}, store.ErrNotFound
 }
 
+func (kernelOwners) OwnerOfKept(_ context.Context, id, key string) (string, store.Instance, error) {
+	if id == "resp_kept" && key == "computer_id" {
+		return "cmp_kept", store.Instance{ID: "srv_d"}, nil
+	}
+	return "", store.Instance{}, store.ErrNotFound
+}
+
 func (kernelOwners) OwnerOfResponse(_ context.Context, id string) (store.Instance, error) {
 	if id == "resp_bg" {
 		return store.Instance{ID: "srv_c"}, nil
@@ -36,6 +43,7 @@ func (o kernelOwners) OwnerByMetadata(_ context.Context, key, value string) (str
 // and an MCP body read to find it is served whole.
 func TestRouteOf(t *testing.T) {
 	f := New(Config{Secret: []byte(strings.Repeat("s", MinSecret)), KernelMetadata: "jupyter_kernel_id", MCPBodyLimit: 1 << 20,
+		KeptComputer: "computer_id", ResponsesBodyLimit: 1 << 20,
 		Owners: kernelOwners{map[string]string{"k-1": "cmp_k"}}}, nil)
 	long := strings.Repeat("x", 100<<10)
 	for _, c := range []struct {
@@ -60,13 +68,16 @@ func TestRouteOf(t *testing.T) {
 		{"GET", "/v1/responses/resp_bg", "", "", "", false},
 		{"POST", "/v1/responses/resp_bg/cancel", "", "", "", false},
 		{"GET", "/v1/responses/resp_done", "", "", "", false},
+		{"POST", "/v1/responses", "", `{"input":"` + long + `","previous_response_id":"resp_kept"}`, "cmp_kept", false},
+		{"POST", "/v1/responses", "", `{"input":"hi","previous_response_id":"resp_done"}`, "", false},
+		{"POST", "/v1/responses", "", `{"input":"hi"}`, "", false},
 	} {
 		r, _ := http.NewRequest(c.method, "http://h"+c.path, strings.NewReader(c.body))
 		if c.header != "" {
 			r.Header.Set("E2b-Sandbox-Id", c.header)
 		}
 		rt, err := f.routeOf(r)
-		if (err != nil) != (c.want == "" && strings.HasPrefix(c.path, "/api/kernels/") || c.path == "/v1/responses/resp_done") {
+		if (err != nil) != (c.want == "" && strings.HasPrefix(c.path, "/api/kernels/") || strings.Contains(c.path+c.body, "resp_done")) {
 			t.Errorf("%s %s: error %v", c.method, c.path, err)
 		}
 		if bg := strings.HasPrefix(c.path, "/v1/responses/resp_bg"); bg != (rt.owner != nil && rt.owner.ID == "srv_c") {

@@ -40,6 +40,11 @@ type conversation struct {
 	ShellTasks bool `json:"shell_tasks,omitempty"`
 }
 
+// KeptComputerMember is the member of a stored conversation naming the
+// computer kept for it (conversation.ComputerID): replicas forward a
+// response that continues it to that computer's (docs/fleet.md).
+const KeptComputerMember = "computer_id"
+
 // Bounds of a stored conversation.
 const (
 	// MaxConversationBytes bounds a stored conversation's JSON; a longer

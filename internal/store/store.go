@@ -113,6 +113,11 @@ type Instances interface {
 	// OwnerOfResponse returns the instance running a response (its
 	// Instance); ErrNotFound when none does.
 	OwnerOfResponse(ctx context.Context, responseID string) (Instance, error)
+	// OwnerOfKept is Owner of the computer not yet stopped that a
+	// response's stored conversation names at its top-level member key (a
+	// computer kept for the conversation), and that computer's id;
+	// ErrNotFound when there is none.
+	OwnerOfKept(ctx context.Context, responseID, key string) (computerID string, in Instance, err error)
 	// Lapsed returns the instances whose last beat is before before and
 	// that still own running (starting or ready) computers, by id.
 	Lapsed(ctx context.Context, before time.Time) ([]Instance, error)

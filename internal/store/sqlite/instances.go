@@ -56,14 +56,19 @@ func (i instances) Owner(ctx context.Context, computerID string) (store.Instance
 }
 
 func (i instances) OwnerByMetadata(ctx context.Context, key, value string) (string, store.Instance, error) {
+	return scanOwned(i.db.QueryRowContext(ctx, `SELECT c.id, `+instanceColumns+` FROM computers c
+		JOIN instances i ON i.id = c.instance WHERE json_extract(c.metadata, ?) = ? AND c.`+alive+` LIMIT 1`,
+		metadataPath(key), value), "owner of the computer with metadata "+key+"="+value)
+}
+
+// scanOwned reads a computer's id and its owner's columns.
+func scanOwned(row *sql.Row, what string) (string, store.Instance, error) {
 	var id string
 	var in store.Instance
 	var started, seen int64
-	err := i.db.QueryRowContext(ctx, `SELECT c.id, `+instanceColumns+` FROM computers c
-		JOIN instances i ON i.id = c.instance WHERE json_extract(c.metadata, ?) = ? AND c.`+alive+` LIMIT 1`,
-		metadataPath(key), value).Scan(&id, &in.ID, &in.URL, &started, &seen)
+	err := row.Scan(&id, &in.ID, &in.URL, &started, &seen)
 	in.StartedAt, in.LastSeen = fromMS(started), fromMS(seen)
-	return id, in, notFound(err, "owner of the computer with metadata "+key+"="+value)
+	return id, in, notFound(err, what)
 }
 
 // metadataPath is the JSON path of a metadata key, quoted so that any key
@@ -71,6 +76,13 @@ func (i instances) OwnerByMetadata(ctx context.Context, key, value string) (stri
 func metadataPath(key string) string {
 	b, _ := json.Marshal(key)
 	return "$." + string(b)
+}
+
+func (i instances) OwnerOfKept(ctx context.Context, responseID, key string) (string, store.Instance, error) {
+	return scanOwned(i.db.QueryRowContext(ctx, `SELECT c.id, `+instanceColumns+` FROM responses r
+		JOIN computers c ON c.id = json_extract(r.conversation, ?) JOIN instances i ON i.id = c.instance
+		WHERE r.id = ? AND r.conversation IS NOT NULL AND c.`+alive, metadataPath(key), responseID),
+		"owner of the computer kept for response "+responseID)
 }
 
 func (i instances) OwnerOfResponse(ctx context.Context, responseID string) (store.Instance, error) {

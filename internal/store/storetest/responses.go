@@ -191,6 +191,25 @@ func testResponsesRunning(t *testing.T, b Backend) {
 	if got := ids(t0.Add(time.Second)); got != "resp_a@srv_a resp_gone@srv_never" {
 		t.Fatalf("orphaned after srv_a's lease: %q", got)
 	}
+	// A computer kept for the conversation names its owner.
+	seed(t, db)
+	if err := db.Computers().Create(ctx, store.Computer{ID: "cmp_kept", OrgID: "org_1", KeyID: "key_1", Status: store.StatusReady,
+		CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), Instance: "srv_a"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ id, conv string }{{"resp_kept", `{"computer_id":"cmp_kept","shell_tasks":true}`}, {"resp_other", `{"computer_id":"cmp_none"}`}} {
+		if err := rs.Put(ctx, store.Response{ID: c.id, OrgID: "org_1", KeyID: "key_1", CreatedAt: t0, Body: []byte(`{}`), Conversation: json.RawMessage(c.conv)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id, in, err := db.Instances().OwnerOfKept(ctx, "resp_kept", "computer_id"); err != nil || id != "cmp_kept" || in.ID != "srv_a" {
+		t.Fatalf("owner of the kept computer: %q %+v, %v", id, in, err)
+	}
+	for _, c := range [][2]string{{"resp_other", "computer_id"}, {"resp_kept", "shell_tasks"}, {"resp_sync", "computer_id"}, {"resp_x", "computer_id"}} {
+		if _, _, err := db.Instances().OwnerOfKept(ctx, c[0], c[1]); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("owner kept for %v: %v, want not found", c, err)
+		}
+	}
 	put("resp_a", "") // it ended
 	if _, err := db.Instances().OwnerOfResponse(ctx, "resp_a"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("owner of an ended response: %v", err)
