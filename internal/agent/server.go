@@ -63,6 +63,7 @@ func NewServer(conn io.ReadWriter, init protocol.Init, workspaceDir *os.File, sp
 		tarReads: make(map[uint32]*atomic.Bool),
 		watches:  make(map[uint32]*fileWatch),
 	}
+	s.leaves.kick = make(chan struct{}, 1)
 	s.py = newPythonManager(s)
 	s.bg = newBgTable()
 	return s

@@ -25,8 +25,8 @@ const (
 )
 
 // idleSettle is how long the idle computers are left alone before their
-// threads and memory are counted.
-const idleSettle = 2 * time.Second
+// threads and memory are counted (a variable for the tests).
+var idleSettle = 2 * time.Second
 
 // idleMinAvailable stops the creation of idle computers early when the
 // host's available memory falls below it (the machine may be shared).
