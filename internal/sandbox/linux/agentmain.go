@@ -43,9 +43,8 @@ func AgentMain() int {
 	if isLauncher() {
 		return launcherMain()
 	}
-	// One P: an idle computer's agent then keeps four threads (this one,
-	// the one that runs every other goroutine, sysmon and the runtime's
-	// template thread), and a busy one few more (docs/ARCHITECTURE.md,
+	// One P (the launcher sets GOMAXPROCS=1 too, for the runtime's own
+	// start): the agent then needs few threads (docs/ARCHITECTURE.md,
 	// "Threads").
 	runtime.GOMAXPROCS(1)
 	// This goroutine keeps its thread, the main one (see init below), for

@@ -107,9 +107,13 @@ func (s *launcherServer) launch(req launchRequest, fds []int) {
 	}
 	pidfd := -1
 	cmd := &exec.Cmd{
-		Path:       req.Path,
-		Args:       []string{"cubicle", AgentArg},
-		Env:        []string{},
+		Path: req.Path,
+		Args: []string{"cubicle", AgentArg},
+		// One P from the Go runtime's start: its initialisation then
+		// starts fewer threads, which the runtime keeps for good (see
+		// AgentMain). Nothing of the agent's environment reaches a user
+		// process.
+		Env:        []string{"GOMAXPROCS=1"},
 		Dir:        "/",
 		Stderr:     files[0],
 		ExtraFiles: files[1:],
