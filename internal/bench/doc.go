@@ -3,7 +3,8 @@
 //
 //   - 'cubicle-bench sandbox': cold computer start to the first byte of
 //     output, create and destroy, exec round trips through the agent, against
-//     bubblewrap and runc;
+//     bubblewrap and runc; and what N idle computers cost (threads, memory,
+//     exec with one computer and with N: idle.go);
 //   - 'cubicle-bench api': the HTTP API of a real 'cubicle serve' (create from
 //     the warm pool, exec, SSE, delete, and a concurrent load) next to the
 //     in-process driver;

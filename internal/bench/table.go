@@ -21,6 +21,7 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "  %-50s ≤ %g ms: %s (%.2f ms)\n", t.What, t.Limit.Milliseconds(), verdict(t.Met), t.P50.Milliseconds())
 		}
 	}
+	writeIdle(&b, r.Idle)
 	writeNotes(&b, r.Notes)
 	_, err := io.WriteString(w, b.String())
 	return err
