@@ -1,0 +1,50 @@
+package scripts
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestCompileSchema: local references that do not lead back into
+// themselves are accepted and followed; recursion, remote references,
+// $dynamicRef and a nested $id are refused before any validation runs
+// (a reference cycle would recurse without end).
+func TestCompileSchema(t *testing.T) {
+	ok := `{"type":"object","$defs":{"day":{"type":"string","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},"span":{"type":"object","properties":{"from":{"$ref":"#/$defs/day"},"to":{"$ref":"#/$defs/day"}},"required":["from","to"]}},"properties":{"span":{"$ref":"#/$defs/span"}},"required":["span"]}`
+	_, rs, err := compileSchema(json.RawMessage(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]bool{
+		`{"span":{"from":"2026-01-01","to":"2026-02-01"}}`: true,
+		`{"span":{"from":"2026-01-01","to":"soon"}}`:       false,
+		`{"span":{"from":"2026-01-01"}}`:                   false,
+	} {
+		var v any
+		json.Unmarshal([]byte(in), &v)
+		if err := validate(rs, v); (err == nil) != want {
+			t.Errorf("%s: %v, want valid %v", in, err, want)
+		}
+	}
+	for schema, says := range map[string]string{
+		`{"type":"object","$ref":"#"}`:                                                              "recursive",
+		`{"type":"object","properties":{"a":{"$ref":"#/properties"}}}`:                              "recursive",
+		`{"type":"object","$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"}]},"b":{"$ref":"#/$defs/a"}}}`: "recursive",
+		`{"type":"object","$defs":{"a/b":{"$ref":"#/$defs/a~1b"}}}`:                                 "recursive",
+		`{"type":"object","properties":{"a":{"$ref":"other.json#/x"}}}`:                             "local JSON pointers",
+		`{"type":"object","properties":{"a":{"$ref":"#anchor"}}}`:                                   "local JSON pointers",
+		`{"type":"object","properties":{"a":{"$ref":3}}}`:                                           "local JSON pointers",
+		`{"type":"object","properties":{"a":{"$dynamicRef":"#x"}}}`:                                 "not supported",
+		`{"type":"object","properties":{"a":{"$id":"https://example.com/a"}}}`:                      "only at the root",
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`:                           "not a valid JSON Schema",
+		`{"type":"object","required":"a"}`:                                                          "not a valid JSON Schema",
+		`[1]`:                                                                                       `"type" is "object"`,
+		`{"type":"object"`:                                                                          "not JSON",
+	} {
+		_, _, err := compileSchema(json.RawMessage(schema))
+		if err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("%s: %v, want %q", schema, err, says)
+		}
+	}
+}
