@@ -13,10 +13,11 @@
 //
 // Every bound lives here: a name's characters and length, the sizes of
 // the description, the schema and the source, the interpreter's words,
-// the scripts of one organisation. A schema is checked as a schema once
-// at registration and again at each call (google/jsonschema-go, drafts
-// 2020-12 and 07), without remote references or recursion, so
-// validating a model's arguments is bounded.
+// the scripts of one organisation. A schema is checked as a schema (against
+// the meta-schema of its draft, 2020-12 or 07, embedded: metaschemas/)
+// once at registration and again at each call (google/jsonschema-go),
+// without remote references or recursion and with its $refs' expansion
+// bounded, so validating a model's (bounded) arguments is bounded.
 //
 // It may import internal/store (the scripts' rows), internal/governance
 // (the caller, the audit of a registration), internal/tools (a script as

@@ -11,13 +11,17 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// MaxSchemaBytes bounds an input schema (compact JSON).
-const MaxSchemaBytes = 16 << 10
+// Bounds of an input schema: its compact JSON, and how many JSON values
+// validating one argument may visit with every $ref followed (a chain of
+// $defs that each use the next twice doubles at each step).
+const (
+	MaxSchemaBytes    = 16 << 10
+	MaxSchemaExpanded = 4096
+)
 
 // schemaVersions are the $schema values a schema may name (none: 2020-12).
 var schemaVersions = []string{"https://json-schema.org/draft/2020-12/schema",
-	"http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-07/schema",
-	"https://json-schema.org/draft-07/schema#"}
+	"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#"}
 
 // compileSchema checks raw as a tool's input schema and compiles it: a
 // JSON object of at most MaxSchemaBytes whose type is "object", a valid
@@ -48,6 +52,9 @@ func compileSchema(raw json.RawMessage) (json.RawMessage, *jsonschema.Resolved, 
 		if s, _ := v.(string); !slices.Contains(schemaVersions, s) {
 			return nil, nil, fmt.Errorf("input_schema.$schema must be JSON Schema 2020-12 or draft-07, got %v", v)
 		}
+	}
+	if err := checkMeta(root); err != nil {
+		return nil, nil, err
 	}
 	if err := checkRefs(doc); err != nil {
 		return nil, nil, err
@@ -94,53 +101,93 @@ type ref struct{ at, target []string }
 
 // checkRefs refuses what would make validation unbounded or reach
 // outside the schema: $dynamicRef and $recursiveRef, an $id below the
-// root, a $ref that is not a local JSON pointer ("#", "#/…"), and
-// references that lead back into themselves (a recursive schema). Every
-// object is looked at, data in enum or const too: a refusal there is
+// root, a $ref that is not a local JSON pointer ("#", "#/…"), references
+// that lead back into themselves (a recursive schema), and references
+// that expand the schema past MaxSchemaExpanded values. Every object is
+// looked at, data in enum or const too: a refusal there is
 // conservative, never unsafe.
 func checkRefs(doc any) error {
 	var refs []ref
-	var walk func(v any, at []string) error
-	walk = func(v any, at []string) error {
+	sizes := map[string]int{} // the JSON values under each location
+	var walk func(v any, at []string) (int, error)
+	walk = func(v any, at []string) (int, error) {
+		n := 1
 		switch v := v.(type) {
 		case map[string]any:
 			for k, child := range v {
-				switch k {
-				case "$dynamicRef", "$recursiveRef":
-					return fmt.Errorf("input_schema: %s is not supported (at %s)", k, pointer(at))
-				case "$id":
-					if len(at) > 0 {
-						return fmt.Errorf("input_schema: $id is accepted only at the root (at %s)", pointer(at))
-					}
-				case "$ref":
-					s, _ := child.(string)
-					target, err := localPointer(s)
-					if err != nil {
-						return fmt.Errorf("input_schema: $ref at %s: %v", pointer(at), err)
-					}
-					refs = append(refs, ref{at: slices.Clone(at), target: target})
+				if err := checkKeyword(k, child, at, &refs); err != nil {
+					return 0, err
 				}
-				if err := walk(child, append(at, k)); err != nil {
-					return err
+				c, err := walk(child, append(at, k))
+				if err != nil {
+					return 0, err
 				}
+				n += c
 			}
 		case []any:
 			for i, child := range v {
-				if err := walk(child, append(at, fmt.Sprint(i))); err != nil {
-					return err
+				c, err := walk(child, append(at, fmt.Sprint(i)))
+				if err != nil {
+					return 0, err
 				}
+				n += c
 			}
 		}
-		return nil
+		sizes[key(at)] = n
+		return n, nil
 	}
-	if err := walk(doc, nil); err != nil {
+	if _, err := walk(doc, nil); err != nil {
 		return err
 	}
 	if cyclic(refs) {
 		return fmt.Errorf("input_schema: its $refs lead back into themselves (recursive schemas are not supported)")
 	}
+	if n := expanded(nil, refs, sizes, map[string]int{}); n > MaxSchemaExpanded {
+		return fmt.Errorf("input_schema: with its $refs followed it has more than %d values (%d); use fewer references", MaxSchemaExpanded, n)
+	}
 	return nil
 }
+
+// checkKeyword checks one key of a schema object at at, collecting a $ref.
+func checkKeyword(k string, v any, at []string, refs *[]ref) error {
+	switch k {
+	case "$dynamicRef", "$recursiveRef":
+		return fmt.Errorf("input_schema: %s is not supported (at %s)", k, pointer(at))
+	case "$id":
+		if len(at) > 0 {
+			return fmt.Errorf("input_schema: $id is accepted only at the root (at %s)", pointer(at))
+		}
+	case "$ref":
+		s, _ := v.(string)
+		target, err := localPointer(s)
+		if err != nil {
+			return fmt.Errorf("input_schema: $ref at %s: %v", pointer(at), err)
+		}
+		*refs = append(*refs, ref{at: slices.Clone(at), target: target})
+	}
+	return nil
+}
+
+// expanded is how many values validating the subtree at at may visit:
+// its own, and for each $ref in it those of its target, expanded too
+// (memo by location; refs are acyclic; the sum saturates past the bound).
+func expanded(at []string, refs []ref, sizes, memo map[string]int) int {
+	k := key(at)
+	if n, ok := memo[k]; ok {
+		return n
+	}
+	n := sizes[k]
+	for _, r := range refs {
+		if hasPrefix(r.at, at) && n <= MaxSchemaExpanded {
+			n += expanded(r.target, refs, sizes, memo)
+		}
+	}
+	memo[k] = n
+	return n
+}
+
+// key is a location as a map key.
+func key(at []string) string { return strings.Join(at, "\x00") }
 
 // localPointer decodes a $ref that is a JSON pointer into the schema
 // itself ("#" or "#/a/b", RFC 6901 in a URI fragment).

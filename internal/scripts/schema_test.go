@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -28,23 +29,37 @@ func TestCompileSchema(t *testing.T) {
 		}
 	}
 	for schema, says := range map[string]string{
-		`{"type":"object","$ref":"#"}`:                                                              "recursive",
-		`{"type":"object","properties":{"a":{"$ref":"#/properties"}}}`:                              "recursive",
-		`{"type":"object","$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"}]},"b":{"$ref":"#/$defs/a"}}}`: "recursive",
-		`{"type":"object","$defs":{"a/b":{"$ref":"#/$defs/a~1b"}}}`:                                 "recursive",
-		`{"type":"object","properties":{"a":{"$ref":"other.json#/x"}}}`:                             "local JSON pointers",
-		`{"type":"object","properties":{"a":{"$ref":"#anchor"}}}`:                                   "local JSON pointers",
-		`{"type":"object","properties":{"a":{"$ref":3}}}`:                                           "local JSON pointers",
-		`{"type":"object","properties":{"a":{"$dynamicRef":"#x"}}}`:                                 "not supported",
-		`{"type":"object","properties":{"a":{"$id":"https://example.com/a"}}}`:                      "only at the root",
-		`{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`:                           "not a valid JSON Schema",
-		`{"type":"object","required":"a"}`:                                                          "not a valid JSON Schema",
-		`[1]`:                                                                                       `"type" is "object"`,
-		`{"type":"object"`:                                                                          "not JSON",
+		`{"type":"object","$ref":"#"}`:                                                                              "recursive",
+		`{"type":"object","properties":{"a":{"$ref":"#/properties"}}}`:                                              "recursive",
+		`{"type":"object","$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"}]},"b":{"$ref":"#/$defs/a"}}}`:                 "recursive",
+		`{"type":"object","$defs":{"a/b":{"$ref":"#/$defs/a~1b"}}}`:                                                 "recursive",
+		`{"type":"object","properties":{"a":{"$ref":"other.json#/x"}}}`:                                             "local JSON pointers",
+		`{"type":"object","properties":{"a":{"$ref":"#anchor"}}}`:                                                   "local JSON pointers",
+		`{"type":"object","properties":{"a":{"$ref":3}}}`:                                                           "not a valid JSON Schema",
+		`{"type":"object","properties":{"a":{"type":"nope"}}}`:                                                      "not a valid JSON Schema",
+		`{"type":"object","$schema":"http://json-schema.org/draft-07/schema#","properties":{"a":{"minLength":-1}}}`: "not a valid JSON Schema",
+		`{"type":"object","properties":{"a":{"$dynamicRef":"#x"}}}`:                                                 "not supported",
+		`{"type":"object","properties":{"a":{"$id":"https://example.com/a"}}}`:                                      "only at the root",
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`:                                           "not a valid JSON Schema",
+		`{"type":"object","required":"a"}`:                                                                          "not a valid JSON Schema",
+		`[1]`:                                                                                                       `"type" is "object"`,
+		`{"type":"object"`:                                                                                          "not JSON",
 	} {
 		_, _, err := compileSchema(json.RawMessage(schema))
 		if err == nil || !strings.Contains(err.Error(), says) {
 			t.Errorf("%s: %v, want %q", schema, err, says)
 		}
+	}
+	// Each definition uses the next twice: 14 small definitions that
+	// validation would visit 2^14 times.
+	defs := map[string]any{"d14": map[string]any{"type": "string"}}
+	for i := range 14 {
+		next := map[string]any{"$ref": fmt.Sprintf("#/$defs/d%d", i+1)}
+		defs[fmt.Sprintf("d%d", i)] = map[string]any{"allOf": []any{next, next}}
+	}
+	doubling, _ := json.Marshal(map[string]any{"type": "object", "$defs": defs,
+		"properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/d0"}}})
+	if _, _, err := compileSchema(doubling); err == nil || !strings.Contains(err.Error(), "more than 4096 values") {
+		t.Errorf("a doubling chain of $refs: %v", err)
 	}
 }

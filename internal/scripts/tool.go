@@ -25,6 +25,9 @@ const (
 	AuditKind = "script"
 	// maxSchemaError bounds the schema's complaint the model reads.
 	maxSchemaError = 1024
+	// MaxArgsBytes bounds a call's arguments (they are checked against
+	// the schema in the server, then given on stdin).
+	MaxArgsBytes = 64 << 10
 )
 
 // ToolName is the tool of the script name.
@@ -94,6 +97,9 @@ func (s *Service) run(ctx context.Context, env tools.Env, org, name string, args
 	if msg != "" {
 		return withAudit(failed("%s", msg), audit), nil
 	}
+	if len(input) > MaxArgsBytes {
+		return withAudit(failed("Invalid arguments: they are %d bytes; a script's arguments are at most %d.", len(input), MaxArgsBytes), audit), nil
+	}
 	if msg := checkArgs(sc.InputSchema, input); msg != "" {
 		return withAudit(failed("%s", msg), audit), nil
 	}
@@ -130,7 +136,7 @@ func checkArgs(schema, input json.RawMessage) string {
 		return "Invalid arguments: expected a JSON object."
 	}
 	if err := validate(rs, inst); err != nil {
-		return "Invalid arguments: they do not match the script's input schema: " + tools.CutUTF8(err.Error(), maxSchemaError)
+		return "Invalid arguments: they do not match the script's input schema: " + cutMessage(err.Error())
 	}
 	return ""
 }
