@@ -240,22 +240,8 @@ func TestScriptsOffered(t *testing.T) {
 	e.register(e.admin, reportScript())
 	_, key := e.newKey("", scriptOnlyCaps)
 	r := e.do(key, "GET", "/v1/tools", nil)
-	var list struct {
-		Data []struct {
-			Function struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-				Strict     bool            `json:"strict"`
-			} `json:"function"`
-		} `json:"data"`
-	}
-	r.json(t, &list)
-	var names []string
-	for _, d := range list.Data {
-		names = append(names, d.Function.Name)
-	}
-	last := list.Data[len(list.Data)-1].Function
-	if slices.Contains(names, "builtin__computer_exec") || last.Name != "script__report" || last.Strict ||
+	defs := toolDefs(t, r)
+	if last := defs[len(defs)-1].Function; len(defs) != 1 || last.Name != "script__report" || last.Strict ||
 		string(last.Parameters) != string(reportSchema) {
 		t.Fatalf("GET /v1/tools: %s", r)
 	}
@@ -380,15 +366,7 @@ func TestScriptsOnComputer(t *testing.T) {
 	c := e.create(key, nil)
 	call := func(name, args string) (string, bool) {
 		t.Helper()
-		r := e.do(key, "POST", "/v1/computers/"+c.ID+"/tools/"+name, map[string]any{"arguments": args})
-		var a struct {
-			Output  string `json:"output"`
-			IsError bool   `json:"is_error"`
-		}
-		r.json(t, &a)
-		if r.code != 200 {
-			t.Fatalf("%s: %s", name, r)
-		}
+		a := e.tool(key, c.ID, name, args)
 		return a.Output, a.IsError
 	}
 	if out, isErr := call("script__report", `{"region":"north","limit":3}`); out != reportOutput || isErr {
