@@ -332,6 +332,11 @@ func TestScriptsRefusedInTurn(t *testing.T) {
 	if got := r.wantError(t, 422, "deliver_not_allowed"); *got.Error.Param != "tools[0].deliver" {
 		t.Fatalf("deliver: %s", r)
 	}
+	r = e.do(key, "POST", "/v1/responses", map[string]any{"input": "x", "tools": []any{tool[0],
+		map[string]any{"type": "function", "name": "script__report", "parameters": map[string]any{"type": "object"}}}})
+	if got := r.wantError(t, 400, ""); *got.Error.Param != "tools" || !strings.Contains(got.Error.Message, "collides") {
+		t.Fatalf("a client function of the script's name: %s", r)
+	}
 	if up.count() != 0 {
 		t.Fatalf("%d upstream calls for refused requests", up.count())
 	}
