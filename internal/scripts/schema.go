@@ -17,53 +17,76 @@ import (
 const (
 	MaxSchemaBytes    = 16 << 10
 	MaxSchemaExpanded = 4096
+	// MaxSchemaDepth bounds how deep a schema's JSON nests (a property
+	// of an object property is 4 deep: properties, name, properties,
+	// name); the validator's cost grows with the square of it.
+	MaxSchemaDepth = 64
+	// MaxCheckWork bounds checking one call's arguments: the schema's
+	// values (with its $refs followed) times the arguments' JSON values.
+	// Each pair is checked at most once, so this bounds the validator's
+	// work (about 1 s of a core at its worst: a failing anyOf branch
+	// costs microseconds).
+	MaxCheckWork = 250_000
 )
+
+// compiled is a checked input schema.
+type compiled struct {
+	schema json.RawMessage // compact
+	rs     *jsonschema.Resolved
+	// expanded counts its JSON values with every $ref followed.
+	expanded int
+}
 
 // schemaVersions are the $schema values a schema may name (none: 2020-12).
 var schemaVersions = []string{"https://json-schema.org/draft/2020-12/schema",
 	"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#"}
 
 // compileSchema checks raw as a tool's input schema and compiles it: a
-// JSON object of at most MaxSchemaBytes whose type is "object", a valid
-// JSON Schema (2020-12 or draft-07) whose references are local JSON
-// pointers ("#/$defs/…") that never lead back into themselves. It returns
-// the compact schema, or an error saying what is wrong.
-func compileSchema(raw json.RawMessage) (json.RawMessage, *jsonschema.Resolved, error) {
+// JSON object of at most MaxSchemaBytes and MaxSchemaDepth whose type is
+// "object", a valid JSON Schema (2020-12 or draft-07; checked against its
+// meta-schema when meta: at registration, not again at each call) whose
+// references are local JSON pointers ("#/$defs/…") that never lead back
+// into themselves. It returns the compiled schema, or an error saying
+// what is wrong.
+func compileSchema(raw json.RawMessage, meta bool) (*compiled, error) {
 	var buf bytes.Buffer
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		return nil, nil, fmt.Errorf("input_schema is required: a JSON Schema object such as {\"type\":\"object\",\"properties\":{…}}")
+		return nil, fmt.Errorf("input_schema is required: a JSON Schema object such as {\"type\":\"object\",\"properties\":{…}}")
 	}
 	if err := json.Compact(&buf, raw); err != nil {
-		return nil, nil, fmt.Errorf("input_schema is not JSON: %v", err)
+		return nil, fmt.Errorf("input_schema is not JSON: %v", err)
 	}
 	if buf.Len() > MaxSchemaBytes {
-		return nil, nil, fmt.Errorf("input_schema is %d bytes; the limit is %d", buf.Len(), MaxSchemaBytes)
+		return nil, fmt.Errorf("input_schema is %d bytes; the limit is %d", buf.Len(), MaxSchemaBytes)
 	}
 	compact := json.RawMessage(buf.Bytes())
 	var doc any
 	if err := json.Unmarshal(compact, &doc); err != nil {
-		return nil, nil, fmt.Errorf("input_schema is not JSON: %v", err)
+		return nil, fmt.Errorf("input_schema is not JSON: %v", err)
 	}
 	root, ok := doc.(map[string]any)
 	if !ok || root["type"] != "object" {
-		return nil, nil, fmt.Errorf(`input_schema must be a JSON Schema whose "type" is "object" (a tool's arguments are one object)`)
+		return nil, fmt.Errorf(`input_schema must be a JSON Schema whose "type" is "object" (a tool's arguments are one object)`)
 	}
 	if v, ok := root["$schema"]; ok {
 		if s, _ := v.(string); !slices.Contains(schemaVersions, s) {
-			return nil, nil, fmt.Errorf("input_schema.$schema must be JSON Schema 2020-12 or draft-07, got %v", v)
+			return nil, fmt.Errorf("input_schema.$schema must be JSON Schema 2020-12 or draft-07, got %v", v)
 		}
 	}
-	if err := checkMeta(root); err != nil {
-		return nil, nil, err
+	n, err := checkRefs(doc)
+	if err != nil {
+		return nil, err
 	}
-	if err := checkRefs(doc); err != nil {
-		return nil, nil, err
+	if meta {
+		if err := checkMeta(root); err != nil {
+			return nil, err
+		}
 	}
 	rs, err := resolve(compact)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return compact, rs, nil
+	return &compiled{schema: compact, rs: rs, expanded: n}, nil
 }
 
 // resolve unmarshals and resolves a schema; a panic of the library is
@@ -106,11 +129,14 @@ type ref struct{ at, target []string }
 // that expand the schema past MaxSchemaExpanded values. Every object is
 // looked at, data in enum or const too: a refusal there is
 // conservative, never unsafe.
-func checkRefs(doc any) error {
+func checkRefs(doc any) (int, error) {
 	var refs []ref
 	sizes := map[string]int{} // the JSON values under each location
 	var walk func(v any, at []string) (int, error)
 	walk = func(v any, at []string) (int, error) {
+		if len(at) > MaxSchemaDepth {
+			return 0, fmt.Errorf("input_schema nests deeper than %d levels (at %s)", MaxSchemaDepth, pointer(at[:8]))
+		}
 		n := 1
 		switch v := v.(type) {
 		case map[string]any:
@@ -137,15 +163,32 @@ func checkRefs(doc any) error {
 		return n, nil
 	}
 	if _, err := walk(doc, nil); err != nil {
-		return err
+		return 0, err
 	}
 	if cyclic(refs) {
-		return fmt.Errorf("input_schema: its $refs lead back into themselves (recursive schemas are not supported)")
+		return 0, fmt.Errorf("input_schema: its $refs lead back into themselves (recursive schemas are not supported)")
 	}
-	if n := expanded(nil, refs, sizes, map[string]int{}); n > MaxSchemaExpanded {
-		return fmt.Errorf("input_schema: with its $refs followed it has more than %d values (%d); use fewer references", MaxSchemaExpanded, n)
+	n := expanded(nil, refs, sizes, map[string]int{})
+	if n > MaxSchemaExpanded {
+		return 0, fmt.Errorf("input_schema: with its $refs followed it has more than %d values (%d); use fewer references", MaxSchemaExpanded, n)
 	}
-	return nil
+	return n, nil
+}
+
+// values counts the JSON values of a decoded document.
+func values(v any) int {
+	n := 1
+	switch v := v.(type) {
+	case map[string]any:
+		for _, c := range v {
+			n += values(c)
+		}
+	case []any:
+		for _, c := range v {
+			n += values(c)
+		}
+	}
+	return n
 }
 
 // checkKeyword checks one key of a schema object at at, collecting a $ref.

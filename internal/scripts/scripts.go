@@ -108,10 +108,11 @@ func (s *Service) check(p governance.Principal, name string, spec Spec) (store.S
 	case len(d) > MaxDescription:
 		return store.Script{}, invalid("description", "description is %d bytes; the limit is %d", len(d), MaxDescription)
 	}
-	schema, _, err := compileSchema(spec.InputSchema)
+	cs, err := compileSchema(spec.InputSchema, true)
 	if err != nil {
 		return store.Script{}, invalid("input_schema", "%v", err)
 	}
+	schema := cs.schema
 	interp := spec.Interpreter
 	if interp == nil {
 		interp = DefaultInterpreter

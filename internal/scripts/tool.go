@@ -127,7 +127,7 @@ func (s *Service) run(ctx context.Context, env tools.Env, org, name string, args
 // checkArgs checks the arguments object against the script's schema; it
 // returns the sentence for the model, or "".
 func checkArgs(schema, input json.RawMessage) string {
-	_, rs, err := compileSchema(schema)
+	cs, err := compileSchema(schema, false)
 	if err != nil { // stored schemas were checked; a bound that changed since
 		return "The script's input schema cannot be used: " + err.Error()
 	}
@@ -135,7 +135,11 @@ func checkArgs(schema, input json.RawMessage) string {
 	if err := json.Unmarshal(input, &inst); err != nil {
 		return "Invalid arguments: expected a JSON object."
 	}
-	if err := validate(rs, inst); err != nil {
+	if n := values(inst); n*cs.expanded > MaxCheckWork {
+		return fmt.Sprintf("Invalid arguments: they hold %d JSON values, too many to check against this script's input schema (at most %d here).",
+			n, MaxCheckWork/cs.expanded)
+	}
+	if err := validate(cs.rs, inst); err != nil {
 		return "Invalid arguments: they do not match the script's input schema: " + cutMessage(err.Error())
 	}
 	return ""
