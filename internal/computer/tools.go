@@ -19,7 +19,15 @@ import (
 // allows them, the key has the computer capability and the "computer"
 // system tool.
 func (m *Manager) ToolsEnabled(p governance.Principal) bool {
-	return m != nil && !m.cfg.Disabled && allowed(p) == nil && p.Caps.HasSystemTool("computer")
+	return m.ScriptsEnabled(p) && p.Caps.HasSystemTool("computer")
+}
+
+// ScriptsEnabled reports whether p may use its organisation's scripts
+// (internal/scripts): as ToolsEnabled without the "computer" system
+// tool ("A script needs the computer capability, but not the three
+// tools").
+func (m *Manager) ScriptsEnabled(p governance.Principal) bool {
+	return m != nil && !m.cfg.Disabled && allowed(p) == nil
 }
 
 // MaxFileBytes is the largest file a tool may write (computers.max_file_bytes),
@@ -44,11 +52,14 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 	if t.Computer && !p.Caps.HasSystemTool("computer") {
 		return tools.Result{}, fmt.Errorf("%w: the key's tooling lacks the computer system tool", ErrForbidden)
 	}
+	// The metric's label: a tool's name, or its kind where the names are
+	// an organisation's (scripts), so the labels stay few.
+	label := cmp.Or(t.Kind, name)
 	l, err := m.running(ctx, p, id)
 	if errors.Is(err, ErrDeniedByPolicy) {
 		// The model is told the fixed sentence and carries on (the
 		// refusal is already in the audit trail).
-		m.metrics.toolCall(name, OutcomeFailed, 0)
+		m.metrics.toolCall(label, OutcomeFailed, 0)
 		return tools.Result{Output: governance.DeniedByPolicySentence, Failed: true}.Normalize(), nil
 	}
 	if err != nil {
@@ -73,10 +84,13 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 	case res.Failed:
 		outcome = OutcomeFailed
 	}
-	m.metrics.toolCall(name, outcome, elapsed)
-	data := map[string]any{"kind": toolKind(name), "duration_ms": elapsed.Milliseconds(), "status": outcome}
+	m.metrics.toolCall(label, outcome, elapsed)
+	data := map[string]any{"kind": cmp.Or(t.Kind, toolKind(name)), "duration_ms": elapsed.Milliseconds(), "status": outcome}
 	if res.ExitCode != nil {
 		data["exit_code"] = *res.ExitCode
+	}
+	for k, v := range res.Audit {
+		data[k] = v
 	}
 	m.gov.Record(ctx, p, "computer.executed", id, data)
 	if res.TaskID != "" { // a shell task: a background process, as StartProcess records it

@@ -73,7 +73,7 @@ func (r *Run) runTool(ctx context.Context, name, arguments string) (tools.Result
 		args = json.RawMessage("{}")
 	}
 	defer timed(&r.timing.Tools)()
-	return r.g.comp.RunTool(ctx, r.p, r.computerID, r.g.reg, name, args)
+	return r.g.comp.RunTool(ctx, r.p, r.computerID, r.registry(name), name, args)
 }
 
 // deniedResult is a call whose computer the policy refused: the model is

@@ -46,6 +46,7 @@
 //
 // It may import internal/tools, internal/computer, internal/files,
 // internal/datastore (the operator's datastore tools, datastores.go),
+// internal/scripts (the organisations' scripts as tools, scripts.go),
 // internal/governance, internal/sandbox, internal/store, internal/artifact,
 // internal/errdefs
 // (its Error carries a kind, not a status), internal/log (the request's

@@ -37,7 +37,8 @@ type fakeComputers struct {
 	held      []string // HoldForTasks
 }
 
-func (f *fakeComputers) ToolsEnabled(governance.Principal) bool { return !f.disabled }
+func (f *fakeComputers) ToolsEnabled(governance.Principal) bool   { return !f.disabled }
+func (f *fakeComputers) ScriptsEnabled(governance.Principal) bool { return !f.disabled }
 
 func (f *fakeComputers) Create(_ context.Context, _ governance.Principal, req computer.CreateRequest) (computer.View, error) {
 	f.mu.Lock()

@@ -116,6 +116,8 @@ type Gateway struct {
 	bg backgroundRuns
 	// data are the operator's datastore tools; nil: none.
 	data Datastores
+	// scripts are the organisations' scripts; nil: none.
+	scripts Scripts
 }
 
 // Deps are what the gateway runs on, given at construction.
@@ -134,6 +136,8 @@ type Deps struct {
 	// response while it runs: other replicas forward its polls and cancels
 	// here, and fail it once this server's lease lapsed (docs/fleet.md).
 	Instance string
+	// Scripts are the organisations' own programs as tools; nil: none.
+	Scripts Scripts
 }
 
 // New returns a gateway running its tools on deps.Computers. A bad
@@ -167,6 +171,6 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, routes: rt, comp: deps.Computers, files: deps.Files, responses: deps.Store, data: deps.Datastores, instance: deps.Instance, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
+	return &Gateway{cfg: cfg, routes: rt, comp: deps.Computers, files: deps.Files, responses: deps.Store, data: deps.Datastores, instance: deps.Instance, scripts: deps.Scripts, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
 		tools.WriteFileTool(), tools.ReadFileTool(), tools.PythonTool())}, nil
 }

@@ -101,6 +101,11 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 		return nil, err
 	}
 	req.datastores = g.dataLookup(p)
+	sc, err := g.loadScripts(ctx, p, req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	req.scripts = sc
 	pl, err := req.validate(g.cfg.Model, g.comp.ToolsEnabled(p))
 	if err != nil {
 		return nil, err

@@ -26,6 +26,9 @@ import (
 type Computers interface {
 	// ToolsEnabled reports whether p may use computer tools at all.
 	ToolsEnabled(p governance.Principal) bool
+	// ScriptsEnabled reports whether p may use its organisation's
+	// scripts (the computer capability without the computer system tool).
+	ScriptsEnabled(p governance.Principal) bool
 	Create(ctx context.Context, p governance.Principal, req computer.CreateRequest) (computer.View, error)
 	// RunTool runs the tool name of reg; a tool's own failure is the
 	// Result's (Failed, Output), the error is for the computer's.

@@ -36,7 +36,53 @@ type Store interface {
 	Egress() Egress
 	OrgSecrets() OrgSecrets
 	Volumes() Volumes
+	Scripts() Scripts
 	Close() error
+}
+
+// Script is one of an organisation's own programs, offered to models as
+// the tool script__<Name> (internal/scripts).
+type Script struct {
+	OrgID       string
+	Name        string
+	Description string
+	// InputSchema is the JSON Schema of the tool's arguments, as given.
+	InputSchema json.RawMessage
+	// Interpreter is the argv the program's file is appended to.
+	Interpreter []string
+	// Source is the program ("" from Scripts.List).
+	Source string
+	// TimeoutSeconds bounds one run below the computer's exec limit (0:
+	// that limit).
+	TimeoutSeconds int
+	// Version counts the script's writes: 1 at Create, +1 at each Replace.
+	Version int
+	// KeyID is the key that wrote the script last.
+	KeyID     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ErrTooMany is a Create past the caller's bound on an organisation's
+// rows; deliberately unclassified (the service says what the bound is).
+var ErrTooMany = errors.New("too many")
+
+// Scripts stores organisations' scripts, named uniquely per organisation.
+type Scripts interface {
+	// Create records a script: ErrConflict when the organisation has one
+	// of that name, ErrTooMany when it has max already (checked in the
+	// same transaction).
+	Create(ctx context.Context, s Script, max int) error
+	// Get returns the organisation's script; ErrNotFound for none.
+	Get(ctx context.Context, orgID, name string) (Script, error)
+	// List returns the organisation's scripts by name, without Source.
+	List(ctx context.Context, orgID string) ([]Script, error)
+	// Replace writes everything of a script but its CreatedAt and
+	// increments its Version; it returns the stored script; ErrNotFound
+	// for none.
+	Replace(ctx context.Context, s Script) (Script, error)
+	// Delete removes one; ErrNotFound for none.
+	Delete(ctx context.Context, orgID, name string) error
 }
 
 // Volume is a named persistent disk of an organisation.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -115,9 +116,18 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 	if background {
 		return startTask(ctx, env, *a.Command, a.TimeoutSeconds)
 	}
+	return RunProcess(ctx, env, sandbox.ExecRequest{Command: *a.Command, Timeout: timeout}, nil)
+}
+
+// RunProcess runs req (its Timeout already brought down to the
+// computer's exec limit) with stdin and answers in the exec format: each
+// stream read up to the deployment's limit, the answer cut at its size
+// (FormatExec), the exit code for the audit. A process the computer
+// cannot start is a tool error; the computer's failure is err.
+func RunProcess(ctx context.Context, env Env, req sandbox.ExecRequest, stdin io.Reader) (Result, error) {
+	lim := env.Limits.withDefaults()
 	out, errb := &capture{max: lim.MaxStreamBytes}, &capture{max: lim.MaxStreamBytes}
-	st, err := env.Sandbox.Exec(ctx, sandbox.ExecRequest{Command: *a.Command,
-		Timeout: timeout}, sandbox.ExecIO{Stdout: out, Stderr: errb})
+	st, err := env.Sandbox.Exec(ctx, req, sandbox.ExecIO{Stdin: stdin, Stdout: out, Stderr: errb})
 	if err != nil {
 		switch {
 		case errors.Is(err, sandbox.ErrProcLimit):
@@ -128,7 +138,7 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 		return Result{}, err
 	}
 	code := st.ExitCode
-	return Result{Output: FormatExec(code, st.TimedOut, timeout, string(out.buf), string(errb.buf),
+	return Result{Output: FormatExec(code, st.TimedOut, req.Timeout, string(out.buf), string(errb.buf),
 		out.cut || errb.cut, lim.MaxAnswerBytes), ExitCode: &code}, nil
 }
 

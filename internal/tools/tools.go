@@ -25,6 +25,12 @@ type Tool struct {
 	// Computer marks a tool that needs a computer (the computer capability,
 	// the "computer" system tool and an organisation that allows computers).
 	Computer bool
+	// Kind is the kind of a call's computer.executed event ("": the name
+	// without the builtin__computer_ prefix).
+	Kind string
+	// Loose marks a tool whose schema is not OpenAI's strict subset (an
+	// organisation's script): it is offered with strict false.
+	Loose bool
 	// Run executes the tool. A tool error is the Result's Output; err is
 	// only for infrastructure failures.
 	Run func(ctx context.Context, env Env, args json.RawMessage) (Result, error)
@@ -68,6 +74,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	return l
 }
+
+// Exec is the computer's exec limit (ExecTimeout or its default).
+func (l Limits) Exec() time.Duration { return l.withDefaults().ExecTimeout }
 
 // CapSeconds is limit brought down to each positive count of whole
 // seconds below it (a key's or a request's own, smaller timeout): the one
@@ -141,6 +150,10 @@ type Result struct {
 	TaskID string `json:"-"`
 	// Err is an infrastructure failure (RunBatch only).
 	Err error `json:"-"`
+	// Audit are fields the call adds to its computer.executed event (a
+	// script's name and version): ids and counts, never arguments or
+	// output.
+	Audit map[string]any `json:"-"`
 }
 
 func failed(format string, args ...any) Result {
@@ -164,7 +177,7 @@ type Function struct {
 // Definition returns t in OpenAI function format.
 func (t *Tool) Definition() Definition {
 	return Definition{Type: "function", Function: Function{Name: t.Name, Description: t.Description,
-		Parameters: t.Schema, Strict: true}}
+		Parameters: t.Schema, Strict: !t.Loose}}
 }
 
 // Registry holds tools by name.

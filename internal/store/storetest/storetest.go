@@ -37,6 +37,7 @@ func Run(t *testing.T, b Backend) {
 		{"Paging", testPaging},
 		{"PagingWhileWriting", testPagingWhileWriting},
 		{"Volumes", testVolumes},
+		{"Scripts", testScripts},
 		{"Egress", testEgressFilters},
 		{"ResponsesConversation", testResponsesConversation},
 		{"ResponsesList", testResponsesList},
