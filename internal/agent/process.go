@@ -117,6 +117,8 @@ func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart
 		return protocol.ExitStatus{}, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
 	}
 	defer stderrR.Close()
+	growPipe(stdoutR)
+	growPipe(stderrR)
 	stdin, stdinW, err := s.stdinFor(req.Stdin || p.bg != nil)
 	if err != nil {
 		stdoutW.Close()
@@ -436,13 +438,23 @@ func (s *Server) outputTo(p *process, kind protocol.Kind) func([]byte) bool {
 	return func(b []byte) bool { return s.send(kind, p.id, b) == nil }
 }
 
+// growPipe makes an output pipe hold protocol.OutputChunk bytes (from
+// 64 KiB), so that a fast writer fills it while the last chunk travels
+// and the next read takes a whole frame's worth. Best effort: a pipe that
+// keeps its size (pipe-max-size, the user's pipe quota) works as before.
+func growPipe(f *os.File) {
+	if sc, err := f.SyscallConn(); err == nil {
+		sc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, protocol.OutputChunk) })
+	}
+}
+
 // pump forwards one output pipe to emit (outputTo). Backpressure is end to
 // end: when the host reads slowly, the agent's write blocks and so does the
 // process, so neither side buffers more than a frame. A background
 // process's ring never blocks: it drops its oldest bytes.
 func (s *Server) pump(wg *sync.WaitGroup, emit func([]byte) bool, r *os.File) {
 	defer wg.Done()
-	buf := make([]byte, protocol.ChunkSize)
+	buf := make([]byte, protocol.OutputChunk)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
