@@ -17,7 +17,8 @@ import (
 // reads for at most outputGrace more, for descendants that hold the pipe,
 // and stops, so a background process cannot hold a command open.
 type outPipe struct {
-	f *os.File
+	f        *os.File
+	coalesce bool // a non-blocking pipe: gather reads (gather)
 
 	mu       sync.Mutex
 	exited   bool // the main process exited (mainExited)
@@ -38,7 +39,39 @@ func newOutPipe(f *os.File, grow bool) *outPipe {
 			sc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, protocol.OutputChunk) })
 		}
 	}
-	return &outPipe{f: f}
+	return &outPipe{f: f, coalesce: grow}
+}
+
+// coalesceWindow is how long a pump waits, after a read, for more output
+// to fill its frame: a fast writer's many small writes then travel as a
+// few large frames (a frame's cost is mostly per frame: wake-ups, system
+// calls, an event), while a slow writer's line is at most this late.
+const coalesceWindow = time.Millisecond
+
+// gather reads more into buf, from a pipe, until it is full, the pipe is
+// empty for coalesceWindow after first, or at its end or an error (which
+// the next Read sees again). It returns the bytes read.
+func (o *outPipe) gather(buf []byte, first time.Time) int {
+	sc, err := o.f.SyscallConn()
+	if !o.coalesce || err != nil {
+		return 0
+	}
+	end, total := first.Add(coalesceWindow), 0
+	sc.Control(func(fd uintptr) {
+		for total < len(buf) {
+			k, err := unix.Read(int(fd), buf[total:])
+			if k > 0 {
+				total += k
+				continue
+			}
+			left := time.Until(end)
+			if err != unix.EAGAIN || left <= 0 {
+				return // the end, an error, or the window is over
+			}
+			unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int((left+time.Millisecond-1)/time.Millisecond))
+		}
+	})
+	return total
 }
 
 // mainExited starts the end of the drain: reads stop outputGrace from
@@ -74,8 +107,9 @@ func (o *outPipe) backlog() int {
 // pump forwards one output pipe to emit (outputTo). Backpressure is end to
 // end: when the host reads slowly, the agent's write blocks and so does the
 // process, so neither side buffers more than a frame. A background
-// process's ring never blocks: it drops its oldest bytes. Reads take up
-// to protocol.OutputChunk: whatever the pipe holds, at once.
+// process's ring never blocks: it drops its oldest bytes. A frame takes
+// up to protocol.OutputChunk: whatever the pipe holds and what comes
+// within coalesceWindow of the first byte.
 func (s *Server) pump(wg *sync.WaitGroup, emit func([]byte) bool, o *outPipe) {
 	defer wg.Done()
 	buf := make([]byte, protocol.OutputChunk)
@@ -85,6 +119,9 @@ func (s *Server) pump(wg *sync.WaitGroup, emit func([]byte) bool, o *outPipe) {
 			remaining = o.backlog()
 		}
 		n, err := o.f.Read(buf)
+		if n > 0 && err == nil && n < len(buf) {
+			n += o.gather(buf[n:], time.Now())
+		}
 		if n > 0 {
 			if !emit(buf[:n]) {
 				return

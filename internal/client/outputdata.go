@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -42,9 +43,13 @@ func unquote(in []byte) (string, bool) {
 	out := make([]byte, 0, len(in))
 	start, i := 0, 0
 	for i < len(in) {
-		if i+8 <= len(in) && plainJSON(binary.LittleEndian.Uint64(in[i:])) {
-			i += 8
-			continue
+		if i+8 <= len(in) {
+			bad := specialBytes(binary.LittleEndian.Uint64(in[i:]))
+			if bad == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(bad) >> 3 // the first byte to look at
 		}
 		c := in[i]
 		switch {
@@ -117,15 +122,12 @@ func unicodeEscape(b []byte) (r rune, n int, ok bool) {
 	return utf8.RuneError, 6, true
 }
 
-// plainJSON says whether the eight bytes of x go into a decoded JSON
-// string as they are: none is below 0x20, a quote or a backslash (bytes
-// from 0x80 are checked as UTF-8 at the end).
-func plainJSON(x uint64) bool {
+// specialBytes flags (the high bit of) each byte of x that does not go
+// into a decoded JSON string as it is: below 0x20, a quote or a backslash
+// (bytes from 0x80 are checked as UTF-8 at the end). A flag can be wrong
+// only above a right one, so the lowest is always a byte to look at.
+func specialBytes(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	bad := (x - 0x20*ones) & ^x & highs
-	for _, c := range [...]uint64{'"', '\\'} {
-		y := x ^ (c * ones)
-		bad |= (y - ones) & ^y & highs
-	}
-	return bad == 0
+	q, bs := x^('"'*ones), x^('\\'*ones)
+	return ((x-0x20*ones)&^x | (q-ones)&^q | (bs-ones)&^bs) & highs
 }

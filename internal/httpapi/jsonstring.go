@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -14,9 +15,13 @@ func appendJSONString(dst, src []byte) []byte {
 	dst = append(dst, '"')
 	start, i := 0, 0
 	for i < len(src) {
-		if i+8 <= len(src) && plainWord(binary.LittleEndian.Uint64(src[i:])) {
-			i += 8
-			continue
+		if i+8 <= len(src) {
+			bad := unsafeBytes(binary.LittleEndian.Uint64(src[i:]))
+			if bad == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(bad) >> 3 // the first byte to look at
 		}
 		b := src[i]
 		if b < utf8.RuneSelf {
@@ -78,14 +83,12 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plainWord says whether all eight bytes of x are htmlSafe ASCII: none
-// has its high bit set, is below 0x20, or is one of " \ < > &.
-func plainWord(x uint64) bool {
-	bad := x & highs
-	bad |= (x - 0x20*ones) & ^x & highs // a byte below 0x20
-	for _, c := range [...]uint64{'"', '\\', '<', '>', '&'} {
-		y := x ^ (c * ones)
-		bad |= (y - ones) & ^y & highs // a byte equal to c
-	}
-	return bad == 0
+// unsafeBytes flags (the high bit of) each byte of x that is not
+// htmlSafe ASCII: a high bit set, below 0x20, or one of " \ < > &. A flag
+// can be wrong only above a right one (a borrow carries upwards), so the
+// lowest flag is always a byte to look at.
+func unsafeBytes(x uint64) uint64 {
+	q, bs, lt, gt, amp := x^('"'*ones), x^('\\'*ones), x^('<'*ones), x^('>'*ones), x^('&'*ones)
+	return (x | (x-0x20*ones)&^x | // a high bit, a byte below 0x20
+		(q-ones)&^q | (bs-ones)&^bs | (lt-ones)&^lt | (gt-ones)&^gt | (amp-ones)&^amp) & highs // a byte equal to one
 }

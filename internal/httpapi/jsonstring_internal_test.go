@@ -45,3 +45,15 @@ func BenchmarkAppendJSONString(b *testing.B) {
 		dst = appendJSONString(dst[:0], src)
 	}
 }
+
+func BenchmarkJSONMarshalString(b *testing.B) {
+	line := "cubicle streams text at pipe speed, line after line\n"
+	var src string
+	for len(src) < 256<<10 {
+		src += line
+	}
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		json.Marshal(src)
+	}
+}
