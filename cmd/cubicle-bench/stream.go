@@ -45,6 +45,8 @@ func benchStream(args []string) int {
 	baseline := fs.String("baseline", "", "a second cubicle binary to measure side by side (its server gets the SSE requests only)")
 	c := commonFlags(fs, os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)",
 		"bound on one run per 256M of --size")
+	c.timeout.D = bench.DefaultStreamTimeout // a slow path on a busy host takes its time
+	fs.Lookup("timeout").DefValue = c.timeout.String()
 	if code, ok := cliflag.Parse(fs, args); !ok {
 		return code
 	}

@@ -34,6 +34,8 @@ const (
 const (
 	DefaultStreamN    = 3
 	DefaultStreamSize = 256 << 20
+	// DefaultStreamTimeout bounds a run per 256 MiB: 2 MiB/s.
+	DefaultStreamTimeout = 2 * time.Minute
 	// randomFile is the size of the file of random bytes that the random
 	// kind sends again and again (in the computer's /tmp, a tmpfs).
 	randomFile = 32 << 20
