@@ -173,18 +173,7 @@ func RunStream(ctx context.Context, cfg StreamConfig) (*StreamReport, error) {
 		cfg.Log = io.Discard
 	}
 	rep := &StreamReport{Date: time.Now().UTC(), Host: hostInfo(), N: cfg.N, Warmup: cfg.Warmup, Size: cfg.Size, Servers: cfg.Servers}
-	note := func(format string, args ...any) {
-		rep.AddNote(false, format, args...)
-		fmt.Fprintln(cfg.Log, "note: "+fmt.Sprintf(format, args...))
-	}
-	cleanup := func(name string, f func(context.Context) error) {
-		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-		defer cancel()
-		if err := f(cctx); err != nil {
-			note("%s: clean-up incomplete: %v", name, err)
-			rep.Failed, rep.CleanupFailed = true, true
-		}
-	}
+	note, cleanup := reportNotes(rep.AddNote, cfg.Log)
 	runTimeout := cfg.Timeout * time.Duration(1+(cfg.Size-1)/(256<<20))
 	hostRandom := filepath.Join(cfg.Scratch, "random")
 	if err := writeRandom(hostRandom); err != nil {

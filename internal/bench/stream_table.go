@@ -85,11 +85,11 @@ func streamTargets(rows []StreamRow) []NetTarget {
 		if !ok {
 			continue
 		}
-		t = append(t, NetTarget{What: fmt.Sprintf("%s (%s) ÷ host pipe, p50", kind, b.Mode), Unit: "×", Limit: StreamMinRatio,
+		t = append(t, NetTarget{What: fmt.Sprintf("%s (%s) ÷ host pipe, p50", kind, b.Mode), Unit: "x", Limit: StreamMinRatio,
 			Value: b.Ratio, AtLeast: true, Met: b.Ratio >= StreamMinRatio})
 		if o, ok := base[kind]; ok && o.ServerCPU > 0 && b.ServerCPU > 0 {
 			v := b.ServerCPU / o.ServerCPU
-			t = append(t, NetTarget{What: fmt.Sprintf("server CPU/GiB %s (%s) ÷ %s (%s)", kind, b.Mode, o.Server, o.Mode), Unit: "×",
+			t = append(t, NetTarget{What: fmt.Sprintf("server CPU/GiB %s (%s) ÷ %s (%s)", kind, b.Mode, o.Server, o.Mode), Unit: "x",
 				Limit: StreamMaxCPURatio, Value: v, Met: v <= StreamMaxCPURatio})
 		}
 	}
@@ -121,14 +121,7 @@ func WriteStreamTable(w io.Writer, r *StreamReport) error {
 		}
 		b.WriteByte('\n')
 	}
-	b.WriteString("\ntargets (issue 15 goal 4)\n")
-	for _, t := range r.Targets {
-		op := "≤"
-		if t.AtLeast {
-			op = "≥"
-		}
-		fmt.Fprintf(&b, "  %-56s %s %g%s: %s (%.2f)\n", t.What, op, t.Limit, t.Unit, verdict(t.Met), t.Value)
-	}
+	writeTargets(&b, "issue 15 goal 4", 56, r.Targets)
 	writeNotes(&b, r.Notes)
 	_, err := io.WriteString(w, b.String())
 	return err
