@@ -72,6 +72,18 @@ func (e *env) stream(ctx context.Context, id string, req client.ExecRequest, mod
 	return s, err
 }
 
+// streamOK is stream within callCtx's bound; it fails the test on error.
+func (e *env) streamOK(t *testing.T, id string, req client.ExecRequest, mode string) streamed {
+	t.Helper()
+	ctx, cancel := callCtx()
+	defer cancel()
+	s, err := e.stream(ctx, id, req, mode)
+	if err != nil {
+		t.Fatalf("%s: %v", mode, err)
+	}
+	return s
+}
+
 // TestExecStreamExactBytes (issue 15 goal 4): random bytes (NULs, invalid
 // UTF-8, every byte value) written to stdout and stderr arrive exactly as
 // written through SSE base64 events and through the binary stream, whose
@@ -89,12 +101,7 @@ func TestExecStreamExactBytes(t *testing.T) {
 	errPart := data[:100000]
 	req := client.ExecRequest{Command: "cat random.bin; head -c 100000 random.bin >&2; exit 3"}
 	for _, mode := range streamModes {
-		ctx, cancel := callCtx()
-		s, err := e.stream(ctx, id, req, mode)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", mode, err)
-		}
+		s := e.streamOK(t, id, req, mode)
 		if !bytes.Equal(s.stdout, data) || !bytes.Equal(s.stderr, errPart) {
 			t.Errorf("%s: %d bytes of stdout, %d of stderr; want the %d and %d written, byte for byte", mode, len(s.stdout), len(s.stderr), len(data), len(errPart))
 		}
@@ -115,12 +122,7 @@ func TestExecStreamCoalesced(t *testing.T) {
 	const writes, size = 16384, 1024 // 16 MiB in 1 KiB writes
 	req := client.ExecRequest{Command: fmt.Sprintf("dd if=/dev/zero bs=%d count=%d status=none", size, writes)}
 	for _, mode := range append([]string{"sse"}, streamModes...) {
-		ctx, cancel := callCtx()
-		s, err := e.stream(ctx, id, req, mode)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", mode, err)
-		}
+		s := e.streamOK(t, id, req, mode)
 		if len(s.stdout) != writes*size || bytes.Count(s.stdout, []byte{0}) != writes*size {
 			t.Fatalf("%s: %d bytes, want %d NULs", mode, len(s.stdout), writes*size)
 		}
@@ -139,12 +141,7 @@ func TestExecStreamPrompt(t *testing.T) {
 	id := e.create(e.admin, nil).ID
 	req := client.ExecRequest{Command: "echo first; sleep 3; echo second"}
 	for _, mode := range append([]string{"sse"}, streamModes...) {
-		ctx, cancel := callCtx()
-		s, err := e.stream(ctx, id, req, mode)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", mode, err)
-		}
+		s := e.streamOK(t, id, req, mode)
 		if string(s.stdout) != "first\nsecond\n" || s.chunks != 2 {
 			t.Errorf("%s: stdout %q in %d chunks, want 2 lines in 2", mode, s.stdout, s.chunks)
 		}
@@ -168,12 +165,7 @@ func TestExecStreamOrder(t *testing.T) {
 		fmt.Fprintf(&wantErr, "e%d\n", i)
 	}
 	for _, mode := range append([]string{"sse"}, streamModes...) {
-		ctx, cancel := callCtx()
-		s, err := e.stream(ctx, id, req, mode)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", mode, err)
-		}
+		s := e.streamOK(t, id, req, mode)
 		if string(s.stdout) != wantOut.String() || string(s.stderr) != wantErr.String() {
 			t.Errorf("%s: %d bytes of stdout and %d of stderr out of order or lost (want %d and %d)",
 				mode, len(s.stdout), len(s.stderr), wantOut.Len(), wantErr.Len())
