@@ -217,7 +217,7 @@ func (s *Server) send(kind protocol.Kind, id uint32, payload []byte) error {
 	}
 	s.wbuf = buf
 	_, err = s.conn.Write(buf)
-	if cap(s.wbuf) > 4*protocol.ChunkSize {
+	if cap(s.wbuf) > 2*protocol.OutputChunk {
 		s.wbuf = nil // do not pin a large buffer after a big reply
 	}
 	return err

@@ -285,6 +285,15 @@ func oaSSE(a opAnswer, desc string, events schema) opAnswer {
 	return a
 }
 
+// oaBinary adds exec's binary stream to a (asked with its media type):
+// frames of type(1) length(4, big-endian) payload.
+func oaBinary(a opAnswer) opAnswer {
+	a.content[binaryStream] = schema{"schema": schema{"type": "string", "format": "binary", "description": "Frames: type (1 byte: " +
+		"0 keep-alive, 1 stdout, 2 stderr, 3 exit, 4 error), length (4 bytes, big-endian, at most 1 MiB), payload " +
+		"(the output's bytes; exit and error: JSON as the SSE events')."}}
+	return a
+}
+
 // oaList is {"object": "list", "data": [item…]}.
 func oaList(item schema) schema {
 	return schema{"type": "object", "required": []string{"data", "object"}, "additionalProperties": false,
@@ -386,10 +395,11 @@ func apiOps(g *schemaGen) []apiOp {
 			answers: []opAnswer{oaAnswer(200, "The computer, ready again.", computer)}, errs: []int{403, 404, 409, 429, 503}},
 
 		{route: "POST /v1/computers/{id}/exec", id: "exec", tag: "Exec", summary: "Run a command",
-			desc: oaSSEAccept + " With `background: true`: a background process, answered at once (201).",
+			desc: oaSSEAccept + " With `Accept: " + binaryStream + "`: the binary stream (frames of the exact bytes, docs/api.md)." +
+				" With `background: true`: a background process, answered at once (201).",
 			body: oaJSON(g.of(execBody{})),
 			answers: []opAnswer{
-				oaSSE(oaAnswer(200, "The result.", g.of(execAnswer{})), "stdout and stderr events, then exit (the result without the streamed text).", execEvents()),
+				oaBinary(oaSSE(oaAnswer(200, "The result.", g.of(execAnswer{})), "stdout and stderr events, then exit (the result without the streamed text).", execEvents())),
 				oaAnswer(201, "With `background: true`: the process.", process)},
 			errs: []int{403, 404, 409, 413, 429, 503}},
 		{route: "POST /v1/computers/{id}/processes", id: "startProcess", tag: "Processes", summary: "Start a background process",
