@@ -11,6 +11,7 @@ import (
 
 	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/pii"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
 
@@ -40,7 +41,9 @@ func (m *Manager) MaxFileBytes() int64 {
 // tool error is the Result's Output, and so is a call the policy refuses
 // (ErrDeniedByPolicy: the Output is exactly "Denied by policy."); the
 // error return is for an unknown tool (ErrNotFound), a refused principal,
-// a computer that is gone or unreachable. It records computer.executed with the tool's kind (exec,
+// a computer that is gone or unreachable. For a principal that redacts
+// personal data (governance.Principal.RedactsPII) every text of the
+// answer is redacted (internal/pii). It records computer.executed with the tool's kind (exec,
 // write_file, read_file, python), the
 // duration and, for a command, the exit code: never arguments, output or
 // paths.
@@ -69,6 +72,12 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 	env := tools.Env{Sandbox: l.sb, Artifacts: p.Caps.HasArtifacts(), Limits: tools.Limits{
 		ExecTimeout: l.execLimit, MaxStreamBytes: m.cfg.MaxOutputBytes,
 		MaxFileBytes: m.cfg.MaxFileBytes, Prelude: m.preludeFor(l.sb.Spec())}}
+	if p.RedactsPII() {
+		// The one place every tool result a model reads passes through
+		// (the gateway, MCP, the tool endpoint): redacted where the
+		// computer's text enters it (tools.Env.Redact).
+		env.Redact = pii.Redact
+	}
 	if a := m.cfg.Artifacts; a != nil && env.Artifacts {
 		env.Export = func(ctx context.Context, path string) (artifact.Ref, error) {
 			return a.Export(ctx, p, l.sb, id, path)

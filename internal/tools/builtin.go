@@ -138,7 +138,7 @@ func RunProcess(ctx context.Context, env Env, req sandbox.ExecRequest, stdin io.
 		return Result{}, err
 	}
 	code := st.ExitCode
-	return Result{Output: FormatExec(code, st.TimedOut, req.Timeout, string(out.buf), string(errb.buf),
+	return Result{Output: FormatExec(code, st.TimedOut, req.Timeout, env.untrusted(string(out.buf)), env.untrusted(string(errb.buf)),
 		out.cut || errb.cut, lim.MaxAnswerBytes), ExitCode: &code}, nil
 }
 
@@ -272,7 +272,7 @@ func runReadFile(ctx context.Context, env Env, raw json.RawMessage) (Result, err
 	if bytes.IndexByte(buf.Bytes(), 0) >= 0 {
 		return Result{Output: BinarySentence(end.Size)}, nil
 	}
-	text := strings.ToValidUTF8(buf.String(), "\uFFFD")
+	text := env.untrusted(strings.ToValidUTF8(buf.String(), "\uFFFD"))
 	if end.Truncated && len(text) <= lim.MaxAnswerBytes-len(TruncatedMarker)-1 {
 		// The file goes on beyond what was read: it is cut all the same.
 		return Result{Output: line(text) + TruncatedMarker}, nil
@@ -320,7 +320,7 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 		}
 	})
 	for i := range cells {
-		cells[i].Outputs = outs[i].Outputs()
+		cells[i].Outputs = env.untrustedOutputs(outs[i].Outputs())
 	}
 	if err != nil {
 		switch {
@@ -338,6 +338,7 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 			cells[c.Index].Status = c.Status
 		}
 	}
+	res.Message = env.untrusted(res.Message) // it may quote the error's value
 	text, images := RenderPython(cells, res)
 	logs, _ := renderPython(cells, res, false)
 	return Result{Output: Truncate(text, lim.MaxAnswerBytes), Images: images, Cells: cells,

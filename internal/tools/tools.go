@@ -111,6 +111,20 @@ type Env struct {
 	// store. It returns artifact.ErrTooLarge past artifact.MaxBytes and the
 	// sandbox's errors for a file it cannot read.
 	Export func(ctx context.Context, path string) (artifact.Ref, error)
+	// Redact, when set, rewrites every text the computer gives an answer
+	// (a command's output, a file's text, Python's outputs) before the
+	// answer is formatted and cut to its size, so no datum is cut in two:
+	// pii.Redact for a key that redacts personal data (internal/computer
+	// sets it).
+	Redact func(string) string
+}
+
+// untrusted is a text from the computer as an answer may show it.
+func (e Env) untrusted(s string) string {
+	if e.Redact == nil {
+		return s
+	}
+	return e.Redact(s)
 }
 
 // Image is a PNG the tool produced; the model sees only Note.
@@ -305,3 +319,28 @@ func (r Result) normalize() Result {
 
 // Normalize is normalize for callers outside the package.
 func (r Result) Normalize() Result { return r.normalize() }
+
+// untrustedOutputs are a cell's outputs as an answer may show them: each
+// text untrusted (a JSON output that a redaction leaves invalid becomes
+// its redacted text as a JSON string). Images are as they are.
+func (e Env) untrustedOutputs(outs []kernel.Output) []kernel.Output {
+	if e.Redact == nil {
+		return outs
+	}
+	for i := range outs {
+		o := &outs[i]
+		o.Text, o.EName, o.EValue = e.Redact(o.Text), e.Redact(o.EName), e.Redact(o.EValue)
+		for k, l := range o.Traceback {
+			o.Traceback[k] = e.Redact(l)
+		}
+		if len(o.JSON) > 0 {
+			if r := e.Redact(string(o.JSON)); r != string(o.JSON) {
+				o.JSON = json.RawMessage(r)
+				if !json.Valid(o.JSON) {
+					o.JSON, _ = json.Marshal(r)
+				}
+			}
+		}
+	}
+	return outs
+}
