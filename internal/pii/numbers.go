@@ -1,6 +1,9 @@
 package pii
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // chain is a run of digit groups joined by separators of one or two of
 // " -.()" ("06-12345678", "+31 6 1234 5678", "(020) 123 4567",
@@ -69,7 +72,7 @@ func (c *chain) find(out []span) []span {
 func (c *chain) possible(a, b, n int) bool {
 	first := c.s[c.groups[a][0]]
 	return a == 0 && c.plus && n >= 8 || first == '0' && n >= 9 && n <= 15 ||
-		first >= '2' && first <= '6' && n >= 13 || n == 10 && b-a == 2
+		first >= '2' && first <= '6' && n >= 13 || n == 10 && b-a == 2 || n == 11 && b-a == 3
 }
 
 // parenthesised: group a is in parentheses ("(020) 123 4567").
@@ -202,10 +205,12 @@ func luhn(d []byte) bool {
 }
 
 // phone: a national number (a trunk 0 and not 00, 9 to 11 digits: in one
-// group, or in groups of two or more joined by the same space, hyphen or
-// dot; the first group may be parenthesised), an international one
-// written with 00 (10 to 15 digits, its first group 00 and the country
-// code), or the North American 3-3-4 (555-123-4567, (555) 123-4567).
+// group, or in groups of two or more, the area code's separator a space,
+// hyphen or dot and the others all one of those: 06-12345678, 020-7946
+// 0958; the first group may be parenthesised), an international one
+// written with 00 (10 to 15 digits in two or more groups, the first 00 and
+// the country code: 0031 6 12345678), or the North American 3-3-4
+// (555-123-4567, (555) 123-4567, 1-800-555-0199).
 func phone(d []byte, lens []int, seps []string, paren bool) bool {
 	n := len(d)
 	switch {
@@ -215,10 +220,13 @@ func phone(d []byte, lens []int, seps []string, paren bool) bool {
 				return false
 			}
 		}
-		return uniform(seps, " ", "-", ".") || paren && uniform(seps[1:], " ", "-", ".") && (seps[0] == "" || seps[0] == " ")
-	case n >= 10 && n <= 15 && d[0] == '0' && d[1] == '0' && d[2] != '0' && lens[0] >= 3:
+		return len(seps) == 0 || uniform(seps[1:], " ", "-", ".") &&
+			(uniform(seps[:1], " ", "-", ".") || paren && seps[0] == "")
+	case n >= 10 && n <= 15 && d[0] == '0' && d[1] == '0' && d[2] != '0' && lens[0] >= 3 && len(lens) > 1:
 		return uniform(seps, " ", "-", ".")
-	case n == 10 && d[0] >= '2' && len(lens) == 3 && lens[0] == 3 && lens[1] == 3 && lens[2] == 4:
+	case n == 11 && d[0] == '1' && slices.Equal(lens, []int{1, 3, 3, 4}):
+		return uniform(seps, " ", "-", ".")
+	case n == 10 && d[0] >= '2' && slices.Equal(lens, []int{3, 3, 4}):
 		return uniform(seps, " ", "-", ".") || paren && (seps[0] == "" || seps[0] == " ") && (seps[1] == "-" || seps[1] == " ")
 	}
 	return false

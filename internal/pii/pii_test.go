@@ -35,6 +35,7 @@ func TestRedact(t *testing.T) {
 		{"(020) 123 4567 en 020-1234567 en 020 123 45 67", phone + " en " + phone + " en " + phone},
 		{"0031 6 12345678 | 06 12 34 56 78", phone + " | " + phone},
 		{"555-123-4567 or 555.123.4567 or (555) 123-4567", phone + " or " + phone + " or " + phone},
+		{"tel: 020-7946 0958, 0207 946 0958, +44 20 7946 0958, 1-800-555-0199", "tel: " + phone + ", " + phone + ", " + phone + ", " + phone},
 		{"   id       phone\n0   1  0612345678", "   id       phone\n0   1  " + phone},
 		{"1,Jan,jan@example.nl,06-12345678,4111111111111111,NL91ABNA0417164300,12.50",
 			"1,Jan," + email + "," + phone + "," + card + "," + iban + ",12.50"},
@@ -56,6 +57,8 @@ func TestRedact(t *testing.T) {
 		{"123e4567-e89b-12d3-a456-426614174000 lodash@4.17.21 [ 1  2  3  4  5  6  7  8  9 10 11 12 13]",
 			"123e4567-e89b-12d3-a456-426614174000 lodash@4.17.21 [ 1  2  3  4  5  6  7  8  9 10 11 12 13]"},
 		{"exit_code: 0\nstdout:\n42\n\nstderr:\n", "exit_code: 0\nstdout:\n42\n\nstderr:\n"},
+		{"order 0012345678, 01-02-2026 10:00, BSN 123456782, KvK 12345678, 1234 AB, ls: 1 1000 1000 4096 Dec  6 13:11",
+			"order 0012345678, 01-02-2026 10:00, BSN 123456782, KvK 12345678, 1234 AB, ls: 1 1000 1000 4096 Dec  6 13:11"},
 		// A terminal's colours around a datum do not hide it.
 		{"\x1b[32m0612345678\x1b[0m \x1b[1;31mNL91ABNA0417164300\x1b[m \x1b[4mjan@example.nl\x1b[0m",
 			"\x1b[32m" + phone + "\x1b[0m \x1b[1;31m" + iban + "\x1b[m \x1b[4m" + email + "\x1b[0m"},
