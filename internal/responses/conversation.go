@@ -100,6 +100,7 @@ func (g *Gateway) resolve(ctx context.Context, p governance.Principal, pl *plan)
 	if len(pl.messages) == pl.inputStart {
 		return invalid("input", "input has no message for the model (input_file parts alone reach only the computer)")
 	}
+	redactToolResults(p, pl.messages)
 	// Last: storing inline files is the only lasting effect of a request
 	// that may still fail before reaching the upstream.
 	for _, u := range pl.uploads {
