@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/datastore"
 )
@@ -161,4 +162,39 @@ func TestRedactPIIGateway(t *testing.T) {
 		wantNoPII(t, "tool result "+string(rune('0'+i)), s)
 	}
 	wantNoPII(t, "the response", string(r.body))
+}
+
+// TestRedactPIIShellTasks: a shell task's output comes back redacted too,
+// and the window of its newest output never shows a datum cut in two: a
+// window that begins inside a line starts at the next one, and a running
+// task's line that is not complete yet waits for its end.
+func TestRedactPIIShellTasks(t *testing.T) {
+	e := newEnv(t, nil)
+	_, key := e.newPolicyOrg(`{"settings":{"redact_pii":true}}`, false)
+	id := e.create(key, nil).ID
+	exec := func(args map[string]any) string {
+		t.Helper()
+		return e.tool(key, id, "builtin__computer_exec", args).Output
+	}
+	exec(map[string]any{"command": "printf 'mail jan@example.nl\\n'; printf 'NL91 ABNA'; sleep 60", "background": true})
+	var out string
+	eventually(t, 10*time.Second, "the task's first line", func() bool {
+		out = exec(map[string]any{"task_id": "proc_1"})
+		return strings.Contains(out, "mail [redacted email]\n")
+	})
+	if out != "task_id: proc_1\nstatus: running\nstdout:\nmail [redacted email]\n\nstderr:\n" {
+		t.Fatalf("a running task's complete line only: %q", out)
+	}
+	// 4,000 lines of 27 bytes: the answer's window begins inside one.
+	exec(map[string]any{"command": "yes 'jan@example.nl 06-12345678' | head -n 4000", "background": true})
+	out = exec(map[string]any{"task_id": "proc_2", "timeout_seconds": 20})
+	i, j := strings.Index(out, "\nstdout:\n"), strings.LastIndex(out, "\nstderr:\n")
+	if i < 0 || j < i {
+		t.Fatalf("a long task: %q", out)
+	}
+	body := out[i+len("\nstdout:\n") : j]
+	if !strings.Contains(out, "status: exited") || !strings.Contains(out, "[earlier output not shown: ") || len(body) < 30000 ||
+		strings.Trim(strings.ReplaceAll(body, "[redacted email] [redacted phone]\n", ""), "\n") != "" || len(out) > 32<<10 {
+		t.Fatalf("a long task's window holds more than whole redacted lines (%d bytes):\n%.400q … %q", len(out), out, out[max(0, len(out)-100):])
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,65 @@ func readTask(ctx context.Context, env Env, id string, wait *int, lim Limits) (R
 			return taskError(err, id)
 		}
 	}
-	return Result{Output: FormatTask(info, string(out.buf), string(errb.buf), notShown, lim.MaxAnswerBytes)}, nil
+	stdout, stderr := string(out.buf), string(errb.buf)
+	if env.Redact != nil {
+		var hidden int64
+		stdout, stderr, hidden = redactTask(env.Redact, stdout, stderr, notShown > 0, info.Running, int(budget))
+		notShown += hidden
+	}
+	return Result{Output: FormatTask(info, stdout, stderr, notShown, lim.MaxAnswerBytes)}, nil
+}
+
+// redactTask redacts a task's window of output for a key that redacts
+// personal data. Its edges may cut a datum in two, where no redaction
+// would know it: its first line is left out when output before it is not
+// shown (partial), and a running task's line that is not complete yet
+// waits. The redacted lines are longer than the output they stand for:
+// the newest that fit in room are shown. hidden counts the bytes of the
+// output left out at the front.
+func redactTask(redact func(string) string, stdout, stderr string, partial, running bool, room int) (string, string, int64) {
+	var hidden [4]int64
+	stdout, hidden[0] = wholeLines(stdout, partial, running)
+	stderr, hidden[1] = wholeLines(stderr, partial, running)
+	stderr, hidden[2] = newestRedacted(redact, stderr, room)
+	stdout, hidden[3] = newestRedacted(redact, stdout, room-len(stderr))
+	return stdout, stderr, hidden[0] + hidden[1] + hidden[2] + hidden[3]
+}
+
+// wholeLines is s without its first line (head: it may begin inside one)
+// and without what follows its last line break (tail: the line is not
+// complete yet), when s has a line break; cut counts what the head took.
+func wholeLines(s string, head, tail bool) (string, int64) {
+	var cut int64
+	if i := strings.IndexByte(s, '\n'); head && i >= 0 {
+		s, cut = s[i+1:], int64(i+1)
+	}
+	if i := strings.LastIndexAny(s, "\n\r"); tail && i >= 0 {
+		s = s[:i+1]
+	}
+	return s, cut
+}
+
+// newestRedacted is s redacted line by line (no datum spans a line), as
+// much of its end as fits in room bytes, in whole lines; dropped counts the
+// bytes before redaction of the lines left out.
+func newestRedacted(redact func(string) string, s string, room int) (string, int64) {
+	lines := strings.SplitAfter(s, "\n")
+	kept, n := make([]string, 0, len(lines)), 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		r := redact(lines[i])
+		if n+len(r) > room {
+			var dropped int64
+			for _, l := range lines[:i+1] {
+				dropped += int64(len(l))
+			}
+			slices.Reverse(kept)
+			return strings.Join(kept, ""), dropped
+		}
+		kept, n = append(kept, r), n+len(r)
+	}
+	slices.Reverse(kept)
+	return strings.Join(kept, ""), 0
 }
 
 // waitTask polls task id until it ended or d passed, and answers it as it
