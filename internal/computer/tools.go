@@ -74,8 +74,8 @@ func (m *Manager) RunTool(ctx context.Context, p governance.Principal, id string
 		MaxFileBytes: m.cfg.MaxFileBytes, Prelude: m.preludeFor(l.sb.Spec())}}
 	if p.RedactsPII() {
 		// The one place every tool result a model reads passes through
-		// (the gateway, MCP, the tool endpoint): redacted where the
-		// computer's text enters it (tools.Env.Redact).
+		// (the gateway, MCP, the tool endpoint; scripts too): redacted
+		// where the computer's text enters it (tools.Env.Redact).
 		env.Redact = pii.Redact
 	}
 	if a := m.cfg.Artifacts; a != nil && env.Artifacts {

@@ -198,3 +198,21 @@ func TestRedactPIIShellTasks(t *testing.T) {
 		t.Fatalf("a long task's window holds more than whole redacted lines (%d bytes):\n%.400q … %q", len(out), out, out[max(0, len(out)-100):])
 	}
 }
+
+// TestRedactPIIScripts: an organisation's script is a tool like the
+// others ("its answer uses the exec format"): what it prints comes back
+// to the model of a key that redacts personal data redacted.
+func TestRedactPIIScripts(t *testing.T) {
+	e := newEnv(t, nil)
+	script := reportScript()
+	script["source"] = "print('contact: jan' + '@example.nl, 06-' + '12345678')\n"
+	e.register(e.admin, script)
+	kid, key := e.newKey("", scriptOnlyCaps)
+	e.patchKey(kid, `{"policy":{"settings":{"redact_pii":true}}}`, http.StatusOK)
+	_, seen := e.scriptTurn(`{"region":"north"}`)
+	r := e.do(key, "POST", "/v1/responses", map[string]any{"input": "contacts", "tools": []any{map[string]any{"type": "tool", "name": "script__report"}}})
+	if want := "exit_code: 0\nstdout:\ncontact: [redacted email], [redacted phone]\n\nstderr:\n"; r.code != 200 || len(seen()) != 1 || seen()[0] != want {
+		t.Fatalf("the model read %q, want %q: %s", seen(), want, r)
+	}
+	wantNoPII(t, "the response", string(r.body))
+}
