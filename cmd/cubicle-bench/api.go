@@ -19,6 +19,9 @@ this process, and prints p50, p90, p99, mean and n in milliseconds:
   api      POST /v1/computers from a full warm pool (it waits for the
            pool to refill between creates), DELETE, exec /bin/true
            (unary JSON), /bin/echo's first byte streamed as SSE
+  api      with --template NAME, also POST and DELETE of computers of
+           that template, interleaved with the default's (the server
+           must keep a warm pool for it: template.pools)
   cubicle  cold start, Create(), Destroy(), exec round trip and first
            byte, as in 'cubicle-bench sandbox'
   load     --concurrency computers created at once, then --execs execs
@@ -35,6 +38,7 @@ when interrupted. Needs root (computers need namespaces and cgroups).
 Examples:
   cubicle-bench api --n 200 --concurrency 50 --execs 100 --json
   cubicle-bench api --url http://127.0.0.1:8080 --key "$KEY" --sandbox=false
+  cubicle-bench api --url http://127.0.0.1:8080 --key "$KEY" --sandbox=false --concurrency 0 --template debian
 
 Flags:
 `
@@ -48,6 +52,7 @@ func benchAPI(args []string) int {
 	concurrency := fs.Int("concurrency", bench.DefaultAPIConcurrency, "computers in the load phase, created at once (0: no load phase)")
 	execs := fs.Int("execs", bench.DefaultAPIExecs, "execs of /bin/true per computer in the load phase")
 	pool := fs.Int("pool", bench.DefaultAPIPoolSize, "warm pool size of the server it starts (with --url: read off /metrics)")
+	tmpl := fs.String("template", "", "also time creates and deletes of computers of this template, from its warm pool (needs --url)")
 	withSandbox := fs.Bool("sandbox", true, "also measure the sandbox driver in this process, for comparison")
 	c := commonFlags(fs, os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)", "bound on one request or run")
 	if code, ok := cliflag.Parse(fs, args); !ok {
@@ -55,7 +60,7 @@ func benchAPI(args []string) int {
 	}
 	fail := benchUsageError("api")
 	cfg := bench.APIConfig{URL: *url, Key: *key, N: *n, Warmup: *warmup, Concurrency: *concurrency, Execs: *execs,
-		PoolSize: *pool, Timeout: c.timeout.D, Spec: sandbox.DefaultSpec(), Log: os.Stderr}
+		PoolSize: *pool, Template: *tmpl, Timeout: c.timeout.D, Spec: sandbox.DefaultSpec(), Log: os.Stderr}
 	if *url != "" {
 		cfg.PoolSize = -1
 	}

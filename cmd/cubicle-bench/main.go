@@ -38,6 +38,8 @@ Benchmarks:
   net      internet computers in a test internet: TCP connect, download
            Gbit/s and CPU per GiB through Cubicle side by side with curl on
            the host, and Create() next to a computer without network
+  stream   process output through the API (SSE text, base64, the binary
+           stream) MiB/s and server CPU per GiB next to a host pipe
 
 Examples:
   cubicle-bench sandbox --n 100 --data /tmp/cubicle-bench
@@ -45,6 +47,7 @@ Examples:
   cubicle-bench python --n 100
   cubicle-bench gateway --n 50 --concurrency 20
   cubicle-bench net --n 100 --downloads 20 --size 256M
+  cubicle-bench stream --n 5 --size 512M --baseline /tmp/main/bin/cubicle
 
 Run 'cubicle-bench <benchmark> --help' for its flags.
 `
@@ -53,7 +56,7 @@ func main() { os.Exit(dispatch(os.Args[1:])) }
 
 func dispatch(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "cubicle-bench: name what to measure (usage: cubicle-bench sandbox|api|python|gateway|net [flags])")
+		fmt.Fprintln(os.Stderr, "cubicle-bench: name what to measure (usage: cubicle-bench sandbox|api|python|gateway|net|stream [flags])")
 		return 2
 	}
 	switch args[0] {
@@ -70,8 +73,10 @@ func dispatch(args []string) int {
 		return benchGateway(args[1:])
 	case "net":
 		return benchNet(args[1:])
+	case "stream":
+		return benchStream(args[1:])
 	}
-	fmt.Fprintf(os.Stderr, "cubicle-bench: unknown benchmark %q (known: sandbox, api, python, gateway, net; see 'cubicle-bench --help')\n", args[0])
+	fmt.Fprintf(os.Stderr, "cubicle-bench: unknown benchmark %q (known: sandbox, api, python, gateway, net, stream; see 'cubicle-bench --help')\n", args[0])
 	return 2
 }
 

@@ -33,6 +33,11 @@ process, and prints p50, p90, p99, mean and n of each in milliseconds:
   bwrap    /bin/echo with comparable isolation, fork to first byte
   runc     'runc run' of /bin/echo, and 'runc exec' into a running
            container (/bin/true round trip, /bin/echo first byte)
+  idle     with --idle N (default 50, 0 for none): N idle computers of
+           64M memory and 16M disk; threads per idle agent, the agent's
+           RSS and PSS, this process's and the launcher's threads per
+           computer, and /bin/true round trips with 1 computer and with N
+           (issue 15 goal 6; run with --idle 1000 for the goal)
 Runs are interleaved round-robin after untimed warm-up runs. A peer that
 is not installed is skipped with a note. Every computer, container and
 temporary directory is removed afterwards, also on Ctrl-C. Exits 0 when
@@ -41,6 +46,7 @@ every cubicle run succeeded, 1 when one failed, 130 when interrupted.
 Example:
   cubicle-bench sandbox --n 100 --data /tmp/cubicle-bench --peers bwrap,runc --json
   cubicle-bench sandbox --n 30 --peers none --data /var/lib/cubicle --template debian
+  cubicle-bench sandbox --n 200 --peers none --idle 1000 --data /var/tmp/cubicle-bench
 
 Flags:
 `
@@ -51,6 +57,7 @@ func benchSandbox(args []string) int {
 	warmup := fs.Int("warmup", 3, "untimed warm-up runs per path")
 	peers := fs.String("peers", strings.Join(bench.Peers, ","), "peers to compare with, comma-separated ('none' for none)")
 	tmpl := fs.String("template", "", "also measure computers made from this template (of <data>/templates)")
+	idle := fs.Int("idle", 50, "idle computers of the idle-cost run (0: none)")
 	c := commonFlags(fs, cliflag.DefaultData, "state directory for computers' disks and records", "bound on one run of a path")
 	if code, ok := cliflag.Parse(fs, args); !ok {
 		return code
@@ -65,6 +72,8 @@ func benchSandbox(args []string) int {
 		return fail("--warmup must be between 0 and 1000, got %d", *warmup)
 	case c.timeout.D <= 0:
 		return fail("--timeout must be positive")
+	case *idle != 0 && (*idle < 2 || *idle > 10000):
+		return fail("--idle must be 0 or between 2 and 10000, got %d", *idle)
 	}
 	if err := resolveCubicle(&c.cubicle); err != nil {
 		return fail("%v", err)
@@ -98,7 +107,7 @@ func benchSandbox(args []string) int {
 	}
 	rep, err := bench.Run(ctx, bench.Config{
 		Driver: drv, Spec: sandbox.DefaultSpec(), N: *n, Warmup: *warmup,
-		Peers: peerList, Timeout: c.timeout.D, Log: os.Stderr, Template: root,
+		Peers: peerList, Timeout: c.timeout.D, Log: os.Stderr, Template: root, Idle: *idle,
 	})
 	return benchOutcome{
 		name: "sandbox", made: "computer and container", err: err,

@@ -76,7 +76,10 @@ func (s *benchScratch) startServer(ctx context.Context, dir, label, desc string,
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, bench.ServerInfo{}, err
 	}
-	scfg.Binary, scfg.Data = s.cubicle, dir
+	if scfg.Binary == "" {
+		scfg.Binary = s.cubicle
+	}
+	scfg.Data = dir
 	fmt.Fprintf(os.Stderr, "starting cubicle serve (%s) in %s\n", desc, dir)
 	srv, err := bench.StartServer(ctx, scfg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/datastore"
@@ -45,6 +46,7 @@ func TestComponentDefaults(t *testing.T) {
 		doc.Gateway.MaxRounds != responses.DefaultMaxRounds || int64(doc.Files.MaxBytes) != files.DefaultMaxBytes ||
 		doc.Gateway.MaxBackgroundResponses != responses.DefaultMaxBackground ||
 		doc.Gateway.MaxBackgroundResponsesPerOrg != responses.DefaultMaxBackgroundPerOrg ||
+		time.Duration(doc.Gateway.ShellTaskGraceSeconds)*time.Second != responses.DefaultShellTaskGrace ||
 		doc.Files.InputMaxFiles != files.DefaultInputMaxFiles || int64(doc.Files.InputMaxBytes) != files.DefaultInputMaxBytes {
 		t.Fatalf("documented %+v %+v %+v differ from the components' defaults", doc.Server, doc.Files, doc.Gateway)
 	}
@@ -56,7 +58,7 @@ func TestComponentDefaults(t *testing.T) {
 	def := config.Default()
 	if def.Server.BodyTimeoutSeconds != 0 || def.Files != (config.Files{}) || def.Gateway.TimeoutSeconds != 0 ||
 		def.Gateway.IdleTimeoutSeconds != 0 || def.Gateway.MaxRounds != 0 || def.Gateway.MaxBackgroundResponses != 0 ||
-		def.Gateway.MaxBackgroundResponsesPerOrg != 0 {
+		def.Gateway.MaxBackgroundResponsesPerOrg != 0 || def.Gateway.ShellTaskGraceSeconds != 0 {
 		t.Fatalf("config repeats a component's default: %+v %+v %+v", def.Server, def.Files, def.Gateway)
 	}
 	if gc, err := gatewayConfig(def.Gateway); err != nil || gc.Timeout != 0 || gc.IdleTimeout != 0 || gc.MaxRounds != 0 {

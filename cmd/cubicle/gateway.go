@@ -20,7 +20,8 @@ func gatewayConfig(gc config.Gateway) (responses.Config, error) {
 	out := responses.Config{Model: gc.Model, Timeout: gc.Timeout(), IdleTimeout: gc.IdleTimeout(), MaxRounds: gc.MaxRounds,
 		UpstreamURL: gc.UpstreamURL, UpstreamKey: keyFromEnv(gc.UpstreamKeyEnv), CodeInterpreterTemplate: gc.CodeInterpreterTemplate,
 		ReuseComputers: gc.ReuseComputers, ComputerIdle: time.Duration(gc.ComputerIdleSeconds) * time.Second,
-		MaxBackground: gc.MaxBackgroundResponses, MaxBackgroundPerOrg: gc.MaxBackgroundResponsesPerOrg}
+		ShellTaskGrace: time.Duration(gc.ShellTaskGraceSeconds) * time.Second,
+		MaxBackground:  gc.MaxBackgroundResponses, MaxBackgroundPerOrg: gc.MaxBackgroundResponsesPerOrg}
 	for _, u := range gc.Upstreams {
 		out.Upstreams = append(out.Upstreams, responses.UpstreamConfig{Name: u.Name, BaseURL: u.BaseURL,
 			Key: keyFromEnv(u.KeyEnv), API: u.API, Models: u.Models, Default: u.Default,

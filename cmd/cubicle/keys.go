@@ -39,8 +39,10 @@ Manages organisations in the server's database ($CUBICLE_STORE_URL names
 a PostgreSQL store, else the data directory's). 'set ORG' changes an
 organisation's switches: --internet on|off (computer_internet: its
 computers may have internet where the deployment offers it; off by
-default; computers that have it lose it within network.recheck_seconds)
-and --computer on|off, and --policy JSON replaces its policy
+default; computers that have it lose it within network.recheck_seconds),
+--bulk-rows on|off (computer_internet_bulk_rows: datastore rows may be
+delivered to its computers that reach the internet; off by default),
+--computer on|off, and --policy JSON replaces its policy
 ({"settings":{"regions_allow":[…],"region_exceptions":["builtin:computer"],
 "providers_allow":[…],"hosts_allow":[…],"redact_pii":true}}; '{}' clears it).
 
@@ -49,6 +51,7 @@ Examples:
   cubicle orgs set --policy '{"settings":{"regions_allow":["eu-west"],"region_exceptions":["builtin:computer"]}}' org_3f9c1a7b2d4e6f80a1b2c3d4
   cubicle orgs create --name legacy --no-computer
   cubicle orgs set --internet off org_3f9c1a7b2d4e6f80a1b2c3d4
+  cubicle orgs set --bulk-rows on org_3f9c1a7b2d4e6f80a1b2c3d4
   cubicle orgs list --json
 
 Flags:
@@ -210,6 +213,7 @@ func orgsCmd(args []string) int {
 	noComputer := fs.Bool("no-computer", false, "do not allow computers in this organisation (create)")
 	internetFlag := fs.String("internet", "", "on or off: the organisation's computer_internet switch (create, set)")
 	computerFlag := fs.String("computer", "", "on or off: whether the organisation may have computers (set)")
+	bulkFlag := fs.String("bulk-rows", "", "on or off: the organisation's computer_internet_bulk_rows switch (create, set)")
 	policyFlag := fs.String("policy", "", `the organisation's policy JSON, {"settings":{…}} (create, set)`)
 	data := fs.String("data", defaultData, "data directory of the server")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -217,11 +221,14 @@ func orgsCmd(args []string) int {
 	if !ok {
 		return code
 	}
-	var computer *bool
+	var computer, bulk *bool
 	var pol *governance.Policy
 	internet, err := onOff("internet", *internetFlag)
 	if err == nil {
 		computer, err = onOff("computer", *computerFlag)
+	}
+	if err == nil {
+		bulk, err = onOff("bulk-rows", *bulkFlag)
 	}
 	if err == nil {
 		if pol, err = policyOf(*policyFlag); err != nil {
@@ -241,18 +248,21 @@ func orgsCmd(args []string) int {
 	defer done()
 	switch verb {
 	case "set":
-		if fs.NArg() != 1 || (internet == nil && computer == nil && pol == nil) {
-			fmt.Fprintln(os.Stderr, "cubicle orgs set: name one organisation and what to change (cubicle orgs set [--internet on|off] [--computer on|off] [--policy JSON] ORG)")
+		if fs.NArg() != 1 || (internet == nil && computer == nil && bulk == nil && pol == nil) {
+			fmt.Fprintln(os.Stderr, "cubicle orgs set: name one organisation and what to change (cubicle orgs set [--internet on|off] [--bulk-rows on|off] [--computer on|off] [--policy JSON] ORG)")
 			return 2
 		}
-		org, err := gov.UpdateOrg(ctx, fs.Arg(0), governance.OrgSettings{AllowComputer: computer, ComputerInternet: internet, Policy: pol})
+		org, err := gov.UpdateOrg(ctx, fs.Arg(0), governance.OrgSettings{AllowComputer: computer, ComputerInternet: internet,
+			ComputerInternetBulkRows: bulk, Policy: pol})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cubicle orgs set: %v\n", err)
 			return 1
 		}
-		printOut(*asJSON, org, fmt.Sprintf("%s  computer=%t internet=%t policy=%s\n", org.ID, org.AllowComputer, org.ComputerInternet, org.Policy))
+		printOut(*asJSON, org, fmt.Sprintf("%s  computer=%t internet=%t bulk_rows=%t policy=%s\n", org.ID, org.AllowComputer,
+			org.ComputerInternet, org.ComputerInternetBulkRows, org.Policy))
 	case "create":
-		org, err := gov.CreateOrg(ctx, *name, governance.OrgSettings{AllowComputer: new(!*noComputer), ComputerInternet: internet, Policy: pol})
+		org, err := gov.CreateOrg(ctx, *name, governance.OrgSettings{AllowComputer: new(!*noComputer), ComputerInternet: internet,
+			ComputerInternetBulkRows: bulk, Policy: pol})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cubicle orgs create: --name: %v\n", err)
 			return 2

@@ -87,3 +87,24 @@ func TestOrgsSecretCLI(t *testing.T) {
 		t.Errorf("audit:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestOrgsBulkRowsCLI: --bulk-rows sets an organisation's
+// computer_internet_bulk_rows at creation and later; anything but on|off
+// is refused naming the flag.
+func TestOrgsBulkRowsCLI(t *testing.T) {
+	dir := t.TempDir()
+	r := cli(t, "orgs", "create", "--data", dir, "--name", "rows", "--bulk-rows", "on", "--json")
+	var org struct {
+		ID       string `json:"id"`
+		BulkRows bool   `json:"computer_internet_bulk_rows"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &org) != nil || !org.BulkRows {
+		t.Fatalf("orgs create --bulk-rows on: %+v", r)
+	}
+	if r := cli(t, "orgs", "set", "--data", dir, "--bulk-rows", "off", org.ID); r.code != 0 || !strings.Contains(r.stdout, "bulk_rows=false") {
+		t.Fatalf("orgs set --bulk-rows off: %+v", r)
+	}
+	if r := cli(t, "orgs", "set", "--data", dir, "--bulk-rows", "yes", org.ID); r.code != 2 || !strings.Contains(r.stderr, "--bulk-rows must be on or off") {
+		t.Fatalf("orgs set --bulk-rows yes: %+v", r)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/jupyter"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
+	"github.com/cubicle-sandbox/cubicle/internal/scripts"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
@@ -200,6 +201,12 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 	mc := managerConfig(cfg, fsvc)
 	mc.Internet = internet
 	driverManagerConfig(cfg, &mc)
+	var gw *responses.Gateway // set below when the gateway is enabled
+	mc.Fleet.Sweep = func(ctx context.Context, before time.Time) {
+		if gw != nil {
+			failOrphaned(ctx, gw, before, responses.StoppedSentence)
+		}
+	}
 	if mc.Templates, err = templateStore(cfg, cfg.Server.Data); err != nil {
 		return nil, err
 	}
@@ -207,11 +214,12 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 	if startDriver != nil {
 		startDriver(s.mgr, st)
 	}
+	scr := scripts.New(st, gov)
 	if cfg.Gateway.Enabled() {
 		if err := s.mgr.CheckKernelTemplate(ctx, gwc.CodeInterpreterTemplate, "gateway.code_interpreter_template"); err != nil {
 			return nil, err
 		}
-		deps := responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses()}
+		deps := responses.Deps{Computers: s.mgr, Files: fsvc, Store: st.Responses(), Instance: s.mgr.Instance(), Scripts: scr}
 		if s.data, err = datastores(cfg.Gateway, s.mgr, gov); err != nil {
 			return nil, err
 		} else if s.data != nil {
@@ -221,6 +229,7 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 		if err != nil {
 			return nil, err
 		}
+		gw = s.gw
 		if err := failInterrupted(ctx, cfg, st, s.gw); err != nil {
 			return nil, err
 		}
@@ -228,7 +237,7 @@ func build(ctx context.Context, cfg config.Config, gwc responses.Config, st stor
 	if err := s.mgr.Start(ctx); err != nil {
 		return nil, err
 	}
-	opts := httpapi.Options{Governance: gov, Computers: s.mgr, Store: st, Files: fsvc, Gateway: s.gw,
+	opts := httpapi.Options{Governance: gov, Computers: s.mgr, Store: st, Files: fsvc, Gateway: s.gw, Scripts: scr,
 		BodyTimeout: cfg.Server.BodyTimeout(), PreviewDomain: cfg.Server.PreviewDomain}
 	if s.gw != nil {
 		slog.Info("gateway enabled", "upstreams", len(cfg.Gateway.Upstreams), "upstream_url", cfg.Gateway.UpstreamURL)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/responses"
+	"github.com/cubicle-sandbox/cubicle/internal/responses/upstreamtest"
 )
 
 // clusterSecret is the test cluster's shared secret (cluster.secret).
@@ -28,11 +32,11 @@ func freeAddr(t *testing.T) string {
 // startReplica runs 'cubicle serve' on dbURL as one replica of a cluster
 // with a 3 s lease, listening (and advertised) at a fixed address; with
 // secret "" it has no cluster secret (and advertises no URL).
-func startReplica(t *testing.T, dbURL, secret string) *server {
+func startReplica(t *testing.T, dbURL, secret string, extra ...string) *server {
 	dir := t.TempDir()
 	gcAfter(t, dir)
 	addr := freeAddr(t)
-	env := []string{"CUBICLE_ADMIN_KEY=" + serveAdminKey, "CUBICLE_CLUSTER_LEASE_SECONDS=3", "CUBICLE_COMPUTERS_POOL_SIZE=0"}
+	env := append([]string{"CUBICLE_ADMIN_KEY=" + serveAdminKey, "CUBICLE_CLUSTER_LEASE_SECONDS=3", "CUBICLE_COMPUTERS_POOL_SIZE=0"}, extra...)
 	if secret != "" {
 		env = append(env, "CUBICLE_CLUSTER_SECRET="+secret, "CUBICLE_CLUSTER_URL=http://"+addr)
 	}
@@ -49,8 +53,27 @@ func startReplica(t *testing.T, dbURL, secret string) *server {
 // exactly one usage row and one stop event.
 func TestServeFleet(t *testing.T) {
 	dbURL := postgresDB(t)
-	a := startReplica(t, dbURL, clusterSecret)
-	b := startReplica(t, dbURL, clusterSecret) // after A: A made the admin key, B finds it
+	// The model: "wait" waits until the test ends; other input is run as
+	// code_interpreter code, then what it printed is the answer.
+	ended := make(chan struct{})
+	up := upstreamtest.New(t, upstreamtest.APIChat, func(_ int, req map[string]any) (int, any) {
+		msgs, _ := req["messages"].([]any)
+		last, _ := msgs[len(msgs)-1].(map[string]any)
+		content, _ := last["content"].(string)
+		switch {
+		case last["role"] == "tool":
+			return 200, upstreamtest.TextAnswer("printed: " + content)
+		case content == "wait":
+			<-ended
+			return 200, upstreamtest.TextAnswer("done")
+		}
+		args, _ := json.Marshal(map[string]string{"code": content})
+		return 200, upstreamtest.ToolCallsAnswer("", upstreamtest.Call{ID: "c1", Name: "code_interpreter", Args: string(args)})
+	})
+	t.Cleanup(func() { close(ended) }) // before the upstream's Close, which waits for its answers
+	gateway := []string{"CUBICLE_GATEWAY_UPSTREAM_URL=" + up.URL, "CUBICLE_GATEWAY_REUSE_COMPUTERS=true"}
+	a := startReplica(t, dbURL, clusterSecret, gateway...)
+	b := startReplica(t, dbURL, clusterSecret, gateway...) // after A: A made the admin key, B finds it
 
 	var c struct {
 		ID      string `json:"id"`
@@ -114,6 +137,12 @@ func TestServeFleet(t *testing.T) {
 		t.Fatalf("cubicle shell through B: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 
+	// The other protocols reach A's computers through B as well: the E2B
+	// envd (a file written) and REST API (a sandbox killed), the Kernel
+	// Gateway (a kernel found by its id) and MCP (a tool call naming the
+	// computer).
+	fleetProtocols(t, a, b, c.ID)
+
 	// Forwarding is signed with the cluster secret: a request claiming to
 	// be forwarded without it is refused, by either replica.
 	for _, s := range []*server{a, b} {
@@ -164,6 +193,38 @@ func TestServeFleet(t *testing.T) {
 		t.Fatalf("exec on A after the delete through B: %d %s", r.code, r.body)
 	}
 
+	// A response continued through B runs in the computer A kept for it.
+	var r1, r2 struct {
+		ID     string `json:"id"`
+		Output []struct {
+			ContainerID string `json:"container_id"`
+			Content     []struct{ Text string }
+		}
+	}
+	tools := `"tools":[{"type":"code_interpreter","container":{"type":"auto"}}]`
+	a.decode("POST", "/v1/responses", `{"model":"m","input":"x = 41",`+tools+`}`, 200, &r1)
+	b.decode("POST", "/v1/responses", `{"model":"m","input":"print(x + 1)","previous_response_id":"`+r1.ID+`",`+tools+`}`, 200, &r2)
+	if len(r1.Output) != 2 || len(r2.Output) != 2 || r2.Output[0].ContainerID != r1.Output[0].ContainerID ||
+		len(r2.Output[1].Content) == 0 || !strings.Contains(r2.Output[1].Content[0].Text, "42") {
+		t.Fatalf("continued through B: %+v, then %+v", r1, r2)
+	}
+
+	// A background response runs on A: B cancels it there.
+	var resp struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Error  *struct{ Message string }
+	}
+	a.decode("POST", "/v1/responses", `{"model":"m","input":"wait","background":true}`, 200, &resp)
+	b.decode("POST", "/v1/responses/"+resp.ID+"/cancel", "", 200, &resp)
+	if resp.Status != "cancelled" {
+		t.Fatalf("A's background response cancelled through B: %+v", resp)
+	}
+	// Another is left running on A when it dies: B fails it once A's
+	// lease lapsed, like A's computers.
+	a.decode("POST", "/v1/responses", `{"model":"m","input":"wait","background":true}`, 200, &resp)
+	orphan := resp.ID
+
 	// A dies; B marks its computer failed once A's lease (3 s) lapsed.
 	a.kill()
 	killed := time.Now()
@@ -179,6 +240,16 @@ func TestServeFleet(t *testing.T) {
 	}
 	if c.Status != "failed" || c.Failure != "its server stopped" {
 		t.Fatalf("after A died: %+v", c)
+	}
+	for {
+		b.decode("GET", "/v1/responses/"+orphan, "", 200, &resp)
+		if resp.Status != "in_progress" && resp.Status != "queued" || time.Since(killed) > 15*time.Second {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if resp.Status != "failed" || resp.Error == nil || resp.Error.Message != responses.StoppedSentence {
+		t.Fatalf("A's background response after A died: %+v", resp)
 	}
 	if r := b.do("POST", "/v1/computers/"+c.ID+"/exec", `{"command":"true"}`); r.code/100 != 4 {
 		t.Fatalf("exec on the failed computer: %d %s", r.code, r.body)
@@ -203,4 +274,75 @@ func TestServeFleet(t *testing.T) {
 		t.Fatalf("usage rows %d, events %v: want one row, one created and one destroyed event", rows, events)
 	}
 	b.stop()
+}
+
+// fleetProtocols checks that B forwards each protocol's requests for
+// A's computers: without it B answers 404 or 502 (it does not run them).
+func fleetProtocols(t *testing.T, a, b *server, id string) {
+	t.Helper()
+	call := func(s *server, method, path, body string, hdr ...string) httpResult {
+		t.Helper()
+		req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		res, err := (&http.Client{Timeout: time.Minute}).Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer res.Body.Close()
+		out, _ := io.ReadAll(res.Body)
+		return httpResult{res.StatusCode, out, res.Header}
+	}
+	// E2B: envd's upload through B writes into A's computer.
+	if r := call(b, "POST", "/e2b/files?path=/workspace/e2b.txt", "via e2b", "E2b-Sandbox-Id", id,
+		"E2b-Sandbox-Port", "49983", "Content-Type", "application/octet-stream"); r.code != 200 {
+		t.Fatalf("e2b upload through B: %d %s", r.code, r.body)
+	}
+	if r := a.do("GET", "/v1/computers/"+id+"/files/e2b.txt", ""); r.code != 200 || string(r.body) != "via e2b" {
+		t.Fatalf("the e2b file on A: %d %q", r.code, r.body)
+	}
+	// E2B's REST API: a sandbox made on A, killed through B.
+	r := call(a, "POST", "/e2b/sandboxes", `{"templateID":"base"}`, "X-API-Key", a.key, "Content-Type", "application/json")
+	var sb struct {
+		SandboxID string `json:"sandboxID"`
+	}
+	if r.code != 201 || json.Unmarshal(r.body, &sb) != nil || sb.SandboxID == "" {
+		t.Fatalf("e2b create on A: %d %s", r.code, r.body)
+	}
+	if r := call(b, "DELETE", "/e2b/sandboxes/"+sb.SandboxID, "", "X-API-Key", b.key); r.code != 204 {
+		t.Fatalf("e2b kill through B: %d %s", r.code, r.body)
+	}
+	var v struct{ Status string }
+	a.decode("GET", "/v1/computers/"+sb.SandboxID, "", 200, &v)
+	if v.Status != "destroyed" {
+		t.Fatalf("the sandbox killed through B, on A: %+v", v)
+	}
+	// The Kernel Gateway: a kernel started on A is found, interrupted
+	// and shut down through B.
+	var k struct {
+		ID string `json:"id"`
+	}
+	if r := a.do("POST", "/api/kernels", `{}`); r.code != 201 || json.Unmarshal(r.body, &k) != nil || k.ID == "" {
+		t.Fatalf("kernel on A: %d %s", r.code, r.body)
+	}
+	if r := b.do("GET", "/api/kernels/"+k.ID, ""); r.code != 200 || !strings.Contains(string(r.body), k.ID) {
+		t.Fatalf("A's kernel through B: %d %s", r.code, r.body)
+	}
+	if r := b.do("POST", "/api/kernels/"+k.ID+"/interrupt", ""); r.code != 204 {
+		t.Fatalf("interrupt A's kernel through B: %d %s", r.code, r.body)
+	}
+	if r := b.do("DELETE", "/api/kernels/"+k.ID, ""); r.code != 204 {
+		t.Fatalf("shut down A's kernel through B: %d %s", r.code, r.body)
+	}
+	if r := a.do("GET", "/api/kernels/"+k.ID, ""); r.code != 404 {
+		t.Fatalf("the kernel shut down through B, on A: %d %s", r.code, r.body)
+	}
+	// MCP (stateless): a tools/call through B runs on A's computer.
+	r = call(b, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec","arguments":{"command":"cat /workspace/e2b.txt","computer_id":"`+id+`"}}}`,
+		"Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+	if r.code != 200 || !strings.Contains(string(r.body), "via e2b") {
+		t.Fatalf("mcp exec through B: %d %s", r.code, r.body)
+	}
 }

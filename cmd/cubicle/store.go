@@ -12,6 +12,9 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/config"
 	"github.com/cubicle-sandbox/cubicle/internal/fleet"
+	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
+	"github.com/cubicle-sandbox/cubicle/internal/jupyter"
+	"github.com/cubicle-sandbox/cubicle/internal/mcp"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/store/postgres"
@@ -38,29 +41,53 @@ func openCLIStore(ctx context.Context, data string) (store.Store, error) {
 // replica on the same store runs to it (docs/fleet.md).
 func forwarder(cfg config.Config, st store.Store, mgr *computer.Manager, api http.Handler) http.Handler {
 	return fleet.New(fleet.Config{Self: mgr.Instance(), Secret: []byte(cfg.Cluster.Secret),
-		Lease: cmp.Or(cfg.Cluster.Lease(), computer.DefaultLease), Local: mgr.Local, Owners: st.Instances()}, api)
+		Lease: cmp.Or(cfg.Cluster.Lease(), computer.DefaultLease), Local: mgr.Local, Owners: st.Instances(),
+		KernelMetadata: jupyter.KernelMetadataKey, MCPBodyLimit: mcp.BodyLimit(mgr),
+		KeptComputer: responses.KeptComputerMember, ResponsesBodyLimit: httpapi.MaxJSONBody}, api)
 }
 
 // failInterrupted marks failed the background responses a stopped server
-// left running (they do not survive a restart, docs/gateway.md) — unless
-// other replicas on the store are alive (docs/fleet.md): the responses
-// record no server, so they might be theirs, and are left.
+// left running (they do not survive a restart, docs/gateway.md). Each
+// names the server that ran it: with SQLite this server is the store's
+// only one, so all of them are failed now; on a shared store those of
+// replicas whose lease lapsed are, and the others' later, at the beat
+// after theirs lapses (computer.Fleet.Sweep). Responses stored before
+// they named a server are failed only when no other replica is alive.
 func failInterrupted(ctx context.Context, cfg config.Config, st store.Store, gw *responses.Gateway) error {
+	lease := cmp.Or(cfg.Cluster.Lease(), computer.DefaultLease)
+	before, others := time.Now(), 0
 	if cfg.Store.Postgres() {
-		live, err := st.Instances().Live(ctx, time.Now().Add(-cmp.Or(cfg.Cluster.Lease(), computer.DefaultLease)))
+		live, err := st.Instances().Live(ctx, time.Now().Add(-lease))
 		if err != nil {
 			return err
 		}
-		if len(live) > 0 {
-			slog.Info("gateway: other replicas run; background responses still in progress are left to them", "replicas", len(live))
-			return nil
+		before, others = time.Now().Add(-lease), len(live)
+	}
+	if others > 0 {
+		slog.Info("gateway: other replicas run; their background responses are left to them", "replicas", others)
+	} else {
+		n, err := gw.FailInterrupted(ctx)
+		if n > 0 {
+			slog.Warn("gateway: background responses interrupted by the last stop marked failed", "responses", n)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	n, err := gw.FailInterrupted(ctx)
+	failOrphaned(ctx, gw, before, responses.RestartedSentence)
+	return nil
+}
+
+// failOrphaned fails the background responses of servers that last beat
+// before before, logging what it did.
+func failOrphaned(ctx context.Context, gw *responses.Gateway, before time.Time, sentence string) {
+	n, err := gw.FailOrphaned(ctx, before, sentence)
 	if n > 0 {
-		slog.Warn("gateway: background responses interrupted by the last stop marked failed", "responses", n)
+		slog.Warn("gateway: background responses of a stopped server marked failed", "responses", n)
 	}
-	return err
+	if err != nil {
+		slog.Error("gateway: failing the background responses of stopped servers", "err", err)
+	}
 }
 
 // storeName is the store as logged: its URL without a password, or sqlite.

@@ -22,6 +22,7 @@ type leaves struct {
 	seq       atomic.Uint64
 	mu        sync.Mutex
 	lingering map[string]bool
+	kick      chan struct{} // a leaf began to linger (sweepLeaves)
 }
 
 // place moves a stopped new process into the computer's cgroups: every
@@ -144,26 +145,44 @@ func (s *Server) releaseLeaf(leaf string) {
 	}
 	s.leaves.lingering[leaf] = true
 	s.leaves.mu.Unlock()
+	select {
+	case s.leaves.kick <- struct{}{}:
+	default:
+	}
 }
 
+// sweepLeaves removes lingering leaves once empty, every 2 s while there
+// are any; with none it sleeps, so an idle agent never wakes up.
 func (s *Server) sweepLeaves(ctx context.Context) {
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-s.leaves.kick:
 		}
-		s.leaves.mu.Lock()
-		for leaf := range s.leaves.lingering {
-			err := unix.Unlinkat(s.init.Cgroup.Track, leaf, unix.AT_REMOVEDIR)
-			if err == nil || errors.Is(err, unix.ENOENT) {
-				delete(s.leaves.lingering, leaf)
+		for left := true; left; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(2 * time.Second):
 			}
+			left = s.sweepOnce()
 		}
-		s.leaves.mu.Unlock()
 	}
+}
+
+// sweepOnce removes the lingering leaves that are empty and reports
+// whether some are left.
+func (s *Server) sweepOnce() bool {
+	s.leaves.mu.Lock()
+	defer s.leaves.mu.Unlock()
+	for leaf := range s.leaves.lingering {
+		err := unix.Unlinkat(s.init.Cgroup.Track, leaf, unix.AT_REMOVEDIR)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			delete(s.leaves.lingering, leaf)
+		}
+	}
+	return len(s.leaves.lingering) > 0
 }
 
 // memoryLimit is the memory limit in force on the computer's cgroup (it

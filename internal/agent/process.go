@@ -145,10 +145,11 @@ func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart
 		s.sendJSON(protocol.KindStarted, p.id, protocol.Started{Pid: p.getPid()})
 	}
 
+	outs := []*outPipe{newOutPipe(stdoutR, true), newOutPipe(stderrR, true)}
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go s.pump(&pumps, s.outputTo(p, protocol.KindStdout), stdoutR)
-	go s.pump(&pumps, s.outputTo(p, protocol.KindStderr), stderrR)
+	go s.pump(&pumps, s.outputTo(p, protocol.KindStdout), outs[0])
+	go s.pump(&pumps, s.outputTo(p, protocol.KindStderr), outs[1])
 
 	timeout := req.Timeout.D()
 	if timeout <= 0 && p.bg == nil {
@@ -157,7 +158,7 @@ func (s *Server) execute(ctx context.Context, p *process, req protocol.ExecStart
 	ws := s.waitProcess(ctx, p, w, timeout)
 	elapsed := time.Since(start)
 	timedOut := s.afterExit(p)
-	awaitPumps(&pumps, stdoutR, stderrR)
+	awaitPumps(&pumps, outs...)
 	s.releaseLeaf(p.leaf)
 	return s.exitStatus(ws, timedOut, elapsed, oomBefore), nil
 }
@@ -218,21 +219,6 @@ func (s *Server) afterExit(p *process) (timedOut bool) {
 		s.killTree(p) // descendants that outlived the main process
 	}
 	return timedOut
-}
-
-// awaitPumps waits for the output pumps to reach the end of the pipes,
-// closing them after outputGrace (a descendant may still hold them open).
-func awaitPumps(pumps *sync.WaitGroup, outputs ...*os.File) {
-	done := make(chan struct{})
-	go func() { pumps.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(outputGrace):
-		for _, f := range outputs {
-			f.Close()
-		}
-		<-done
-	}
 }
 
 // argv resolves the program the way a shell would, inside the computer.
@@ -438,26 +424,6 @@ func (s *Server) outputTo(p *process, kind protocol.Kind) func([]byte) bool {
 		return func(b []byte) bool { p.bg.output(kind, b); return true }
 	}
 	return func(b []byte) bool { return s.send(kind, p.id, b) == nil }
-}
-
-// pump forwards one output pipe to emit (outputTo). Backpressure is end to
-// end: when the host reads slowly, the agent's write blocks and so does the
-// process, so neither side buffers more than a frame. A background
-// process's ring never blocks: it drops its oldest bytes.
-func (s *Server) pump(wg *sync.WaitGroup, emit func([]byte) bool, r *os.File) {
-	defer wg.Done()
-	buf := make([]byte, protocol.ChunkSize)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if !emit(buf[:n]) {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 func (s *Server) feedStdin(p *process, w *os.File) {

@@ -242,12 +242,13 @@ func (s *Server) executePty(ctx context.Context, p *process, req protocol.ExecSt
 
 	var pumps sync.WaitGroup
 	pumps.Add(1)
-	go s.pump(&pumps, s.outputTo(p, protocol.KindStdout), master)
+	out := newOutPipe(master, false)
+	go s.pump(&pumps, s.outputTo(p, protocol.KindStdout), out)
 
 	ws := s.waitProcess(ctx, p, w, req.Timeout.D())
 	elapsed := time.Since(start)
 	timedOut := s.afterExit(p) // kills what it left on the terminal
-	awaitPumps(&pumps, master)
+	awaitPumps(&pumps, out)
 	s.releaseLeaf(p.leaf)
 	return s.exitStatus(ws, timedOut, elapsed, oomBefore), nil
 }

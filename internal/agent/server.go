@@ -44,6 +44,8 @@ type Server struct {
 	ptys  int                       // terminals running (pty.go), under mu
 
 	watches map[uint32]*fileWatch // file watches (filewatch.go); under mu
+
+	trim *threadTrim // ends the threads a burst left (threads.go)
 }
 
 // NewServer prepares a server. workspaceDir is an open directory descriptor
@@ -63,6 +65,8 @@ func NewServer(conn io.ReadWriter, init protocol.Init, workspaceDir *os.File, sp
 		tarReads: make(map[uint32]*atomic.Bool),
 		watches:  make(map[uint32]*fileWatch),
 	}
+	s.leaves.kick = make(chan struct{}, 1)
+	s.trim = newThreadTrim()
 	s.py = newPythonManager(s)
 	s.bg = newBgTable()
 	return s
@@ -75,9 +79,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer cancel()
 	go s.reg.reap(ctx)
 	go s.sweepLeaves(ctx)
+	go s.trim.run(ctx)
 	if err := s.sendJSON(protocol.KindReady, 0, protocol.Ready{Pid: os.Getpid()}); err != nil {
 		return err
 	}
+	s.trim.touch() // the threads the start made
 	for {
 		f, err := protocol.ReadFrame(s.conn)
 		if err != nil {
@@ -86,6 +92,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("read control channel: %w", err)
 		}
+		s.trim.touch()
 		s.dispatch(ctx, f)
 	}
 }
@@ -210,7 +217,7 @@ func (s *Server) send(kind protocol.Kind, id uint32, payload []byte) error {
 	}
 	s.wbuf = buf
 	_, err = s.conn.Write(buf)
-	if cap(s.wbuf) > 4*protocol.ChunkSize {
+	if cap(s.wbuf) > 2*protocol.OutputChunk {
 		s.wbuf = nil // do not pin a large buffer after a big reply
 	}
 	return err

@@ -28,52 +28,79 @@ const maxPathLen = 4096
 const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 
 // workspace performs file operations as the sandbox user. The agent is root
-// (with only a few capabilities); file operations run on dedicated OS threads
-// whose filesystem uid and gid are the user's, so the kernel checks exactly
-// the permissions the user's own code would have.
+// (with only a few capabilities); each file operation runs on an OS thread
+// locked for its duration whose filesystem uid and gid are the user's, so
+// the kernel checks exactly the permissions the user's own code would have.
+// The thread takes that identity for the operation and gives it back
+// after (four system calls, a few microseconds), rather than being a
+// dedicated thread: an idle computer's agent holds no thread for its files
+// (docs/ARCHITECTURE.md, "Threads").
 type workspace struct {
-	root *os.File
-	jobs chan func()
+	root  *os.File
+	slots chan struct{} // one per file operation running (fsWorkers at most)
 }
 
+// fsWorkers bounds the file operations running at once, and so the
+// threads they hold.
 const fsWorkers = 2
 
 func newWorkspace(root *os.File) *workspace {
-	ws := &workspace{root: root, jobs: make(chan func())}
-	for i := 0; i < fsWorkers; i++ {
-		go ws.worker()
-	}
-	return ws
+	return &workspace{root: root, slots: make(chan struct{}, fsWorkers)}
 }
 
-func (ws *workspace) worker() {
-	// The thread keeps the user's fs identity for its whole life; it is
-	// never unlocked, so no other goroutine ever runs with it.
-	runtime.LockOSThread()
-	err := takeUserFSIdentity()
-	for job := range ws.jobs {
-		if err != nil {
-			panic(fmt.Sprintf("agent: cannot take the sandbox user's identity: %v", err))
+// as runs fn on a thread with the sandbox user's filesystem identity.
+func (ws *workspace) as(fn func() error) error {
+	ws.slots <- struct{}{}
+	defer func() { <-ws.slots }()
+	done := make(chan error, 1)
+	go func() {
+		// Locked while it is the user's; a thread that cannot be given
+		// back its identity is never unlocked, so it ends with this
+		// goroutine and no other goroutine ever runs with it.
+		runtime.LockOSThread()
+		if err := takeUserFSIdentity(); err != nil {
+			done <- fmt.Errorf("%w: cannot take the sandbox user's identity: %v", protocol.ErrInternal, err)
+			return
 		}
-		job()
-	}
+		err := fn()
+		if setFSIdentity(0, 0) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- err
+	}()
+	return <-done
 }
 
 // takeUserFSIdentity gives the calling (locked) thread the sandbox user's
-// filesystem uid and gid, keeping its parent-death signal: the kernel
-// clears a thread's on any change of fsuid or fsgid, and the agent dies
-// with its launcher only through its main thread's, which this thread may
-// be (Go picks the thread a locked goroutine runs on).
+// filesystem uid and gid (setFSIdentity).
 func takeUserFSIdentity() error {
+	return setFSIdentity(SandboxUID, SandboxGID)
+}
+
+// setFSIdentity gives the calling (locked) thread filesystem uid and gid,
+// keeping its parent-death signal: the kernel clears a thread's on any
+// change of fsuid or fsgid, and the agent dies with its launcher only
+// through its main thread's, which this thread may be when the main
+// goroutine is not locked to it (the agent's init in
+// internal/sandbox/linux/agentmain.go locks it).
+func setFSIdentity(uid, gid int) error {
 	var sig int
 	if err := unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&sig)), 0, 0, 0); err != nil {
 		return fmt.Errorf("read the parent-death signal: %w", err)
 	}
-	if err := unix.Setfsgid(SandboxGID); err != nil {
+	if err := unix.Setfsgid(gid); err != nil {
 		return fmt.Errorf("setfsgid: %w", err)
 	}
-	if err := unix.Setfsuid(SandboxUID); err != nil {
+	if err := unix.Setfsuid(uid); err != nil {
 		return fmt.Errorf("setfsuid: %w", err)
+	}
+	// setfsuid and setfsgid report no failure but their previous value:
+	// read the values back (-1 changes nothing).
+	if u, _ := unix.SetfsuidRetUid(-1); u != uid {
+		return fmt.Errorf("setfsuid %d: the thread's fsuid is %d", uid, u)
+	}
+	if g, _ := unix.SetfsgidRetGid(-1); g != gid {
+		return fmt.Errorf("setfsgid %d: the thread's fsgid is %d", gid, g)
 	}
 	if sig == 0 {
 		return nil
@@ -82,13 +109,6 @@ func takeUserFSIdentity() error {
 		return fmt.Errorf("restore the parent-death signal: %w", err)
 	}
 	return nil
-}
-
-// as runs fn on a user-identity thread.
-func (ws *workspace) as(fn func() error) error {
-	done := make(chan error, 1)
-	ws.jobs <- func() { done <- fn() }
-	return <-done
 }
 
 // rel turns a user path into a clean path relative to /workspace.

@@ -219,14 +219,15 @@ func TestSplitPath(t *testing.T) {
 	}
 }
 
-// The file workers take the sandbox user's fs identity, which clears a
-// thread's parent-death signal; the agent's main thread can be one of
-// them, and the agent must still die with its launcher.
+// A file operation's thread takes the sandbox user's fs identity and gives
+// it back, each of which clears a thread's parent-death signal; the
+// agent's main thread can be one of them, and the agent must still die
+// with its launcher.
 func TestUserFSIdentityKeepsParentDeathSignal(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("this test needs root (CI runs as root)")
 	}
-	got := make(chan string, 1)
+	got := make(chan string, 2)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread is discarded
 		var sig int
@@ -241,9 +242,22 @@ func TestUserFSIdentityKeepsParentDeathSignal(t *testing.T) {
 		unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&sig)), 0, 0, 0)
 		fsuid, _ := unix.SetfsuidRetUid(-1)
 		got <- fmt.Sprintf("fsuid %d, parent-death signal %d", fsuid, sig)
+		if err := setFSIdentity(0, 0); err != nil {
+			got <- err.Error()
+			return
+		}
+		sig = 0
+		unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&sig)), 0, 0, 0)
+		fsuid, _ = unix.SetfsuidRetUid(-1)
+		fsgid, _ := unix.SetfsgidRetGid(-1)
+		got <- fmt.Sprintf("fsuid %d fsgid %d, parent-death signal %d", fsuid, fsgid, sig)
 	}()
 	want := fmt.Sprintf("fsuid %d, parent-death signal %d", SandboxUID, unix.SIGKILL)
 	if g := <-got; g != want {
 		t.Fatalf("after takeUserFSIdentity: %s, want %s", g, want)
+	}
+	want = fmt.Sprintf("fsuid 0 fsgid 0, parent-death signal %d", unix.SIGKILL)
+	if g := <-got; g != want {
+		t.Fatalf("after setFSIdentity(0, 0): %s, want %s", g, want)
 	}
 }

@@ -9,19 +9,24 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cubicle-sandbox/cubicle/internal/client"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // Row IDs of 'cubicle-bench api', stable for JSON consumers. The in-process
 // sandbox rows keep their ids from Run (RowColdStart, RowExecTrue...).
 const (
-	RowAPICreate    = "api_create_warm_pool"
-	RowAPIDelete    = "api_delete"
-	RowAPIExecTrue  = "api_exec_true"
-	RowAPIExecEcho  = "api_exec_echo_sse"
-	RowLoadCreate   = "load_create"
-	RowLoadExecTrue = "load_exec_true"
-	RowLoadDelete   = "load_delete"
+	RowAPICreate = "api_create_warm_pool"
+	RowAPIDelete = "api_delete"
+	// RowAPITemplateCreate and RowAPITemplateDelete are the same for a
+	// computer of APIConfig.Template, from that template's warm pool.
+	RowAPITemplateCreate = "api_template_create_warm_pool"
+	RowAPITemplateDelete = "api_template_delete"
+	RowAPIExecTrue       = "api_exec_true"
+	RowAPIExecEcho       = "api_exec_echo_sse"
+	RowLoadCreate        = "load_create"
+	RowLoadExecTrue      = "load_exec_true"
+	RowLoadDelete        = "load_delete"
 )
 
 // APITargets are the service's latency goals, judged on the p50 of a row.
@@ -60,6 +65,11 @@ type APIConfig struct {
 	// every timed create waits for that first. Negative: read it off
 	// /metrics (the depth once it stops growing).
 	PoolSize int
+	// Template, when set, adds the create and delete rows for computers
+	// of that template (`"template": NAME`), interleaved with the default
+	// template's: the server must keep a warm pool for it
+	// (template.pools) so that both rows time a pool claim.
+	Template string
 	// Timeout bounds one request (and one in-process run). Default
 	// DefaultTimeout.
 	Timeout time.Duration
@@ -89,6 +99,8 @@ func (c APIConfig) Validate() error {
 		return fmt.Errorf("--pool must be at most 10000, got %d", c.PoolSize)
 	case c.Timeout < 0:
 		return errors.New("--timeout must be positive")
+	case c.Template != "" && c.URL == "":
+		return errors.New("--template needs --url and --key: a server whose data directory has that template and a warm pool for it (template.pools)")
 	}
 	if c.URL != "" {
 		u, err := url.Parse(c.URL)
@@ -241,7 +253,10 @@ func RunAPI(ctx context.Context, cfg APIConfig) (*APIReport, error) {
 		scfg := Config{Driver: cfg.Driver, Spec: cfg.Spec, Timeout: cfg.Timeout}
 		paths = append(paths, cubicleCold(scfg), cubicleExec(scfg))
 	}
-	paths = append(paths, apiCreatePath(c, tr, pool), apiExecPath(c, tr, pool))
+	paths = append(paths, apiCreatePath(c, tr, pool, ""), apiExecPath(c, tr, pool))
+	if cfg.Template != "" {
+		paths = append(paths, apiCreatePath(c, tr, pool, cfg.Template))
+	}
 	if err := measure(ctx, paths, cfg.N, cfg.Warmup, cfg.Log, note, rep.cleanup(note)); err != nil {
 		return rep, err
 	}
@@ -331,19 +346,28 @@ func targets(rows []Row) []Target {
 }
 
 // apiCreatePath times POST /v1/computers with a full warm pool, waits for
-// the pool to refill (untimed), then times DELETE of that computer.
-func apiCreatePath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
+// the pool to refill (untimed), then times DELETE of that computer. With
+// a template it creates computers of that template (its own rows).
+func apiCreatePath(c *apiClient, tr *tracker, pool *poolWaiter, template string) *path {
+	name, create, del := "api create and delete", RowAPICreate, RowAPIDelete
+	rows := []rowDef{
+		{RowAPICreate, "api      POST /v1/computers (warm pool)"},
+		{RowAPIDelete, "api      DELETE /v1/computers/{id}"},
+	}
+	if template != "" {
+		name, create, del = "api create and delete on template "+template, RowAPITemplateCreate, RowAPITemplateDelete
+		rows = []rowDef{
+			{create, "api      POST /v1/computers (warm pool, template " + template + ")"},
+			{del, "api      DELETE /v1/computers/{id} (template " + template + ")"},
+		}
+	}
 	return &path{
-		name: "api create and delete", required: true,
-		rows: []rowDef{
-			{RowAPICreate, "api      POST /v1/computers (warm pool)"},
-			{RowAPIDelete, "api      DELETE /v1/computers/{id}"},
-		},
+		name: name, required: true, rows: rows,
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
 			if err := pool.wait(ctx); err != nil {
 				return nil, err
 			}
-			id, dc, err := c.create(ctx)
+			id, dc, err := c.createReq(ctx, client.CreateRequest{Template: template})
 			if err != nil {
 				return nil, err
 			}
@@ -358,7 +382,7 @@ func apiCreatePath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
 				return nil, err
 			}
 			tr.remove(id)
-			return map[string]time.Duration{RowAPICreate: dc, RowAPIDelete: dd}, nil
+			return map[string]time.Duration{create: dc, del: dd}, nil
 		},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cubicle-sandbox/cubicle/internal/client"
 )
@@ -38,6 +39,7 @@ func TestAPIConfigValidate(t *testing.T) {
 		{"not http", func(c *APIConfig) { c.URL, c.Key = "ftp://x", "k" }, "--url"},
 		{"no host", func(c *APIConfig) { c.URL, c.Key = "http://", "k" }, "--url"},
 		{"with path", func(c *APIConfig) { c.URL, c.Key = "http://h:1/v1", "k" }, "without a path"},
+		{"template without url", func(c *APIConfig) { c.Template = "debian" }, "--template needs --url"},
 		{"n 0", func(c *APIConfig) { c.N = 0 }, "--n"},
 		{"negative warmup", func(c *APIConfig) { c.Warmup = -1 }, "--warmup"},
 		{"negative concurrency", func(c *APIConfig) { c.Concurrency = -1 }, "--concurrency"},
@@ -203,6 +205,53 @@ func TestRunAPIAgainstFakeServer(t *testing.T) {
 	}
 	if _, err := json.Marshal(rep); err != nil {
 		t.Error(err)
+	}
+}
+
+// With --template, the template's create and delete rows are timed as
+// often as the default's, and only their creates name the template.
+func TestRunAPITemplateRows(t *testing.T) {
+	f := &fakeServer{full: 2}
+	srv := newFakeServer(t, f)
+	rep, err := RunAPI(context.Background(), APIConfig{URL: srv.URL, Key: "k", N: 4, Warmup: 1,
+		PoolSize: -1, Template: "debian", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range rep.Rows {
+		ids = append(ids, r.ID)
+		if r.N != 4 || r.Failures != 0 {
+			t.Errorf("row %+v", r)
+		}
+	}
+	if want := []string{RowAPICreate, RowAPIDelete, RowAPIExecTrue, RowAPIExecEcho, RowAPITemplateCreate, RowAPITemplateDelete}; !slices.Equal(ids, want) {
+		t.Errorf("rows %v, want %v", ids, want)
+	}
+	f.mu.Lock()
+	n := f.templateCreates["debian"]
+	f.mu.Unlock()
+	if n != 5 || len(f.templateCreates) != 1 {
+		t.Errorf("template creates %v, want 5 of debian (4 timed, 1 warm-up)", f.templateCreates)
+	}
+	var b strings.Builder
+	if err := WriteAPITable(&b, rep); err != nil || !strings.Contains(b.String(), "api      POST /v1/computers (warm pool, template debian)") {
+		t.Errorf("table: %v\n%s", err, b.String())
+	}
+	// The longer labels widen the label column: every row's p50 ends
+	// where the header's does.
+	end := -1
+	for _, line := range strings.Split(b.String(), "\n") {
+		r := []rune(line)
+		if strings.HasPrefix(line, "ms ") {
+			end = utf8.RuneCountInString(line[:strings.Index(line, "p50")]) + 3
+		}
+		if end > 0 && strings.HasPrefix(line, "api ") && (len(r) <= end || r[end] != ' ' || r[end-1] < '0' || r[end-1] > '9') {
+			t.Errorf("row not aligned with the header (p50 ends at %d):\n%s", end, b.String())
+		}
+	}
+	if n := f.alive(); n != 0 {
+		t.Errorf("%d computers left alive", n)
 	}
 }
 

@@ -89,6 +89,9 @@ type Config struct {
 	// from that template (RowTemplateColdStart…), side by side with the
 	// host template's.
 	Template sandbox.Root
+	// Idle, when at least 2, adds the idle-cost run (idle.go): that many
+	// idle computers, what they cost, and exec with one and with all.
+	Idle int
 }
 
 // Report is the result of Run.
@@ -107,6 +110,8 @@ type Report struct {
 	// CleanupFailed is set when something the bench made could not be
 	// removed (the notes say what); it implies Failed.
 	CleanupFailed bool `json:"cleanup_failed,omitempty"`
+	// Idle is the idle-cost run's (Config.Idle).
+	Idle *IdleReport `json:"idle,omitempty"`
 }
 
 // Host describes the machine the numbers were taken on.
@@ -225,6 +230,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var failed bool
 	rep.Rows, failed = pathRows(paths)
 	rep.Failed = rep.Failed || failed
+	if cfg.Idle >= 2 {
+		idle, rows, err := idleRun(ctx, cfg, note)
+		if ctx.Err() != nil {
+			return rep, ctx.Err()
+		}
+		if err != nil {
+			note("%v", err)
+			rep.Failed = true
+		}
+		rep.Idle, rep.Rows = idle, append(rep.Rows, rows...)
+	}
 	for _, t := range Targets {
 		for _, r := range rep.Rows {
 			if r.ID == t.Row && r.N > 0 {

@@ -207,3 +207,36 @@ func TestRunWithTemplate(t *testing.T) {
 		t.Errorf("computers by root: %v, want 2 on the template and 4 on the host", roots)
 	}
 }
+
+func TestRunIdleCost(t *testing.T) {
+	defer func(d time.Duration) { idleSettle = d }(idleSettle)
+	idleSettle = time.Millisecond
+	d := fakeDriver(nil)
+	rep, err := Run(context.Background(), Config{Driver: d, Spec: sandbox.DefaultSpec(), N: 3, Idle: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Idle == nil || rep.Idle.Computers != 7 || rep.Idle.Asked != 7 || rep.Idle.MemoryBytes != IdleMemory {
+		t.Fatalf("idle report %+v", rep.Idle)
+	}
+	var got []string
+	for _, r := range rep.Rows {
+		if r.ID == RowExecAtOne || r.ID == RowExecAtN {
+			got = append(got, r.ID)
+			if r.N != 3 {
+				t.Errorf("row %s: %+v", r.ID, r)
+			}
+		}
+	}
+	if !slices.Equal(got, []string{RowExecAtOne, RowExecAtN}) {
+		t.Errorf("idle rows %v", got)
+	}
+	if n := d.Live(); n != 0 {
+		t.Errorf("%d computers were not destroyed", n)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, rep); err != nil || !strings.Contains(b.String(), "idle cost: 7 idle computers") ||
+		!strings.Contains(b.String(), "exec /bin/true, 7 computers") {
+		t.Errorf("table: %v\n%s", err, b.String())
+	}
+}

@@ -3,7 +3,8 @@
 //
 //   - 'cubicle-bench sandbox': cold computer start to the first byte of
 //     output, create and destroy, exec round trips through the agent, against
-//     bubblewrap and runc;
+//     bubblewrap and runc; and what N idle computers cost (threads, memory,
+//     exec with one computer and with N: idle.go);
 //   - 'cubicle-bench api': the HTTP API of a real 'cubicle serve' (create from
 //     the warm pool, exec, SSE, delete, and a concurrent load) next to the
 //     in-process driver;
@@ -18,7 +19,11 @@
 //     (internal/egress/egresstest, a network namespace with only loopback):
 //     TCP connect, connect+GET and download throughput of curl in a
 //     computer next to the same curl on the host side, this process's CPU
-//     per GiB, and Create() of an internet computer next to a none one.
+//     per GiB, and Create() of an internet computer next to a none one;
+//   - 'cubicle-bench stream': a process's output streamed through the API
+//     (SSE text, SSE base64, the binary stream) next to the same command
+//     read from a host pipe: MiB/s and the server's CPU per GiB, with a
+//     second (baseline) server side by side.
 //
 // Every computer, container, server, kernel, network namespace and temporary
 // directory it starts is removed afterwards, also on error or cancel. It

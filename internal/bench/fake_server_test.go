@@ -35,6 +35,8 @@ type fakeServer struct {
 	calls atomic.Int64
 	// memoryCreates counts the creates that asked for memory_mb.
 	memoryCreates map[int64]int
+	// templateCreates counts the creates that named a template.
+	templateCreates map[string]int
 }
 
 // fakeRefill is how long the fake pool takes to refill after a claim.
@@ -81,9 +83,16 @@ func (f *fakeServer) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		MemoryMB int64 `json:"memory_mb"`
+		MemoryMB int64  `json:"memory_mb"`
+		Template string `json:"template"`
 	}
 	json.NewDecoder(r.Body).Decode(&req)
+	if req.Template != "" {
+		if f.templateCreates == nil {
+			f.templateCreates = map[string]int{}
+		}
+		f.templateCreates[req.Template]++
+	}
 	if req.MemoryMB > 0 {
 		if f.memoryCreates == nil {
 			f.memoryCreates = map[int64]int{}

@@ -165,18 +165,7 @@ func RunNet(ctx context.Context, cfg NetConfig) (*NetReport, error) {
 	}
 	rep := &NetReport{Date: time.Now().UTC(), Host: hostInfo(), N: cfg.N, Warmup: cfg.Warmup, Downloads: cfg.Downloads, Size: cfg.Size,
 		Spec: SpecInfo{cfg.Spec.MemoryBytes, cfg.Spec.Pids, cfg.Spec.CPUs, cfg.Spec.DiskBytes}}
-	note := func(format string, args ...any) {
-		rep.AddNote(false, format, args...)
-		fmt.Fprintln(cfg.Log, "note: "+fmt.Sprintf(format, args...))
-	}
-	cleanup := func(name string, f func(context.Context) error) {
-		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-		defer cancel()
-		if err := f(cctx); err != nil {
-			note("%s: clean-up incomplete: %v", name, err)
-			rep.Failed, rep.CleanupFailed = true, true
-		}
-	}
+	note, cleanup := reportNotes(rep.AddNote, cfg.Log)
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		return rep, fmt.Errorf("the host client: %w", err)

@@ -41,14 +41,7 @@ func WriteNetTable(w io.Writer, r *NetReport) error {
 			fmt.Fprintf(&b, "  %-40s %8.2f − %8.2f = %+7.2f\n", d.What, d.P50.Milliseconds(), d.BaseP50.Milliseconds(), d.Delta.Milliseconds())
 		}
 	}
-	b.WriteString("\ntargets (issue 13)\n")
-	for _, t := range r.Targets {
-		op := "≤"
-		if t.AtLeast {
-			op = "≥"
-		}
-		fmt.Fprintf(&b, "  %-44s %s %g %s: %s (%.2f)\n", t.What, op, t.Limit, t.Unit, verdict(t.Met), t.Value)
-	}
+	writeTargets(&b, "issue 13", 44, r.Targets)
 	writeNotes(&b, r.Notes)
 	_, err := io.WriteString(w, b.String())
 	return err

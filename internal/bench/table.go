@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // WriteTable prints the report as a text table.
@@ -20,6 +21,7 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "  %-50s ≤ %g ms: %s (%.2f ms)\n", t.What, t.Limit.Milliseconds(), verdict(t.Met), t.P50.Milliseconds())
 		}
 	}
+	writeIdle(&b, r.Idle)
 	writeNotes(&b, r.Notes)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -41,8 +43,12 @@ const (
 )
 
 // writeRows prints the latency rows under a header, labels padded to
-// width, so every table of the bench reads the same.
+// width (or to the longest label, such as one naming a template), so
+// every table of the bench reads the same.
 func writeRows(b *strings.Builder, width int, rows []Row) {
+	for _, row := range rows {
+		width = max(width, utf8.RuneCountInString(row.Label))
+	}
 	fmt.Fprintf(b, "%-*s %9s %9s %9s %9s %5s\n", width, "ms", "p50", "p90", "p99", "mean", "n")
 	for _, row := range rows {
 		fmt.Fprintf(b, "%-*s %9s %9s %9s %9s %5d", width, row.Label, msCell(row, row.P50), msCell(row, row.P90),

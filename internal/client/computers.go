@@ -61,13 +61,11 @@ func (c *Client) ExecStream(ctx context.Context, id string, req ExecRequest, onO
 	err := c.Stream(ctx, path, req, func(ev Event) error {
 		switch ev.Name {
 		case "stdout", "stderr":
-			var d struct {
-				Data *string `json:"data"`
-			}
-			if err := json.Unmarshal(ev.Data, &d); err != nil || d.Data == nil {
+			data, err := outputData(ev.Data)
+			if err != nil {
 				return fmt.Errorf("bad %s event %.100q: %v", ev.Name, ev.Data, err)
 			}
-			onOutput(ExecOutput{Stream: ev.Name, Data: *d.Data})
+			onOutput(ExecOutput{Stream: ev.Name, Data: data})
 		case "exit":
 			exit = new(ExecResult)
 			if err := json.Unmarshal(ev.Data, exit); err != nil {

@@ -33,6 +33,7 @@ type EventReader struct {
 	br       *bufio.Reader
 	maxLine  int
 	maxEvent int
+	lb       []byte // line's buffer, reused (a stream's events are alike)
 }
 
 // NewEventReader reads events from r; limits of 0 are the defaults.
@@ -93,9 +94,15 @@ func (r *EventReader) Next() (Event, error) {
 }
 
 // line reads one line without its end (\n, \r\n); io.EOF only at the end
-// of the stream before any byte of a line, ErrTruncated after some.
+// of the stream before any byte of a line, ErrTruncated after some. The
+// line is valid until the next call.
 func (r *EventReader) line() ([]byte, error) {
-	var line []byte
+	line := r.lb[:0]
+	defer func() {
+		if cap(line) <= 4<<20 {
+			r.lb = line[:0]
+		}
+	}()
 	for {
 		chunk, err := r.br.ReadSlice('\n')
 		if len(line)+len(chunk) > r.maxLine+2 { // +2: the line's end

@@ -16,7 +16,8 @@
 // templates computers are made from, templates.go), internal/store,
 // internal/governance, internal/tools (it runs the LLM tools with a key's
 // limits, audit and artifacts), internal/kernel (it merges python outputs),
-// internal/artifact, internal/errdefs and internal/log. Its error kinds (errors.go) are errdefs-classified
+// internal/artifact, internal/pii (a tool result of a key that redacts
+// personal data, tools.go), internal/errdefs and internal/log. Its error kinds (errors.go) are errdefs-classified
 // sentinels, and sandbox errors are mapped to them (files.go, exec.go); it
 // logs with the caller's logger (internal/log). A python call's answer is
 // assembled in one place, PythonAnswer (pythonresult.go), which 'cubicle

@@ -25,6 +25,11 @@ type Fleet struct {
 	// Shared, another replica's running computers are marked failed
 	// once its lease lapsed.
 	Lease time.Duration
+	// Sweep, when set, is called at each beat on a shared store with the
+	// time before which a replica's last beat means it is dead: what it
+	// left besides computers (the gateway's background responses) is
+	// ended there.
+	Sweep func(ctx context.Context, before time.Time)
 }
 
 // DefaultLease is cluster.lease_seconds' default.
@@ -95,6 +100,9 @@ func (m *Manager) renew(ctx context.Context, now time.Time) {
 		m.fence(ctx, m.stoppedElsewhere)
 	}
 	m.sweepLapsed(ctx)
+	if m.cfg.Fleet.Sweep != nil {
+		m.cfg.Fleet.Sweep(ctx, now.Add(-m.lease()))
+	}
 }
 
 // stoppedElsewhere reports whether the record of a computer this server

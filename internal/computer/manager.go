@@ -150,6 +150,13 @@ type live struct {
 	idle       time.Duration
 	lastActive time.Time
 	calls      int // calls in flight (busy)
+	// idleReason is the stop reason when idle ends it ("": ReasonIdle);
+	// tasksWatched: a watcher holds it for its shell tasks, and
+	// tasksRecheck: a hold came in since that watcher's last listing
+	// (under Manager.mu; hold.go).
+	idleReason   string
+	tasksWatched bool
+	tasksRecheck bool
 	// pauseAtEnd pauses it, rather than deleting it, when its lifetime
 	// or idle time ends (on_expire "pause").
 	pauseAtEnd bool

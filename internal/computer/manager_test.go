@@ -39,6 +39,8 @@ type fakeDriver struct {
 	destroyErr func(n int32) error
 	// execHook, when set, answers Exec.
 	execHook func(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExitStatus, error)
+	// listProcs, when set, answers ListProcesses.
+	listProcs func() ([]sandbox.ProcessInfo, error)
 
 	once sync.Once
 }
@@ -85,6 +87,9 @@ func (d *fakeDriver) script(ctx context.Context, spec sandbox.Spec) (*sandboxtes
 			return d.execHook(ctx, req)
 		}
 		return sandbox.ExitStatus{}, nil
+	}
+	if d.listProcs != nil {
+		sb.ListProcessesFunc = func(context.Context) ([]sandbox.ProcessInfo, error) { return d.listProcs() }
 	}
 	sb.KillFunc = func(context.Context) error {
 		n := sb.Kills.Load()

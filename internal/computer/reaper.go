@@ -1,6 +1,7 @@
 package computer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -47,7 +48,7 @@ func (m *Manager) reap(ctx context.Context) {
 			if !l.stopping && (retry || now.After(l.rec.ExpiresAt) || l.idleOut(now)) {
 				l.stopping = true
 				if l.reason == "" && !retry && !now.After(l.rec.ExpiresAt) {
-					l.reason = ReasonIdle
+					l.reason = cmp.Or(l.idleReason, ReasonIdle)
 				}
 				expired = append(expired, l)
 			}

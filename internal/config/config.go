@@ -67,6 +67,11 @@ type Gateway struct {
 	// ComputerIdleSeconds ends a kept computer that long after its last
 	// call; 0: the gateway's default (responses.DefaultComputerIdle, 1200).
 	ComputerIdleSeconds int `toml:"computer_idle_seconds"`
+	// ShellTaskGraceSeconds is how long a computer that shell tasks keep
+	// for their conversation stays after the last task ended or the last
+	// response used it; 0: the gateway's default
+	// (responses.DefaultShellTaskGrace, 300).
+	ShellTaskGraceSeconds int `toml:"shell_task_grace_seconds"`
 	// MaxBackgroundResponses bounds the background responses running on
 	// the server, MaxBackgroundResponsesPerOrg those of one organisation;
 	// 0: the gateway's defaults (responses.DefaultMaxBackground, 32;

@@ -146,6 +146,8 @@ func (g Gateway) validate() error {
 		return invalid("gateway.max_rounds", "must not be negative")
 	case g.ComputerIdleSeconds < 0:
 		return invalid("gateway.computer_idle_seconds", "must not be negative")
+	case g.ShellTaskGraceSeconds < 0:
+		return invalid("gateway.shell_task_grace_seconds", "must not be negative")
 	case g.MaxBackgroundResponses < 0:
 		return invalid("gateway.max_background_responses", "must not be negative")
 	case g.MaxBackgroundResponsesPerOrg < 0:

@@ -108,7 +108,7 @@ func (s *Service) Deliver(ctx context.Context, p governance.Principal, c Call) (
 		return res, nil
 	case qerr != nil:
 		log.From(ctx).InfoContext(ctx, "datastore: a delivery failed", "tool", name, "err", qerr)
-		return tools.Result{Output: queryFailed(ctx, t.src, qerr), Failed: true}, nil
+		return tools.Result{Output: sentence(p, queryFailed(ctx, t.src, qerr)), Failed: true}, nil
 	}
 	b, _ := json.Marshal(d)
 	return tools.Result{Output: string(b)}, nil

@@ -20,5 +20,7 @@
 // internet), internal/governance (the caller, the audit of a refused
 // delivery), internal/sandbox (only its Files part: the CSV is written into
 // the computer's workspace), internal/tools (argument decoding, the tools'
-// definitions), internal/log and the standard library.
+// definitions), internal/pii (the answer of a key that redacts personal
+// data, while a delivery's CSV is written unredacted), internal/log and
+// the standard library.
 package datastore

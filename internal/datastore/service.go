@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
+	"github.com/cubicle-sandbox/cubicle/internal/pii"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
@@ -209,7 +211,7 @@ func (s *Service) Answer(ctx context.Context, p governance.Principal, name strin
 	if msg != "" {
 		return tools.Result{Output: msg, Failed: true}
 	}
-	ans := answer{Rows: [][]any{}}
+	ans, redact := answer{Rows: [][]any{}}, p.RedactsPII()
 	err := t.src.query(ctx, query, qargs, func(rows *sql.Rows) error {
 		cols, err := columnsOf(rows)
 		if err != nil {
@@ -229,6 +231,9 @@ func (s *Service) Answer(ctx context.Context, p governance.Principal, name strin
 			row := make([]any, len(vals))
 			for i, v := range vals {
 				row[i] = jsonValue(v, cols[i])
+				if redact {
+					row[i] = redacted(row[i])
+				}
 			}
 			b, _ := json.Marshal(row)
 			if size += len(b) + 1; size > tools.DefaultMaxAnswerBytes-1024 {
@@ -240,7 +245,8 @@ func (s *Service) Answer(ctx context.Context, p governance.Principal, name strin
 		return nil
 	})
 	if err != nil {
-		return tools.Result{Output: queryFailed(ctx, t.src, err), Failed: true}
+		// The database's message may quote a value.
+		return tools.Result{Output: sentence(p, queryFailed(ctx, t.src, err)), Failed: true}
 	}
 	ans.RowCount = len(ans.Rows)
 	b, _ := json.Marshal(ans)
@@ -262,4 +268,29 @@ func queryFailed(ctx context.Context, src *source, err error) string {
 		return fmt.Sprintf("The query took longer than %d seconds.", int(src.cfg.Timeout.Seconds()))
 	}
 	return "The query failed: " + tools.CutUTF8(err.Error(), 1024)
+}
+
+// redacted is a value of the answer of a key that redacts personal data
+// (governance.Principal.RedactsPII): a text with its data replaced, a
+// number that is one (a card number kept as an integer) its placeholder.
+func redacted(v any) any {
+	switch v := v.(type) {
+	case string:
+		return pii.Redact(v)
+	case int64:
+		s := strconv.FormatInt(v, 10)
+		if r := pii.Redact(s); r != s {
+			return r
+		}
+	}
+	return v
+}
+
+// sentence is a sentence of a tool's answer to p, redacted if p redacts
+// personal data.
+func sentence(p governance.Principal, s string) string {
+	if p.RedactsPII() {
+		return pii.Redact(s)
+	}
+	return s
 }

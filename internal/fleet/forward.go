@@ -31,7 +31,23 @@ type Config struct {
 	// Owners finds a computer's owner (store.Instances).
 	Owners interface {
 		Owner(ctx context.Context, computerID string) (store.Instance, error)
+		OwnerByMetadata(ctx context.Context, key, value string) (string, store.Instance, error)
+		OwnerOfResponse(ctx context.Context, responseID string) (store.Instance, error)
+		OwnerOfKept(ctx context.Context, responseID, key string) (string, store.Instance, error)
 	}
+	// KernelMetadata is the computer metadata key that names a Kernel
+	// Gateway kernel's id ("": kernel requests are not forwarded).
+	KernelMetadata string
+	// MCPBodyLimit bounds how much of an MCP request's body is read to
+	// find its computer_id (0: MCP requests are not forwarded).
+	MCPBodyLimit int64
+	// KeptComputer is the member of a stored response's conversation that
+	// names the computer kept for it; ResponsesBodyLimit bounds how much
+	// of a POST /v1/responses body is read to find its
+	// previous_response_id (0: responses that continue one are not
+	// forwarded).
+	KeptComputer       string
+	ResponsesBodyLimit int64
 	// Transport carries forwarded requests (nil: http.DefaultTransport).
 	Transport http.RoundTripper
 }
@@ -70,23 +86,30 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.next.ServeHTTP(w, r) // served here, never forwarded again
 		return
 	}
-	id := ComputerID(r.URL.Path)
-	if id == "" || f.cfg.Local(id) || (r.Method == http.MethodGet && r.URL.Path == "/v1/computers/"+id) {
-		// Not a computer's, ours, or its record (the store has it: any
-		// replica answers, even while its owner is unreachable).
+	rt, err := f.routeOf(r)
+	if err == nil && rt.owner == nil && (rt.computer == "" || rt.record || f.cfg.Local(rt.computer)) {
+		// Not a computer's, its record (the store has it: any replica
+		// answers, even while its owner is unreachable), or ours.
 		f.next.ServeHTTP(w, r)
 		return
 	}
-	in, err := f.cfg.Owners.Owner(r.Context(), id)
+	var in store.Instance
+	if err == nil {
+		in, err = f.ownerOf(r.Context(), rt)
+	}
 	if err != nil || in.ID == f.cfg.Self || time.Since(in.LastSeen) > f.cfg.Lease {
 		// Unknown, stopped, ours or its server's lease lapsed: answered
 		// here (404, its state, or its failure once it is recorded).
 		f.next.ServeHTTP(w, r)
 		return
 	}
+	what := rt.what
+	if what == "" {
+		what = "computer " + rt.computer
+	}
 	if len(f.cfg.Secret) == 0 || in.URL == "" {
 		writeError(w, r, errdefs.New(errdefs.Unavailable, "computer_elsewhere",
-			"computer "+id+" runs on another server, which this one cannot forward to (set cluster.secret and cluster.url on every replica)"))
+			what+" runs on another server, which this one cannot forward to (set cluster.secret and cluster.url on every replica)"))
 		return
 	}
 	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), target{}, in)))

@@ -21,13 +21,20 @@ const MaxSkew = 30 * time.Second
 // MinSecret is the shortest cluster secret accepted (bytes).
 const MinSecret = 32
 
+// credentialHeaders carry a caller's key: the API's Authorization, the
+// E2B REST API's X-API-Key and a sandbox's X-Access-Token.
+var credentialHeaders = []string{"Authorization", "X-API-Key", "X-Access-Token"}
+
 // mac is the signature of a request forwarded by from at ms: over its
-// method, URI and a digest of its credentials (Authorization), so it
+// method, URI and a digest of its credentials (credentialHeaders), so it
 // cannot be replayed for another request or another caller.
 func mac(secret []byte, from string, ms int64, r *http.Request) []byte {
-	cred := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	d := sha256.New()
+	for _, k := range credentialHeaders {
+		fmt.Fprintf(d, "%q\n", r.Header.Values(k))
+	}
 	h := hmac.New(sha256.New, secret)
-	fmt.Fprintf(h, "cubicle-forward-v1\n%s\n%d\n%s\n%s\n%x", from, ms, r.Method, r.URL.RequestURI(), cred)
+	fmt.Fprintf(h, "cubicle-forward-v2\n%s\n%d\n%s\n%s\n%x", from, ms, r.Method, r.URL.RequestURI(), d.Sum(nil))
 	return h.Sum(nil)
 }
 

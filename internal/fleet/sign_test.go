@@ -32,6 +32,8 @@ func TestSignVerify(t *testing.T) {
 		"other secret": {func(*http.Request) {}, []byte(strings.Repeat("t", MinSecret)), now, "does not match"},
 		"other uri":    {func(r *http.Request) { r.URL.RawQuery = "x=2" }, secret, now, "does not match"},
 		"other key":    {func(r *http.Request) { r.Header.Set("Authorization", "Bearer cub_b") }, secret, now, "does not match"},
+		"e2b api key":  {func(r *http.Request) { r.Header.Set("X-API-Key", "cub_b") }, secret, now, "does not match"},
+		"e2b token":    {func(r *http.Request) { r.Header.Set("X-Access-Token", "cub_b") }, secret, now, "does not match"},
 		"stale":        {func(*http.Request) {}, secret, now.Add(MaxSkew + time.Second), "off this server's clock"},
 		"no secret":    {func(*http.Request) {}, nil, now, "cluster.secret is not set"},
 		"malformed":    {func(r *http.Request) { r.Header.Set(Header, "srv_a;x") }, secret, now, "malformed"},

@@ -230,6 +230,13 @@ func (p Principal) ComputerRegion(region string) *Refusal {
 	return nil
 }
 
+// RedactsPII reports a principal whose tool results are redacted of
+// personal data: its key's or its organisation's policy sets redact_pii
+// (internal/pii; docs/tools.md, "Personal data in tool results").
+func (p Principal) RedactsPII() bool {
+	return p.OrgPolicy.Settings.RedactPII || p.KeyPolicy.Settings.RedactPII
+}
+
 // ComputerInternet decides whether p may have a computer that reaches the
 // internet, by policy alone (the switch computer_internet and the
 // deployment are checked elsewhere): not when its organisation's or key's

@@ -118,6 +118,8 @@ type sse struct {
 	mu      sync.Mutex
 	started bool
 	stop    chan struct{}
+	buf     []byte // the event being written (sendData)
+	binary  bool   // the binary stream's frames instead (streamout.go)
 }
 
 const keepAlive = 15 * time.Second
@@ -135,7 +137,11 @@ func (s *sse) start() {
 	if s.started {
 		return
 	}
-	s.w.Header().Set("Content-Type", "text/event-stream")
+	if s.binary {
+		s.w.Header().Set("Content-Type", binaryStream)
+	} else {
+		s.w.Header().Set("Content-Type", "text/event-stream")
+	}
 	s.w.Header().Set("Cache-Control", "no-cache")
 	s.w.WriteHeader(http.StatusOK)
 	s.rc.Flush()
@@ -153,7 +159,10 @@ func (s *sse) keepAlive(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			s.mu.Lock()
-			if s.stop != nil { // not closed while this tick waited for the lock
+			if s.stop != nil && s.binary {
+				s.w.Write(make([]byte, 5)) // a frame of type 0, empty
+				s.rc.Flush()
+			} else if s.stop != nil { // not closed while this tick waited for the lock
 				fmt.Fprint(s.w, ": keep-alive\n\n")
 				s.rc.Flush()
 			}
@@ -166,6 +175,10 @@ func (s *sse) send(event string, v any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
+	if s.binary {
+		s.sendFrame(event, v)
+		return
+	}
 	b, _ := json.Marshal(v)
 	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, b)
 	s.rc.Flush()

@@ -13,13 +13,14 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/strictjson"
 )
 
-const maxJSONBody = 16 << 20
+// MaxJSONBody bounds a JSON request body.
+const MaxJSONBody = 16 << 20
 
 // decode reads a strict JSON body: unknown fields, field names in another
 // case, duplicate keys, trailing data and wrong types are errors naming
 // the field.
 func decode(r *http.Request, v any) error {
-	return decodeFrom(http.MaxBytesReader(nil, r.Body, maxJSONBody), v)
+	return decodeFrom(http.MaxBytesReader(nil, r.Body, MaxJSONBody), v)
 }
 
 // decodeFrom is decode of any reader (a WebSocket frame).
@@ -28,7 +29,7 @@ func decodeFrom(body io.Reader, v any) error {
 	var maxErr *http.MaxBytesError
 	switch {
 	case errors.As(err, &maxErr):
-		return fmt.Errorf("%w: the JSON body is limited to %d bytes", errTooLarge, maxJSONBody)
+		return fmt.Errorf("%w: the JSON body is limited to %d bytes", errTooLarge, MaxJSONBody)
 	case errors.Is(err, errBodyTimeout):
 		return err
 	case err != nil:

@@ -17,6 +17,7 @@
 // service, the gateway, the Jupyter API as a Mount, the body timeout); the
 // only state that changes while serving is readiness (SetReady, after the
 // isolation probe). It may import internal/computer, internal/files, internal/responses,
+// internal/scripts (/v1/scripts and the scripts' tools),
 // internal/governance, internal/mcp (the MCP tools it serves at /mcp), internal/sandbox (its error kinds and file types),
 // internal/kernel (outputs), internal/artifact, internal/store,
 // internal/tools, internal/template (its progress, streamed), internal/strictjson,

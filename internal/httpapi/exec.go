@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -51,7 +50,8 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 		return a.startBackground(w, r, p, &body)
 	}
 	req, id := body.request(), r.PathValue("id")
-	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+	binary := wantsBinary(r)
+	if !binary && !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		res, err := a.comp.Exec(r.Context(), p, id, req, nil)
 		if err != nil {
 			return err
@@ -65,10 +65,13 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 	if err := a.comp.CheckRunning(r.Context(), p, id); err != nil {
 		return err // a plain error status while nothing was sent yet
 	}
-	sse := newSSE(w)
+	sse, enc := newSSE(w), body.Encoding
+	if binary {
+		sse, enc = newBinaryStream(w), "" // raw bytes: the exit says no encoding
+	}
 	defer sse.close()
 	sse.open()
-	out := &streamOut{sse: sse, base64: body.Encoding == "base64"}
+	out := &streamOut{sse: sse, base64: enc == "base64"}
 	res, err := a.comp.Exec(r.Context(), p, id, req, out.write)
 	out.flush()
 	if err != nil {
@@ -76,56 +79,6 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request, p governance.Principa
 		return nil
 	}
 	res.Stdout, res.Stderr = "", "" // already streamed
-	sse.send("exit", execAnswerOf(res, body.Encoding))
+	sse.send("exit", execAnswerOf(res, enc))
 	return nil
-}
-
-// streamOut sends a process's output as stdout/stderr events. As text, a
-// UTF-8 sequence cut between two reads is held back (at most 3 bytes per
-// stream) until the rest comes, so it is never replaced by U+FFFD; what is
-// still incomplete at the end is sent then (and shows as U+FFFD).
-type streamOut struct {
-	sse    *sse
-	base64 bool
-	held   map[string][]byte
-}
-
-func (s *streamOut) write(kind string, data []byte) {
-	if s.base64 {
-		s.sse.send(kind, map[string]string{"data": base64.StdEncoding.EncodeToString(data)})
-		return
-	}
-	if s.held == nil {
-		s.held = map[string][]byte{}
-	}
-	buf := append(s.held[kind], data...)
-	n := completeUTF8(buf)
-	s.held[kind] = append([]byte(nil), buf[n:]...)
-	if n > 0 {
-		s.sse.send(kind, map[string]string{"data": string(buf[:n])})
-	}
-}
-
-// flush sends what is held back, in a fixed order.
-func (s *streamOut) flush() {
-	for _, kind := range []string{"stdout", "stderr"} {
-		if b := s.held[kind]; len(b) > 0 {
-			s.sse.send(kind, map[string]string{"data": string(b)})
-			delete(s.held, kind)
-		}
-	}
-}
-
-// completeUTF8 is the length of b without a trailing UTF-8 sequence that
-// is valid so far but incomplete (at most utf8.UTFMax-1 bytes).
-func completeUTF8(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-(utf8.UTFMax-1); i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				return i
-			}
-			break
-		}
-	}
-	return len(b)
 }

@@ -355,3 +355,31 @@ type droppedEvent struct {
 	Offset  int64 `json:"offset"`
 	Dropped int64 `json:"dropped"`
 }
+
+// scriptBody is the body of POST /v1/scripts and PUT /v1/scripts/{name}
+// (whose name, if given, must be the path's).
+type scriptBody struct {
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	// Interpreter is the program and options the source's file is given
+	// to (absent: ["/bin/sh"]).
+	Interpreter    []string `json:"interpreter,omitempty"`
+	Source         string   `json:"source"`
+	TimeoutSeconds *int     `json:"timeout_seconds,omitempty"`
+}
+
+// scriptView is the script object; Source is absent from lists.
+type scriptView struct {
+	Object         string          `json:"object"`
+	Name           string          `json:"name"`
+	Tool           string          `json:"tool"`
+	Description    string          `json:"description"`
+	InputSchema    json.RawMessage `json:"input_schema"`
+	Interpreter    []string        `json:"interpreter"`
+	Source         *string         `json:"source,omitempty"`
+	TimeoutSeconds *int            `json:"timeout_seconds"`
+	Version        int             `json:"version"`
+	CreatedAt      int64           `json:"created_at"`
+	UpdatedAt      int64           `json:"updated_at"`
+}

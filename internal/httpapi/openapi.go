@@ -229,6 +229,7 @@ var oaTags = []any{
 	schema{"name": "Tools", "description": "The LLM tools (OpenAI function format) and their calls."},
 	schema{"name": "Egress", "description": "Records of internet computers' connections."},
 	schema{"name": "Containers", "description": "OpenAI's Containers API over computers."},
+	schema{"name": "Scripts", "description": "The organisation's own programs, each offered as the tool script__<name> (admin key)."},
 	schema{"name": "Templates", "description": "What computers are made from."},
 	schema{"name": "Volumes", "description": "Named disks of the organisation that outlive computers."},
 	schema{"name": "Ports", "description": "The computers' servers: what listens, a proxy to it, preview links."},
@@ -281,6 +282,15 @@ func oaSSE(a opAnswer, desc string, events schema) opAnswer {
 	events["error"] = oaRef("Error")
 	c["text/event-stream"] = schema{"schema": schema{"type": "string", "description": desc}, "x-events": events}
 	a.content = c
+	return a
+}
+
+// oaBinary adds exec's binary stream to a (asked with its media type):
+// frames of type(1) length(4, big-endian) payload.
+func oaBinary(a opAnswer) opAnswer {
+	a.content[binaryStream] = schema{"schema": schema{"type": "string", "format": "binary", "description": "Frames: type (1 byte: " +
+		"0 keep-alive, 1 stdout, 2 stderr, 3 exit, 4 error), length (4 bytes, big-endian, at most 1 MiB), payload " +
+		"(the output's bytes; exit and error: JSON as the SSE events')."}}
 	return a
 }
 
@@ -385,10 +395,11 @@ func apiOps(g *schemaGen) []apiOp {
 			answers: []opAnswer{oaAnswer(200, "The computer, ready again.", computer)}, errs: []int{403, 404, 409, 429, 503}},
 
 		{route: "POST /v1/computers/{id}/exec", id: "exec", tag: "Exec", summary: "Run a command",
-			desc: oaSSEAccept + " With `background: true`: a background process, answered at once (201).",
+			desc: oaSSEAccept + " With `Accept: " + binaryStream + "`: the binary stream (frames of the exact bytes, docs/api.md)." +
+				" With `background: true`: a background process, answered at once (201).",
 			body: oaJSON(g.of(execBody{})),
 			answers: []opAnswer{
-				oaSSE(oaAnswer(200, "The result.", g.of(execAnswer{})), "stdout and stderr events, then exit (the result without the streamed text).", execEvents()),
+				oaBinary(oaSSE(oaAnswer(200, "The result.", g.of(execAnswer{})), "stdout and stderr events, then exit (the result without the streamed text).", execEvents())),
 				oaAnswer(201, "With `background: true`: the process.", process)},
 			errs: []int{403, 404, 409, 413, 429, 503}},
 		{route: "POST /v1/computers/{id}/processes", id: "startProcess", tag: "Processes", summary: "Start a background process",
@@ -490,6 +501,7 @@ func apiOps(g *schemaGen) []apiOp {
 			desc: "The answer is the fixed text the model sees; a refused call (`Denied by policy.`) is `is_error: true`.",
 			body: oaJSON(g.of(toolCall{})), answers: []opAnswer{oaAnswer(200, "The tool's result.", g.of(toolAnswer{}))}, errs: []int{404, 409}},
 		{route: "GET /v1/tools", id: "listTools", tag: "Tools", summary: "The tool definitions the key may use",
+			desc:    "The built-in tools, then the organisation's scripts (`script__<name>`) for a key with the `computer` capability.",
 			answers: []opAnswer{oaAnswer(200, "OpenAI function definitions.", oaList(g.of(tools.Definition{})))}},
 		{route: "POST /v1/tools/{name}/call", id: "callTool", tag: "Tools", summary: "Call a tool outside a computer",
 			desc: "Computer tools answer 422 (`reason_code`): they run only in a turn or on a computer.",
@@ -543,6 +555,20 @@ func apiOps(g *schemaGen) []apiOp {
 			errs: []int{409, 413, 507}},
 		{route: "DELETE /v1/templates/{name}", id: "deleteTemplate", tag: "Templates", summary: "Delete a template", auth: authAdmin,
 			answers: []opAnswer{oaNoContent("Deleted.")}, errs: []int{400, 404, 409}},
+
+		{route: "POST /v1/scripts", id: "createScript", tag: "Scripts", summary: "Register a script (a program offered as the tool script__<name>)",
+			auth: authAdmin, body: oaJSON(g.of(scriptBody{})), answers: []opAnswer{oaAnswer(201, "The script.", g.of(scriptView{}))},
+			errs: []int{400, 409}},
+		{route: "GET /v1/scripts", id: "listScripts", tag: "Scripts", summary: "List the organisation's scripts, by name (without source)",
+			auth: authAdmin, params: oaListPagination, answers: []opAnswer{oaAnswer(200, "A page of scripts (ids are names).", oaPage(g.of(scriptView{})))},
+			errs: []int{400}},
+		{route: "GET /v1/scripts/{name}", id: "getScript", tag: "Scripts", summary: "Get a script",
+			auth: authAdmin, answers: []opAnswer{oaAnswer(200, "The script.", g.of(scriptView{}))}, errs: []int{404}},
+		{route: "PUT /v1/scripts/{name}", id: "replaceScript", tag: "Scripts", summary: "Replace a script (its version counts up)",
+			auth: authAdmin, body: oaJSON(g.of(scriptBody{})), answers: []opAnswer{oaAnswer(200, "The script.", g.of(scriptView{}))},
+			errs: []int{400, 404}},
+		{route: "DELETE /v1/scripts/{name}", id: "deleteScript", tag: "Scripts", summary: "Delete a script",
+			auth: authAdmin, answers: []opAnswer{oaNoContent("Deleted.")}, errs: []int{404}},
 
 		{route: "POST /v1/volumes", id: "createVolume", tag: "Volumes", summary: "Create a volume",
 			body: oaJSON(g.of(createVolumeBody{})), answers: []opAnswer{oaAnswer(201, "The volume.", g.of(volumeView{}))},

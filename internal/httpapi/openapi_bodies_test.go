@@ -68,6 +68,14 @@ func TestOpenAPIBodies(t *testing.T) {
 	check("GET /v1/artifacts", 200, e.do(key, "GET", "/v1/artifacts", nil))
 	check("GET /v1/volumes", 200, e.do(key, "GET", "/v1/volumes", nil))
 
+	sc := map[string]any{"name": "report", "description": "d", "input_schema": map[string]any{"type": "object"}, "source": "echo hi\n",
+		"timeout_seconds": 5}
+	check("POST /v1/scripts", 201, e.do(e.admin, "POST", "/v1/scripts", sc))
+	check("GET /v1/scripts", 200, e.do(e.admin, "GET", "/v1/scripts", nil))
+	check("GET /v1/scripts/{name}", 200, e.do(e.admin, "GET", "/v1/scripts/report", nil))
+	check("PUT /v1/scripts/{name}", 200, e.do(e.admin, "PUT", "/v1/scripts/report", sc))
+	check("GET /v1/tools", 200, e.do(key, "GET", "/v1/tools", nil))
+
 	check("PATCH /v1/admin/orgs/{id}", 200, e.do(e.admin, "PATCH", "/v1/admin/orgs/"+org, map[string]any{"computer_internet": false}))
 	check("GET /v1/admin/orgs/{id}/domain_secrets", 200, e.do(e.admin, "GET", "/v1/admin/orgs/"+org+"/domain_secrets", nil))
 	check("PATCH /v1/admin/keys/{id}", 200, e.do(e.admin, "PATCH", "/v1/admin/keys/"+keyID, map[string]any{"policy": map[string]any{"settings": map[string]any{}}}))

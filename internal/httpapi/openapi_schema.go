@@ -34,6 +34,8 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[lifetimeBody]():      "ComputerLifetime",
 	reflect.TypeFor[volumeView]():        "Volume",
 	reflect.TypeFor[createVolumeBody]():  "VolumeCreate",
+	reflect.TypeFor[scriptView]():        "Script",
+	reflect.TypeFor[scriptBody]():        "ScriptCreate",
 	reflect.TypeFor[execBody]():          "ExecRequest",
 	reflect.TypeFor[execAnswer]():        "ExecResult",
 	reflect.TypeFor[pythonBody]():        "PythonRequest",

@@ -98,7 +98,7 @@ func TestDeniedByPolicyRegion(t *testing.T) {
 
 	e.do(key, "POST", "/v1/computers", map[string]any{}).wantDenied(t)
 	if cs := e.computersIn(org); len(cs) != 0 {
-		t.Fatalf("a refused create left computers: %+v", cs)
+		t.Fatalf("%s\na refused create left computers: %+v", seedRegionOutside, cs)
 	}
 	evs := e.deniedEvents(key)
 	if len(evs) != 1 || evs[0].ComputerID != "" || evs[0].Data["policy"] != "organisation" ||
@@ -111,7 +111,7 @@ func TestDeniedByPolicyRegion(t *testing.T) {
 	e.patchOrg(org, `{"policy":{"settings":{"regions_allow":["us-east"],"region_exceptions":["builtin:computer"]}}}`)
 	c := e.create(key, nil)
 	if out := e.sh(key, c.ID, "echo up"); out != "up\n" {
-		t.Fatalf("exec with the exception: %q", out)
+		t.Fatalf("%s\nexec with the exception: %q", seedRegionException, out)
 	}
 
 	// Restricted again: every call on the running computer is refused,
@@ -214,7 +214,7 @@ func TestInternetWithheldByPolicy(t *testing.T) {
 			}
 			c := e.createNet(key, asks)
 			if c.Limits.NetworkPolicy != nil {
-				t.Fatalf("%s (%s): the computer got %+v", setting, level, c.Limits.NetworkPolicy)
+				t.Fatalf("%s\n%s\n%s (%s): the computer got %+v", seedMaskedKeyNoInternet, seedAllowedHostsOrg, setting, level, c.Limits.NetworkPolicy)
 			}
 			if out := e.sh(key, c.ID, "cat /proc/net/dev"); strings.Contains(out, "eth0") || !strings.Contains(out, "lo:") {
 				t.Fatalf("%s (%s): interfaces of a computer without a network:\n%s", setting, level, out)
@@ -258,7 +258,12 @@ func TestDeniedByPolicyOnlyInternet(t *testing.T) {
 	}
 	evs := e.deniedEvents(key)
 	if len(evs) != 2 || evs[1].Data["only_internet"] != true || evs[1].Data["setting"] != "hosts_allow" {
-		t.Fatalf("audit: %+v", evs)
+		t.Fatalf("%s\naudit: %+v", seedAllowedHostsOrg, evs)
+	}
+	org, key = e.newPolicyOrg(`{"settings":{"regions_allow":["eu-west"],"region_exceptions":["builtin:computer"]}}`, true)
+	e.do(key, "POST", "/v1/computers", map[string]any{}).wantDenied(t)
+	if evs := e.deniedEvents(key); len(drv.Sandboxes()) != 0 || len(evs) != 1 || evs[0].Data["setting"] != "regions_allow" {
+		t.Fatalf("%s\n%d sandboxes, audit %+v", seedExceptionNoInternet, len(drv.Sandboxes()), evs)
 	}
 
 	_, key = e.newPolicyOrg("", false)

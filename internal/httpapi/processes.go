@@ -240,7 +240,7 @@ func (o *outputEvents) write(kind string, data []byte) {
 	start := o.pos
 	o.pos += int64(len(data))
 	if o.base64 {
-		o.sse.sendID(kind, o.resume(), map[string]string{"data": base64.StdEncoding.EncodeToString(data)})
+		o.sse.sendData(kind, o.resume(), data, true)
 		return
 	}
 	buf := data
@@ -254,7 +254,7 @@ func (o *outputEvents) write(kind string, data []byte) {
 		delete(o.held, kind)
 	}
 	if n > 0 {
-		o.sse.sendID(kind, o.resume(), map[string]string{"data": string(buf[:n])})
+		o.sse.sendData(kind, o.resume(), buf[:n], false)
 	}
 }
 
@@ -273,7 +273,7 @@ func (o *outputEvents) flush() {
 	for _, kind := range []string{"stdout", "stderr"} {
 		if b := o.held[kind]; len(b) > 0 {
 			delete(o.held, kind)
-			o.sse.sendID(kind, o.resume(), map[string]string{"data": string(b)})
+			o.sse.sendData(kind, o.resume(), b, false)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func (a *API) responsesSocket(w http.ResponseWriter, r *http.Request, p governan
 	if err != nil {
 		return nil // Accept answered the client
 	}
-	c.SetReadLimit(maxJSONBody)
+	c.SetReadLimit(MaxJSONBody)
 	// The connection's context: ends when the client goes (the reader
 	// sees it) or the server shuts down, which cancels the running
 	// response and deletes its computer.

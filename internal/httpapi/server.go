@@ -14,6 +14,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/log"
 	"github.com/cubicle-sandbox/cubicle/internal/mcp"
 	"github.com/cubicle-sandbox/cubicle/internal/responses"
+	"github.com/cubicle-sandbox/cubicle/internal/scripts"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 	"github.com/cubicle-sandbox/cubicle/internal/tools"
 )
@@ -41,6 +42,9 @@ type Options struct {
 	// PreviewDomain serves <port>-<id>.<domain> as that computer's port
 	// (porthost.go); "": off.
 	PreviewDomain string
+	// Scripts serves /v1/scripts and the scripts' tools; nil: one on
+	// Store and Governance.
+	Scripts *scripts.Service
 }
 
 // Mount is a transport whose routes the API serves beside its own.
@@ -75,6 +79,8 @@ type API struct {
 	links     portLinks
 	// previewDomain: hosts below it are computers' ports (porthost.go).
 	previewDomain string
+	// scripts are the organisations' own programs (scripts.go).
+	scripts *scripts.Service
 }
 
 // New builds the handler. Readiness starts false: SetReady, the one
@@ -83,7 +89,10 @@ type API struct {
 func New(o Options) *API {
 	a := &API{gov: o.Governance, comp: o.Computers, st: o.Store, tools: tools.Default(), files: o.Files,
 		gateway: o.Gateway, mux: http.NewServeMux(), bodyTimeout: cmp.Or(o.BodyTimeout, DefaultBodyTimeout),
-		previewDomain: strings.ToLower(o.PreviewDomain)}
+		previewDomain: strings.ToLower(o.PreviewDomain), scripts: o.Scripts}
+	if a.scripts == nil {
+		a.scripts = scripts.New(o.Store, o.Governance)
+	}
 	a.sockets.ctx, a.sockets.cancel = context.WithCancel(context.Background())
 	a.mcp = mcp.New(a.comp, a.tools)
 	a.portProxy = a.newPortProxy()
@@ -176,6 +185,11 @@ func (a *API) routes() {
 	m.Handle("GET /v1/templates/{name}", a.auth(a.getTemplate))
 	m.Handle("POST /v1/templates", a.admin(a.createTemplate))
 	m.Handle("DELETE /v1/templates/{name}", a.admin(a.deleteTemplate))
+	m.Handle("POST /v1/scripts", a.admin(a.createScript))
+	m.Handle("GET /v1/scripts", a.admin(a.listScripts))
+	m.Handle("GET /v1/scripts/{name}", a.admin(a.getScript))
+	m.Handle("PUT /v1/scripts/{name}", a.admin(a.replaceScript))
+	m.Handle("DELETE /v1/scripts/{name}", a.admin(a.deleteScript))
 	m.Handle("GET /v1/tools", a.auth(a.listTools))
 	m.Handle("POST /v1/tools/{name}/call", a.auth(a.callTool))
 	m.Handle("POST /v1/files", a.auth(a.uploadFile))

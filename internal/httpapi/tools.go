@@ -21,12 +21,39 @@ var (
 		responses.NotConfiguredSentence))
 )
 
-// listTools answers the definitions the key may use, in OpenAI function format.
+// listTools answers the definitions the key may use, in OpenAI function
+// format: the built-in tools, then its organisation's scripts when the
+// key has the computer capability (the computer system tool not needed).
 func (a *API) listTools(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	computers := a.comp.ToolsEnabled(p)
 	defs := a.tools.Definitions(func(t *tools.Tool) bool { return !t.Computer || computers })
+	if a.comp.ScriptsEnabled(p) {
+		ts, err := a.scripts.Tools(r.Context(), p)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			defs = append(defs, t.Definition())
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": defs})
 	return nil
+}
+
+// lookupTool finds a built-in tool, or a script of p's organisation, with
+// the registry it runs from; an unknown name is the 404 (param name).
+func (a *API) lookupTool(r *http.Request, p governance.Principal, name string) (*tools.Tool, *tools.Registry, error) {
+	if t, ok := a.tools.Lookup(name); ok {
+		return t, a.tools, nil
+	}
+	t, ok, err := a.scripts.Lookup(r.Context(), p, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, unknownTool(name)
+	}
+	return &t, tools.NewRegistry(t), nil
 }
 
 // toolCall is the body of a tool call: arguments are a JSON object, or a
@@ -94,14 +121,14 @@ func (a *API) computerTool(w http.ResponseWriter, r *http.Request, p governance.
 		return err
 	}
 	name := r.PathValue("name")
-	t, ok := a.tools.Lookup(name)
-	if !ok {
-		return unknownTool(name)
+	t, reg, err := a.lookupTool(r, p, name)
+	if err != nil {
+		return err
 	}
 	if err := body.checkNames(*t); err != nil {
 		return err
 	}
-	res, err := a.comp.RunTool(r.Context(), p, r.PathValue("id"), a.tools, name, body.Arguments)
+	res, err := a.comp.RunTool(r.Context(), p, r.PathValue("id"), reg, name, body.Arguments)
 	if err != nil {
 		return err
 	}
@@ -109,17 +136,18 @@ func (a *API) computerTool(w http.ResponseWriter, r *http.Request, p governance.
 	return nil
 }
 
-// callTool runs a tool outside a computer. Computer tools are refused with
-// 422: they run only in a turn of their own (or on a held computer).
+// callTool runs a tool outside a computer. Computer tools and scripts
+// are refused with 422: they run only in a turn of their own (or on a
+// held computer).
 func (a *API) callTool(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	name := r.PathValue("name")
-	t, ok := a.tools.Lookup(name)
-	if !ok {
-		return unknownTool(name)
+	t, reg, err := a.lookupTool(r, p, name)
+	if err != nil {
+		return err
 	}
-	if t.Computer {
+	if script := reg != a.tools; t.Computer || script {
 		err := errOutsideTurn
-		if !a.comp.ToolsEnabled(p) {
+		if (script && !a.comp.ScriptsEnabled(p)) || (!script && !a.comp.ToolsEnabled(p)) {
 			err = errToolNotConfigured
 		}
 		code, body := errorBody(r, err)

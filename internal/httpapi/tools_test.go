@@ -34,28 +34,37 @@ func (e *env) tool(key, id, name string, args any) toolAnswer {
 	return a
 }
 
-func toolNames(t *testing.T, r resp) []string {
+// toolDef is a definition of GET /v1/tools.
+type toolDef struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+		Strict     bool            `json:"strict"`
+	} `json:"function"`
+}
+
+// toolDefs reads the list GET /v1/tools answered.
+func toolDefs(t *testing.T, r resp) []toolDef {
 	t.Helper()
 	if r.code != http.StatusOK {
 		t.Fatalf("list tools: %s", r)
 	}
 	var l struct {
-		Object string `json:"object"`
-		Data   []struct {
-			Type     string `json:"type"`
-			Function struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-				Strict     bool            `json:"strict"`
-			} `json:"function"`
-		} `json:"data"`
+		Object string    `json:"object"`
+		Data   []toolDef `json:"data"`
 	}
 	r.json(t, &l)
 	if l.Object != "list" || l.Data == nil {
 		t.Fatalf("list shape: %s", r)
 	}
+	return l.Data
+}
+
+func toolNames(t *testing.T, r resp) []string {
+	t.Helper()
 	var names []string
-	for _, d := range l.Data {
+	for _, d := range toolDefs(t, r) {
 		if d.Type != "function" || !d.Function.Strict || !strings.Contains(string(d.Function.Parameters), `"additionalProperties":false`) {
 			t.Fatalf("definition shape: %s", r)
 		}

@@ -76,7 +76,7 @@ func (e *realEnv) computerOf(t *testing.T, kernelID string) computer.View {
 		t.Fatal(err)
 	}
 	for _, v := range all {
-		if v.Metadata[metaKernelID] == kernelID {
+		if v.Metadata[KernelMetadataKey] == kernelID {
 			return v
 		}
 	}

@@ -22,8 +22,9 @@ import (
 // maxStartBody bounds POST /api/kernels (the client's whole environment).
 const maxStartBody = 1 << 20
 
-// metaKernelID is the computer metadata key naming its kernel.
-const metaKernelID = "jupyter_kernel_id"
+// KernelMetadataKey is the computer metadata key naming its kernel (the
+// replicas find a kernel's computer by it, docs/fleet.md).
+const KernelMetadataKey = "jupyter_kernel_id"
 
 // newKernelID returns a random UUID (version 4): jupyter_server routes only
 // ids of the form \w+-\w+-\w+-\w+-\w+.

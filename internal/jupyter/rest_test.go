@@ -162,7 +162,7 @@ func TestKernelComputerMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := e.mgr.Get(t.Context(), p, e.drv.last().ID())
-	if err != nil || v.Metadata[metaKernelID] != k.ID {
+	if err != nil || v.Metadata[KernelMetadataKey] != k.ID {
 		t.Fatalf("computer %+v: %v", v, err)
 	}
 }

@@ -77,7 +77,7 @@ func (s *Server) createComputer(ctx context.Context, p governance.Principal, id,
 		cwd, mounts = s.workdir(ctx, env)
 	}
 	req := computer.CreateRequest{MemoryMB: s.cfg.MemoryMB, Lifetime: s.cfg.Lifetime,
-		Metadata: map[string]string{metaKernelID: id}, Mounts: mounts, NoPool: true, Template: tmpl}
+		Metadata: map[string]string{KernelMetadataKey: id}, Mounts: mounts, NoPool: true, Template: tmpl}
 	view, err := s.mgr.Create(ctx, p, req)
 	if err != nil && len(mounts) > 0 && errors.Is(err, sandbox.ErrMountSource) {
 		log.From(ctx).InfoContext(ctx, "jupyter: the working directory changed while it was mounted; the kernel starts in /workspace")

@@ -71,8 +71,8 @@ func TestMCPTools(t *testing.T) {
 		}
 		if tl.Name == mcp.Exec {
 			req, _ := schema["required"].([]any)
-			if !slices.Equal(req, []any{"computer_id", "command"}) {
-				t.Errorf("exec requires %v; want computer_id and command (timeout_seconds optional)", req)
+			if !slices.Equal(req, []any{"computer_id"}) {
+				t.Errorf("exec requires %v; want computer_id (command or task_id, timeout_seconds, background optional)", req)
 			}
 		}
 	}

@@ -54,7 +54,7 @@ func New(comp *computer.Manager, reg *tools.Registry) *Server {
 	// would refuse a reverse proxy on the same host.
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
 		Stateless: true, DisableLocalhostProtection: true, PropagateRequestCancellation: true,
-		MaxRequestBodyBytes: bodyLimit(comp)})
+		MaxRequestBodyBytes: BodyLimit(comp)})
 	// The SDK hands a request's auth.TokenInfo to its tool handlers; the
 	// verifier makes it of the principal ServeHTTP put in the context (the
 	// key was checked by the transport's authentication, not here).
@@ -68,10 +68,10 @@ func New(comp *computer.Manager, reg *tools.Registry) *Server {
 	return s
 }
 
-// bodyLimit bounds a request's body: a file of the deployment's
+// BodyLimit bounds a request's body: a file of the deployment's
 // max_file_bytes written as a JSON string (escaped: up to 6 bytes a byte),
 // and never less than the SDK's default.
-func bodyLimit(comp *computer.Manager) int64 {
+func BodyLimit(comp *computer.Manager) int64 {
 	if comp == nil {
 		return sdk.DefaultMaxRequestBodyBytes
 	}

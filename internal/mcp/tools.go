@@ -64,7 +64,9 @@ func (s *Server) tools() []tool {
 			Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.deleteComputer},
 		s.delegated(Exec, tools.ExecName, "Run a shell command",
 			"Run a shell command (/bin/sh -c) in the computer, in /workspace, as an unprivileged user, and return its exit code, stdout and stderr "+
-				"(each stream read up to the deployment's limit, the answer cut at 32 KiB). A command still running at its time limit is killed.",
+				"(each stream read up to the deployment's limit, the answer cut at 32 KiB). A command still running at its time limit is killed. "+
+				"With background true the command starts as a shell task (a background process, no time limit unless timeout_seconds) and the answer is its task_id at once; "+
+				"exec with task_id instead of command answers the task's status and newest output, waiting up to timeout_seconds for it to end.",
 			&sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}),
 		s.delegated(WriteFile, tools.WriteFileName, "Write a file",
 			"Write a text file in the computer, replacing it if it exists; parent directories are created. Relative paths resolve under /workspace, and a path outside /workspace is refused.",

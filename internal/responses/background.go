@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/log"
+	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
 
 // Background runs (request background: true), OpenAI's background mode:
@@ -44,7 +46,12 @@ const (
 const (
 	ShutdownSentence  = "The server shut down while this background response was running; it did not finish. Create it again."
 	RestartedSentence = "The server restarted while this background response was running; it did not finish. Create it again."
+	// StoppedSentence ends a run whose server (another replica) stopped.
+	StoppedSentence = "The server running this background response stopped; it did not finish. Create it again."
 )
+
+// unfinished reports whether a response's status says it still runs.
+func unfinished(status string) bool { return status == "queued" || status == "in_progress" }
 
 // errCancelled is the cause of a run Cancel stopped: it ends "cancelled".
 var errCancelled = errors.New("the background response was cancelled")
@@ -427,17 +434,41 @@ func (g *Gateway) FailInterrupted(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("gateway: read the interrupted background responses: %w", err)
 	}
+	// Those that name their server are FailOrphaned's, once its lease
+	// lapsed: it may be another replica's, still running.
+	list = slices.DeleteFunc(list, func(sr store.Response) bool { return sr.Instance != "" })
+	return g.failAll(ctx, list, RestartedSentence)
+}
+
+// FailOrphaned marks failed, with sentence, the background responses
+// whose server last beat before before (store.Responses.Orphaned): no
+// server runs them any more. It returns how many it failed.
+func (g *Gateway) FailOrphaned(ctx context.Context, before time.Time, sentence string) (int, error) {
+	if g.responses == nil {
+		return 0, nil
+	}
+	list, err := g.responses.Orphaned(ctx, before)
+	if err != nil {
+		return 0, fmt.Errorf("gateway: read the orphaned background responses: %w", err)
+	}
+	return g.failAll(ctx, list, sentence)
+}
+
+// failAll stores each unfinished response of list failed with sentence,
+// no longer run by any server.
+func (g *Gateway) failAll(ctx context.Context, list []store.Response, sentence string) (int, error) {
 	n := 0
 	for _, sr := range list {
 		var resp Response
-		if json.Unmarshal(sr.Body, &resp) != nil || resp.Status != "queued" && resp.Status != "in_progress" {
+		if json.Unmarshal(sr.Body, &resp) != nil || !unfinished(resp.Status) {
 			continue // "status" of an item, or a body of another shape
 		}
-		resp.Status, resp.Error = "failed", map[string]string{"code": "server_error", "message": RestartedSentence}
+		resp.Status, resp.Error = "failed", map[string]string{"code": "server_error", "message": sentence}
+		var err error
 		if sr.Body, err = json.Marshal(resp); err != nil {
 			return n, err
 		}
-		sr.Items = outputItems(resp.Output)
+		sr.Items, sr.Instance = outputItems(resp.Output), ""
 		if err := g.responses.Put(ctx, sr); err != nil {
 			return n, fmt.Errorf("gateway: fail the interrupted background response %s: %w", sr.ID, err)
 		}

@@ -131,8 +131,14 @@ func TestBackgroundRun(t *testing.T) {
 	if out := now["output"].([]any); len(out) != 1 || out[0].(map[string]any)["status"] != "in_progress" {
 		t.Fatalf("in progress: %v", now["output"])
 	}
+	if in := h.store.instanceOf(id); in != "srv_test" {
+		t.Fatalf("the running response's server in the store: %q, want this one's", in)
+	}
 	close(release)
 	done := h.waitStatus(id, "completed")
+	if in := h.store.instanceOf(id); in != "" {
+		t.Fatalf("the completed response still names a server: %q", in)
+	}
 	if out := done["output"].([]any); len(out) != 2 || done["completed_at"] == nil {
 		t.Fatalf("completed: %v", done)
 	}
@@ -372,6 +378,27 @@ func TestBackgroundStop(t *testing.T) {
 	}
 	if m := h.now("resp_crashed"); m["status"] != "failed" || !strings.Contains(string(mustJSON(t, m["error"])), RestartedSentence) {
 		t.Fatalf("after a restart: %v", m)
+	}
+
+	// Responses that name their server are failed once its lease lapsed,
+	// not at a start (another replica may still run them).
+	now := time.Now()
+	h.store.beats = map[string]time.Time{"srv_live": now, "srv_dead": now.Add(-time.Minute)}
+	for _, in := range []string{"srv_live", "srv_dead"} {
+		body := `{"id":"resp_` + in + `","object":"response","status":"in_progress","background":true,"error":null}`
+		h.store.Put(context.Background(), store.Response{ID: "resp_" + in, OrgID: h.p.Org.ID, Body: []byte(body), Instance: in})
+	}
+	if n, err := h.g.FailInterrupted(context.Background()); err != nil || n != 0 {
+		t.Fatalf("FailInterrupted with responses of servers: %d, %v", n, err)
+	}
+	if n, err := h.g.FailOrphaned(context.Background(), now.Add(-30*time.Second), StoppedSentence); err != nil || n != 1 {
+		t.Fatalf("FailOrphaned: %d, %v", n, err)
+	}
+	if m := h.now("resp_srv_dead"); m["status"] != "failed" || !strings.Contains(string(mustJSON(t, m["error"])), StoppedSentence) || h.store.instanceOf("resp_srv_dead") != "" {
+		t.Fatalf("the dead server's response: %v", m)
+	}
+	if m := h.now("resp_srv_live"); m["status"] != "in_progress" {
+		t.Fatalf("the live server's response: %v", m)
 	}
 }
 

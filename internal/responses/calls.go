@@ -73,7 +73,7 @@ func (r *Run) runTool(ctx context.Context, name, arguments string) (tools.Result
 		args = json.RawMessage("{}")
 	}
 	defer timed(&r.timing.Tools)()
-	return r.g.comp.RunTool(ctx, r.p, r.computerID, r.g.reg, name, args)
+	return r.g.comp.RunTool(ctx, r.p, r.computerID, r.registry(name), name, args)
 }
 
 // deniedResult is a call whose computer the policy refused: the model is
@@ -98,6 +98,9 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 		if err := r.createComputer(ctx); err != nil {
 			return err
 		}
+		if r.lost {
+			r.note = LostComputerNote
+		}
 		if prev := r.plan.previous; prev != nil {
 			in.FileIDs, in.ArtifactIDs = newestFirst(in.FileIDs, prev.FileIDs), prev.ArtifactIDs
 		}
@@ -108,7 +111,7 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 	svc, p := r.g.files, r.p
 	err = r.g.comp.WithSandbox(ctx, p, r.computerID, func(sb sandbox.Sandbox) error {
 		rep, err := svc.CopyInputs(ctx, p, sb, in)
-		r.note = inputsNote(rep)
+		r.note = joinNotes(r.note, inputsNote(rep))
 		return err
 	})
 	if err != nil {
@@ -118,26 +121,33 @@ func (r *Run) ensureComputer(ctx context.Context) error {
 }
 
 // reuseComputer takes the response's computer from the request: an
-// explicit container (which must be running), or, with
-// Config.ReuseComputers and not in the background, the previous
-// response's computer while it runs. Either is kept after the answer.
+// explicit container (which must be running), or the computer the
+// previous response kept for the conversation while it runs: one its
+// shell tasks hold (shelltasks.go), or, with Config.ReuseComputers and
+// not in the background, any. Either is kept after the answer; a kept
+// one is in use (Computers.Use) until the response is closed.
 func (r *Run) reuseComputer(ctx context.Context) (bool, error) {
-	id := r.plan.container
-	if id == "" && r.g.cfg.ReuseComputers && r.plan.previous != nil && !r.plan.background {
-		id = r.plan.previous.ComputerID
-	}
-	if id == "" {
-		return false, nil
-	}
-	err := r.g.comp.CheckRunning(ctx, r.p, id)
-	switch {
-	case err == nil:
+	if id := r.plan.container; id != "" {
+		if err := r.g.comp.CheckRunning(ctx, r.p, id); err != nil {
+			return false, fmt.Errorf("gateway: the code_interpreter container %s: %w", id, err)
+		}
 		r.computerID, r.keepComputer = id, true
 		return true, nil
-	case r.plan.container != "":
-		return false, fmt.Errorf("gateway: the code_interpreter container %s: %w", id, err)
+	}
+	prev := r.plan.previous
+	if prev == nil || prev.ComputerID == "" || !prev.ShellTasks && (!r.g.cfg.ReuseComputers || r.plan.background) {
+		return false, nil
+	}
+	release, err := r.g.comp.Use(ctx, r.p, prev.ComputerID)
+	switch {
+	case err == nil:
+		r.computerID, r.keepComputer, r.release, r.held = prev.ComputerID, true, release, prev.ShellTasks
+		return true, nil
 	case errors.Is(err, computer.ErrDeniedByPolicy):
 		return false, err
+	}
+	if prev.ShellTasks {
+		r.lost = true // the model is told: its tasks ended with it
 	}
 	return false, nil // the previous computer ended: a new one
 }
@@ -201,6 +211,7 @@ func (r *Run) gatewayTool(ctx context.Context, tc chatToolCall) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	r.tasks = r.tasks || res.TaskID != ""
 	item.Status, item.Output = "completed", res.Output
 	if res.Failed {
 		item.Status = "failed"

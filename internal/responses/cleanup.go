@@ -32,18 +32,29 @@ func (p *pendingDeletes) add() bool {
 }
 
 // Close releases the response: its computer (if it made one) is deleted
-// in the background, so the client does not wait for it. Call it, deferred,
+// in the background, so the client does not wait for it, unless it is
+// kept (a kept computer is released; one held for shell tasks is held
+// from now on, shelltasks.go). Call it, deferred,
 // as soon as Begin returned a Run, so that it runs after the answer (or the
 // stream's last event) was sent, however the response ended (an error, the
 // client leaving, a panic). It may be called more than once. Once the
 // gateway is closing (Gateway.Close), it deletes before returning.
 func (r *Run) Close(ctx context.Context) {
 	id := r.computerID
-	if id == "" || r.closed || r.keepComputer {
+	if id == "" || r.closed {
 		return
 	}
 	r.closed = true
 	ctx = context.WithoutCancel(ctx)
+	if r.hold || r.held {
+		r.holdForTasks(ctx)
+	}
+	if r.release != nil {
+		r.release()
+	}
+	if r.keepComputer {
+		return
+	}
 	if !r.g.pending.add() {
 		r.deleteComputer(ctx, id)
 		return

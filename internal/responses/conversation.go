@@ -35,7 +35,15 @@ type conversation struct {
 	// after the answer (Config.ReuseComputers, or an explicit container):
 	// the chain's next response runs in it while it lives.
 	ComputerID string `json:"computer_id,omitempty"`
+	// ShellTasks: ComputerID is held for the conversation's shell tasks
+	// (shelltasks.go); every next response runs in it while it stands.
+	ShellTasks bool `json:"shell_tasks,omitempty"`
 }
+
+// KeptComputerMember is the member of a stored conversation naming the
+// computer kept for it (conversation.ComputerID): replicas forward a
+// response that continues it to that computer's (docs/fleet.md).
+const KeptComputerMember = "computer_id"
 
 // Bounds of a stored conversation.
 const (
@@ -92,6 +100,7 @@ func (g *Gateway) resolve(ctx context.Context, p governance.Principal, pl *plan)
 	if len(pl.messages) == pl.inputStart {
 		return invalid("input", "input has no message for the model (input_file parts alone reach only the computer)")
 	}
+	redactToolResults(p, pl.messages)
 	// Last: storing inline files is the only lasting effect of a request
 	// that may still fail before reaching the upstream.
 	for _, u := range pl.uploads {
@@ -189,6 +198,9 @@ func (r *Run) conversation(ctx context.Context) json.RawMessage {
 	c.ArtifactIDs = newestFirst(kept, prevArtifacts)
 	if r.keepComputer {
 		c.ComputerID = r.computerID
+	}
+	if held := r.heldComputer(); held != "" {
+		c.ComputerID, c.ShellTasks = held, true
 	}
 	body, err := json.Marshal(c)
 	if err == nil && len(body) > MaxConversationBytes {

@@ -46,7 +46,10 @@
 //
 // It may import internal/tools, internal/computer, internal/files,
 // internal/datastore (the operator's datastore tools, datastores.go),
-// internal/governance, internal/sandbox, internal/store, internal/artifact,
+// internal/scripts (the organisations' scripts as tools, scripts.go),
+// internal/governance, internal/pii (the tool results a request brings, for
+// a key that redacts personal data, redact.go), internal/sandbox,
+// internal/store, internal/artifact,
 // internal/errdefs
 // (its Error carries a kind, not a status), internal/log (the request's
 // logger, from ctx) and the standard library; HTTP routing and error

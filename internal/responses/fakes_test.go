@@ -34,9 +34,11 @@ type fakeComputers struct {
 	created   []computer.CreateRequest
 	ran       []string // name + " " + arguments
 	deleted   []string
+	held      []string // HoldForTasks
 }
 
-func (f *fakeComputers) ToolsEnabled(governance.Principal) bool { return !f.disabled }
+func (f *fakeComputers) ToolsEnabled(governance.Principal) bool   { return !f.disabled }
+func (f *fakeComputers) ScriptsEnabled(governance.Principal) bool { return !f.disabled }
 
 func (f *fakeComputers) Create(_ context.Context, _ governance.Principal, req computer.CreateRequest) (computer.View, error) {
 	f.mu.Lock()
@@ -87,6 +89,31 @@ func (f *fakeComputers) CheckRunning(_ context.Context, _ governance.Principal, 
 	return nil
 }
 
+// Use: a kept computer is in use while it runs (CheckRunning).
+func (f *fakeComputers) Use(ctx context.Context, p governance.Principal, id string) (func(), error) {
+	if err := f.CheckRunning(ctx, p, id); err != nil {
+		return nil, err
+	}
+	return func() {}, nil
+}
+
+// HoldForTasks records the hold of a running computer.
+func (f *fakeComputers) HoldForTasks(ctx context.Context, p governance.Principal, id string, grace time.Duration) error {
+	if err := f.CheckRunning(ctx, p, id); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held = append(f.held, id)
+	return nil
+}
+
+func (f *fakeComputers) snapshotHeld() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.held)
+}
+
 func (f *fakeComputers) snapshot() (created []computer.CreateRequest, ran, deleted []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -98,6 +125,8 @@ type fakeResponses struct {
 	mu    sync.Mutex
 	byID  map[string]store.Response
 	items map[string]json.RawMessage
+	// beats are the instances' last beats (Orphaned).
+	beats map[string]time.Time
 }
 
 func newFakeResponses() *fakeResponses {
@@ -241,7 +270,7 @@ func newHarness(t *testing.T, api string, step upstreamtest.Step, edit func(*Con
 	if edit != nil {
 		edit(&cfg)
 	}
-	g, err := New(cfg, Deps{Computers: h.comp, Files: h.files, Store: h.store})
+	g, err := New(cfg, Deps{Computers: h.comp, Files: h.files, Store: h.store, Instance: "srv_test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,6 +344,31 @@ func asJSON(t *testing.T, v any) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// instanceOf is the instance recorded on a stored response of any
+// organisation.
+func (s *fakeResponses) instanceOf(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.byID {
+		if r.ID == id {
+			return r.Instance
+		}
+	}
+	return ""
+}
+
+func (s *fakeResponses) Orphaned(_ context.Context, before time.Time) ([]store.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.Response
+	for _, r := range s.byID {
+		if r.Instance != "" && s.beats[r.Instance].Before(before) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func (s *fakeResponses) Unfinished(context.Context) ([]store.Response, error) {

@@ -47,6 +47,10 @@ type Config struct {
 	// ComputerIdle is a kept computer's idle timeout (default 20 minutes,
 	// OpenAI's).
 	ComputerIdle time.Duration
+	// ShellTaskGrace is how long a computer that shell tasks keep for
+	// their conversation stays after the last task ended or the last
+	// response used it (default DefaultShellTaskGrace; shelltasks.go).
+	ShellTaskGrace time.Duration
 	// MaxBackground bounds the background runs of the server, and
 	// MaxBackgroundPerOrg those of one organisation (defaults
 	// DefaultMaxBackground, DefaultMaxBackgroundPerOrg); beyond, a 429.
@@ -57,6 +61,10 @@ type Config struct {
 // DefaultComputerIdle is Config.ComputerIdle's default: OpenAI's
 // containers expire 20 minutes after their last activity.
 const DefaultComputerIdle = 20 * time.Minute
+
+// DefaultShellTaskGrace is Config.ShellTaskGrace's default: the seed's "a
+// few minutes".
+const DefaultShellTaskGrace = 5 * time.Minute
 
 // UpstreamConfig is one upstream model server.
 type UpstreamConfig struct {
@@ -100,12 +108,16 @@ type Gateway struct {
 	files Files
 	// responses keeps finished responses (store: true); nil: nothing is kept.
 	responses store.Responses
+	// instance is Deps.Instance.
+	instance string
 	// pending are the response computers being deleted (Run.Close).
 	pending pendingDeletes
 	// bg are the background runs (background.go).
 	bg backgroundRuns
 	// data are the operator's datastore tools; nil: none.
 	data Datastores
+	// scripts are the organisations' scripts; nil: none.
+	scripts Scripts
 }
 
 // Deps are what the gateway runs on, given at construction.
@@ -120,6 +132,12 @@ type Deps struct {
 	Store store.Responses
 	// Datastores are the operator's datastore tools; nil: none.
 	Datastores Datastores
+	// Instance is this server's instance id, recorded on a background
+	// response while it runs: other replicas forward its polls and cancels
+	// here, and fail it once this server's lease lapsed (docs/fleet.md).
+	Instance string
+	// Scripts are the organisations' own programs as tools; nil: none.
+	Scripts Scripts
 }
 
 // New returns a gateway running its tools on deps.Computers. A bad
@@ -143,6 +161,9 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 	if cfg.MaxBackgroundPerOrg <= 0 {
 		cfg.MaxBackgroundPerOrg = DefaultMaxBackgroundPerOrg
 	}
+	if cfg.ShellTaskGrace <= 0 {
+		cfg.ShellTaskGrace = DefaultShellTaskGrace
+	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
@@ -150,6 +171,6 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, routes: rt, comp: deps.Computers, files: deps.Files, responses: deps.Store, data: deps.Datastores, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
+	return &Gateway{cfg: cfg, routes: rt, comp: deps.Computers, files: deps.Files, responses: deps.Store, data: deps.Datastores, instance: deps.Instance, scripts: deps.Scripts, reg: tools.NewRegistry(tools.CodeInterpreterTool(), tools.ExecTool(),
 		tools.WriteFileTool(), tools.ReadFileTool(), tools.PythonTool())}, nil
 }

@@ -139,9 +139,10 @@ func (r *Run) subagentView(name string) agentView {
 }
 
 // isGateway reports whether name is a gateway tool the request offered
-// (the code interpreter, a builtin tool, a datastore tool).
+// (the code interpreter, a builtin tool, a datastore tool, a script).
 func (p *plan) isGateway(name string) bool {
-	return (name == tools.CodeInterpreterName && p.codeInterpreter) || p.gatewayTools[name] || p.isDataTool(name)
+	return (name == tools.CodeInterpreterName && p.codeInterpreter) || p.gatewayTools[name] || p.isDataTool(name) ||
+		p.scriptTools[name]
 }
 
 // inSubagent reports whether the run is in a subagent's rounds.

@@ -48,6 +48,8 @@ type Request struct {
 	Origin string `json:"-"`
 	// datastores are the datastore tools the caller may name (set by Begin).
 	datastores *dataTools
+	// scripts are the script tools the caller may name (set by Begin).
+	scripts *scriptTools
 }
 
 // IncludeOutputs is the include value that returns code_interpreter_call outputs.
@@ -103,6 +105,9 @@ type plan struct {
 	dataTools map[string]bool
 	data      *dataTools
 	computers bool
+	// scriptTools are the organisation's scripts offered, from scripts.
+	scriptTools map[string]bool
+	scripts     *scriptTools
 	// multi: a multi-agent response (multiagent.go); set in Begin.
 	multi *MultiAgent
 }
@@ -142,6 +147,7 @@ func (r *Request) validate(defaultModel string, computers bool) (*plan, error) {
 	p := &plan{model: r.Model, clientFuncs: map[string]bool{}, gatewayTools: map[string]bool{}, parallel: r.ParallelToolCalls, metadata: r.Metadata, stream: r.Stream != nil && *r.Stream,
 		background: r.Background != nil && *r.Background, params: &r.Params}
 	p.dataTools, p.data, p.computers = map[string]bool{}, r.datastores, computers
+	p.scriptTools, p.scripts = map[string]bool{}, r.scripts
 	if p.model == "" {
 		p.model = defaultModel
 	}
@@ -241,7 +247,7 @@ func (p *plan) parseTools(raw []json.RawMessage) error {
 	if p.codeInterpreter && p.clientFuncs[tools.CodeInterpreterName] {
 		return invalid("tools", "the function name %q collides with the gateway's code_interpreter tool", tools.CodeInterpreterName)
 	}
-	for _, taken := range []map[string]bool{p.gatewayTools, p.dataTools} {
+	for _, taken := range []map[string]bool{p.gatewayTools, p.dataTools, p.scriptTools} {
 		for name := range taken {
 			if p.clientFuncs[name] {
 				return invalid("tools", "the function name %q collides with the gateway tool of that name", name)
@@ -332,6 +338,9 @@ func (p *plan) gatewayTool(t json.RawMessage, param string) error {
 	if ok, err := p.dataTool(gt.Name, gt.Deliver, param); ok || err != nil {
 		return err
 	}
+	if ok, err := p.scriptTool(gt.Name, gt.Deliver, param); ok || err != nil {
+		return err
+	}
 	if gt.Deliver != nil {
 		return p.checkDeliver(gt.Name, *gt.Deliver, param)
 	}
@@ -354,7 +363,7 @@ func (p *plan) gatewayTool(t json.RawMessage, param string) error {
 func offered(tl tools.Tool) chatTool {
 	def := tl.Definition()
 	return chatTool{Type: "function", Function: chatFunction{Name: def.Function.Name,
-		Description: def.Function.Description, Parameters: def.Function.Parameters, Strict: ptr(true)}}
+		Description: def.Function.Description, Parameters: def.Function.Parameters, Strict: ptr(def.Function.Strict)}}
 }
 
 // functionTool adds a client function tool.
@@ -432,7 +441,7 @@ func (p *plan) choiceName(raw json.RawMessage, param string) (string, error) {
 	switch {
 	case c.Type == "code_interpreter" && p.codeInterpreter:
 		return tools.CodeInterpreterName, nil
-	case c.Type == "function" && (p.clientFuncs[c.Name] || p.gatewayTools[c.Name] || p.isDataTool(c.Name)):
+	case c.Type == "function" && (p.clientFuncs[c.Name] || p.gatewayTools[c.Name] || p.isDataTool(c.Name) || p.scriptTools[c.Name]):
 		return c.Name, nil
 	}
 	return "", invalid(param, "%s must name a declared tool", param)

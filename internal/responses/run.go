@@ -36,6 +36,13 @@ type Run struct {
 	// explicit container, or a stored response with
 	// Config.ReuseComputers).
 	keepComputer bool
+	// Shell tasks (shelltasks.go): tasks, the response started one; held,
+	// it runs in a computer the conversation keeps for them; hold, its
+	// computer stays with the conversation (decideHold); lost, that
+	// computer had ended; release ends the response's use of a kept
+	// computer (Computers.Use).
+	tasks, held, hold, lost bool
+	release                 func()
 	// turn is the upstream answer being turned into items (the last one
 	// once the loop ended).
 	turn *turnOutput
@@ -94,6 +101,11 @@ func (g *Gateway) Begin(ctx context.Context, p governance.Principal, req *Reques
 		return nil, err
 	}
 	req.datastores = g.dataLookup(p)
+	sc, err := g.loadScripts(ctx, p, req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	req.scripts = sc
 	pl, err := req.validate(g.cfg.Model, g.comp.ToolsEnabled(p))
 	if err != nil {
 		return nil, err
@@ -166,6 +178,7 @@ func (r *Run) Do(ctx context.Context, send func(Event) error) (*Response, error)
 	}
 	r.citeFiles(ctx)
 	r.resp.CompletedAt = ptr(time.Now().Unix())
+	r.decideHold()
 	r.keep(ctx)
 	r.emit(typ, map[string]any{"response": r.snapshot()})
 	return r.resp, nil
@@ -215,9 +228,13 @@ func (r *Run) put(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	instance := ""
+	if r.plan.background && unfinished(r.resp.Status) {
+		instance = r.g.instance // this server runs it (docs/fleet.md)
+	}
 	return r.g.responses.Put(ctx, store.Response{ID: r.resp.ID, OrgID: r.p.Org.ID, KeyID: r.p.Key.ID,
 		CreatedAt: time.Unix(r.resp.CreatedAt, 0), Body: body, Conversation: r.conversation(ctx),
-		Items: outputItems(r.resp.Output)})
+		Items: outputItems(r.resp.Output), Instance: instance})
 }
 
 // closeUnfinished ends the items of a response that failed: every item

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/artifact"
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
@@ -20,10 +21,14 @@ import (
 // call), runs its tool calls there (RunTool), copies the request's input
 // files in (WithSandbox, with Files.CopyInputs) and deletes it after the
 // answer (Delete), unless it keeps it (Config.ReuseComputers, an explicit
-// container: CheckRunning says whether a kept one still runs).
+// container: CheckRunning says whether a kept one still runs; shell tasks:
+// HoldForTasks).
 type Computers interface {
 	// ToolsEnabled reports whether p may use computer tools at all.
 	ToolsEnabled(p governance.Principal) bool
+	// ScriptsEnabled reports whether p may use its organisation's
+	// scripts (the computer capability without the computer system tool).
+	ScriptsEnabled(p governance.Principal) bool
 	Create(ctx context.Context, p governance.Principal, req computer.CreateRequest) (computer.View, error)
 	// RunTool runs the tool name of reg; a tool's own failure is the
 	// Result's (Failed, Output), the error is for the computer's.
@@ -31,6 +36,11 @@ type Computers interface {
 	WithSandbox(ctx context.Context, p governance.Principal, id string, fn func(sandbox.Sandbox) error) error
 	Delete(ctx context.Context, p governance.Principal, id string) error
 	CheckRunning(ctx context.Context, p governance.Principal, id string) error
+	// Use keeps a kept computer from idling out until release (a
+	// response running in it); HoldForTasks keeps it standing while its
+	// shell tasks run and grace after (shelltasks.go).
+	Use(ctx context.Context, p governance.Principal, id string) (release func(), err error)
+	HoldForTasks(ctx context.Context, p governance.Principal, id string, grace time.Duration) error
 	// WorkspaceFiles lists a running computer's files (at most max).
 	WorkspaceFiles(ctx context.Context, p governance.Principal, id string, max int) ([]sandbox.FileInfo, bool, error)
 }

@@ -36,7 +36,53 @@ type Store interface {
 	Egress() Egress
 	OrgSecrets() OrgSecrets
 	Volumes() Volumes
+	Scripts() Scripts
 	Close() error
+}
+
+// Script is one of an organisation's own programs, offered to models as
+// the tool script__<Name> (internal/scripts).
+type Script struct {
+	OrgID       string
+	Name        string
+	Description string
+	// InputSchema is the JSON Schema of the tool's arguments, as given.
+	InputSchema json.RawMessage
+	// Interpreter is the argv the program's file is appended to.
+	Interpreter []string
+	// Source is the program ("" from Scripts.List).
+	Source string
+	// TimeoutSeconds bounds one run below the computer's exec limit (0:
+	// that limit).
+	TimeoutSeconds int
+	// Version counts the script's writes: 1 at Create, +1 at each Replace.
+	Version int
+	// KeyID is the key that wrote the script last.
+	KeyID     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ErrTooMany is a Create past the caller's bound on an organisation's
+// rows; deliberately unclassified (the service says what the bound is).
+var ErrTooMany = errors.New("too many")
+
+// Scripts stores organisations' scripts, named uniquely per organisation.
+type Scripts interface {
+	// Create records a script: ErrConflict when the organisation has one
+	// of that name, ErrTooMany when it has max already (checked in the
+	// same transaction).
+	Create(ctx context.Context, s Script, max int) error
+	// Get returns the organisation's script; ErrNotFound for none.
+	Get(ctx context.Context, orgID, name string) (Script, error)
+	// List returns the organisation's scripts by name, without Source.
+	List(ctx context.Context, orgID string) ([]Script, error)
+	// Replace writes everything of a script but its CreatedAt and
+	// increments its Version; it returns the stored script; ErrNotFound
+	// for none.
+	Replace(ctx context.Context, s Script) (Script, error)
+	// Delete removes one; ErrNotFound for none.
+	Delete(ctx context.Context, orgID, name string) error
 }
 
 // Volume is a named persistent disk of an organisation.
@@ -106,6 +152,18 @@ type Instances interface {
 	// ErrNotFound when there is no such computer (or its instance never
 	// beat).
 	Owner(ctx context.Context, computerID string) (Instance, error)
+	// OwnerByMetadata is Owner of the computer not yet stopped whose
+	// metadata maps key to value (a Kernel Gateway kernel's computer), and
+	// that computer's id; ErrNotFound when there is none.
+	OwnerByMetadata(ctx context.Context, key, value string) (computerID string, in Instance, err error)
+	// OwnerOfResponse returns the instance running a response (its
+	// Instance); ErrNotFound when none does.
+	OwnerOfResponse(ctx context.Context, responseID string) (Instance, error)
+	// OwnerOfKept is Owner of the computer not yet stopped that a
+	// response's stored conversation names at its top-level member key (a
+	// computer kept for the conversation), and that computer's id;
+	// ErrNotFound when there is none.
+	OwnerOfKept(ctx context.Context, responseID, key string) (computerID string, in Instance, err error)
 	// Lapsed returns the instances whose last beat is before before and
 	// that still own running (starting or ready) computers, by id.
 	Lapsed(ctx context.Context, before time.Time) ([]Instance, error)
@@ -377,6 +435,9 @@ type Response struct {
 	// Items are the response's output items by id, for item_reference
 	// input items of later requests.
 	Items map[string]json.RawMessage
+	// Instance is the server running the response while it is unfinished
+	// (a background run); "" once it ended, and for every other response.
+	Instance string
 }
 
 // Responses stores response objects, scoped by organisation.
@@ -402,6 +463,10 @@ type Responses interface {
 	// match, not parsed: the caller reads the body's own status), the
 	// background responses a stopped server left running.
 	Unfinished(ctx context.Context) ([]Response, error)
+	// Orphaned returns the responses whose Instance is set but last beat
+	// before before (or never): background runs a server that stopped
+	// left unfinished.
+	Orphaned(ctx context.Context, before time.Time) ([]Response, error)
 }
 
 // EgressRecord is one connection, refusal or DNS question of an internet

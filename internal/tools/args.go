@@ -24,19 +24,12 @@ const notAnObject = "Invalid arguments: expected a JSON object."
 // error sentence for the model, or "". The MCP tools (internal/mcp) read
 // theirs with it too, so they say the same sentences.
 func DecodeArgs(raw json.RawMessage, v any, required ...string) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return notAnObject
-		}
-		raw = bytes.TrimSpace([]byte(s))
+	raw, msg := ArgsObject(raw)
+	if msg != "" {
+		return msg
 	}
 	var fields map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
+	if json.Unmarshal(raw, &fields) != nil {
 		return notAnObject
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -61,6 +54,27 @@ func DecodeArgs(raw json.RawMessage, v any, required ...string) string {
 		}
 	}
 	return ""
+}
+
+// ArgsObject returns a tool's arguments as the JSON object they hold
+// (they may come as a JSON string holding one, as OpenAI sends them;
+// none is {}), or the sentence for arguments that are not one object.
+func ArgsObject(raw json.RawMessage) (json.RawMessage, string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return json.RawMessage("{}"), ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, notAnObject
+		}
+		raw = bytes.TrimSpace([]byte(s))
+	}
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+		return nil, notAnObject
+	}
+	return raw, ""
 }
 
 // ResolvePath turns a tool's path into the absolute path inside the

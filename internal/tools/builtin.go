@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -42,14 +43,20 @@ func fileTooLarge(limit int64) Result {
 	return failed("File is too large: the limit is %d bytes.", limit)
 }
 
-// ExecTool runs a shell command.
+// ExecTool runs a shell command, or starts one as a shell task
+// (background) or reads a shell task (task_id): see task.go.
 func ExecTool() Tool {
 	return Tool{Name: ExecName, Computer: true,
-		Description: "Run a shell command (/bin/sh -c) in the computer, in /workspace. Returns the exit code, stdout and stderr.",
+		Description: "Run a shell command (/bin/sh -c) in the computer, in /workspace. Returns the exit code, stdout and stderr. " +
+			"With background true the command starts as a shell task and the call answers at once with its task_id: the task keeps running " +
+			"after the call, and after the response (the conversation's next responses find the computer while it runs and for a few minutes after). " +
+			"Call again with task_id (command null) for the task's status and newest output.",
 		Schema: json.RawMessage(`{"type":"object","properties":{` +
-			`"command":{"type":"string","description":"The shell command."},` +
-			`"timeout_seconds":{"type":["integer","null"],"description":"Time limit in seconds; null for the computer's limit."}},` +
-			`"required":["command","timeout_seconds"],"additionalProperties":false}`),
+			`"command":{"type":["string","null"],"description":"The shell command; null with task_id."},` +
+			`"timeout_seconds":{"type":["integer","null"],"description":"Time limit in seconds; null for the computer's limit. With background: the task's own limit (null: none). With task_id: how long to wait for the task to end (null: do not wait)."},` +
+			`"background":{"type":["boolean","null"],"description":"true: start the command as a shell task and answer at once with its task_id."},` +
+			`"task_id":{"type":["string","null"],"description":"A shell task's id (from a background call): answer its status and newest output instead of running a command."}},` +
+			`"required":["command","timeout_seconds","background","task_id"],"additionalProperties":false}`),
 		Run: runExec}
 }
 
@@ -74,9 +81,20 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 	var a struct {
 		Command        *string `json:"command"`
 		TimeoutSeconds *int    `json:"timeout_seconds"`
+		Background     *bool   `json:"background"`
+		TaskID         *string `json:"task_id"`
 	}
-	if msg := DecodeArgs(raw, &a, "command"); msg != "" {
+	if msg := DecodeArgs(raw, &a); msg != "" {
 		return failed("%s", msg), nil
+	}
+	background := a.Background != nil && *a.Background
+	switch {
+	case a.TaskID != nil && a.Command != nil:
+		return failed("%s", BothCommandAndTaskSentence), nil
+	case a.TaskID != nil && background:
+		return failed("%s", BackgroundWithTaskSentence), nil
+	case a.TaskID == nil && a.Command == nil:
+		return failed("Invalid arguments: command is required."), nil
 	}
 	lim := env.Limits.withDefaults()
 	timeout := lim.ExecTimeout
@@ -86,15 +104,30 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 		}
 		timeout = CapSeconds(timeout, *a.TimeoutSeconds)
 	}
+	if a.TaskID != nil {
+		return readTask(ctx, env, *a.TaskID, a.TimeoutSeconds, lim)
+	}
 	if strings.TrimSpace(*a.Command) == "" {
 		return failed("Invalid arguments: command must not be empty."), nil
 	}
 	if msg := CommandSentence(*a.Command); msg != "" {
 		return failed("%s", msg), nil
 	}
+	if background {
+		return startTask(ctx, env, *a.Command, a.TimeoutSeconds)
+	}
+	return RunProcess(ctx, env, sandbox.ExecRequest{Command: *a.Command, Timeout: timeout}, nil)
+}
+
+// RunProcess runs req (its Timeout already brought down to the
+// computer's exec limit) with stdin and answers in the exec format: each
+// stream read up to the deployment's limit, the answer cut at its size
+// (FormatExec), the exit code for the audit. A process the computer
+// cannot start is a tool error; the computer's failure is err.
+func RunProcess(ctx context.Context, env Env, req sandbox.ExecRequest, stdin io.Reader) (Result, error) {
+	lim := env.Limits.withDefaults()
 	out, errb := &capture{max: lim.MaxStreamBytes}, &capture{max: lim.MaxStreamBytes}
-	st, err := env.Sandbox.Exec(ctx, sandbox.ExecRequest{Command: *a.Command,
-		Timeout: timeout}, sandbox.ExecIO{Stdout: out, Stderr: errb})
+	st, err := env.Sandbox.Exec(ctx, req, sandbox.ExecIO{Stdin: stdin, Stdout: out, Stderr: errb})
 	if err != nil {
 		switch {
 		case errors.Is(err, sandbox.ErrProcLimit):
@@ -105,7 +138,7 @@ func runExec(ctx context.Context, env Env, raw json.RawMessage) (Result, error) 
 		return Result{}, err
 	}
 	code := st.ExitCode
-	return Result{Output: FormatExec(code, st.TimedOut, timeout, string(out.buf), string(errb.buf),
+	return Result{Output: FormatExec(code, st.TimedOut, req.Timeout, env.untrusted(string(out.buf)), env.untrusted(string(errb.buf)),
 		out.cut || errb.cut, lim.MaxAnswerBytes), ExitCode: &code}, nil
 }
 
@@ -239,7 +272,7 @@ func runReadFile(ctx context.Context, env Env, raw json.RawMessage) (Result, err
 	if bytes.IndexByte(buf.Bytes(), 0) >= 0 {
 		return Result{Output: BinarySentence(end.Size)}, nil
 	}
-	text := strings.ToValidUTF8(buf.String(), "\uFFFD")
+	text := env.untrusted(strings.ToValidUTF8(buf.String(), "\uFFFD"))
 	if end.Truncated && len(text) <= lim.MaxAnswerBytes-len(TruncatedMarker)-1 {
 		// The file goes on beyond what was read: it is cut all the same.
 		return Result{Output: line(text) + TruncatedMarker}, nil
@@ -287,7 +320,7 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 		}
 	})
 	for i := range cells {
-		cells[i].Outputs = outs[i].Outputs()
+		cells[i].Outputs = env.untrustedOutputs(outs[i].Outputs())
 	}
 	if err != nil {
 		switch {
@@ -305,6 +338,7 @@ func runPython(ctx context.Context, env Env, raw json.RawMessage) (Result, error
 			cells[c.Index].Status = c.Status
 		}
 	}
+	res.Message = env.untrusted(res.Message) // it may quote the error's value
 	text, images := RenderPython(cells, res)
 	logs, _ := renderPython(cells, res, false)
 	return Result{Output: Truncate(text, lim.MaxAnswerBytes), Images: images, Cells: cells,

@@ -25,6 +25,12 @@ type Tool struct {
 	// Computer marks a tool that needs a computer (the computer capability,
 	// the "computer" system tool and an organisation that allows computers).
 	Computer bool
+	// Kind is the kind of a call's computer.executed event ("": the name
+	// without the builtin__computer_ prefix).
+	Kind string
+	// Loose marks a tool whose schema is not OpenAI's strict subset (an
+	// organisation's script): it is offered with strict false.
+	Loose bool
 	// Run executes the tool. A tool error is the Result's Output; err is
 	// only for infrastructure failures.
 	Run func(ctx context.Context, env Env, args json.RawMessage) (Result, error)
@@ -69,6 +75,9 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// Exec is the computer's exec limit (ExecTimeout or its default).
+func (l Limits) Exec() time.Duration { return l.withDefaults().ExecTimeout }
+
 // CapSeconds is limit brought down to each positive count of whole
 // seconds below it (a key's or a request's own, smaller timeout): the one
 // place where a timeout counted in seconds at the API meets a
@@ -82,10 +91,11 @@ func CapSeconds(limit time.Duration, seconds ...int) time.Duration {
 	return limit
 }
 
-// Computer is what the tools use of a computer: processes, files and
-// Python.
+// Computer is what the tools use of a computer: processes (background
+// ones for shell tasks), files and Python.
 type Computer interface {
 	sandbox.Processes
+	sandbox.Background
 	sandbox.Files
 	sandbox.Python
 }
@@ -101,6 +111,20 @@ type Env struct {
 	// store. It returns artifact.ErrTooLarge past artifact.MaxBytes and the
 	// sandbox's errors for a file it cannot read.
 	Export func(ctx context.Context, path string) (artifact.Ref, error)
+	// Redact, when set, rewrites every text the computer gives an answer
+	// (a command's output, a file's text, Python's outputs) before the
+	// answer is formatted and cut to its size, so no datum is cut in two:
+	// pii.Redact for a key that redacts personal data (internal/computer
+	// sets it).
+	Redact func(string) string
+}
+
+// untrusted is a text from the computer as an answer may show it.
+func (e Env) untrusted(s string) string {
+	if e.Redact == nil {
+		return s
+	}
+	return e.Redact(s)
 }
 
 // Image is a PNG the tool produced; the model sees only Note.
@@ -135,8 +159,15 @@ type Result struct {
 	Failed bool `json:"-"`
 	// ExitCode is a command's exit code (exec only), for the audit.
 	ExitCode *int `json:"-"`
+	// TaskID is the shell task exec started (background), for the audit
+	// and for the gateway, which keeps the computer for it.
+	TaskID string `json:"-"`
 	// Err is an infrastructure failure (RunBatch only).
 	Err error `json:"-"`
+	// Audit are fields the call adds to its computer.executed event (a
+	// script's name and version): ids and counts, never arguments or
+	// output.
+	Audit map[string]any `json:"-"`
 }
 
 func failed(format string, args ...any) Result {
@@ -160,7 +191,7 @@ type Function struct {
 // Definition returns t in OpenAI function format.
 func (t *Tool) Definition() Definition {
 	return Definition{Type: "function", Function: Function{Name: t.Name, Description: t.Description,
-		Parameters: t.Schema, Strict: true}}
+		Parameters: t.Schema, Strict: !t.Loose}}
 }
 
 // Registry holds tools by name.
@@ -288,3 +319,28 @@ func (r Result) normalize() Result {
 
 // Normalize is normalize for callers outside the package.
 func (r Result) Normalize() Result { return r.normalize() }
+
+// untrustedOutputs are a cell's outputs as an answer may show them: each
+// text untrusted (a JSON output that a redaction leaves invalid becomes
+// its redacted text as a JSON string). Images are as they are.
+func (e Env) untrustedOutputs(outs []kernel.Output) []kernel.Output {
+	if e.Redact == nil {
+		return outs
+	}
+	for i := range outs {
+		o := &outs[i]
+		o.Text, o.EName, o.EValue = e.Redact(o.Text), e.Redact(o.EName), e.Redact(o.EValue)
+		for k, l := range o.Traceback {
+			o.Traceback[k] = e.Redact(l)
+		}
+		if len(o.JSON) > 0 {
+			if r := e.Redact(string(o.JSON)); r != string(o.JSON) {
+				o.JSON = json.RawMessage(r)
+				if !json.Valid(o.JSON) {
+					o.JSON, _ = json.Marshal(r)
+				}
+			}
+		}
+	}
+	return outs
+}

@@ -12,8 +12,14 @@ import (
 // peer can never make the other side allocate more than this per frame.
 const MaxPayload = 1 << 20
 
-// ChunkSize is how much process output or file content one data frame carries.
+// ChunkSize is how much file content (and other data) one data frame carries.
 const ChunkSize = 32 << 10
+
+// OutputChunk is the most process output one frame carries: the agent
+// reads a process's pipes (made this large) up to this much at a time,
+// so a fast writer's output travels in few large frames while a slow
+// one's still goes out as soon as it is written.
+const OutputChunk = 256 << 10
 
 const headerSize = 9 // payload length (4), kind (1), stream id (4)
 
@@ -84,18 +90,25 @@ func ReadFrame(r io.Reader) (Frame, error) {
 	return f, nil
 }
 
-// chunks holds the buffers of raw data frames (process output, file
-// content) that their readers gave back with Recycle: a stream of any length
-// then reuses a few buffers instead of leaving a chunk of garbage per frame
-// (1 GiB of output would otherwise be 1 GiB for the garbage collector, and
-// the heap grows with it whenever the collector falls behind).
-var chunks = sync.Pool{New: func() any { return new([ChunkSize]byte) }}
+// chunks and outputChunks hold the buffers of raw data frames (process
+// output, file content) that their readers gave back with Recycle: a
+// stream of any length then reuses a few buffers instead of leaving a
+// chunk of garbage per frame (1 GiB of output would otherwise be 1 GiB for
+// the garbage collector, and the heap grows with it whenever the collector
+// falls behind).
+var (
+	chunks       = sync.Pool{New: func() any { return new([ChunkSize]byte) }}
+	outputChunks = sync.Pool{New: func() any { return new([OutputChunk]byte) }}
+)
 
 // payload returns n bytes for a frame of kind k: a pooled chunk for raw
 // data that fits one, fresh memory for everything else.
 func payload(k Kind, n int) []byte {
-	if n <= ChunkSize && (k == KindStdout || k == KindStderr || k == KindData) {
+	switch {
+	case n <= ChunkSize && (k == KindStdout || k == KindStderr || k == KindData):
 		return chunks.Get().(*[ChunkSize]byte)[:n]
+	case n <= OutputChunk && (k == KindStdout || k == KindStderr):
+		return outputChunks.Get().(*[OutputChunk]byte)[:n]
 	}
 	return make([]byte, n)
 }
@@ -104,8 +117,11 @@ func payload(k Kind, n int) []byte {
 // when nothing refers to the payload any more (an io.Writer that was given
 // it has returned: Writers must not retain what they are given).
 func Recycle(f Frame) {
-	if cap(f.Payload) == ChunkSize {
+	switch cap(f.Payload) {
+	case ChunkSize:
 		chunks.Put((*[ChunkSize]byte)(f.Payload[:ChunkSize]))
+	case OutputChunk:
+		outputChunks.Put((*[OutputChunk]byte)(f.Payload[:OutputChunk]))
 	}
 }
 

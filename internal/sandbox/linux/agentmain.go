@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 
@@ -42,9 +43,21 @@ func AgentMain() int {
 	if isLauncher() {
 		return launcherMain()
 	}
+	// One P (the launcher sets GOMAXPROCS=1 too, for the runtime's own
+	// start): the agent then needs few threads (docs/ARCHITECTURE.md,
+	// "Threads").
+	runtime.GOMAXPROCS(1)
+	// This goroutine keeps its thread, the main one (see init below), for
+	// life: it becomes the spawner (seal).
+	runtime.LockOSThread()
 	// Descriptors inherited from whoever started the host process must never
 	// reach user code; mark them all close-on-exec before anything else.
 	unix.CloseRange(controlFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	// Non-blocking, so that a read waits in the netpoller rather than
+	// holding a thread in read(2) for as long as the computer is idle.
+	if err := unix.SetNonblock(controlFD, true); err != nil {
+		return 1
+	}
 	conn := os.NewFile(controlFD, "control")
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	init, err := build(conn)
@@ -58,15 +71,34 @@ func AgentMain() int {
 		return 1
 	}
 	srv := agent.NewServer(conn, init, ws, spawner, log)
-	if err := srv.Serve(context.Background()); err != nil {
-		log.Warn("agent stopped", "err", err)
+	served := make(chan struct{})
+	var serveErr error
+	go func() {
+		serveErr = srv.Serve(context.Background())
+		close(served)
+	}()
+	spawner.Run(served)
+	if serveErr != nil {
+		log.Warn("agent stopped", "err", serveErr)
 		return 1
 	}
 	return 0
 }
 
+// init keeps the agent's main goroutine on the process's main
+// thread (a LockOSThread in an init function does: the Go runtime then
+// calls main on that thread). That thread is the one with the parent-death
+// signal the launcher set, and the spawner's (AgentMain): no other
+// goroutine ever runs on it, so none can change its identity, and the
+// spawner costs no thread of its own.
+func init() {
+	if len(os.Args) >= 2 && os.Args[1] == AgentArg && os.Getpid() == 1 {
+		runtime.LockOSThread()
+	}
+}
+
 // seal prepares the agent to serve: limits, the workspace descriptor, the
-// spawner thread, privileges and seccomp.
+// spawner thread (the calling one, locked), privileges and seccomp.
 func seal(init protocol.Init) (*os.File, *agent.Spawner, error) {
 	if err := agent.SetRlimits(init); err != nil {
 		return nil, nil, err
@@ -75,18 +107,20 @@ func seal(init protocol.Init) (*os.File, *agent.Spawner, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open workspace: %w", err)
 	}
-	// The spawner thread must drop its bounding set while the agent still
-	// has CAP_SETPCAP, i.e. before dropPrivileges.
+	// The spawner thread (this one) must drop its bounding set while the
+	// agent still has CAP_SETPCAP, i.e. before dropPrivileges.
 	keep := keptCaps(init.Build)
-	spawner, err := agent.NewSpawner(func() error { return dropBoundingSet(keep) })
-	if err == nil {
+	err = dropBoundingSet(keep)
+	if err != nil {
+		err = fmt.Errorf("spawner thread: %w", err)
+	} else {
 		err = dropPrivileges(init.Seccomp, keep)
 	}
 	if err != nil {
 		ws.Close()
 		return nil, nil, err
 	}
-	return ws, spawner, nil
+	return ws, agent.NewSpawner(), nil
 }
 
 // build turns this fresh PID 1 into a computer: root filesystem,

@@ -377,6 +377,46 @@ func TestBackgroundProcessDoesNotHoldTheCommand(t *testing.T) {
 	}
 }
 
+// lateWriter takes its first write only after a pause: a host that is
+// slow to read a process's output.
+type lateWriter struct {
+	bytes.Buffer
+	pause time.Duration
+}
+
+func (w *lateWriter) Write(p []byte) (int, error) {
+	if w.Len() == 0 {
+		time.Sleep(w.pause)
+	}
+	return w.Buffer.Write(p)
+}
+
+// TestOutputBacklogDeliveredWhole: what a process wrote to its pipe
+// before it exited arrives whole even when the host reads it later than
+// the 200 ms grace that descendants get; a descendant that writes on and
+// on is still cut off after the grace.
+func TestOutputBacklogDeliveredWhole(t *testing.T) {
+	sb := newComputer(t, newDriver(t), nil)
+	// While the host holds its first chunk for a second, the frames
+	// queued on the way and the pipe take all of head's output: head
+	// exits with its last bytes in the pipe.
+	const size = 2 << 20
+	out := &lateWriter{pause: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := sb.Exec(ctx, sandbox.ExecRequest{Command: fmt.Sprintf("head -c %d /dev/zero", size)}, sandbox.ExecIO{Stdout: out})
+	if err != nil || st.ExitCode != 0 || out.Len() != size {
+		t.Fatalf("slow reader: %d of %d bytes, %+v, %v", out.Len(), size, st, err)
+	}
+
+	start := time.Now()
+	var flood ioCounter
+	st, err = sb.Exec(ctx, sandbox.ExecRequest{Command: "yes & echo started"}, sandbox.ExecIO{Stdout: &flood})
+	if d := time.Since(start); err != nil || st.ExitCode != 0 || d > 3*time.Second {
+		t.Errorf("a descendant writing on and on: %+v, %v after %v, want the command's end within about the grace", st, err, d)
+	}
+}
+
 // A cancel that reaches the agent while the process is still being started
 // (here: the context is cancelled before Exec is even called) must kill it
 // all the same, not let it run to its time limit.

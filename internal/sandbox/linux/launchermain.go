@@ -36,7 +36,10 @@ func launcherMain() int {
 	// Nothing this process holds may reach an agent but what a request
 	// gives it.
 	unix.CloseRange(launcherFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	s := &launcherServer{}
+	s := &launcherServer{reaper: newLauncherReaper()}
+	go s.reaper.run(func(id uint64, status uint32) {
+		s.send(launchReport{ID: id, Exited: true, Status: status}, -1)
+	})
 	if err := s.send(launchReport{Ready: true}, -1); err != nil {
 		return 1
 	}
@@ -66,7 +69,8 @@ func launcherMain() int {
 
 // launcherServer sends the launcher's reports, one at a time.
 type launcherServer struct {
-	mu sync.Mutex
+	mu     sync.Mutex
+	reaper *launcherReaper
 }
 
 // send writes one report, with pidfd beside it unless it is -1.
@@ -103,9 +107,13 @@ func (s *launcherServer) launch(req launchRequest, fds []int) {
 	}
 	pidfd := -1
 	cmd := &exec.Cmd{
-		Path:       req.Path,
-		Args:       []string{"cubicle", AgentArg},
-		Env:        []string{},
+		Path: req.Path,
+		Args: []string{"cubicle", AgentArg},
+		// One P from the Go runtime's start: its initialisation then
+		// starts fewer threads, which the runtime keeps for good (see
+		// AgentMain). Nothing of the agent's environment reaches a user
+		// process.
+		Env:        []string{"GOMAXPROCS=1"},
 		Dir:        "/",
 		Stderr:     files[0],
 		ExtraFiles: files[1:],
@@ -119,28 +127,32 @@ func (s *launcherServer) launch(req launchRequest, fds []int) {
 			PidFD:                      &pidfd,
 		},
 	}
-	err := cmd.Start()
+	// The reaper collects the agent (launcherreap.go); nothing here waits.
+	pid := 0
+	a, err := s.reaper.start(req.ID, func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		pid = cmd.Process.Pid
+		cmd.Process.Release() // reaped by pid, signalled through pidfd
+		if pidfd < 0 {
+			unix.Kill(pid, unix.SIGKILL) // reaped, never reported
+			return 0, fmt.Errorf("no pidfd (Linux 5.3 or later is needed)")
+		}
+		return pid, nil
+	})
 	closeAll(files) // the agent has them now
-	if err == nil && pidfd < 0 {
-		cmd.Process.Kill()
-		cmd.Wait()
-		err = fmt.Errorf("no pidfd (Linux 5.3 or later is needed)")
-	}
 	if err != nil {
 		s.send(launchReport{ID: req.ID, Err: fmt.Sprintf("start agent: %v", err)}, -1)
 		return
 	}
-	sent := s.send(launchReport{ID: req.ID, Pid: cmd.Process.Pid}, pidfd)
+	if s.send(launchReport{ID: req.ID, Pid: pid}, pidfd) != nil {
+		unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0) // the driver cannot manage it
+	}
 	unix.Close(pidfd)
-	if sent != nil {
-		cmd.Process.Kill() // the driver cannot manage it
+	if exited, status := s.reaper.reported(a); exited {
+		s.send(launchReport{ID: req.ID, Exited: true, Status: status}, -1)
 	}
-	cmd.Wait()
-	var status uint32
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		status = uint32(ws)
-	}
-	s.send(launchReport{ID: req.ID, Exited: true, Status: status}, -1)
 }
 
 func closeFDs(fds []int) {

@@ -28,10 +28,21 @@ func userMap(hostID uint32) []syscall.SysProcIDMap {
 		{ContainerID: agent.SandboxUID, HostID: int(hostID), Size: 1}}
 }
 
+// controlSendBuffer is the agent's send buffer on the control channel
+// (the kernel doubles it): room for several output frames.
+const controlSendBuffer = 1 << 20
+
 func socketpair() (host, agentEnd *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("control channel: %w", err)
+	}
+	// The agent's sends (process output, up to 256 KiB a frame) queue up
+	// to controlSendBuffer without blocking it, so the host reads a frame
+	// or more at a time instead of waking for each piece of one.
+	// Best effort: SO_SNDBUFFORCE passes net.core.wmem_max (root only).
+	if unix.SetsockoptInt(fds[1], unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, controlSendBuffer) != nil {
+		unix.SetsockoptInt(fds[1], unix.SOL_SOCKET, unix.SO_SNDBUF, controlSendBuffer)
 	}
 	// Non-blocking on the host side so reads and writes take deadlines.
 	if err := unix.SetNonblock(fds[0], true); err != nil {

@@ -49,6 +49,35 @@ func (i instances) Owner(ctx context.Context, computerID string) (store.Instance
 		`SELECT `+instanceColumns+` FROM computers c JOIN instances i ON i.id = c.instance WHERE c.id = $1 AND c.`+alive, computerID)
 }
 
+func (i instances) OwnerByMetadata(ctx context.Context, key, value string) (string, store.Instance, error) {
+	return i.owned(ctx, "owner of the computer with metadata "+key+"="+value, `SELECT c.id, `+instanceColumns+`
+		FROM computers c JOIN instances i ON i.id = c.instance WHERE c.metadata::jsonb ->> $1 = $2 AND c.`+alive+` LIMIT 1`, key, value)
+}
+
+// owned reads a computer's id and its owner's columns by q.
+func (i instances) owned(ctx context.Context, what, q string, args ...any) (string, store.Instance, error) {
+	var id string
+	in, err := one(ctx, i.s.pool, what, func(r pgx.Row) (store.Instance, error) {
+		var in store.Instance
+		var started, seen int64
+		err := r.Scan(&id, &in.ID, &in.URL, &started, &seen)
+		in.StartedAt, in.LastSeen = fromMS(started), fromMS(seen)
+		return in, err
+	}, q, args...)
+	return id, in, err
+}
+
+func (i instances) OwnerOfKept(ctx context.Context, responseID, key string) (string, store.Instance, error) {
+	return i.owned(ctx, "owner of the computer kept for response "+responseID, `SELECT c.id, `+instanceColumns+` FROM responses r
+		JOIN computers c ON c.id = r.conversation::jsonb ->> $2 JOIN instances i ON i.id = c.instance
+		WHERE r.id = $1 AND r.conversation IS NOT NULL AND c.`+alive, responseID, key)
+}
+
+func (i instances) OwnerOfResponse(ctx context.Context, responseID string) (store.Instance, error) {
+	return one(ctx, i.s.pool, "server of response "+responseID, scanInstance,
+		`SELECT `+instanceColumns+` FROM responses r JOIN instances i ON i.id = r.instance WHERE r.id = $1 AND r.instance <> ''`, responseID)
+}
+
 func (i instances) Lapsed(ctx context.Context, before time.Time) ([]store.Instance, error) {
 	return list(ctx, i.s, scanInstance, `SELECT `+instanceColumns+` FROM instances i WHERE i.last_seen < $1
 		AND EXISTS (SELECT 1 FROM computers c WHERE c.instance = i.id AND c.status IN ($2, $3)) ORDER BY i.id`,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,10 +23,10 @@ func (s responses) Put(ctx context.Context, r store.Response) error {
 		conv = &c
 	}
 	return s.s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation) VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (id) DO UPDATE SET body = excluded.body, conversation = excluded.conversation
+		tag, err := tx.Exec(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation, instance) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (id) DO UPDATE SET body = excluded.body, conversation = excluded.conversation, instance = excluded.instance
 		WHERE responses.org_id = excluded.org_id`,
-			r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv)
+			r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv, r.Instance)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err // none: the id belongs to another organisation
 		}
@@ -101,7 +102,7 @@ func (s responses) List(ctx context.Context, orgID, after string, limit int, des
 		// Creation times are whole seconds: the order stored breaks ties.
 		w.add("(created_at, seq) "+cmp+" (?, ?)", p.created, p.seq)
 	}
-	q := `SELECT id, org_id, key_id, created_at, body FROM responses WHERE ` + w.clauses +
+	q := `SELECT id, org_id, key_id, created_at, body, instance FROM responses WHERE ` + w.clauses +
 		` ORDER BY created_at ` + dir + `, seq ` + dir + w.limit(limit)
 	out, err := list(ctx, s.s, scanResponse, q, w.args...)
 	if len(out) == 0 {
@@ -113,16 +114,24 @@ func (s responses) List(ctx context.Context, orgID, after string, limit int, des
 // Unfinished reads every body once (a scan at startup): only background
 // responses are stored before they end.
 func (s responses) Unfinished(ctx context.Context) ([]store.Response, error) {
-	return list(ctx, s.s, scanResponse, `SELECT id, org_id, key_id, created_at, body FROM responses
+	return list(ctx, s.s, scanResponse, `SELECT id, org_id, key_id, created_at, body, instance FROM responses
 		WHERE body LIKE '%"status":"queued"%' OR body LIKE '%"status":"in_progress"%'`)
 }
 
-// scanResponse reads a response's id, org, key, creation time and body.
+// Orphaned reads the responses of servers whose lease lapsed (indexed by
+// instance: only unfinished background responses have one).
+func (s responses) Orphaned(ctx context.Context, before time.Time) ([]store.Response, error) {
+	return list(ctx, s.s, scanResponse, `SELECT r.id, r.org_id, r.key_id, r.created_at, r.body, r.instance FROM responses r
+		LEFT JOIN instances i ON i.id = r.instance WHERE r.instance <> '' AND (i.id IS NULL OR i.last_seen < $1)`, ms(before))
+}
+
+// scanResponse reads a response's id, org, key, creation time, body and
+// instance.
 func scanResponse(row pgx.Row) (store.Response, error) {
 	var r store.Response
 	var created int64
 	var body string
-	err := row.Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body)
+	err := row.Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body, &r.Instance)
 	r.CreatedAt, r.Body = fromMS(created), []byte(body)
 	return r, err
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/store"
@@ -52,6 +53,42 @@ func (i instances) Owner(ctx context.Context, computerID string) (store.Instance
 	in, err := scanInstance(i.db.QueryRowContext(ctx, `SELECT `+instanceColumns+` FROM computers c
 		JOIN instances i ON i.id = c.instance WHERE c.id = ? AND c.`+alive, computerID))
 	return in, notFound(err, "owner of computer "+computerID)
+}
+
+func (i instances) OwnerByMetadata(ctx context.Context, key, value string) (string, store.Instance, error) {
+	return scanOwned(i.db.QueryRowContext(ctx, `SELECT c.id, `+instanceColumns+` FROM computers c
+		JOIN instances i ON i.id = c.instance WHERE json_extract(c.metadata, ?) = ? AND c.`+alive+` LIMIT 1`,
+		metadataPath(key), value), "owner of the computer with metadata "+key+"="+value)
+}
+
+// scanOwned reads a computer's id and its owner's columns.
+func scanOwned(row *sql.Row, what string) (string, store.Instance, error) {
+	var id string
+	var in store.Instance
+	var started, seen int64
+	err := row.Scan(&id, &in.ID, &in.URL, &started, &seen)
+	in.StartedAt, in.LastSeen = fromMS(started), fromMS(seen)
+	return id, in, notFound(err, what)
+}
+
+// metadataPath is the JSON path of a metadata key, quoted so that any key
+// names one member.
+func metadataPath(key string) string {
+	b, _ := json.Marshal(key)
+	return "$." + string(b)
+}
+
+func (i instances) OwnerOfKept(ctx context.Context, responseID, key string) (string, store.Instance, error) {
+	return scanOwned(i.db.QueryRowContext(ctx, `SELECT c.id, `+instanceColumns+` FROM responses r
+		JOIN computers c ON c.id = json_extract(r.conversation, ?) JOIN instances i ON i.id = c.instance
+		WHERE r.id = ? AND r.conversation IS NOT NULL AND c.`+alive, metadataPath(key), responseID),
+		"owner of the computer kept for response "+responseID)
+}
+
+func (i instances) OwnerOfResponse(ctx context.Context, responseID string) (store.Instance, error) {
+	in, err := scanInstance(i.db.QueryRowContext(ctx, `SELECT `+instanceColumns+` FROM responses r
+		JOIN instances i ON i.id = r.instance WHERE r.id = ? AND r.instance <> ''`, responseID))
+	return in, notFound(err, "server of response "+responseID)
 }
 
 func (i instances) Lapsed(ctx context.Context, before time.Time) ([]store.Instance, error) {

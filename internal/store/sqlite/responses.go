@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/store"
 )
@@ -21,10 +22,10 @@ func (s responses) Put(ctx context.Context, r store.Response) error {
 	}
 	return s.db.write(func() error {
 		return s.db.tx(ctx, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET body = excluded.body, conversation = excluded.conversation
+			res, err := tx.ExecContext(ctx, `INSERT INTO responses (id, org_id, key_id, created_at, body, conversation, instance) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET body = excluded.body, conversation = excluded.conversation, instance = excluded.instance
 		WHERE responses.org_id = excluded.org_id`,
-				r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv)
+				r.ID, r.OrgID, r.KeyID, ms(r.CreatedAt), string(r.Body), conv, r.Instance)
 			if err != nil {
 				return err
 			}
@@ -107,18 +108,26 @@ func (s responses) List(ctx context.Context, orgID, after string, limit int, des
 		args = append(args, created, row)
 	}
 	args = append(args, limit)
-	return s.query(ctx, `SELECT id, org_id, key_id, created_at, body FROM responses WHERE `+where+
+	return s.query(ctx, `SELECT id, org_id, key_id, created_at, body, instance FROM responses WHERE `+where+
 		` ORDER BY created_at `+dir+`, rowid `+dir+` LIMIT ?`, args...)
 }
 
 // Unfinished reads every body once (a scan at startup): only background
 // responses are stored before they end.
 func (s responses) Unfinished(ctx context.Context) ([]store.Response, error) {
-	return s.query(ctx, `SELECT id, org_id, key_id, created_at, body FROM responses
+	return s.query(ctx, `SELECT id, org_id, key_id, created_at, body, instance FROM responses
 		WHERE body LIKE '%"status":"queued"%' OR body LIKE '%"status":"in_progress"%'`)
 }
 
-// query reads responses (id, org, key, creation time and body) by q.
+// Orphaned reads the responses of servers whose lease lapsed (indexed by
+// instance: only unfinished background responses have one).
+func (s responses) Orphaned(ctx context.Context, before time.Time) ([]store.Response, error) {
+	return s.query(ctx, `SELECT r.id, r.org_id, r.key_id, r.created_at, r.body, r.instance FROM responses r
+		LEFT JOIN instances i ON i.id = r.instance WHERE r.instance <> '' AND (i.id IS NULL OR i.last_seen < ?)`, ms(before))
+}
+
+// query reads responses (id, org, key, creation time, body and instance)
+// by q.
 func (s responses) query(ctx context.Context, q string, args ...any) ([]store.Response, error) {
 	rows, err := s.db.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -130,7 +139,7 @@ func (s responses) query(ctx context.Context, q string, args ...any) ([]store.Re
 		var r store.Response
 		var created int64
 		var body string
-		if err := rows.Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body); err != nil {
+		if err := rows.Scan(&r.ID, &r.OrgID, &r.KeyID, &created, &body, &r.Instance); err != nil {
 			return nil, err
 		}
 		r.CreatedAt, r.Body = fromMS(created), []byte(body)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -31,6 +32,28 @@ func testInstances(t *testing.T, b Backend) {
 	}
 	if _, err := db.Instances().Owner(ctx, "cmp_x"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("owner of no computer: %v", err)
+	}
+	// A computer found by its metadata (a Kernel Gateway kernel's).
+	if err := db.Computers().Create(ctx, store.Computer{ID: "cmp_k", OrgID: "org_1", KeyID: "key_1", Status: store.StatusReady,
+		CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), Instance: "i", Metadata: json.RawMessage(`{"jupyter_kernel_id":"k-1","x.y":"z"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if id, in, err := db.Instances().OwnerByMetadata(ctx, "jupyter_kernel_id", "k-1"); err != nil || id != "cmp_k" || in.ID != "i" || in.URL != "http://10.0.0.1:8080" {
+		t.Fatalf("owner by metadata: %q %+v, %v", id, in, err)
+	}
+	if id, _, err := db.Instances().OwnerByMetadata(ctx, "x.y", "z"); err != nil || id != "cmp_k" {
+		t.Fatalf("owner by a metadata key with a dot: %q, %v", id, err)
+	}
+	for _, kv := range [][2]string{{"jupyter_kernel_id", "k-2"}, {"jupyter_kernel", "k-1"}} {
+		if _, _, err := db.Instances().OwnerByMetadata(ctx, kv[0], kv[1]); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("owner by metadata %v: %v, want not found", kv, err)
+		}
+	}
+	if err := db.Computers().Stop(ctx, store.Stop{ComputerID: "cmp_k", At: t0, Failure: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Instances().OwnerByMetadata(ctx, "jupyter_kernel_id", "k-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("owner by metadata of a stopped computer: %v", err)
 	}
 	lapsed, err := db.Instances().Lapsed(ctx, t0.Add(time.Second))
 	if err != nil || len(lapsed) != 1 || lapsed[0].ID != "i" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,82 @@ func testResponsesUnfinished(t *testing.T, b Backend) {
 	want := map[string]string{"org_1/resp_q": bodies["resp_q"], "org_2/resp_p": bodies["resp_p"]}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("unfinished %v, want %v", got, want)
+	}
+}
+
+// testResponsesRunning: a response stored with the instance running it
+// names its owner until it is stored again without one; Orphaned finds
+// it once that instance's last beat is older than asked (or it never
+// beat), and never a response without an instance.
+func testResponsesRunning(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db, _ := b.open(t)
+	rs := db.Responses()
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	if err := db.Instances().Advertise(ctx, "srv_a", "http://10.0.0.1:8080", t0); err != nil {
+		t.Fatal(err)
+	}
+	put := func(id, instance string) {
+		t.Helper()
+		if err := rs.Put(ctx, store.Response{ID: id, OrgID: "org_1", KeyID: "key_1", CreatedAt: t0,
+			Body: []byte(`{"id":"` + id + `","status":"in_progress"}`), Instance: instance}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("resp_a", "srv_a")
+	put("resp_gone", "srv_never")
+	put("resp_sync", "")
+	if in, err := db.Instances().OwnerOfResponse(ctx, "resp_a"); err != nil || in.ID != "srv_a" || in.URL != "http://10.0.0.1:8080" {
+		t.Fatalf("owner of resp_a: %+v, %v", in, err)
+	}
+	for _, id := range []string{"resp_sync", "resp_gone", "resp_x"} {
+		if _, err := db.Instances().OwnerOfResponse(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("owner of %s: %v, want not found", id, err)
+		}
+	}
+	ids := func(before time.Time) string {
+		t.Helper()
+		list, err := rs.Orphaned(ctx, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range list {
+			out = append(out, r.ID+"@"+r.Instance)
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	if got := ids(t0); got != "resp_gone@srv_never" {
+		t.Fatalf("orphaned while srv_a beats: %q", got)
+	}
+	if got := ids(t0.Add(time.Second)); got != "resp_a@srv_a resp_gone@srv_never" {
+		t.Fatalf("orphaned after srv_a's lease: %q", got)
+	}
+	// A computer kept for the conversation names its owner.
+	seed(t, db)
+	if err := db.Computers().Create(ctx, store.Computer{ID: "cmp_kept", OrgID: "org_1", KeyID: "key_1", Status: store.StatusReady,
+		CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), Instance: "srv_a"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ id, conv string }{{"resp_kept", `{"computer_id":"cmp_kept","shell_tasks":true}`}, {"resp_other", `{"computer_id":"cmp_none"}`}} {
+		if err := rs.Put(ctx, store.Response{ID: c.id, OrgID: "org_1", KeyID: "key_1", CreatedAt: t0, Body: []byte(`{}`), Conversation: json.RawMessage(c.conv)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id, in, err := db.Instances().OwnerOfKept(ctx, "resp_kept", "computer_id"); err != nil || id != "cmp_kept" || in.ID != "srv_a" {
+		t.Fatalf("owner of the kept computer: %q %+v, %v", id, in, err)
+	}
+	for _, c := range [][2]string{{"resp_other", "computer_id"}, {"resp_kept", "shell_tasks"}, {"resp_sync", "computer_id"}, {"resp_x", "computer_id"}} {
+		if _, _, err := db.Instances().OwnerOfKept(ctx, c[0], c[1]); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("owner kept for %v: %v, want not found", c, err)
+		}
+	}
+	put("resp_a", "") // it ended
+	if _, err := db.Instances().OwnerOfResponse(ctx, "resp_a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("owner of an ended response: %v", err)
+	}
+	if got := ids(t0.Add(time.Second)); got != "resp_gone@srv_never" {
+		t.Fatalf("orphaned once resp_a ended: %q", got)
 	}
 }

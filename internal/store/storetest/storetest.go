@@ -37,10 +37,12 @@ func Run(t *testing.T, b Backend) {
 		{"Paging", testPaging},
 		{"PagingWhileWriting", testPagingWhileWriting},
 		{"Volumes", testVolumes},
+		{"Scripts", testScripts},
 		{"Egress", testEgressFilters},
 		{"ResponsesConversation", testResponsesConversation},
 		{"ResponsesList", testResponsesList},
 		{"ResponsesUnfinished", testResponsesUnfinished},
+		{"ResponsesRunning", testResponsesRunning},
 		{"OrgSecretsSealed", testOrgSecretsSealed},
 		{"OrgSecretsKeyLostOrChanged", testOrgSecretsKeyLostOrChanged},
 	} {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -40,6 +41,7 @@ const (
 // Main runs a pod's agent and returns the process's exit code:
 // `cubicle agent --pod [--listen :7811] [--tls /run/cubicle/tls]`.
 func Main() int {
+	runtime.LockOSThread() // for life: the spawner's thread (Serve)
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	fs := flag.NewFlagSet("cubicle agent --pod", flag.ContinueOnError)
@@ -91,7 +93,9 @@ func LoadTLS(dir string) (*tls.Config, error) {
 
 // Serve waits for the control plane's one connection on ln, authenticated
 // by cfg, and serves it until it ends. ln stays open (every further
-// connection is closed at once) until Serve returns.
+// connection is closed at once) until Serve returns. The caller's thread
+// must be locked (runtime.LockOSThread): it becomes the spawner's, which
+// starts every user process.
 func Serve(ctx context.Context, ln net.Listener, cfg *tls.Config, log *slog.Logger) error {
 	defer ln.Close()
 	control := make(chan *tls.Conn, 1)
@@ -107,12 +111,22 @@ func Serve(ctx context.Context, ln net.Listener, cfg *tls.Config, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	ws, spawner, err := prepare(&init)
+	ws, err := prepare(&init)
 	if err != nil {
 		agent.ReportSetupError(conn, err)
 		return err
 	}
-	return agent.NewServer(conn, init, ws, spawner, log).Serve(ctx)
+	// This (locked) thread is the spawner's: it starts every user process.
+	spawner := agent.NewSpawner()
+	srv := agent.NewServer(conn, init, ws, spawner, log)
+	served := make(chan struct{})
+	var serveErr error
+	go func() {
+		serveErr = srv.Serve(ctx)
+		close(served)
+	}()
+	spawner.Run(served)
+	return serveErr
 }
 
 // acceptLoop hands the first connection whose client presents a pinned
@@ -177,16 +191,16 @@ func readInit(conn net.Conn) (protocol.Init, error) {
 
 // prepare readies the agent to serve in a pod: rlimits, a subreaper (the
 // agent may not be PID 1), no new privileges for anything it starts, the
-// container's memory.events for OOM kills, /workspace and the spawner.
-func prepare(init *protocol.Init) (*os.File, *agent.Spawner, error) {
+// container's memory.events for OOM kills, /workspace.
+func prepare(init *protocol.Init) (*os.File, error) {
 	if err := agent.SetRlimits(*init); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return nil, nil, fmt.Errorf("become a subreaper: %w", err)
+		return nil, fmt.Errorf("become a subreaper: %w", err)
 	}
 	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); e != 0 {
-		return nil, nil, fmt.Errorf("no_new_privs: %w", e)
+		return nil, fmt.Errorf("no_new_privs: %w", e)
 	}
 	init.Cgroup = protocol.CgroupFDs{}
 	if fd, err := unix.Open("/sys/fs/cgroup/memory.events", unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
@@ -194,12 +208,7 @@ func prepare(init *protocol.Init) (*os.File, *agent.Spawner, error) {
 	}
 	ws, err := os.OpenFile(agent.WorkspacePath, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open workspace: %w", err)
+		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	spawner, err := agent.NewSpawner(func() error { return nil })
-	if err != nil {
-		ws.Close()
-		return nil, nil, err
-	}
-	return ws, spawner, nil
+	return ws, nil
 }

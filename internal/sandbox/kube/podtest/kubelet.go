@@ -90,4 +90,3 @@ func tlsSecret(object json.RawMessage) (string, error) {
 	}
 	return "", fmt.Errorf("the pod has no tls volume of a secret")
 }
-

@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStreamRowsAndTargets: throughput from the p50 time, ratios to the
+// host pipe of the same kind, CPU per GiB, and the goals judged on the
+// first server's best way per kind against the pipe and the baseline.
+func TestStreamRowsAndTargets(t *testing.T) {
+	const size = 1 << 30
+	mk := func(server, kind, mode string, ticks int64) *streamPath {
+		sp := &streamPath{row: StreamRow{ID: server + kind + mode, Kind: kind, Server: server, Mode: mode}, bytes: size, cpuTicks: ticks}
+		if server != "host" {
+			sp.serverPID = 1
+		}
+		return sp
+	}
+	paths := []*streamPath{mk("host", StreamText, ModePipe, 0), mk("host", StreamZeros, ModePipe, 0),
+		mk("cubicle", StreamText, ModeSSE, 150), mk("cubicle", StreamZeros, ModeBase64, 200), mk("cubicle", StreamZeros, ModeBinary, 50),
+		mk("baseline", StreamText, ModeSSE, 700), mk("baseline", StreamZeros, ModeBase64, 700)}
+	sec := func(s float64) Duration { return Duration(time.Duration(s * float64(time.Second))) }
+	var rows []Row
+	for _, p := range paths {
+		d := map[string]float64{"host": 1, "cubicle": 2, "baseline": 8}[p.row.Server]
+		if p.row.Mode == ModeBinary {
+			d = 1.5
+		}
+		rows = append(rows, Row{ID: p.row.ID, Summary: Summary{N: 3, P50: sec(d), Min: sec(d / 2), Max: sec(d * 2)}})
+	}
+	got := streamRows(paths, rows, size)
+	if len(got) != len(paths) || got[0].P50 != 1024 || got[2].P50 != 512 || got[2].Ratio != 0.5 || got[2].Max != 1024 || got[2].ServerCPU != 1.5 {
+		t.Fatalf("rows: %+v", got)
+	}
+	want := map[string]bool{
+		"text (sse) ÷ host pipe, p50": true, "server CPU/GiB text (sse) ÷ baseline (sse)": true,
+		"zeros (binary) ÷ host pipe, p50": true, "server CPU/GiB zeros (binary) ÷ baseline (sse-base64)": true}
+	targets := streamTargets(got)
+	for _, tg := range targets {
+		met, ok := want[tg.What]
+		if !ok || tg.Met != met {
+			t.Errorf("target %+v", tg)
+		}
+		delete(want, tg.What)
+	}
+	if len(want) > 0 {
+		t.Errorf("missing targets %v in %+v", want, targets)
+	}
+	var b strings.Builder
+	if err := WriteStreamTable(&b, &StreamReport{Rows: got, Targets: targets}); err != nil || !strings.Contains(b.String(), "targets (issue 15 goal 4)") ||
+		strings.Contains(b.String(), "NOT MET") {
+		t.Fatalf("table (%v):\n%s", err, b.String())
+	}
+}
+
+// TestStreamCommandCounts: each kind's command writes exactly the bytes
+// asked, on this host's shell as in a computer.
+func TestStreamCommandCounts(t *testing.T) {
+	random := t.TempDir() + "/random"
+	if err := os.WriteFile(random, []byte("\x00\xff random-ish \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{StreamText, StreamRandom, StreamZeros} {
+		out, err := exec.Command("sh", "-c", streamCommand(kind, 100000, random)).Output()
+		if err != nil || len(out) != 100000 {
+			t.Errorf("%s: %d bytes, %v", kind, len(out), err)
+		}
+	}
+	if processTicks(os.Getpid()) < 0 || processTicks(0) != 0 || processTicks(1<<30) != 0 {
+		t.Error("processTicks")
+	}
+}

@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// binaryStream is the media type of exec's binary stream (docs/api.md,
+// "The binary stream"): frames of type(1) length(4, big-endian) payload,
+// the output's exact bytes without any encoding.
+const binaryStream = "application/vnd.cubicle.stream"
+
+// Frame types of the binary stream, by the SSE event they replace.
+var binaryFrames = map[string]byte{"stdout": 1, "stderr": 2, "exit": 3, "error": 4}
+
+// maxEventBuf is the largest event buffer an sse keeps for the next
+// event: an output chunk's worst case as a JSON string (six bytes a
+// byte) is a little over it, and is then allocated each time.
+const maxEventBuf = 2 << 20
+
+// wantsBinary says whether a request asks for the binary stream.
+func wantsBinary(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), binaryStream)
+}
+
+// newBinaryStream is an sse that writes the binary stream instead: the
+// same calls, frames instead of events.
+func newBinaryStream(w http.ResponseWriter) *sse {
+	s := newSSE(w)
+	s.binary = true
+	return s
+}
+
+// sendData sends output: an SSE event {"data": …} whose value is base64
+// of data (b64) or data as a JSON string, or a binary frame of the bytes.
+// The event is built in one reused buffer and written at once (no JSON
+// encoder, no copies of the data but the one into the buffer); id, when
+// not "", is the SSE event's id.
+func (s *sse) sendData(event, id string, data []byte, b64 bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start()
+	b := s.buf[:0]
+	switch {
+	case s.binary:
+		b = appendFrame(b, binaryFrames[event], data)
+	default:
+		if id != "" {
+			b = append(append(append(b, "id: "...), id...), '\n')
+		}
+		b = append(append(append(b, "event: "...), event...), "\ndata: {\"data\":"...)
+		if b64 {
+			b = append(base64.StdEncoding.AppendEncode(append(b, '"'), data), '"')
+		} else {
+			b = appendJSONString(b, data)
+		}
+		b = append(b, "}\n\n"...)
+	}
+	s.w.Write(b)
+	s.rc.Flush()
+	if cap(b) <= maxEventBuf {
+		s.buf = b
+	} else {
+		s.buf = nil
+	}
+}
+
+// sendFrame is send for the binary stream: v as JSON in a frame of
+// event's type. Called with s.mu held.
+func (s *sse) sendFrame(event string, v any) {
+	j, _ := json.Marshal(v)
+	s.w.Write(appendFrame(nil, binaryFrames[event], j))
+	s.rc.Flush()
+}
+
+func appendFrame(b []byte, typ byte, payload []byte) []byte {
+	b = append(b, typ)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
+	return append(b, payload...)
+}
+
+// streamOut sends a process's output as stdout/stderr events. As text, a
+// UTF-8 sequence cut between two reads is held back (at most 3 bytes per
+// stream) until the rest comes, so it is never replaced by U+FFFD; what is
+// still incomplete at the end is sent then (and shows as U+FFFD). Base64
+// events and binary frames carry the bytes as they come.
+type streamOut struct {
+	sse    *sse
+	base64 bool
+	held   [2][]byte // stdout's, stderr's
+}
+
+func heldIndex(kind string) int {
+	if kind == "stderr" {
+		return 1
+	}
+	return 0
+}
+
+func (s *streamOut) write(kind string, data []byte) {
+	if s.base64 || s.sse.binary {
+		s.sse.sendData(kind, "", data, s.base64)
+		return
+	}
+	i, buf := heldIndex(kind), data
+	if len(s.held[i]) > 0 {
+		buf = append(s.held[i], data...)
+	}
+	n := completeUTF8(buf)
+	s.held[i] = nil
+	if n < len(buf) {
+		s.held[i] = append([]byte(nil), buf[n:]...)
+	}
+	if n > 0 {
+		s.sse.sendData(kind, "", buf[:n], false)
+	}
+}
+
+// flush sends what is held back, in a fixed order.
+func (s *streamOut) flush() {
+	for i, kind := range []string{"stdout", "stderr"} {
+		if b := s.held[i]; len(b) > 0 {
+			s.held[i] = nil
+			s.sse.sendData(kind, "", b, false)
+		}
+	}
+}
+
+// completeUTF8 is the length of b without a trailing UTF-8 sequence that
+// is valid so far but incomplete (at most utf8.UTFMax-1 bytes).
+func completeUTF8(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-(utf8.UTFMax-1); i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(b)
+}
