@@ -1,16 +1,46 @@
 # Cubicle's kernel launcher (internal/agent/python_launch.go): ipykernel's own
 # IPKernelApp, started as `python -m ipykernel_launcher` starts it, without
-# ipykernel's debugger: debugpy is not imported (Cubicle's kernelspec says
-# debugger: false), and a cell may still import it.
+# importing what a kernel does not use:
+# - ipykernel's debugger (debugpy and pydevd): Cubicle's kernelspec says
+#   debugger: false; a cell may still import debugpy;
+# - IPython's terminal (prompt_toolkit), which `import IPython` loads only
+#   for IPython.embed(): IPython.embed imports it when called.
 import os
 import sys
+import types
 
 if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]  # this file's private directory; IPython adds the cwd back
-sys.modules.setdefault("debugpy", None)
+
+
+class _Later(types.ModuleType):
+    # IPython.terminal.embed until someone needs more than embed.
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        import importlib
+
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+def _embed(**kwargs):
+    from IPython.terminal.embed import embed
+
+    return embed(**kwargs)
+
+
+_embed.__doc__ = "IPython.embed, imported when called."
+_stubs = {"debugpy": None, "IPython.terminal.embed": _Later("IPython.terminal.embed")}
+_stubs["IPython.terminal.embed"].embed = _embed
+for _name, _stub in _stubs.items():
+    sys.modules.setdefault(_name, _stub)
 try:
     from ipykernel.kernelapp import IPKernelApp
 finally:
-    if "debugpy" in sys.modules and sys.modules["debugpy"] is None:
-        del sys.modules["debugpy"]
+    for _name, _stub in _stubs.items():
+        if _name in sys.modules and sys.modules[_name] is _stub:
+            del sys.modules[_name]
+del _name, _stub, _stubs
 IPKernelApp.launch_instance()

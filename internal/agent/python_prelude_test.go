@@ -23,7 +23,7 @@ func TestSplitPrelude(t *testing.T) {
 		{"comments, blanks, CRLF", "# setup\r\n\r\n  # indented comment\nimport os.path  # a comment\r\n%matplotlib\nX = os.sep\n",
 			[]preludeItem{{Module: "os.path", Bind: "os", Plain: true}, {Magic: true}}, "X = os.sep\n"},
 		{"stops at the first other line", "import a\nx = '''\nimport b\n'''\nimport c\n",
-			[]preludeItem{{Module: "a", Bind: "a"}}, "x = '''\nimport b\n'''\nimport c\n"},
+			[]preludeItem{{Module: "a", Bind: "a", Plain: true}}, "x = '''\nimport b\n'''\nimport c\n"},
 		{"lines that continue or hold more", "import a, b\nimport c; d()\nimport e \\\n  as f\n", nil, "import a, b\nimport c; d()\nimport e \\\n  as f\n"},
 		{"keywords are Python's to reject", "import if\n", nil, "import if\n"},
 		{"keyword alias", "import a as for\n", nil, "import a as for\n"},
