@@ -225,8 +225,10 @@ func (m *pythonManager) newKernel(ctx context.Context, cwd, prelude string, lazy
 	pctx, cancel := context.WithTimeoutCause(ctx, preludeTimeout, errTimedOut)
 	defer cancel()
 	cells := []string{prelude}
-	if items, rest := splitPrelude(prelude); lazy && len(items) > 0 {
-		cells = []string{lazyPreludeCell(items), rest}
+	if lazy {
+		if items, rest := splitPrelude(prelude); len(items) > 0 {
+			cells = []string{lazyPreludeCell(items), rest}
+		}
 	}
 	for _, code := range cells {
 		if code == "" {

@@ -5,6 +5,7 @@
 #   debugger: false; a cell may still import debugpy;
 # - IPython's terminal (prompt_toolkit), which `import IPython` loads only
 #   for IPython.embed(): IPython.embed imports it when called.
+import logging
 import os
 import sys
 import types
@@ -43,4 +44,14 @@ finally:
         if _name in sys.modules and sys.modules[_name] is _stub:
             del sys.modules[_name]
 del _name, _stub, _stubs
+
+
+class _NoDebuggerNote(logging.Filter):
+    # ipykernel warns at every start that it has no debugger: it would be
+    # the last line of a kernel's stderr, which explains a failed start.
+    def filter(self, record):
+        return "debugpy_stream undefined" not in record.getMessage()
+
+
+logging.getLogger(IPKernelApp.__name__).addFilter(_NoDebuggerNote())
 IPKernelApp.launch_instance()
