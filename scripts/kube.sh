@@ -134,7 +134,7 @@ module() {
     echo "go 1.26"
     echo
     echo "require $2 $3"
-    [ -z "${4:-}" ] || printf '\nreplace (\n%s)\n' "$4"
+    [ -z "${4:-}" ] || printf '\nreplace (\n%s\n)\n' "$4"
   } >"$1/go.mod"
 }
 
@@ -150,7 +150,7 @@ fi
 if [[ " ${stale[*]} " == *" kube-"* ]]; then
   src=$root/src/kubernetes
   log "resolving k8s.io/kubernetes $KUBE_VERSION"
-  gomod=$(cd "$root/src" && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  gomod=$(cd "$root/src" && GOFLAGS= go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
   [ -n "$gomod" ] || {
     log "cannot download k8s.io/kubernetes@$KUBE_VERSION"
     exit 1
@@ -159,7 +159,7 @@ if [[ " ${stale[*]} " == *" kube-"* ]]; then
   # v0.0.0 and replaces them with directories the proxy does not serve:
   # each is released as v0.MINOR.PATCH.
   staging=v0.${KUBE_VERSION#v1.}
-  replaces=$(awk -v v="$staging" '/^[[:space:]]+k8s\.io\/[a-z0-9-]+ v0\.0\.0$/ { printf "\t%s => %s %s\n", $1, $1, v }' "$gomod")
+  replaces=$(awk -v v="$staging" '/^[[:space:]]+k8s\.io\/[a-z0-9-]+ v0\.0\.0([[:space:]]|$)/ { printf "\t%s => %s %s\n", $1, $1, v }' "$gomod")
   [ -n "$replaces" ] || {
     log "found no staging modules in $gomod"
     exit 1

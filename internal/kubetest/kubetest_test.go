@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -43,14 +44,8 @@ func (k *kubelet) run(ctx context.Context, pod kubetest.Pod) (netip.Addr, func()
 	if msg := pod.Annotations["test/fail"]; msg != "" {
 		return netip.Addr{}, nil, errors.New(msg)
 	}
-	pn, err := kubetest.NewPodNet(ctx)
+	pn, cmd, err := serve(ctx, pod.Name)
 	if err != nil {
-		return netip.Addr{}, nil, err
-	}
-	cmd := pn.Command(context.Background(), "/usr/bin/python3", "-c", server, pod.Name)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		pn.Close()
 		return netip.Addr{}, nil, err
 	}
 	k.mu.Lock()
@@ -66,6 +61,61 @@ func (k *kubelet) run(ctx context.Context, pod kubetest.Pod) (netip.Addr, func()
 		k.stopped[pod.Name] = true
 		k.mu.Unlock()
 	}, nil
+}
+
+// serve makes a pod network and starts server in it.
+func serve(ctx context.Context, name string) (*kubetest.PodNet, *exec.Cmd, error) {
+	pn, err := kubetest.NewPodNet(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := pn.Command(context.Background(), "/usr/bin/python3", "-c", server, name)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		pn.Close()
+		return nil, nil, err
+	}
+	return pn, cmd, nil
+}
+
+// TestPodNet: two pod networks at once get distinct address pairs; the
+// host reaches a process listening in each at its address; Close removes
+// the namespace and the host's link.
+func TestPodNet(t *testing.T) {
+	ctx := context.Background()
+	a, cmdA, err := serve(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, cmdB, err := serve(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Addr == b.Addr || a.Host == b.Host || !a.Addr.Is4() || a.Addr.As4()[2] != 2 {
+		t.Fatalf("addresses %v/%v and %v/%v", a.Addr, a.Host, b.Addr, b.Host)
+	}
+	if got := dial(t, a.Addr); got != "a" {
+		t.Fatalf("a answered %q", got)
+	}
+	if got := dial(t, b.Addr); got != "b" {
+		t.Fatalf("b answered %q", got)
+	}
+	for _, x := range []struct {
+		pn  *kubetest.PodNet
+		cmd *exec.Cmd
+	}{{a, cmdA}, {b, cmdB}} {
+		x.cmd.Process.Kill()
+		x.cmd.Wait()
+		if err := x.pn.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil || strings.Contains(string(out), x.pn.Name+" ") || strings.Contains(string(out), x.pn.Name+"\n") {
+			t.Fatalf("namespace %s after Close: %v %s", x.pn.Name, err, out)
+		}
+		if out, err := exec.Command("ip", "-o", "addr", "show", "to", x.pn.Host.String()+"/32").CombinedOutput(); err != nil || len(out) != 0 {
+			t.Fatalf("the host end of %s after Close: %v %s", x.pn.Name, err, out)
+		}
+	}
 }
 
 type podStatus struct {
