@@ -40,17 +40,7 @@ spec:
       values: ['True']
   next:
     statusTemplate: |
-      {{ $now := Now }}
-      conditions:
-      {{ range NodeConditions }}
-      - lastHeartbeatTime: {{ $now | Quote }}
-        lastTransitionTime: {{ $now | Quote }}
-        message: {{ .message | Quote }}
-        reason: {{ .reason | Quote }}
-        status: {{ .status | Quote }}
-        type: {{ .type | Quote }}
-      {{ end }}
-      addresses:
+` + nodeConditions + `      addresses:
       - address: {{ NodeIP | Quote }}
         type: InternalIP
       - address: {{ .metadata.name | Quote }}
@@ -84,17 +74,7 @@ spec:
     jitterDurationMilliseconds: 610000
   next:
     statusTemplate: |
-      {{ $now := Now }}
-      conditions:
-      {{ range NodeConditions }}
-      - lastHeartbeatTime: {{ $now | Quote }}
-        lastTransitionTime: {{ $now | Quote }}
-        message: {{ .message | Quote }}
-        reason: {{ .reason | Quote }}
-        status: {{ .status | Quote }}
-        type: {{ .type | Quote }}
-      {{ end }}
----
+` + nodeConditions + `---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -165,6 +145,20 @@ spec:
       operator: 'Exists'
   next:
     delete: true
+`
+
+// nodeConditions is the part of the node's status both its stages write:
+// kwok's conditions of a healthy node, beating now.
+const nodeConditions = `      {{ $now := Now }}
+      conditions:
+      {{ range NodeConditions }}
+      - lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $now | Quote }}
+        message: {{ .message | Quote }}
+        reason: {{ .reason | Quote }}
+        status: {{ .status | Quote }}
+        type: {{ .type | Quote }}
+      {{ end }}
 `
 
 // createNode registers the fake node kwok manages.
