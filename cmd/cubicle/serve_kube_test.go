@@ -1,5 +1,3 @@
-//go:build kubetest
-
 package main
 
 import (
@@ -98,7 +96,7 @@ func TestServeKubernetes(t *testing.T) {
 		t.Errorf("an internet computer: %d %s", r.code, r.body)
 	}
 	pod := "cmp-" + strings.TrimPrefix(c.ID, "cmp_")
-	s.decode("DELETE", "/v1/computers/"+c.ID, "", 200, nil)
+	s.decode("DELETE", "/v1/computers/"+c.ID, "", 204, nil)
 	eventually(t, "the deleted computer's pod gone", time.Minute, func() bool {
 		for _, p := range pods(t, client, ns, "cubicle.dev/role=computer") {
 			if p == pod {

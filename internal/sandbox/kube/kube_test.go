@@ -1,5 +1,3 @@
-//go:build kubetest
-
 package kube_test
 
 import (
@@ -166,6 +164,11 @@ func TestPoolAndGC(t *testing.T) {
 	spec.DiskBytes = 64 << 20
 	a := c.driver(t, "srv_a", func(cfg *kube.Config) { cfg.PoolSize = 1; cfg.PoolSpec = spec })
 	pooled := waitPods(t, c, "cubicle.dev/state=pool", 1)[0]
+	for deadline := time.Now().Add(2 * time.Minute); a.PoolDepth() == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pooled pod's agent did not connect")
+		}
+	}
 	begin := time.Now()
 	sb, err := a.Create(ctx, spec)
 	if err != nil {

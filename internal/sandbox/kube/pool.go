@@ -59,6 +59,10 @@ func (d *Driver) claim(ctx context.Context, spec sandbox.Spec) *computer {
 	}
 }
 
+// PoolDepth is how many pooled pods are ready to be claimed (their agents
+// connected).
+func (d *Driver) PoolDepth() int { return len(d.pool) }
+
 func (d *Driver) kick() {
 	select {
 	case d.wake <- struct{}{}:

@@ -1,5 +1,3 @@
-//go:build kubetest
-
 package podtest
 
 import (
