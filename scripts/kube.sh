@@ -44,7 +44,7 @@ want() {
 # that does not run reports nothing).
 reported() {
   local out
-  out=$("$bin/$1" --version 2>/dev/null | head -n 3) || return 0
+  out=$("$bin/$1" --version 2>/dev/null) || return 0 # whole: a head would close the pipe early (SIGPIPE under pipefail)
   case $1 in
   kube-*) sed -n 's/^Kubernetes \(v[0-9.]*\).*/\1/p' <<<"$out" ;;
   etcd) sed -n 's/^etcd Version: \([0-9.]*\).*/v\1/p' <<<"$out" ;;
