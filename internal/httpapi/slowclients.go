@@ -68,14 +68,16 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 
 // bodyError is err, or the 408 when r's body timed out. The server cancels
 // the request's context inside the read that times out, before that read
-// returns, so a caller may see the cancellation first: a cancellation past
-// the body's deadline is the timeout too.
+// returns, so a caller may see the cancellation first, or the body cut by
+// the handler that saw it (cutBody, which makes the read end as cut, not
+// as timed out): a cancellation or a cut past the body's deadline is the
+// timeout too.
 func bodyError(r *http.Request, err error) error {
 	b, ok := r.Body.(*deadlineBody)
 	if !ok || err == nil {
 		return err
 	}
-	if b.timedOut.Load() || (errors.Is(err, context.Canceled) && b.pastDeadline(time.Now())) {
+	if b.timedOut.Load() || (errors.Is(err, context.Canceled) || b.cut.Load()) && b.pastDeadline(time.Now()) {
 		return fmt.Errorf("%w (%s)", errBodyTimeout, b.d)
 	}
 	return err
