@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -87,7 +86,7 @@ func (s *Server) spawnKernel(spec kernelSpec, dir, file string) (*pyKernel, erro
 		devnull.Close()
 		return nil, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
 	}
-	argv := []string{s.init.Python, filepath.Join(dir, kernelLauncher), "-f", file,
+	argv := []string{s.init.Python, "-m", "ipykernel_launcher", "-f", file,
 		"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False"}
 	// The computer's own environment (Spec.Env), then the spec's, may
 	// override these.
@@ -182,17 +181,9 @@ type kernelStartError struct {
 
 func (e *kernelStartError) Error() string { return e.msg }
 
-// kernelLauncher is the name of the launcher (python_launcher.py) in a
-// kernel's private directory.
-const kernelLauncher = "launch.py"
-
-//go:embed python_launcher.py
-var kernelLauncherSource []byte
-
-// writeConnFile creates a private directory under the computer's /tmp with
-// the connection file and the launcher in it, as the sandbox user: the agent
-// has no CAP_DAC_OVERRIDE or CAP_CHOWN, and the kernel (uid 1000) must read
-// them.
+// writeConnFile creates a private directory under the computer's /tmp and
+// the connection file in it, as the sandbox user: the agent has no
+// CAP_DAC_OVERRIDE or CAP_CHOWN, and the kernel (uid 1000) must read it.
 func (s *Server) writeConnFile(ci kernel.ConnInfo) (dir, file string, err error) {
 	err = s.ws.as(func() error {
 		d, err := os.MkdirTemp("/tmp", "cubicle-kernel-") // mode 0700
@@ -200,12 +191,9 @@ func (s *Server) writeConnFile(ci kernel.ConnInfo) (dir, file string, err error)
 			return err
 		}
 		f := filepath.Join(d, "kernel.json")
-		err = ci.WriteConnectionFile(f)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(d, kernelLauncher), kernelLauncherSource, 0o600)
-		}
-		if err != nil {
-			os.RemoveAll(d)
+		if err := ci.WriteConnectionFile(f); err != nil {
+			os.Remove(f)
+			os.Remove(d)
 			return err
 		}
 		dir, file = d, f
