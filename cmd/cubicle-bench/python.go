@@ -29,7 +29,10 @@ and prints p50, p90, p99, mean and n in milliseconds:
            WebSocket, timed as jupyter's below with the same client
   jupyter  1+1 through Debian's jupyter_server: one kernel, one channels
            WebSocket; execute_request until its execute_reply and the
-           iopub status idle arrived (the same /usr/bin/python3 kernel)
+           iopub status idle arrived (the same /usr/bin/python3 kernel);
+           twice: with the client of the other rows, which waits out
+           jupyter_server's delayed-ACK stall (~40 ms) as a browser does,
+           and with one that sets TCP_QUICKACK before each read
   warm     a brand-new computer and its first cell (a pandas
            DataFrame's describe()): POST /v1/computers from a full warm
            pool, whose kernels already imported numpy, pandas and

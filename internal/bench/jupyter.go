@@ -386,13 +386,18 @@ type jupyterChannels struct {
 const maxJupyterFrame = 16 << 20
 
 // OpenChannels opens the channels WebSocket of a kernel, authenticated
-// with the token.
-func (j *Jupyter) OpenChannels(ctx context.Context, kernelID string) (*jupyterChannels, error) {
+// with the token; with quickAck, on a connection that acknowledges every
+// segment at once (quickAckClient).
+func (j *Jupyter) OpenChannels(ctx context.Context, kernelID string, quickAck bool) (*jupyterChannels, error) {
 	session := newJupyterID()
 	u := "ws" + strings.TrimPrefix(j.URL, "http") + "/api/kernels/" + kernelID + "/channels?session_id=" + session
 	h := http.Header{}
 	h.Set("Authorization", "token "+j.Token)
-	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h, CompressionMode: websocket.CompressionDisabled})
+	opts := &websocket.DialOptions{HTTPHeader: h, CompressionMode: websocket.CompressionDisabled}
+	if quickAck {
+		opts.HTTPClient = quickAckClient()
+	}
+	conn, resp, err := websocket.Dial(ctx, u, opts)
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("open the kernel's channels: %w (HTTP %d)", err, resp.StatusCode)

@@ -34,7 +34,7 @@ func TestJupyterServerRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := j.OpenChannels(ctx, kid)
+	ch, err := j.OpenChannels(ctx, kid, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +48,18 @@ func TestJupyterServerRoundTrip(t *testing.T) {
 		}
 		t.Logf("1+1 round trip %v", d)
 	}
+	// The client that acknowledges at once (the quick-ACK row) speaks to
+	// the same server.
+	qch, err := j.OpenChannels(ctx, kid, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := qch.Execute(ctx, "1+1", "2"); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("1+1 round trip with quick ACKs %v", d)
+	}
+	qch.Close()
 	if _, err := ch.Execute(ctx, "1/0", "2"); err == nil {
 		t.Fatal("1/0 succeeded")
 	} else {

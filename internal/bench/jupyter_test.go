@@ -215,10 +215,10 @@ func TestChannelsExecute(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	j := &Jupyter{URL: srv.URL, Token: "tok"}
-	if _, err := j.OpenChannels(ctx, "nope"); err == nil {
+	if _, err := j.OpenChannels(ctx, "nope", false); err == nil {
 		t.Error("opened the channels of an unknown kernel")
 	}
-	ch, err := j.OpenChannels(ctx, "k1")
+	ch, err := j.OpenChannels(ctx, "k1", false)
 	if err != nil {
 		t.Fatal(err)
 	}

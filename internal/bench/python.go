@@ -19,6 +19,7 @@ const (
 	RowHostKernelOnePlusOne = "host_ipykernel_1plus1"
 	RowDriverOnePlusOne     = "driver_python_1plus1"
 	RowJupyterOnePlusOne    = "jupyter_server_1plus1"
+	RowJupyterQuickAck      = "jupyter_server_1plus1_quickack"
 	RowKGWOnePlusOne        = "kgw_1plus1"
 	RowPyFirstWarm          = "python_first_cell_warm"
 	RowPyFirstWarmCreate    = "python_first_cell_warm_create"
@@ -39,6 +40,10 @@ const (
 	// its 1+1 over the channels WebSocket at least this many times faster
 	// than jupyter_server's with a local kernel (p50).
 	kgwSpeedupMinimum = 4.0
+	// pythonAPIOverDriverMaximum is the target of HTTP and the service on
+	// 1+1: the API's p50 at most this much above the driver's, which is
+	// the same request over the agent's socket (issue 15 goal 5).
+	pythonAPIOverDriverMaximum = time.Millisecond
 	// pythonFirstCellTimeout is the first cell's python timeout in seconds
 	// (a cold one starts the kernel and runs the prelude first).
 	pythonFirstCellTimeout = 120
@@ -154,6 +159,9 @@ type Delta struct {
 	P50     Duration `json:"p50_ms"`
 	BaseP50 Duration `json:"base_p50_ms"`
 	Delta   Duration `json:"delta_ms"`
+	// Limit, when set, is the most Delta may be; Met says whether it was.
+	Limit Duration `json:"limit_ms,omitempty"`
+	Met   *bool    `json:"met,omitempty"`
 }
 
 // PythonReport is the result of RunPython.
@@ -232,13 +240,13 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 
 	rt := append([]*path{pyRoundTrip(warm, warmTr, pool, cfg)}, cfg.moreRoundTrips()...)
 	if cfg.Jupyter != nil {
-		p, stop, err := startJupyterPath(ctx, cfg, rep, note)
+		ps, stop, err := startJupyterPaths(ctx, cfg, rep, note)
 		if err != nil {
 			return rep, err
 		}
-		if p != nil {
+		if ps != nil {
 			defer stop(undone)
-			rt = append(rt, p)
+			rt = append(rt, ps...)
 		}
 	}
 
@@ -326,10 +334,10 @@ func openTracked(ctx context.Context, srv PythonServer, timeout time.Duration, w
 	return c, tr, closeAll, nil
 }
 
-// startJupyterPath starts cfg.Jupyter's jupyter_server and returns its
-// round-trip path and how to stop it. A jupyter_server that does not start
-// is a note and a nil path, unless ctx is done.
-func startJupyterPath(ctx context.Context, cfg PythonConfig, rep *PythonReport, note func(string, ...any)) (*path, func(undone func(string, ...any)), error) {
+// startJupyterPaths starts cfg.Jupyter's jupyter_server and returns its
+// round-trip paths and how to stop it. A jupyter_server that does not
+// start is a note and no path, unless ctx is done.
+func startJupyterPaths(ctx context.Context, cfg PythonConfig, rep *PythonReport, note func(string, ...any)) ([]*path, func(undone func(string, ...any)), error) {
 	fmt.Fprintln(cfg.Log, "starting jupyter_server")
 	j, err := StartJupyter(ctx, *cfg.Jupyter)
 	switch {
@@ -350,7 +358,7 @@ func startJupyterPath(ctx context.Context, cfg PythonConfig, rep *PythonReport, 
 	if len(j.KernelArgv) == 0 || j.KernelArgv[0] != cfg.Jupyter.Python {
 		note("jupyter_server's python3 kernel runs %q, not %s", j.KernelArgv, cfg.Jupyter.Python)
 	}
-	return jupyterRoundTrip(j, cfg), stop, nil
+	return jupyterRoundTrips(j, cfg), stop, nil
 }
 
 // measurePython sets the paths up, warms them up and runs them: every
@@ -423,6 +431,8 @@ func pythonVerdicts(rows []Row) ([]Speedup, []Delta, []Target) {
 	}{
 		{"1+1: Cubicle's API vs jupyter_server", RowPyOnePlusOne, RowJupyterOnePlusOne, pythonSpeedupMinimum},
 		{"1+1: Cubicle's kgw vs jupyter_server", RowKGWOnePlusOne, RowJupyterOnePlusOne, kgwSpeedupMinimum},
+		{"1+1: Cubicle's API vs jupyter_server, quick ACKs", RowPyOnePlusOne, RowJupyterQuickAck, 0},
+		{"1+1: Cubicle's kgw vs jupyter_server, quick ACKs", RowKGWOnePlusOne, RowJupyterQuickAck, 0},
 		{"first cell: warm pool vs cold", RowPyFirstWarm, RowPyFirstCold, 0},
 	} {
 		f, okF := byID[s.fast]
@@ -435,17 +445,26 @@ func pythonVerdicts(rows []Row) ([]Speedup, []Delta, []Target) {
 			Minimum: s.min, Met: ratio >= s.min})
 	}
 	var ds []Delta
-	for _, d := range []struct{ what, row, base string }{
-		{"1+1: the API over the host kernel (computer, agent, HTTP)", RowPyOnePlusOne, RowHostKernelOnePlusOne},
-		{"1+1: the API over the driver (HTTP and the service)", RowPyOnePlusOne, RowDriverOnePlusOne},
-		{"1+1: the driver over the host kernel (computer and agent)", RowDriverOnePlusOne, RowHostKernelOnePlusOne},
-		{"1+1: jupyter_server over the host kernel", RowJupyterOnePlusOne, RowHostKernelOnePlusOne},
-		{"1+1: kgw over the host kernel (computer, relay, WS)", RowKGWOnePlusOne, RowHostKernelOnePlusOne},
+	for _, d := range []struct {
+		what, row, base string
+		limit           time.Duration
+	}{
+		{"1+1: the API over the host kernel (computer, agent, HTTP)", RowPyOnePlusOne, RowHostKernelOnePlusOne, 0},
+		{"1+1: the API over the driver (HTTP and the service)", RowPyOnePlusOne, RowDriverOnePlusOne, pythonAPIOverDriverMaximum},
+		{"1+1: the driver over the host kernel (computer and agent)", RowDriverOnePlusOne, RowHostKernelOnePlusOne, 0},
+		{"1+1: jupyter_server over the host kernel", RowJupyterOnePlusOne, RowHostKernelOnePlusOne, 0},
+		{"1+1: jupyter_server, quick ACKs, over the host kernel", RowJupyterQuickAck, RowHostKernelOnePlusOne, 0},
+		{"1+1: kgw over the host kernel (computer, relay, WS)", RowKGWOnePlusOne, RowHostKernelOnePlusOne, 0},
 	} {
 		r, okR := byID[d.row]
 		b, okB := byID[d.base]
 		if okR && okB && r.N > 0 && b.N > 0 {
-			ds = append(ds, Delta{What: d.what, Row: d.row, Base: d.base, P50: r.P50, BaseP50: b.P50, Delta: r.P50 - b.P50})
+			x := Delta{What: d.what, Row: d.row, Base: d.base, P50: r.P50, BaseP50: b.P50, Delta: r.P50 - b.P50}
+			if d.limit > 0 {
+				met := time.Duration(x.Delta) <= d.limit
+				x.Limit, x.Met = Duration(d.limit), &met
+			}
+			ds = append(ds, x)
 		}
 	}
 	var ts []Target

@@ -135,6 +135,17 @@ func TestPythonVerdicts(t *testing.T) {
 		len(ts) != 1 || ts[0].Row != RowKGWOnePlusOne || !ts[0].Met {
 		t.Errorf("kgw: speedups %+v targets %+v", sp, ts)
 	}
+	sp, ds, _ := pythonVerdicts([]Row{row(RowPyOnePlusOne, 7*time.Millisecond), row(RowJupyterQuickAck, 10*time.Millisecond),
+		row(RowDriverOnePlusOne, 6500*time.Microsecond)})
+	if len(sp) != 1 || sp[0].Slow != RowJupyterQuickAck || sp[0].Minimum != 0 || !sp[0].Met {
+		t.Errorf("quick ACKs: speedups %+v", sp)
+	}
+	if len(ds) != 1 || ds[0].Met == nil || !*ds[0].Met || ds[0].Limit != Duration(time.Millisecond) {
+		t.Errorf("API over the driver by 0.5 ms: %+v", ds)
+	}
+	if _, ds, _ := pythonVerdicts([]Row{row(RowPyOnePlusOne, 7*time.Millisecond), row(RowDriverOnePlusOne, 5900*time.Microsecond)}); len(ds) != 1 || ds[0].Met == nil || *ds[0].Met {
+		t.Errorf("API over the driver by 1.1 ms judged met: %+v", ds)
+	}
 	if sp, _, _ := pythonVerdicts([]Row{row(RowPyOnePlusOne, 7*time.Millisecond)}); len(sp) != 0 {
 		t.Errorf("a speedup without the jupyter row: %+v", sp)
 	}

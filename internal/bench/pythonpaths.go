@@ -53,10 +53,17 @@ func pyRoundTrip(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) 
 	}, &id, c, tr, pool)
 }
 
-// jupyterRoundTrip times 1+1 through jupyter_server.
-func jupyterRoundTrip(j *Jupyter, cfg PythonConfig) *path {
-	return kernelChannelsPath(j, cfg, "jupyter_server 1+1", false,
-		rowDef{RowJupyterOnePlusOne, "jupyter  1+1  execute_request over WebSocket"})
+// jupyterRoundTrips time 1+1 through jupyter_server twice, each with a
+// kernel of its own: with the client every other row uses, which sees
+// jupyter_server's delayed-ACK stall as a browser does, and with one that
+// acknowledges at once and so does not (quickAckClient).
+func jupyterRoundTrips(j *Jupyter, cfg PythonConfig) []*path {
+	return []*path{
+		kernelChannelsPath(j, cfg, "jupyter_server 1+1", false, false,
+			rowDef{RowJupyterOnePlusOne, "jupyter  1+1  execute_request over WebSocket"}),
+		kernelChannelsPath(j, cfg, "jupyter_server 1+1, quick ACKs", false, true,
+			rowDef{RowJupyterQuickAck, "jupyter  1+1  the same, client with TCP_QUICKACK"}),
+	}
 }
 
 // kgwRoundTrip times 1+1 through the warm server's Kernel Gateway API as
@@ -64,15 +71,16 @@ func jupyterRoundTrip(j *Jupyter, cfg PythonConfig) *path {
 // kernel is a computer of its own. The key is the gateway's token.
 func kgwRoundTrip(cfg PythonConfig) *path {
 	gw := &Jupyter{URL: cfg.Warm.URL, Token: cfg.Warm.Key, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
-	return kernelChannelsPath(gw, cfg, "cubicle kgw 1+1", true,
+	return kernelChannelsPath(gw, cfg, "cubicle kgw 1+1", true, false,
 		rowDef{RowKGWOnePlusOne, "kgw      1+1  execute_request over WebSocket"})
 }
 
 // kernelChannelsPath times 1+1 through a Jupyter server's REST and
 // WebSocket API: one kernel started with POST /api/kernels at set-up, one
 // channels WebSocket kept open, and per sample an execute_request until
-// its execute_reply and iopub idle.
-func kernelChannelsPath(j *Jupyter, cfg PythonConfig, name string, required bool, row rowDef) *path {
+// its execute_reply and iopub idle. With quickAck the WebSocket's
+// connection acknowledges every segment at once.
+func kernelChannelsPath(j *Jupyter, cfg PythonConfig, name string, required, quickAck bool, row rowDef) *path {
 	var (
 		kid string
 		ch  *jupyterChannels
@@ -87,7 +95,7 @@ func kernelChannelsPath(j *Jupyter, cfg PythonConfig, name string, required bool
 			if kid, err = j.StartKernel(ctx); err != nil {
 				return err
 			}
-			if ch, err = j.OpenChannels(ctx, kid); err != nil {
+			if ch, err = j.OpenChannels(ctx, kid, quickAck); err != nil {
 				return err
 			}
 			return ch.KernelInfo(ctx)
