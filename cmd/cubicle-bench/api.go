@@ -18,7 +18,8 @@ side in one run with the same operations on the sandbox driver called in
 this process, and prints p50, p90, p99, mean and n in milliseconds:
   api      POST /v1/computers from a full warm pool (it waits for the
            pool to refill between creates), DELETE, exec /bin/true
-           (unary JSON), /bin/echo's first byte streamed as SSE
+           (unary JSON), /bin/echo's first byte streamed as SSE, and
+           exec /bin/true after 300 ms idle in a computer of its own
   api      with --template NAME, also POST and DELETE of computers of
            that template, interleaved with the default's (the server
            must keep a warm pool for it: template.pools)

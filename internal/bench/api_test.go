@@ -185,14 +185,14 @@ func TestRunAPIAgainstFakeServer(t *testing.T) {
 			t.Errorf("row %+v", r)
 		}
 	}
-	if want := []string{RowAPICreate, RowAPIDelete, RowAPIExecTrue, RowAPIExecEcho}; !slices.Equal(ids, want) {
+	if want := []string{RowAPICreate, RowAPIDelete, RowAPIExecTrue, RowAPIExecEcho, RowAPIExecIdle}; !slices.Equal(ids, want) {
 		t.Errorf("rows %v, want %v", ids, want)
 	}
 	l := rep.Load
 	if l == nil || !l.OK || l.Execs != 12 || l.Errors != 0 || l.Rows[0].N != 4 || l.Rows[2].N != 4 {
 		t.Fatalf("load %+v", l)
 	}
-	if len(rep.Targets) != 2 {
+	if len(rep.Targets) != 3 || rep.Targets[2].Row != RowAPIExecIdle {
 		t.Errorf("targets %+v", rep.Targets)
 	}
 	if n := f.alive(); n != 0 {
@@ -225,7 +225,7 @@ func TestRunAPITemplateRows(t *testing.T) {
 			t.Errorf("row %+v", r)
 		}
 	}
-	if want := []string{RowAPICreate, RowAPIDelete, RowAPIExecTrue, RowAPIExecEcho, RowAPITemplateCreate, RowAPITemplateDelete}; !slices.Equal(ids, want) {
+	if want := []string{RowAPICreate, RowAPIDelete, RowAPIExecTrue, RowAPIExecEcho, RowAPIExecIdle, RowAPITemplateCreate, RowAPITemplateDelete}; !slices.Equal(ids, want) {
 		t.Errorf("rows %v, want %v", ids, want)
 	}
 	f.mu.Lock()

@@ -42,6 +42,8 @@ const (
 	RowExecEcho        = "cubicle_exec_echo"
 	RowExecIdle        = "cubicle_exec_true_idle"
 	RowHost            = "host_fork_exec"
+	RowHostTrue        = "host_fork_exec_true"
+	RowHostIdle        = "host_fork_exec_true_idle"
 	RowBwrap           = "bwrap_start"
 	RowRuncRun         = "runc_run"
 	RowRuncExecTru     = "runc_exec_true"
@@ -212,7 +214,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 
-	paths := []*path{cubicleCold(cfg), cubicleExec(cfg), cubicleExecIdle(cfg), hostForkExec(cfg)}
+	host, hostIdle := hostForkExec(cfg)
+	paths := []*path{cubicleCold(cfg), cubicleExec(cfg), cubicleExecIdle(cfg), host, hostIdle}
 	if tp := cubicleTemplateCold(cfg); tp != nil {
 		paths = append(paths[:1], append([]*path{tp}, paths[1:]...)...)
 	}

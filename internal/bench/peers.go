@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -121,13 +122,19 @@ func (p *proc) run(ctx context.Context, argv ...string) error {
 	return err
 }
 
-// hostForkExec is the floor: /bin/echo started directly by this process,
-// no isolation at all.
-func hostForkExec(cfg Config) *path {
+// hostForkExec is the floor: /bin/echo's first byte and a /bin/true round
+// trip started directly by this process, no isolation at all; and the
+// same round trip after idleGap of quiet, the floor of the cubicle idle
+// row (a quiet host's CPUs take longer to wake: what of the idle row is
+// the host's, not the computer's).
+func hostForkExec(cfg Config) (*path, *path) {
 	var pr *proc
 	p := &path{
 		name: "host fork+exec", required: true,
-		rows: []rowDef{{RowHost, "host     fork+exec /bin/echo → first byte"}},
+		rows: []rowDef{
+			{RowHost, "host     fork+exec /bin/echo → first byte"},
+			{RowHostTrue, "host     fork+exec /bin/true round trip"},
+		},
 	}
 	p.setup = func(context.Context) error {
 		var err error
@@ -136,7 +143,11 @@ func hostForkExec(cfg Config) *path {
 	}
 	p.sample = func(ctx context.Context) (map[string]time.Duration, error) {
 		d, err := pr.firstByte(ctx, echoArgv, echoOutput)
-		return map[string]time.Duration{RowHost: d}, err
+		if err != nil {
+			return nil, err
+		}
+		rt, err := pr.roundTrip(ctx, trueArgv)
+		return map[string]time.Duration{RowHost: d, RowHostTrue: rt}, err
 	}
 	p.close = func(context.Context) error {
 		if pr == nil {
@@ -144,7 +155,23 @@ func hostForkExec(cfg Config) *path {
 		}
 		return pr.close()
 	}
-	return p
+	idle := &path{
+		name: "host fork+exec after idle", required: true,
+		rows: []rowDef{{RowHostIdle, fmt.Sprintf("host     fork+exec /bin/true after %v idle", idleGap)}},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(idleGap):
+			}
+			if pr == nil {
+				return nil, errors.New("the host path was not set up")
+			}
+			rt, err := pr.roundTrip(ctx, trueArgv)
+			return map[string]time.Duration{RowHostIdle: rt}, err
+		},
+	}
+	return p, idle
 }
 
 // installHint says how to get a missing peer.
