@@ -427,10 +427,8 @@ func apiExecIdlePath(c *apiClient, tr *tracker, pool *poolWaiter) *path {
 		name: "api exec after idle", required: true,
 		rows: []rowDef{{RowAPIExecIdle, fmt.Sprintf("api      exec /bin/true after %v idle", apiIdleGap)}},
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(apiIdleGap):
+			if err := sleepCtx(ctx, apiIdleGap); err != nil {
+				return nil, err
 			}
 			rt, err := c.exec(ctx, id, trueArgv, "")
 			if err != nil {

@@ -177,10 +177,8 @@ func cubicleExecIdle(cfg Config) *path {
 		setup: r.setup,
 		close: r.close,
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(idleGap):
+			if err := sleepCtx(ctx, idleGap); err != nil {
+				return nil, err
 			}
 			d, err := r.execTrue(ctx)
 			return map[string]time.Duration{RowExecIdle: d}, err

@@ -255,10 +255,13 @@ func (f *idleFleet) destroyAll(timeout time.Duration) error {
 	return first
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
+// sleepCtx waits d, or less when ctx ends first (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
+		return ctx.Err()
 	case <-time.After(d):
+		return nil
 	}
 }
 

@@ -159,10 +159,8 @@ func hostForkExec(cfg Config) (*path, *path) {
 		name: "host fork+exec after idle", required: true,
 		rows: []rowDef{{RowHostIdle, fmt.Sprintf("host     fork+exec /bin/true after %v idle", idleGap)}},
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(idleGap):
+			if err := sleepCtx(ctx, idleGap); err != nil {
+				return nil, err
 			}
 			if pr == nil {
 				return nil, errors.New("the host path was not set up")
