@@ -11,6 +11,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cubicle-sandbox/cubicle/internal/kubetest"
@@ -30,18 +31,19 @@ func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &bin)) }
 type cluster struct {
 	*kubetest.Cluster
 	client kubernetes.Interface
+	dyn    dynamic.Interface
 	ns     string
 }
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := kubetest.Start(t)
-	client, err := kube.NewClient(c.Kubeconfig)
+	client, dyn, err := kube.NewClients(c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.OnPodBound(podtest.Kubelet(bin, client))
-	return &cluster{Cluster: c, client: client, ns: c.Namespace(t)}
+	return &cluster{Cluster: c, client: client, dyn: dyn, ns: c.Namespace(t)}
 }
 
 // driver is a started driver of instance in the cluster's namespace,
@@ -50,7 +52,7 @@ func (c *cluster) driver(t *testing.T, instance string, tweak func(*kube.Config)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := kube.Config{Client: c.client, Namespace: c.ns, Image: "cubicle-agent:test", StartTimeout: time.Minute}
+	cfg := kube.Config{Client: c.client, Dynamic: c.dyn, Namespace: c.ns, Image: "cubicle-agent:test", StartTimeout: time.Minute}
 	if tweak != nil {
 		tweak(&cfg)
 	}
