@@ -98,7 +98,8 @@ func (c *computer) describeEnd() string {
 	return "the connection to its agent ended; its pod: " + podEnd(p)
 }
 
-// Kill deletes the pod and returns once the API server removed it: the
+// Kill deletes the pod (on the agent-sandbox path its claim and Sandbox
+// first) and returns once the API server removed it: the
 // kubelet has stopped its containers (nothing of it runs). Idempotent.
 func (c *computer) Kill(ctx context.Context) error {
 	c.mu.Lock()
@@ -111,8 +112,11 @@ func (c *computer) Kill(ctx context.Context) error {
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if pod == "" { // a claim not bound yet: a Sandbox made for it (not a warm pool's) has its name, as has its pod
-		pod, sb = c.claim, c.claim
+	if c.claim != "" && sb == "" {
+		sb = c.claim // not bound yet: a Sandbox made for the claim (not a warm pool's) has its name
+	}
+	if pod == "" {
+		pod = sb // a Sandbox's pod has its name, unless adopted from a warm pool (annotated)
 	}
 	var err error
 	if c.claim != "" {

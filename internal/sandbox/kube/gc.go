@@ -89,7 +89,7 @@ func (d *Driver) GC(ctx context.Context) (sandbox.GCReport, error) {
 }
 
 // gcClaims deletes the orphaned SandboxClaims (and their Sandboxes and
-// pods) among those sel selects.
+// pods, without waiting for the pods to end) among those sel selects.
 func (d *Driver) gcClaims(ctx context.Context, sel metav1.ListOptions, orphan func(metav1.Object) bool) (int, error) {
 	claims, err := d.cfg.Dynamic.Resource(gvrClaim).Namespace(d.cfg.Namespace).List(ctx, sel)
 	if err != nil {
@@ -103,7 +103,11 @@ func (d *Driver) gcClaims(ctx context.Context, sel metav1.ListOptions, orphan fu
 			continue
 		}
 		sb, _, _ := unstructured.NestedString(cl.Object, "status", "sandbox", "name")
-		if err := d.removeClaimed(ctx, cl.GetName(), sb, ""); err != nil {
+		var pod string
+		if sb != "" {
+			pod, _, _ = d.sandboxPod(ctx, sb, cl.GetUID()) // not the claim's (or gone): left to the cluster's garbage collector
+		}
+		if err := d.removeClaimed(ctx, cl.GetName(), sb, pod); err != nil {
 			firstErr = cmpErr(firstErr, err)
 			continue
 		}

@@ -65,15 +65,16 @@ func (c *cluster) installAgentSandbox(t *testing.T) {
 		}
 	}
 	for _, gvr := range []schema.GroupVersionResource{gvrSandbox, gvrTemplate, gvrWarmPool, gvrClaim} {
-		for {
-			_, err := c.dyn.Resource(gvr).Namespace(c.ns).List(ctx, metav1.ListOptions{})
+		for served := false; !served; time.Sleep(50 * time.Millisecond) {
+			list, err := c.client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 			if err == nil {
-				break
+				for _, r := range list.APIResources {
+					served = served || r.Name == gvr.Resource
+				}
 			}
 			if ctx.Err() != nil {
 				t.Fatalf("%s not served: %v", gvr.Resource, err)
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	cctx, stop := context.WithCancel(context.Background())
