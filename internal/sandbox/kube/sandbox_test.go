@@ -23,30 +23,16 @@ func poolSpec() sandbox.Spec {
 	return s
 }
 
-// TestAgentSandboxContract runs the driver contract on the agent-sandbox
-// path: every computer a SandboxClaim, bound by the test's controller to
-// a Sandbox whose pod runs a real pod agent that made its own key pair.
-func TestAgentSandboxContract(t *testing.T) {
-	c := startCluster(t)
-	c.installAgentSandbox(t)
-	drivertest.Run(t, func(t *testing.T) sandbox.Driver {
-		d := c.driver(t, "srv_contract", func(cfg *kube.Config) {
-			cfg.AgentSandbox, cfg.PoolSize, cfg.PoolSpec = kube.AgentSandboxOn, 1, poolSpec()
-		})
-		if !d.AgentSandbox() {
-			t.Fatal("the driver does not use agent-sandbox's CRDs")
-		}
-		return d
-	}, drivertest.Options{Python: true})
-}
-
 // TestAgentSandbox: without agent-sandbox's CRDs "auto" makes plain pods
 // and "on" fails naming what is missing; with them the driver makes its
 // SandboxTemplate and SandboxWarmPool, a create claims the warm pool's
 // Sandbox (no per-pod Secret: the pod made its own key pair), the pool
 // refills, another shape is a plain pod; GC deletes the claims of a
 // replica that is gone and leaves the pool alone; a destroy deletes
-// claim, Sandbox and pod.
+// claim, Sandbox and pod. Then the driver contract runs on this path
+// (one cluster for both: each costs seconds to start): every computer a
+// SandboxClaim, bound by the test's controller to a Sandbox whose pod
+// runs a real pod agent that made its own key pair.
 func TestAgentSandbox(t *testing.T) {
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -162,6 +148,12 @@ func TestAgentSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone(t, c, claim2, bound)
+
+	t.Run("Contract", func(t *testing.T) {
+		drivertest.Run(t, func(t *testing.T) sandbox.Driver {
+			return c.driver(t, "srv_contract", func(cfg *kube.Config) { pooled(cfg); cfg.AgentSandbox = kube.AgentSandboxOn })
+		}, drivertest.Options{Python: true})
+	})
 }
 
 // waitPoolSandbox waits for a Ready sandbox of the warm pool other than
