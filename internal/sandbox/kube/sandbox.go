@@ -144,25 +144,17 @@ func (d *Driver) ensureTrust(ctx context.Context) error {
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{podagent.ClientCerts: d.client.CertPEM},
 	}
-	_, err := api.Create(ctx, want, metav1.CreateOptions{})
-	if err == nil || !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return fmt.Errorf("create secret %s: %w", want.Name, err)
-		}
-		return nil
-	}
-	have, err := api.Get(ctx, want.Name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("read secret %s: %w", want.Name, err)
-	}
-	if string(have.Data[podagent.ClientCerts]) == string(want.Data[podagent.ClientCerts]) {
-		return nil
-	}
-	have.Data = want.Data
-	if _, err := api.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("update secret %s: %w", want.Name, err)
-	}
-	return nil
+	return ensure(ctx, "secret "+want.Name,
+		func(ctx context.Context) error { _, err := api.Create(ctx, want, metav1.CreateOptions{}); return err },
+		func(ctx context.Context) (*corev1.Secret, error) { return api.Get(ctx, want.Name, metav1.GetOptions{}) },
+		func(have *corev1.Secret) bool {
+			return string(have.Data[podagent.ClientCerts]) == string(want.Data[podagent.ClientCerts])
+		},
+		func(ctx context.Context, have *corev1.Secret) error {
+			have.Data = want.Data
+			_, err := api.Update(ctx, have, metav1.UpdateOptions{})
+			return err
+		})
 }
 
 // sandboxShape reports whether spec is a computer of the pool's pod shape
@@ -212,32 +204,23 @@ func (d *Driver) ensureObject(ctx context.Context, gvr schema.GroupVersionResour
 	want := hex.EncodeToString(sum[:])
 	obj.SetAnnotations(map[string]string{AnnotationSpec: want})
 	api := d.cfg.Dynamic.Resource(gvr).Namespace(d.cfg.Namespace)
-	kind, name := obj.GetKind(), obj.GetName()
-	_, err = api.Create(ctx, obj, metav1.CreateOptions{})
-	if err == nil || !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return fmt.Errorf("create %s %s: %w", kind, name, err)
-		}
-		return nil
-	}
-	have, err := api.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("read %s %s: %w", kind, name, err)
-	}
-	if have.GetAnnotations()[AnnotationSpec] == want {
-		return nil
-	}
-	have.Object["spec"] = obj.Object["spec"]
-	anns := have.GetAnnotations()
-	if anns == nil {
-		anns = map[string]string{}
-	}
-	anns[AnnotationSpec] = want
-	have.SetAnnotations(anns)
-	if _, err := api.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("update %s %s: %w", kind, name, err)
-	}
-	return nil
+	return ensure(ctx, obj.GetKind()+" "+obj.GetName(),
+		func(ctx context.Context) error { _, err := api.Create(ctx, obj, metav1.CreateOptions{}); return err },
+		func(ctx context.Context) (*unstructured.Unstructured, error) {
+			return api.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		},
+		func(have *unstructured.Unstructured) bool { return have.GetAnnotations()[AnnotationSpec] == want },
+		func(ctx context.Context, have *unstructured.Unstructured) error {
+			have.Object["spec"] = obj.Object["spec"]
+			anns := have.GetAnnotations()
+			if anns == nil {
+				anns = map[string]string{}
+			}
+			anns[AnnotationSpec] = want
+			have.SetAnnotations(anns)
+			_, err := api.Update(ctx, have, metav1.UpdateOptions{})
+			return err
+		})
 }
 
 // sandboxTemplate is the SandboxTemplate of computers of spec's shape:

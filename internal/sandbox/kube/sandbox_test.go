@@ -116,19 +116,7 @@ func TestAgentSandbox(t *testing.T) {
 
 	// a stops; b, knowing only itself alive, deletes a's claim (and its
 	// sandbox and pod), not the warm pool's.
-	if err := a.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b := c.driver(t, "srv_b", pooled)
-	rep, err := b.GC(ctx)
-	if err != nil || rep.Computers != 1 {
-		t.Fatalf("GC: %+v %v, want a's claim", rep, err)
-	}
-	select {
-	case <-sb.Done():
-	case <-time.After(30 * time.Second):
-		t.Fatal("a's computer did not end after its claim was collected")
-	}
+	b := takeOver(t, c, a, sb, pooled)
 	gone(t, c, claimName, pool)
 	if _, err := c.dyn.Resource(gvrSandbox).Namespace(c.ns).Get(ctx, next, metav1.GetOptions{}); err != nil {
 		t.Errorf("GC took the warm pool's sandbox: %v", err)
