@@ -27,18 +27,19 @@ func computerDriver(ctx context.Context, cfg config.Config, net sandbox.Network)
 		return drv, nil, nil
 	}
 	k := cfg.Kubernetes
-	client, err := kube.NewClient(k.Kubeconfig)
+	client, dyn, err := kube.NewClients(k.Kubeconfig)
 	if err != nil {
 		return nil, nil, err
 	}
 	selector, _ := k.Selector() // validated by config.Load
-	drv, err := kube.New(ctx, kube.Config{Client: client, Namespace: k.Namespace, Image: k.Image,
+	drv, err := kube.New(ctx, kube.Config{Client: client, Dynamic: dyn, AgentSandbox: k.AgentSandbox, Namespace: k.Namespace, Image: k.Image,
 		RuntimeClass: k.RuntimeClass, PoolSize: cfg.Computers.PoolSize, ControlPlane: selector,
 		Deployment: k.Deployment, GCEvery: k.GCEvery(), StartTimeout: k.StartTimeout(), Logger: slog.Default()})
 	if err != nil {
 		return nil, nil, err
 	}
-	slog.Info("computers are kubernetes pods", "namespace", k.Namespace, "image", k.Image, "runtime_class", k.RuntimeClass)
+	slog.Info("computers are kubernetes pods", "namespace", k.Namespace, "image", k.Image, "runtime_class", k.RuntimeClass,
+		"agent_sandbox", drv.AgentSandbox())
 	start := func(mgr *computer.Manager, st store.Store) {
 		var live func(context.Context) (map[string]bool, error)
 		if cfg.Store.Postgres() { // other replicas may be alive; with SQLite only this one is

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,8 @@ func eventually(t *testing.T, what string, limit time.Duration, ok func() bool) 
 // = kubernetes runs computers as pods of a real API server: create (from
 // the warm pool), exec as the sandbox user, a file, Python reading it, and
 // delete (the pod goes) run end to end; a feature the driver lacks is a
-// 422 naming it.
+// 422 naming it; with kubernetes.agent_sandbox = "on" on a cluster without
+// agent-sandbox's CRDs the server does not start, saying why.
 func TestServeKubernetes(t *testing.T) {
 	client, ns, env := kubeCluster(t)
 	s := startServer(t, t.TempDir(), serveEnv(append(env, "CUBICLE_ADMIN_KEY="+serveAdminKey)...))
@@ -106,6 +108,17 @@ func TestServeKubernetes(t *testing.T) {
 		return true
 	})
 	s.stop()
+
+	// kubernetes.agent_sandbox = "on" on this cluster, which serves no
+	// agent-sandbox CRDs: the server does not start, and says why.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cubicleBin, "serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0")
+	cmd.Env = serveEnv(append(env, "CUBICLE_ADMIN_KEY="+serveAdminKey, "CUBICLE_KUBERNETES_AGENT_SANDBOX=on")...)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `kubernetes.agent_sandbox is "on" but the cluster does not serve agents.x-k8s.io/v1beta1 Sandbox`) {
+		t.Errorf("serve with agent_sandbox on and no CRDs: %v\n%s", err, out)
+	}
 }
 
 // TestServeKubernetesFleet: two replicas on one PostgreSQL database share

@@ -38,12 +38,24 @@ type Kubernetes struct {
 	// GCSeconds is how often the pods of replicas that are gone are
 	// deleted.
 	GCSeconds int `toml:"gc_seconds"`
+	// AgentSandbox says whether computers are agent-sandbox's
+	// SandboxClaims: "auto" (where the cluster serves its CRDs), "on"
+	// (required: the server does not start without them) or "off" (plain
+	// Pods). docs/fleet.md.
+	AgentSandbox string `toml:"agent_sandbox"`
 }
+
+// AgentSandbox modes.
+const (
+	AgentSandboxAuto = "auto"
+	AgentSandboxOn   = "on"
+	AgentSandboxOff  = "off"
+)
 
 // DefaultKubernetes is the [kubernetes] block's defaults.
 func DefaultKubernetes() Kubernetes {
 	return Kubernetes{Namespace: "cubicle", ControlPlaneSelector: "app.kubernetes.io/name=cubicle",
-		Deployment: "cubicle", StartTimeoutSeconds: 180, GCSeconds: 60}
+		Deployment: "cubicle", StartTimeoutSeconds: 180, GCSeconds: 60, AgentSandbox: AgentSandboxAuto}
 }
 
 // StartTimeout is start_timeout_seconds.
@@ -92,6 +104,8 @@ func (k Kubernetes) validate(driver string) error {
 		return invalid("kubernetes.start_timeout_seconds", "must be 0 (the default) or positive")
 	case k.GCSeconds < 0:
 		return invalid("kubernetes.gc_seconds", "must be 0 (the default) or positive")
+	case k.AgentSandbox != AgentSandboxAuto && k.AgentSandbox != AgentSandboxOn && k.AgentSandbox != AgentSandboxOff:
+		return invalid("kubernetes.agent_sandbox", "must be %q, %q or %q, got %q", AgentSandboxAuto, AgentSandboxOn, AgentSandboxOff, k.AgentSandbox)
 	}
 	_, err := k.Selector()
 	return err

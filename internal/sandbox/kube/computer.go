@@ -17,13 +17,16 @@ import (
 // ports are its agent's, through the embedded client.
 type computer struct {
 	*agent.Client
-	id   string
-	spec sandbox.Spec
-	d    *Driver
+	id    string
+	spec  sandbox.Spec
+	d     *Driver
+	claim string // its SandboxClaim (the agent-sandbox path), else ""
 
 	done chan struct{} // closed once the control connection ended
 
 	mu        sync.Mutex
+	pod       string // its pod ("": not known yet)
+	sandbox   string // its Sandbox (the agent-sandbox path; "": not known yet)
 	reason    string
 	deleting  bool // Kill deletes the pod
 	killed    bool // Kill returned: the pod is gone
@@ -53,6 +56,13 @@ func (c *computer) ExitReason() string {
 	}
 }
 
+// setObjects records the computer's Sandbox and pod once known.
+func (c *computer) setObjects(sandbox, pod string) {
+	c.mu.Lock()
+	c.sandbox, c.pod = sandbox, pod
+	c.mu.Unlock()
+}
+
 // attach gives the computer its agent's client and watches its end.
 func (c *computer) attach(cl *agent.Client) {
 	c.Client = cl
@@ -71,13 +81,14 @@ func (c *computer) attach(cl *agent.Client) {
 func (c *computer) describeEnd() string {
 	c.mu.Lock()
 	deleted := c.deleting || c.killed || c.destroyed
+	pod := c.pod
 	c.mu.Unlock()
 	if deleted {
 		return "its pod was deleted"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	p, err := c.d.cfg.Client.CoreV1().Pods(c.d.cfg.Namespace).Get(ctx, podName(c.id), metav1.GetOptions{})
+	p, err := c.d.cfg.Client.CoreV1().Pods(c.d.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
 	switch {
 	case err != nil:
 		return fmt.Sprintf("the connection to its agent ended; its pod: %v", err)
@@ -87,7 +98,8 @@ func (c *computer) describeEnd() string {
 	return "the connection to its agent ended; its pod: " + podEnd(p)
 }
 
-// Kill deletes the pod and returns once the API server removed it: the
+// Kill deletes the pod (on the agent-sandbox path its claim and Sandbox
+// first) and returns once the API server removed it: the
 // kubelet has stopped its containers (nothing of it runs). Idempotent.
 func (c *computer) Kill(ctx context.Context) error {
 	c.mu.Lock()
@@ -96,13 +108,26 @@ func (c *computer) Kill(ctx context.Context) error {
 		return nil
 	}
 	c.deleting = true
+	pod, sb := c.pod, c.sandbox
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := c.d.remove(ctx, c.id); err != nil {
+	if c.claim != "" && sb == "" {
+		sb = c.claim // not bound yet: a Sandbox made for the claim (not a warm pool's) has its name
+	}
+	if pod == "" {
+		pod = sb // a Sandbox's pod has its name, unless adopted from a warm pool (annotated)
+	}
+	var err error
+	if c.claim != "" {
+		err = c.d.removeClaimed(ctx, c.claim, sb, pod)
+	} else {
+		err = c.d.remove(ctx, c.id)
+	}
+	if err != nil {
 		return err
 	}
-	if err := c.d.waitGone(ctx, podName(c.id)); err != nil {
+	if err := c.d.waitGone(ctx, pod); err != nil {
 		return fmt.Errorf("kill computer %s: its pod was not removed: %w", c.id, err)
 	}
 	c.mu.Lock()

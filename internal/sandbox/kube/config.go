@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -19,6 +20,13 @@ import (
 type Config struct {
 	// Client talks to the API server (see NewClient).
 	Client kubernetes.Interface
+	// Dynamic talks to it about agent-sandbox's objects (NewClients;
+	// nil: plain Pods, unless AgentSandbox is "on": an error).
+	Dynamic dynamic.Interface
+	// AgentSandbox is AgentSandboxAuto ("" too: agent-sandbox's CRDs when
+	// the cluster serves them), AgentSandboxOn (required: New fails
+	// without them) or AgentSandboxOff (plain Pods). sandbox.go.
+	AgentSandbox string
 	// Namespace holds the computers' pods, Secrets and NetworkPolicy.
 	Namespace string
 	// Image is the agent image (docs/fleet.md, deploy/agent.Dockerfile).
@@ -71,6 +79,8 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("kubernetes driver: no agent image (kubernetes.image)")
 	case c.PoolSize < 0 || c.PoolSize > 1000:
 		return fmt.Errorf("kubernetes driver: pool size %d is not 0 to 1000", c.PoolSize)
+	case c.AgentSandbox != "" && c.AgentSandbox != AgentSandboxAuto && c.AgentSandbox != AgentSandboxOn && c.AgentSandbox != AgentSandboxOff:
+		return fmt.Errorf("kubernetes driver: agent_sandbox %q is not auto, on or off", c.AgentSandbox)
 	}
 	if c.ControlPlane == nil {
 		c.ControlPlane = DefaultControlPlane
@@ -96,6 +106,29 @@ func (c *Config) defaults() error {
 // NewClient is a client of the API server: from the kubeconfig file at
 // path, or in-cluster (the pod's service account) when path is "".
 func NewClient(path string) (kubernetes.Interface, error) {
+	rc, err := restConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
+// NewClients is NewClient and the dynamic client of the same API server
+// (for agent-sandbox's objects, whose Go types are not a dependency).
+func NewClients(path string) (kubernetes.Interface, dynamic.Interface, error) {
+	rc, err := restConfig(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	return client, dyn, err
+}
+
+func restConfig(path string) (*rest.Config, error) {
 	var rc *rest.Config
 	var err error
 	if path == "" {
@@ -107,5 +140,5 @@ func NewClient(path string) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
 	rc.QPS, rc.Burst = 50, 100
-	return kubernetes.NewForConfig(rc)
+	return rc, nil
 }

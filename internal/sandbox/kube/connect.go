@@ -19,27 +19,30 @@ import (
 
 var errPodGone = errors.New("the pod was deleted")
 
-// waitPod watches pod name until check says it is done (or ctx ends):
-// check returns done and an error that ends the wait.
-func (d *Driver) waitPod(ctx context.Context, name string, check func(*corev1.Pod, bool) (bool, error)) error {
-	pods := d.cfg.Client.CoreV1().Pods(d.cfg.Namespace)
+// waitFor gets an object (get), checks it, then watches it (watchFn, from
+// the version got) until check says it is done or ctx ends: check gets
+// each version and whether the object was deleted (then the object may be
+// nil), and returns done and an error that ends the wait.
+func waitFor[T interface{ GetResourceVersion() string }](ctx context.Context, get func(context.Context) (T, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), name string, check func(T, bool) (bool, error)) error {
 	for {
-		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		obj, err := get(ctx)
 		if apierrors.IsNotFound(err) {
-			_, err = check(nil, true)
+			var gone T
+			_, err = check(gone, true)
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		if done, err := check(p, false); done {
+		if done, err := check(obj, false); done {
 			return err
 		}
-		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: p.ResourceVersion})
+		w, err := watchFn(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: obj.GetResourceVersion()})
 		if err != nil {
 			return err
 		}
-		done, err := watchPod(ctx, w, check)
+		done, err := watchUntil(ctx, w, check)
 		w.Stop()
 		if done {
 			return err
@@ -50,9 +53,9 @@ func (d *Driver) waitPod(ctx context.Context, name string, check func(*corev1.Po
 	}
 }
 
-// watchPod feeds a watch's events to check; false when the watch ended
+// watchUntil feeds a watch's events to check; false when the watch ended
 // without a verdict (it is then made again).
-func watchPod(ctx context.Context, w watch.Interface, check func(*corev1.Pod, bool) (bool, error)) (bool, error) {
+func watchUntil[T any](ctx context.Context, w watch.Interface, check func(T, bool) (bool, error)) (bool, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -61,19 +64,28 @@ func watchPod(ctx context.Context, w watch.Interface, check func(*corev1.Pod, bo
 			if !ok {
 				return false, nil
 			}
-			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod {
-				continue // a watch error (expired version): start again
+			obj, isT := ev.Object.(T)
+			if !isT {
+				continue // a watch error (expired version): the watch ends, and is made again
 			}
-			if done, err := check(p, ev.Type == watch.Deleted); done {
+			if done, err := check(obj, ev.Type == watch.Deleted); done {
 				return true, err
 			}
 		}
 	}
 }
 
-// waitRunning waits for the pod to run with an IP and returns the IP.
-func (d *Driver) waitRunning(ctx context.Context, name string) (string, error) {
+// waitPod watches pod name until check says it is done (or ctx ends).
+func (d *Driver) waitPod(ctx context.Context, name string, check func(*corev1.Pod, bool) (bool, error)) error {
+	pods := d.cfg.Client.CoreV1().Pods(d.cfg.Namespace)
+	return waitFor(ctx, func(ctx context.Context) (*corev1.Pod, error) { return pods.Get(ctx, name, metav1.GetOptions{}) },
+		pods.Watch, name, check)
+}
+
+// waitRunning waits for the pod to run with an IP and returns the IP;
+// ready, when not nil, must say the running pod is ready too (or fail
+// it).
+func (d *Driver) waitRunning(ctx context.Context, name string, ready func(*corev1.Pod) (bool, error)) (string, error) {
 	var ip string
 	err := d.waitPod(ctx, name, func(p *corev1.Pod, deleted bool) (bool, error) {
 		switch {
@@ -82,6 +94,11 @@ func (d *Driver) waitRunning(ctx context.Context, name string) (string, error) {
 		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
 			return true, fmt.Errorf("the pod ended before its agent answered: %s", podEnd(p))
 		case p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "":
+			if ready != nil {
+				if done, err := ready(p); !done || err != nil {
+					return err != nil, err
+				}
+			}
 			ip = p.Status.PodIP
 			return true, nil
 		}

@@ -16,6 +16,13 @@
 // A warm pool of ready pods (Config.PoolSize, pool.go) is claimed by
 // relabelling. GC (gc.go) deletes the pods and Secrets of this deployment
 // whose replica (label cubicle.dev/instance) is no longer alive.
+//
+// Where the cluster serves kubernetes-sigs/agent-sandbox's CRDs
+// (Config.AgentSandbox, sandbox.go, claim.go), computers of the pool's
+// shape are SandboxClaims on the deployment's SandboxWarmPool of one
+// SandboxTemplate, through the dynamic client; their pods make their own
+// key pair (an init container) and the driver pins the fingerprint their
+// kubelet publishes in the pod's status.
 // docs/fleet.md has the manifests, the RBAC verbs and the decisions.
 //
 // It may import internal/sandbox, internal/agent,

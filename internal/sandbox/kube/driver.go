@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,10 @@ type Driver struct {
 	stop     context.CancelFunc
 	bg       sync.WaitGroup
 	startErr error // why Start has not run
+
+	sandboxes bool       // computers of the pool's shape are agent-sandbox's (sandbox.go)
+	sbMu      sync.Mutex // held while the SandboxTemplate and SandboxWarmPool are made
+	sbReady   bool       // they are
 }
 
 var (
@@ -44,14 +49,19 @@ func (d *Driver) DriverName() string { return "kubernetes" }
 var errNotStarted = errors.New("kubernetes driver: Start was not called")
 
 // New checks the API server and prepares the namespace: the control
-// plane's client identity (made once per deployment) and the
-// NetworkPolicy. Start must follow before computers are created.
+// plane's client identity (made once per deployment), the NetworkPolicy
+// and, where agent-sandbox's API is served (Config.AgentSandbox), the
+// Secret of the control plane's certificate its pods mount. Start must
+// follow before computers are created.
 func New(ctx context.Context, cfg Config) (*Driver, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, log: cfg.Logger, running: map[string]*computer{}, startErr: errNotStarted,
 		pool: make(chan *computer, cfg.PoolSize), wake: make(chan struct{}, 1)}
+	if err := d.chooseAgentSandbox(); err != nil {
+		return nil, unavailable("kubernetes driver: %w", err)
+	}
 	var err error
 	if d.client, err = d.loadClientIdentity(ctx); err != nil {
 		return nil, unavailable("kubernetes driver: %w", err)
@@ -59,13 +69,23 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	if err := d.ensurePolicy(ctx); err != nil {
 		return nil, unavailable("kubernetes driver: %w", err)
 	}
+	if d.sandboxes {
+		if err := d.ensureTrust(ctx); err != nil {
+			return nil, unavailable("kubernetes driver: %w", err)
+		}
+	}
 	return d, nil
 }
+
+// AgentSandbox reports whether computers of the pool's shape are
+// agent-sandbox's SandboxClaims (decided at New).
+func (d *Driver) AgentSandbox() bool { return d.sandboxes }
 
 // Start names the replica that owns the driver's pods (instance, label
 // cubicle.dev/instance), how to tell which replicas are alive (live; nil:
 // only this one) and the pooled computers' spec (zero: Config.PoolSpec),
-// then starts the warm pool and the background GC.
+// then starts the warm pool (with agent-sandbox: makes its SandboxTemplate
+// and SandboxWarmPool) and the background GC.
 func (d *Driver) Start(instance string, live func(ctx context.Context) (map[string]bool, error), poolSpec sandbox.Spec) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.mu.Lock()
@@ -74,7 +94,11 @@ func (d *Driver) Start(instance string, live func(ctx context.Context) (map[stri
 		d.cfg.PoolSpec = poolSpec
 	}
 	d.mu.Unlock()
-	if d.cfg.PoolSize > 0 {
+	switch {
+	case d.sandboxes:
+		d.bg.Add(1)
+		go d.keepSandboxObjects(ctx)
+	case d.cfg.PoolSize > 0:
 		d.bg.Add(1)
 		go d.refill(ctx)
 	}
@@ -104,7 +128,8 @@ func (d *Driver) Close(ctx context.Context) error {
 	}
 }
 
-// Create starts a computer: a pooled pod when spec is the pool's, else a
+// Create starts a computer: with agent-sandbox, a SandboxClaim when spec
+// has the pool's shape; else a pooled pod when spec is the pool's, else a
 // new pod.
 func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
 	if spec.Network == "" {
@@ -121,6 +146,9 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	if d.sandboxes && d.sandboxShape(spec) {
+		return d.startClaimed(ctx, sandbox.NewID(), spec)
 	}
 	if c := d.claim(ctx, spec); c != nil {
 		return c, nil
@@ -145,7 +173,7 @@ func (d *Driver) start(ctx context.Context, id string, spec sandbox.Spec, state 
 	if err != nil {
 		return nil, unavailable("start computer: create pod: %w", err)
 	}
-	c := &computer{id: id, spec: spec, d: d, done: make(chan struct{})}
+	c := &computer{id: id, spec: spec, d: d, done: make(chan struct{}), pod: pod.Name}
 	d.track(c)
 	fail := func(err error) (*computer, error) {
 		c.Destroy(context.WithoutCancel(ctx))
@@ -154,24 +182,34 @@ func (d *Driver) start(ctx context.Context, id string, spec sandbox.Spec, state 
 	if _, err := d.cfg.Client.CoreV1().Secrets(d.cfg.Namespace).Create(ctx, d.secret(id, pod, server), metav1.CreateOptions{}); err != nil {
 		return fail(unavailable("start computer: create secret: %w", err))
 	}
-	ip, err := d.waitRunning(ctx, pod.Name)
+	ip, err := d.waitRunning(ctx, pod.Name, nil)
 	if err != nil {
 		return fail(unavailable("start computer: pod %s: %w", pod.Name, err))
 	}
+	if err := d.handshake(ctx, c, ip, fp); err != nil {
+		return fail(unavailable("start computer: pod %s: %w", pod.Name, err))
+	}
+	return c, nil
+}
+
+// handshake connects to the agent at ip, pinning its certificate's
+// fingerprint fp, starts it for c's spec and attaches it to c.
+func (d *Driver) handshake(ctx context.Context, c *computer, ip, fp string) error {
 	conn, err := d.connect(ctx, ip, fp)
 	if err != nil {
-		return fail(unavailable("start computer: pod %s: %w", pod.Name, err))
+		return err
 	}
+	spec := c.spec
 	init := protocol.Init{
 		Hostname: "computer", Env: spec.Env, Timeout: protocol.Millis(spec.Timeout), MaxFile: spec.DiskBytes,
 		MemoryHint: spec.MemoryBytes, TmpBytes: tmpBytes(spec), Python: sandbox.DefaultPython,
 	}
 	if err := agent.Handshake(ctx, conn, init); err != nil {
 		conn.Close()
-		return fail(unavailable("pod %s: %w", pod.Name, err))
+		return err
 	}
 	c.attach(agent.NewClient(conn))
-	return c, nil
+	return nil
 }
 
 func (d *Driver) track(c *computer) {
@@ -197,14 +235,41 @@ func (d *Driver) tracked(id string) bool {
 // containers, then the API server removes it (a grace period of 0 would
 // remove it at once, before anything was killed).
 func (d *Driver) remove(ctx context.Context, id string) error {
-	grace := int64(1)
-	err := d.cfg.Client.CoreV1().Pods(d.cfg.Namespace).Delete(ctx, podName(id), metav1.DeleteOptions{GracePeriodSeconds: &grace})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete pod %s: %w", podName(id), err)
+	if err := d.deletePod(ctx, podName(id)); err != nil {
+		return err
 	}
-	err = d.cfg.Client.CoreV1().Secrets(d.cfg.Namespace).Delete(ctx, secretName(id), metav1.DeleteOptions{})
+	err := d.cfg.Client.CoreV1().Secrets(d.cfg.Namespace).Delete(ctx, secretName(id), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete secret %s: %w", secretName(id), err)
 	}
 	return nil
+}
+
+// deletePod deletes a pod with a grace period of one second (gone
+// already: nil).
+func (d *Driver) deletePod(ctx context.Context, name string) error {
+	grace := int64(1)
+	err := d.cfg.Client.CoreV1().Pods(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pod %s: %w", name, err)
+	}
+	return nil
+}
+
+// keepSandboxObjects makes the SandboxTemplate and SandboxWarmPool,
+// trying again (backing off up to 30 s) until they are made or ctx ends.
+func (d *Driver) keepSandboxObjects(ctx context.Context) {
+	defer d.bg.Done()
+	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+		err := d.ensureSandboxObjects(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		d.log.Warn("kubernetes: agent-sandbox: make the template and warm pool", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
 }

@@ -6,15 +6,19 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
-// GC deletes the pods and Secrets of this deployment that no live replica
-// owns (their replica's lease lapsed), and this replica's own that it no
-// longer tracks (a start that failed half-way), once older than a start
-// may take. A Secret whose pod is gone goes too (the cluster's garbage
-// collector deletes it anyway, through its owner reference).
+// GC deletes the pods and Secrets (and, with agent-sandbox, the
+// SandboxClaims) of this deployment that no live replica owns (their
+// replica's lease lapsed), and this replica's own that it no longer
+// tracks (a start that failed half-way), once older than a start may
+// take. A Secret whose pod is gone goes too (the cluster's garbage
+// collector deletes it anyway, through its owner reference). The pods of
+// agent-sandbox's Sandboxes carry no replica (a warm pool's are made
+// before any claim): they go with their claims.
 func (d *Driver) GC(ctx context.Context) (sandbox.GCReport, error) {
 	var rep sandbox.GCReport
 	d.mu.Lock()
@@ -33,24 +37,29 @@ func (d *Driver) GC(ctx context.Context) (sandbox.GCReport, error) {
 			live[k] = live[k] || v
 		}
 	}
-	sel := metav1.ListOptions{LabelSelector: d.selector() + "," + LabelRole + "=" + roleComputer}
-	pods, err := d.cfg.Client.CoreV1().Pods(d.cfg.Namespace).List(ctx, sel)
-	if err != nil {
-		return rep, fmt.Errorf("kubernetes gc: list pods: %w", err)
-	}
+	sel := metav1.ListOptions{LabelSelector: d.selector() + "," + LabelRole + "=" + roleComputer + "," + LabelInstance}
 	old := time.Now().Add(-d.cfg.StartTimeout)
-	orphan := func(m metav1.ObjectMeta) bool {
-		owner, id := m.Labels[LabelInstance], m.Labels[LabelComputer]
+	orphan := func(m metav1.Object) bool {
+		owner, id := m.GetLabels()[LabelInstance], m.GetLabels()[LabelComputer]
 		if !live[owner] {
 			return true
 		}
-		return owner == self && !d.tracked(id) && m.CreationTimestamp.Time.Before(old)
+		return owner == self && !d.tracked(id) && m.GetCreationTimestamp().Time.Before(old)
+	}
+	var firstErr error
+	if d.sandboxes {
+		n, err := d.gcClaims(ctx, sel, orphan)
+		rep.Computers += n
+		firstErr = err
+	}
+	pods, err := d.cfg.Client.CoreV1().Pods(d.cfg.Namespace).List(ctx, sel)
+	if err != nil {
+		return rep, cmpErr(firstErr, fmt.Errorf("kubernetes gc: list pods: %w", err))
 	}
 	havePod := map[string]bool{}
-	var firstErr error
 	for _, p := range pods.Items {
 		id := p.Labels[LabelComputer]
-		if !orphan(p.ObjectMeta) {
+		if !orphan(&p.ObjectMeta) {
 			havePod[id] = true
 			continue
 		}
@@ -77,6 +86,34 @@ func (d *Driver) GC(ctx context.Context) (sandbox.GCReport, error) {
 		}
 	}
 	return rep, firstErr
+}
+
+// gcClaims deletes the orphaned SandboxClaims (and their Sandboxes and
+// pods, without waiting for the pods to end) among those sel selects.
+func (d *Driver) gcClaims(ctx context.Context, sel metav1.ListOptions, orphan func(metav1.Object) bool) (int, error) {
+	claims, err := d.cfg.Dynamic.Resource(gvrClaim).Namespace(d.cfg.Namespace).List(ctx, sel)
+	if err != nil {
+		return 0, fmt.Errorf("kubernetes gc: list sandbox claims: %w", err)
+	}
+	var n int
+	var firstErr error
+	for i := range claims.Items {
+		cl := &claims.Items[i]
+		if !orphan(cl) {
+			continue
+		}
+		sb, _, _ := unstructured.NestedString(cl.Object, "status", "sandbox", "name")
+		var pod string
+		if sb != "" {
+			pod, _, _ = d.sandboxPod(ctx, sb, cl.GetUID()) // not the claim's (or gone): left to the cluster's garbage collector
+		}
+		if err := d.removeClaimed(ctx, cl.GetName(), sb, pod); err != nil {
+			firstErr = cmpErr(firstErr, err)
+			continue
+		}
+		n++
+	}
+	return n, firstErr
 }
 
 func cmpErr(first, err error) error {

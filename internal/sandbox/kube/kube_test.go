@@ -11,6 +11,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cubicle-sandbox/cubicle/internal/kubetest"
@@ -30,18 +31,19 @@ func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &bin)) }
 type cluster struct {
 	*kubetest.Cluster
 	client kubernetes.Interface
+	dyn    dynamic.Interface
 	ns     string
 }
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := kubetest.Start(t)
-	client, err := kube.NewClient(c.Kubeconfig)
+	client, dyn, err := kube.NewClients(c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.OnPodBound(podtest.Kubelet(bin, client))
-	return &cluster{Cluster: c, client: client, ns: c.Namespace(t)}
+	return &cluster{Cluster: c, client: client, dyn: dyn, ns: c.Namespace(t)}
 }
 
 // driver is a started driver of instance in the cluster's namespace,
@@ -50,7 +52,7 @@ func (c *cluster) driver(t *testing.T, instance string, tweak func(*kube.Config)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := kube.Config{Client: c.client, Namespace: c.ns, Image: "cubicle-agent:test", StartTimeout: time.Minute}
+	cfg := kube.Config{Client: c.client, Dynamic: c.dyn, Namespace: c.ns, Image: "cubicle-agent:test", StartTimeout: time.Minute}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -187,19 +189,7 @@ func TestPoolAndGC(t *testing.T) {
 
 	// a stops its pool (its pooled pod goes); replica b knows only itself
 	// alive: a's claimed pod and its Secret go.
-	if err := a.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b := c.driver(t, "srv_b", nil)
-	rep, err := b.GC(ctx)
-	if err != nil || rep.Computers != 1 {
-		t.Fatalf("GC: %+v %v, want a's claimed pod", rep, err)
-	}
-	select {
-	case <-sb.Done():
-	case <-time.After(30 * time.Second):
-		t.Fatal("a's computer did not end after its pod was collected")
-	}
+	takeOver(t, c, a, sb, nil)
 	if r := sb.ExitReason(); r == "" {
 		t.Error("no exit reason")
 	}
@@ -208,6 +198,29 @@ func TestPoolAndGC(t *testing.T) {
 	if err != nil || len(secrets.Items) != 0 {
 		t.Errorf("a's secrets after GC: %d (%v)", len(secrets.Items), err)
 	}
+}
+
+// takeOver closes replica a, starts replica srv_b (tweak) knowing only
+// itself alive and runs its GC, which must collect a's one computer sb:
+// sb's Done closes. It returns srv_b.
+func takeOver(t *testing.T, c *cluster, a *kube.Driver, sb sandbox.Sandbox, tweak func(*kube.Config)) *kube.Driver {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := c.driver(t, "srv_b", tweak)
+	rep, err := b.GC(ctx)
+	if err != nil || rep.Computers != 1 {
+		t.Fatalf("GC: %+v %v, want a's computer", rep, err)
+	}
+	select {
+	case <-sb.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("a's computer did not end after GC collected it")
+	}
+	return b
 }
 
 // waitPods waits until the pods matching selector (not being deleted)

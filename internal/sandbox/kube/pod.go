@@ -58,10 +58,24 @@ func (d *Driver) selector() string {
 // the disk, as on the Linux driver.
 func tmpBytes(spec sandbox.Spec) int64 { return min(spec.MemoryBytes/4, spec.DiskBytes) }
 
-// pod is the Pod of computer id.
+// pod is the Pod of computer id (the plain path): its TLS material in
+// its own Secret.
 func (d *Driver) pod(id, state, fingerprint string, spec sandbox.Spec) *corev1.Pod {
-	no, yes := false, true
-	uid := int64(sandboxUser)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: podName(id), Namespace: d.cfg.Namespace, Labels: d.labels(id, state),
+			Annotations: map[string]string{AnnotationCert: fingerprint},
+		},
+		Spec: d.podSpec(spec, secretName(id), false),
+	}
+}
+
+// podSpec is the spec of a computer's pod: the agent container with
+// spec's limits, the Secret secret at podagent.DefaultTLSDir and, with
+// keygen (the agent-sandbox path, sandbox.go), the init container that
+// makes the pod's own key pair in a memory-backed emptyDir.
+func (d *Driver) podSpec(spec sandbox.Spec, secret string, keygen bool) corev1.PodSpec {
+	no := false
 	limits := corev1.ResourceList{
 		corev1.ResourceMemory:           *resource.NewQuantity(spec.MemoryBytes, resource.BinarySI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(spec.DiskBytes, resource.BinarySI),
@@ -69,52 +83,68 @@ func (d *Driver) pod(id, state, fingerprint string, spec sandbox.Spec) *corev1.P
 	if spec.CPUs > 0 {
 		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(spec.CPUs*1000), resource.DecimalSI)
 	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: podName(id), Namespace: d.cfg.Namespace, Labels: d.labels(id, state),
-			Annotations: map[string]string{AnnotationCert: fingerprint},
-		},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			AutomountServiceAccountToken:  &no,
-			EnableServiceLinks:            &no,
-			Hostname:                      "computer",
-			TerminationGracePeriodSeconds: ptr(int64(1)), // 0 in a delete would be a force delete
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers: []corev1.Container{{
-				Name: "agent", Image: d.cfg.Image, WorkingDir: "/workspace",
-				Command: []string{"/usr/local/bin/cubicle", "agent", podagent.Arg},
-				Args:    []string{"--listen", ":" + strconv.Itoa(Port), "--tls", podagent.DefaultTLSDir},
-				Ports:   []corev1.ContainerPort{{Name: "agent", ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
-				// Requests equal limits: the Guaranteed class when CPUs are set.
-				Resources: corev1.ResourceRequirements{Limits: limits, Requests: limits},
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: &no, Privileged: &no, ReadOnlyRootFilesystem: &yes, RunAsNonRoot: &yes,
-					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-				VolumeMounts: []corev1.VolumeMount{
-					{Name: "workspace", MountPath: "/workspace"},
-					{Name: "tmp", MountPath: "/tmp"},
-					{Name: "tls", MountPath: podagent.DefaultTLSDir, ReadOnly: true},
-				},
-			}},
-			Volumes: []corev1.Volume{
-				{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-					SizeLimit: resource.NewQuantity(spec.DiskBytes, resource.BinarySI)}}},
-				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-					Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(tmpBytes(spec), resource.BinarySI)}}},
-				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					SecretName: secretName(id), DefaultMode: ptr(int32(0o440))}}},
-			},
+	agentCmd := []string{"/usr/local/bin/cubicle", "agent", podagent.Arg}
+	agent := corev1.Container{
+		Name: "agent", Image: d.cfg.Image, WorkingDir: "/workspace",
+		Command: agentCmd,
+		Args:    []string{"--listen", ":" + strconv.Itoa(Port), "--tls", podagent.DefaultTLSDir},
+		Ports:   []corev1.ContainerPort{{Name: "agent", ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
+		// Requests equal limits: the Guaranteed class when CPUs are set.
+		Resources:       corev1.ResourceRequirements{Limits: limits, Requests: limits},
+		SecurityContext: containerSecurity(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "workspace", MountPath: "/workspace"},
+			{Name: "tmp", MountPath: "/tmp"},
+			{Name: "tls", MountPath: podagent.DefaultTLSDir, ReadOnly: true},
 		},
 	}
+	ps := corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		AutomountServiceAccountToken:  &no,
+		EnableServiceLinks:            &no,
+		Hostname:                      "computer",
+		TerminationGracePeriodSeconds: ptr(int64(1)), // 0 in a delete would be a force delete
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(sandboxUser)), RunAsGroup: ptr(int64(sandboxUser)), FSGroup: ptr(int64(sandboxUser)),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Volumes: []corev1.Volume{
+			{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				SizeLimit: resource.NewQuantity(spec.DiskBytes, resource.BinarySI)}}},
+			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(tmpBytes(spec), resource.BinarySI)}}},
+			{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: secret, DefaultMode: ptr(int32(0o440))}}},
+		},
+	}
+	if keygen {
+		agent.Args = append(agent.Args, "--identity", podagent.DefaultIdentityDir)
+		agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: "identity", MountPath: podagent.DefaultIdentityDir, ReadOnly: true})
+		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "identity", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}})
+		ps.InitContainers = []corev1.Container{{
+			Name: podagent.KeygenContainer, Image: d.cfg.Image, Command: agentCmd,
+			Args:                     []string{"--keygen", podagent.DefaultIdentityDir, "--termination-log", podagent.DefaultTerminationLog},
+			TerminationMessagePath:   podagent.DefaultTerminationLog,
+			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			Resources:                agent.Resources, // the pod's effective requests stay the agent's
+			SecurityContext:          containerSecurity(),
+			VolumeMounts:             []corev1.VolumeMount{{Name: "identity", MountPath: podagent.DefaultIdentityDir}},
+		}}
+	}
+	ps.Containers = []corev1.Container{agent}
 	if d.cfg.RuntimeClass != "" {
-		p.Spec.RuntimeClassName = &d.cfg.RuntimeClass
+		ps.RuntimeClassName = &d.cfg.RuntimeClass
 	}
-	return p
+	return ps
+}
+
+// containerSecurity is every container's security context.
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false), Privileged: ptr(false), ReadOnlyRootFilesystem: ptr(true), RunAsNonRoot: ptr(true),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
 }
 
 // secret is the TLS material of computer id's pod, owned by the pod (the

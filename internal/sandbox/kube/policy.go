@@ -2,13 +2,11 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -43,25 +41,17 @@ func (d *Driver) networkPolicy() *networkingv1.NetworkPolicy {
 func (d *Driver) ensurePolicy(ctx context.Context) error {
 	api := d.cfg.Client.NetworkingV1().NetworkPolicies(d.cfg.Namespace)
 	want := d.networkPolicy()
-	_, err := api.Create(ctx, want, metav1.CreateOptions{})
-	if err == nil || !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return fmt.Errorf("create network policy %s: %w", want.Name, err)
-		}
-		return nil
-	}
-	have, err := api.Get(ctx, want.Name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("read network policy %s: %w", want.Name, err)
-	}
-	if samePolicy(have, want) {
-		return nil
-	}
-	have.Spec = want.Spec
-	if _, err := api.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("update network policy %s: %w", want.Name, err)
-	}
-	return nil
+	return ensure(ctx, "network policy "+want.Name,
+		func(ctx context.Context) error { _, err := api.Create(ctx, want, metav1.CreateOptions{}); return err },
+		func(ctx context.Context) (*networkingv1.NetworkPolicy, error) {
+			return api.Get(ctx, want.Name, metav1.GetOptions{})
+		},
+		func(have *networkingv1.NetworkPolicy) bool { return samePolicy(have, want) },
+		func(ctx context.Context, have *networkingv1.NetworkPolicy) error {
+			have.Spec = want.Spec
+			_, err := api.Update(ctx, have, metav1.UpdateOptions{})
+			return err
+		})
 }
 
 func samePolicy(a, b *networkingv1.NetworkPolicy) bool {

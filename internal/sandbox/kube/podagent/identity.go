@@ -27,11 +27,13 @@ const (
 	ClientCerts = "client.crt"
 )
 
-// DefaultTLSDir is where the pod's Secret is mounted; DefaultListen the
-// agent's address.
+// DefaultTLSDir is where the pod's Secret is mounted, DefaultIdentityDir
+// where a pod that makes its own key pair keeps it (keygen.go); Port is
+// the agent's.
 const (
-	DefaultTLSDir = "/run/cubicle/tls"
-	Port          = 7811
+	DefaultTLSDir      = "/run/cubicle/tls"
+	DefaultIdentityDir = "/run/cubicle/identity"
+	Port               = 7811
 )
 
 // Identity is a self-signed ECDSA P-256 certificate and its key, PEM.

@@ -39,7 +39,9 @@ const (
 )
 
 // Main runs a pod's agent and returns the process's exit code:
-// `cubicle agent --pod [--listen :7811] [--tls /run/cubicle/tls]`.
+// `cubicle agent --pod [--listen :7811] [--tls /run/cubicle/tls]
+// [--identity DIR]`, or, as a pod's init container, `cubicle agent --pod
+// --keygen DIR [--termination-log /dev/termination-log]` (keygen.go).
 func Main() int {
 	runtime.LockOSThread() // for life: the spawner's thread (Serve)
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
@@ -47,10 +49,20 @@ func Main() int {
 	fs := flag.NewFlagSet("cubicle agent --pod", flag.ContinueOnError)
 	listen := fs.String("listen", fmt.Sprintf(":%d", Port), "the control channel's TCP address")
 	dir := fs.String("tls", DefaultTLSDir, "the directory of the pod's TLS material ("+ServerCert+", "+ServerKey+", "+ClientCerts+")")
+	identity := fs.String("identity", "", "the directory of the pod's own "+ServerCert+" and "+ServerKey+" (default: --tls)")
+	keygen := fs.String("keygen", "", "make the pod's identity in this directory, write its fingerprint to --termination-log and exit")
+	termLog := fs.String("termination-log", DefaultTerminationLog, "where --keygen writes the fingerprint")
 	if err := fs.Parse(os.Args[3:]); err != nil {
 		return 2
 	}
-	cfg, err := LoadTLS(*dir)
+	if *keygen != "" {
+		if err := Keygen(*keygen, *termLog); err != nil {
+			log.Error("pod agent: keygen", "err", err)
+			return 1
+		}
+		return 0
+	}
+	cfg, err := LoadTLS(*dir, *identity)
 	if err != nil {
 		log.Error("pod agent", "err", err)
 		return 1
@@ -67,9 +79,14 @@ func Main() int {
 	return 0
 }
 
-// LoadTLS reads the pod's TLS directory into the agent's TLS config.
-func LoadTLS(dir string) (*tls.Config, error) {
-	read := func(name string) ([]byte, error) {
+// LoadTLS reads the pod's TLS directory (the control plane's
+// certificates, and the pod's own key pair unless identity names another
+// directory) into the agent's TLS config.
+func LoadTLS(dir, identity string) (*tls.Config, error) {
+	if identity == "" {
+		identity = dir
+	}
+	read := func(dir, name string) ([]byte, error) {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return nil, fmt.Errorf("the pod's TLS material: %w", err)
@@ -79,13 +96,13 @@ func LoadTLS(dir string) (*tls.Config, error) {
 	var id Identity
 	var client []byte
 	var err error
-	if id.CertPEM, err = read(ServerCert); err != nil {
+	if id.CertPEM, err = read(identity, ServerCert); err != nil {
 		return nil, err
 	}
-	if id.KeyPEM, err = read(ServerKey); err != nil {
+	if id.KeyPEM, err = read(identity, ServerKey); err != nil {
 		return nil, err
 	}
-	if client, err = read(ClientCerts); err != nil {
+	if client, err = read(dir, ClientCerts); err != nil {
 		return nil, err
 	}
 	return ServerConfig(id, client)

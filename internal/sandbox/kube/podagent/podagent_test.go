@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,51 @@ func TestPodAgent(t *testing.T) {
 	}
 	if _, err := cl.Exec(ctx, sandbox.ExecRequest{Command: "true"}, sandbox.ExecIO{}); !errors.Is(err, sandbox.ErrGone) {
 		t.Errorf("exec after the end: %v, want ErrGone", err)
+	}
+}
+
+// TestKeygen: the init container's keygen makes a key pair readable by
+// its user only and publishes the certificate's fingerprint; it refuses a
+// directory that has one already; LoadTLS takes the pair from its own
+// directory and the control plane's certificate from the Secret's.
+func TestKeygen(t *testing.T) {
+	dir, tlsDir := t.TempDir(), t.TempDir()
+	term := filepath.Join(t.TempDir(), "termination-log")
+	if err := podagent.Keygen(dir, term); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := os.ReadFile(term)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := podagent.ParseFingerprint(string(msg))
+	if err != nil {
+		t.Fatalf("published %q: %v", msg, err)
+	}
+	cert, err := os.ReadFile(filepath.Join(dir, podagent.ServerCert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fingerprint(t, podagent.Identity{CertPEM: cert}); got != fp {
+		t.Errorf("published %s, the certificate's is %s", fp, got)
+	}
+	if st, err := os.Stat(filepath.Join(dir, podagent.ServerKey)); err != nil || st.Mode().Perm() != 0o400 {
+		t.Errorf("key file %v %v, want mode 0400", st, err)
+	}
+	if err := podagent.Keygen(dir, term); err == nil {
+		t.Error("keygen replaced an identity")
+	}
+	client := identity(t, "control-plane")
+	os.WriteFile(filepath.Join(tlsDir, podagent.ClientCerts), client.CertPEM, 0o400)
+	if _, err := podagent.LoadTLS(tlsDir, dir); err != nil {
+		t.Errorf("LoadTLS with an identity directory: %v", err)
+	}
+	if _, err := podagent.LoadTLS(tlsDir, ""); err == nil {
+		t.Error("LoadTLS without the pod's key pair")
+	}
+	for _, bad := range []string{"", "xyz", strings.Repeat("A", 64), strings.Repeat("a", 63)} {
+		if _, err := podagent.ParseFingerprint(bad); err == nil {
+			t.Errorf("ParseFingerprint(%q) passed", bad)
+		}
 	}
 }

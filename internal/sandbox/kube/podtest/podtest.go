@@ -65,8 +65,31 @@ func Start(t testing.TB, bin, netns, listen string, secret map[string][]byte) *A
 // Stop), for a caller that is not a test's goroutine (a kubetest node
 // hook).
 func Run(dir, bin, netns, listen string, secret map[string][]byte) (*Agent, error) {
-	tlsDir, ws, root := filepath.Join(dir, "tls"), filepath.Join(dir, "workspace"), filepath.Join(dir, "root")
-	for _, d := range []string{tlsDir, ws, root} {
+	tlsDir := filepath.Join(dir, "tls")
+	if err := writeDir(tlsDir, secret); err != nil {
+		return nil, err
+	}
+	return RunArgv(dir, netns, []string{bin, "agent", podagent.Arg, "--listen", listen, "--tls", tlsDir})
+}
+
+// writeDir makes dir with files.
+func writeDir(dir string, files map[string][]byte) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o400); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RunArgv is Run of any command line (a pod's container's, its paths
+// this host's): argv runs in the pod's root, as Start describes.
+func RunArgv(dir, netns string, argv []string) (*Agent, error) {
+	ws, root := filepath.Join(dir, "workspace"), filepath.Join(dir, "root")
+	for _, d := range []string{ws, root} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return nil, err
 		}
@@ -74,13 +97,7 @@ func Run(dir, bin, netns, listen string, secret map[string][]byte) (*Agent, erro
 	if err := os.Chown(ws, 1000, 1000); err != nil {
 		return nil, err
 	}
-	for name, b := range secret {
-		if err := os.WriteFile(filepath.Join(tlsDir, name), b, 0o400); err != nil {
-			return nil, err
-		}
-	}
-	args := []string{"--kill-child", "--pid", "--fork", "--mount-proc", "sh", "-c", rootScript, "sh", root, ws,
-		bin, "agent", podagent.Arg, "--listen", listen, "--tls", tlsDir}
+	args := append([]string{"--kill-child", "--pid", "--fork", "--mount-proc", "sh", "-c", rootScript, "sh", root, ws}, argv...)
 	name := "unshare"
 	if netns != "" {
 		name, args = "nsenter", append([]string{"--net=" + netns, "unshare"}, args...)
