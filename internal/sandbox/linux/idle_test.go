@@ -69,13 +69,7 @@ func TestIdleComputerThreads(t *testing.T) {
 // agent has no SIGCHLD receiver (it would hold a thread), so a drain on a
 // timer reaps them while it has children (internal/agent/reaper.go).
 func TestOrphansReaped(t *testing.T) {
-	state := t.TempDir()
-	d, err := linux.New(linux.Config{StateDir: state, AgentPath: agentBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := newComputer(t, d, nil)
-	agent := agentPidOf(t, state, sb.ID())
+	sb, agent := computerAndAgent(t, nil)
 	if r := run(t, sb, "(sleep 2 &); (sleep 2 &); echo ok"); r.ExitCode != 0 || r.Stdout != "ok\n" {
 		t.Fatalf("exec: %+v", r)
 	}
