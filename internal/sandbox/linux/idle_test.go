@@ -51,11 +51,25 @@ func TestIdleComputerThreads(t *testing.T) {
 	}
 	counts := make([]int, len(agents))
 	for i, pid := range agents {
-		if counts[i] = threads(t, pid); counts[i] > maxIdleAgentThreads {
-			t.Errorf("idle agent %d has %d threads, want at most %d", pid, counts[i], maxIdleAgentThreads)
-		}
+		counts[i] = threads(t, pid)
 	}
 	t.Logf("idle agents' threads: %v", counts)
+	// A loaded host may delay a trim: look at those above the bound again,
+	// once, a little later.
+	var over []int
+	for i, pid := range agents {
+		if counts[i] > maxIdleAgentThreads {
+			over = append(over, pid)
+		}
+	}
+	if len(over) > 0 {
+		time.Sleep(1500 * time.Millisecond)
+	}
+	for _, pid := range over {
+		if got := threads(t, pid); got > maxIdleAgentThreads {
+			t.Errorf("idle agent %d has %d threads, want at most %d", pid, got, maxIdleAgentThreads)
+		}
+	}
 	// A thread per computer would add n; allow the Go runtime's own
 	// growth (threads it keeps after a burst of blocking system calls).
 	grew := threads(t, os.Getpid()) - self + threads(t, linux.LauncherPid()) - launcher
