@@ -61,6 +61,18 @@ func (p *process) getPid() int {
 	return p.pid
 }
 
+func (p *process) setPid(pid int) {
+	p.mu.Lock()
+	p.pid = pid
+	p.mu.Unlock()
+}
+
+func (p *process) getLeaf() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leaf
+}
+
 // register makes a process known before its Exec frame's successors are
 // dispatched, so stdin frames that arrive while it starts are queued, not lost.
 func (s *Server) register(id uint32, stdin bool) (*process, error) {
@@ -352,39 +364,54 @@ func (s *Server) credential() *syscall.Credential {
 }
 
 // forkTraced forks, waits for the post-exec stop, places and detaches.
+// It holds the registry's waitMu throughout, so that no drain takes the
+// stop or reaps the process before it is registered (reaper.go).
 func (s *Server) forkTraced(p *process, prog string, argv []string, attr *syscall.ProcAttr) (*waiter, error) {
-	s.reg.mu.Lock()
+	r := s.reg
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	pidfd := -1
+	attr.Sys.PidFD = &pidfd
 	pid, err := syscall.ForkExec(prog, argv, attr)
 	if err != nil {
-		s.reg.mu.Unlock()
 		return nil, spawnError(argv[0], err)
 	}
-	w := s.reg.add(pid)
-	s.reg.mu.Unlock()
-	p.mu.Lock()
-	p.pid = pid
-	p.mu.Unlock()
-
-	select {
-	case <-w.stopped:
-	case <-time.After(10 * time.Second):
-		unix.Kill(pid, unix.SIGKILL)
-		return nil, fmt.Errorf("%w: new process did not stop after exec", protocol.ErrInternal)
-	}
-	if err := s.place(p); err != nil {
-		unix.Kill(pid, unix.SIGKILL)
-		unix.PtraceDetach(pid)
-		<-w.exited
-		s.releaseLeaf(p.leaf)
+	p.setPid(pid)
+	fail := func(reap bool, err error) (*waiter, error) {
+		if reap {
+			r.reapStarted(pid)
+		}
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
+		p.setPid(0) // reaped: the pid may be reused
+		s.releaseLeaf(p.getLeaf())
 		return nil, err
 	}
-	if err := unix.PtraceDetach(pid); err != nil && !errors.Is(err, unix.ESRCH) {
-		unix.Kill(pid, unix.SIGKILL)
-		<-w.exited
-		s.releaseLeaf(p.leaf)
-		return nil, fmt.Errorf("%w: detach: %v", protocol.ErrInternal, err)
+	ws, taken, timedOut := r.awaitStop(pid)
+	switch {
+	case timedOut:
+		return fail(!taken || ws.Stopped(), fmt.Errorf("%w: new process did not stop after exec", protocol.ErrInternal))
+	case !taken:
+		return fail(true, fmt.Errorf("%w: start %s: the new process could not be waited for", protocol.ErrInternal, argv[0]))
+	case !ws.Stopped():
+		return fail(false, fmt.Errorf("%w: %s ended before it started (%s)", protocol.ErrInternal, argv[0], endReason(ws)))
 	}
-	return w, nil
+	if err := s.place(p); err != nil {
+		return fail(true, err)
+	}
+	if err := unix.PtraceDetach(pid); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fail(true, fmt.Errorf("%w: detach: %v", protocol.ErrInternal, err))
+	}
+	return r.add(pid, pidfd), nil
+}
+
+// endReason describes how a process ended.
+func endReason(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
+		return fmt.Sprintf("killed by signal %d", int(ws.Signal()))
+	}
+	return fmt.Sprintf("exited with status %d", ws.ExitStatus())
 }
 
 func spawnError(argv0 string, err error) error {

@@ -67,6 +67,7 @@ func NewServer(conn io.ReadWriter, init protocol.Init, workspaceDir *os.File, sp
 	}
 	s.leaves.kick = make(chan struct{}, 1)
 	s.trim = newThreadTrim()
+	s.reg.onEnd = s.trim.touch // the threads a process's end made
 	s.py = newPythonManager(s)
 	s.bg = newBgTable()
 	return s

@@ -17,6 +17,8 @@ var (
 	ErrForbidden        = errdefs.New(errdefs.PermissionDenied, "", "computers are not enabled for this key or organisation")
 	ErrInvalid          = errdefs.New(errdefs.InvalidArgument, "", "invalid request")
 	ErrTooLarge         = errdefs.New(errdefs.TooLarge, "", "too large")
+	// ErrCursor: a list's page asked after a computer it does not hold.
+	ErrCursor = errdefs.New(errdefs.InvalidArgument, "", "no such computer to list after")
 )
 
 // ErrorParam names the request field at fault, for the edge.

@@ -503,13 +503,34 @@ func (m *Manager) get(ctx context.Context, p governance.Principal, id string) (V
 
 // List lists p's organisation's computers.
 func (m *Manager) List(ctx context.Context, p governance.Principal, all bool, responseID string) ([]View, error) {
+	return m.ListPage(ctx, p, ListQuery{All: all, ResponseID: responseID})
+}
+
+// ListQuery selects computers to list, and one page of them (see
+// store.ComputerFilter): oldest first, or newest with Desc, after the
+// computer After, at most Limit (0: all).
+type ListQuery struct {
+	All        bool // stopped ones too
+	ResponseID string
+	After      string
+	Desc       bool
+	Limit      int
+}
+
+// ListPage lists one page of p's organisation's computers, read as one
+// page from the store.
+func (m *Manager) ListPage(ctx context.Context, p governance.Principal, q ListQuery) ([]View, error) {
 	if err := allowed(p); err != nil {
 		return nil, err
 	}
 	if err := m.gate(ctx, p, ""); err != nil {
 		return nil, err
 	}
-	recs, err := m.st.Computers().List(ctx, store.ComputerFilter{OrgID: p.Org.ID, AliveOnly: !all, ResponseID: responseID})
+	recs, err := m.st.Computers().List(ctx, store.ComputerFilter{OrgID: p.Org.ID, AliveOnly: !q.All, ResponseID: q.ResponseID,
+		After: q.After, Desc: q.Desc, Limit: q.Limit})
+	if q.After != "" && errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrCursor, q.After)
+	}
 	if err != nil {
 		return nil, err
 	}

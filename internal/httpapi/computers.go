@@ -81,15 +81,22 @@ func (a *API) listComputers(w http.ResponseWriter, r *http.Request, p governance
 	default:
 		return withParam("status", fmt.Errorf("%w: status must be all or alive", errBadRequest))
 	}
-	list, err := a.comp.List(r.Context(), p, all, q.Get("response_id"))
+	// The store reads the page (and one more row, to tell has_more).
+	limit, desc, err := listRule.params(r)
 	if err != nil {
 		return err
 	}
-	page, err := listPage(r, computerViewsOf(list), func(v computerView) string { return v.ID }, false)
+	after := q.Get("after")
+	list, err := a.comp.ListPage(r.Context(), p, computer.ListQuery{All: all, ResponseID: q.Get("response_id"),
+		After: after, Desc: desc, Limit: limit + 1})
+	if errors.Is(err, computer.ErrCursor) {
+		return withParam("after", fmt.Errorf("%w: no %q to list after", errBadRequest, after))
+	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	views := computerViewsOf(list)
+	writeJSON(w, http.StatusOK, pageBody(views[:min(limit, len(views))], func(v computerView) string { return v.ID }, len(views) > limit))
 	return nil
 }
 

@@ -187,8 +187,13 @@ func cursorPage[T any](r *http.Request, items []T, id func(T) string) (map[strin
 // ?limit=1..1000 (default 1000) and, unless ?order says, oldest first
 // (newest first with newestFirst, as the list always was).
 func listPage[T any](r *http.Request, items []T, id func(T) string, newestFirst bool) (map[string]any, error) {
-	return page(r, items, id, pageRule{defLimit: 1000, maxLimit: 1000, desc: newestFirst})
+	rule := listRule
+	rule.desc = newestFirst
+	return page(r, items, id, rule)
 }
+
+// listRule is the rule of Cubicle's own lists: oldest first, up to 1000.
+var listRule = pageRule{defLimit: 1000, maxLimit: 1000}
 
 // pageRule is a list's default and largest page and default order.
 type pageRule struct {
@@ -239,13 +244,17 @@ func page[T any](r *http.Request, items []T, id func(T) string, rule pageRule) (
 		}
 		items = items[i+1:]
 	}
-	more := len(items) > limit
-	items = items[:min(limit, len(items))]
+	return pageBody(items[:min(limit, len(items))], id, len(items) > limit), nil
+}
+
+// pageBody is a cursor page of items: {object, data, first_id, last_id,
+// has_more}.
+func pageBody[T any](items []T, id func(T) string, more bool) map[string]any {
 	page := map[string]any{"object": "list", "data": items, "has_more": more, "first_id": nil, "last_id": nil}
 	if len(items) > 0 {
 		page["first_id"], page["last_id"] = id(items[0]), id(items[len(items)-1])
 	}
-	return page, nil
+	return page
 }
 
 func (a *API) deleteContainer(w http.ResponseWriter, r *http.Request, p governance.Principal) error {

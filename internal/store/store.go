@@ -272,11 +272,18 @@ type Computer struct {
 	PausedAt *time.Time `json:"paused_at,omitempty"`
 }
 
-// ComputerFilter selects computers of one org.
+// ComputerFilter selects computers of one org, ordered by creation (then
+// id), newest first when Desc, and one page of them: those after the
+// computer After (ErrNotFound unless After is one of those selected), at
+// most Limit (0: all). A backend reads only the page's rows (keyset on
+// created_at, id: GET /v1/computers does not grow with the org's computers).
 type ComputerFilter struct {
 	OrgID      string
 	AliveOnly  bool
 	ResponseID string
+	After      string
+	Desc       bool
+	Limit      int
 }
 
 // Stop is what is recorded, atomically and once, when a computer ends:

@@ -12,17 +12,16 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox/linux"
 )
 
-// maxIdleAgentThreads bounds what an idle computer's agent keeps. It has
-// six, sometimes seven: its main thread (the spawner), the one that runs
-// its goroutines, sysmon, the Go runtime's template thread, the one
-// os/signal keeps parked for SIGCHLD, and an idle one or two that the trim
-// could not end without the runtime starting another (docs/ARCHITECTURE.md,
-// "Threads"). The bound has a margin for a loaded host; before, agents had
-// 11 to 13.
-const maxIdleAgentThreads = 8
+// maxIdleAgentThreads bounds what an idle computer's agent keeps (issue
+// 15, goal 6): its main thread (the spawner), the one that runs its
+// goroutines and waits in the netpoller, sysmon and the Go runtime's
+// template thread (docs/ARCHITECTURE.md, "Threads"). Before, agents had
+// 11 to 13, then six or seven (a thread parked by os/signal for SIGCHLD,
+// and an idle one the trim could not end).
+const maxIdleAgentThreads = 4
 
-// TestIdleComputerThreads: an idle computer's agent has few threads (six,
-// at most eight), also after it ran processes and file operations, and the host
+// TestIdleComputerThreads: an idle computer's agent has at most four
+// threads, also after it ran processes and file operations, and the host
 // holds no thread per computer: neither this process (the driver's) nor
 // the launcher grows by one per computer (before, the launcher waited for
 // each agent in a blocking waitid, one thread each; an agent had 11).
@@ -50,7 +49,23 @@ func TestIdleComputerThreads(t *testing.T) {
 	if len(agents) != n+1 {
 		t.Fatalf("%d agents, want %d", len(agents), n+1)
 	}
-	for _, pid := range agents {
+	counts := make([]int, len(agents))
+	for i, pid := range agents {
+		counts[i] = threads(t, pid)
+	}
+	t.Logf("idle agents' threads: %v", counts)
+	// A loaded host may delay a trim: look at those above the bound again,
+	// once, a little later.
+	var over []int
+	for i, pid := range agents {
+		if counts[i] > maxIdleAgentThreads {
+			over = append(over, pid)
+		}
+	}
+	if len(over) > 0 {
+		time.Sleep(1500 * time.Millisecond)
+	}
+	for _, pid := range over {
 		if got := threads(t, pid); got > maxIdleAgentThreads {
 			t.Errorf("idle agent %d has %d threads, want at most %d", pid, got, maxIdleAgentThreads)
 		}
@@ -60,6 +75,29 @@ func TestIdleComputerThreads(t *testing.T) {
 	grew := threads(t, os.Getpid()) - self + threads(t, linux.LauncherPid()) - launcher
 	if grew >= n/2 {
 		t.Errorf("this process and the launcher have %d more threads with %d more computers, want fewer than %d", grew, n, n/2)
+	}
+}
+
+// TestOrphansReaped: orphans (re-parented to the agent, PID 1) that end
+// while nothing else happens in the computer are reaped all the same: the
+// agent has no SIGCHLD receiver (it would hold a thread), so a drain on a
+// timer reaps them while it has children (internal/agent/reaper.go).
+func TestOrphansReaped(t *testing.T) {
+	sb, agent := computerAndAgent(t, nil)
+	if r := run(t, sb, "(sleep 2 &); (sleep 2 &); echo ok"); r.ExitCode != 0 || r.Stdout != "ok\n" {
+		t.Fatalf("exec: %+v", r)
+	}
+	if kids := children(agent); len(kids) != 2 {
+		t.Fatalf("the agent's children %v, want the two orphans", kids)
+	}
+	// They end 2 s after their start, when nothing else ends: a drain
+	// follows within the timer's longest period (5 s).
+	deadline := time.Now().Add(10 * time.Second)
+	for len(children(agent)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's children %v were not reaped", children(agent))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

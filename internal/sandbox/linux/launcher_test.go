@@ -29,6 +29,19 @@ func agentPidOf(t *testing.T, state, id string) int {
 	return rec.AgentPid
 }
 
+// computerAndAgent starts a computer (of a driver of its own) and returns
+// it with its agent's host pid.
+func computerAndAgent(t *testing.T, tweak func(*sandbox.Spec)) (sandbox.Sandbox, int) {
+	t.Helper()
+	state := t.TempDir()
+	d, err := linux.New(linux.Config{StateDir: state, AgentPath: agentBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := newComputer(t, d, tweak)
+	return sb, agentPidOf(t, state, sb.ID())
+}
+
 func cmdline(pid int) string {
 	b, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "cmdline"))
 	return strings.ReplaceAll(string(b), "\x00", " ")
@@ -39,13 +52,7 @@ func cmdline(pid int) string {
 // without a user namespace of its own (so with vfork), not of this
 // process (whose fork would copy its page tables).
 func TestAgentsForkedByLauncher(t *testing.T) {
-	state := t.TempDir()
-	d, err := linux.New(linux.Config{StateDir: state, AgentPath: agentBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := newComputer(t, d, smallDisk)
-	agent := agentPidOf(t, state, sb.ID())
+	_, agent := computerAndAgent(t, smallDisk)
 	launcher := ppid(agent)
 	if launcher == os.Getpid() {
 		t.Fatal("the agent is a child of the driver's process, not of the launcher")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,11 +60,35 @@ func (c computers) Get(ctx context.Context, orgID, id string) (store.Computer, e
 }
 
 func (c computers) List(ctx context.Context, f store.ComputerFilter) ([]store.Computer, error) {
-	q := `SELECT ` + computerColumns + ` FROM computers WHERE org_id = $1 AND ($2 = '' OR response_id = $2)`
-	if f.AliveOnly {
-		q += ` AND ` + alive
+	w := &where{}
+	w.add("org_id = ?", f.OrgID)
+	if f.ResponseID != "" {
+		w.add("response_id = ?", f.ResponseID)
 	}
-	return list(ctx, c.s, scanComputer, q+` ORDER BY created_at, id`, f.OrgID, f.ResponseID)
+	if f.AliveOnly {
+		w.add(alive)
+	}
+	cmp, dir := ">", "ASC"
+	if f.Desc {
+		cmp, dir = "<", "DESC"
+	}
+	if f.After != "" {
+		at := &where{clauses: w.clauses, args: slices.Clone(w.args)}
+		at.add("id = ?", f.After)
+		created, err := one(ctx, c.s.pool, "computer "+f.After, func(r pgx.Row) (int64, error) {
+			var v int64
+			return v, r.Scan(&v)
+		}, `SELECT created_at FROM computers WHERE `+at.clauses, at.args...)
+		if err != nil {
+			return nil, err
+		}
+		w.add("(created_at, id) "+cmp+" (?, ?)", created, f.After)
+	}
+	q := `SELECT ` + computerColumns + ` FROM computers WHERE ` + w.clauses + ` ORDER BY created_at ` + dir + `, id ` + dir
+	if f.Limit > 0 {
+		q += w.limit(f.Limit)
+	}
+	return list(ctx, c.s, scanComputer, q, w.args...)
 }
 
 func (c computers) Alive(ctx context.Context) ([]store.Computer, error) {

@@ -84,7 +84,26 @@ func (c computers) List(ctx context.Context, f store.ComputerFilter) ([]store.Co
 		where = append(where, "response_id = ?")
 		args = append(args, f.ResponseID)
 	}
-	return c.query(ctx, `SELECT `+computerColumns+` FROM computers WHERE `+strings.Join(where, " AND ")+` ORDER BY created_at, id`, args...)
+	cmp, dir := ">", "ASC"
+	if f.Desc {
+		cmp, dir = "<", "DESC"
+	}
+	if f.After != "" {
+		var created int64
+		err := c.db.db.QueryRowContext(ctx, `SELECT created_at FROM computers WHERE id = ? AND `+strings.Join(where, " AND "),
+			append([]any{f.After}, args...)...).Scan(&created)
+		if err != nil {
+			return nil, notFound(err, "computer "+f.After)
+		}
+		where = append(where, "(created_at, id) "+cmp+" (?, ?)")
+		args = append(args, created, f.After)
+	}
+	q := `SELECT ` + computerColumns + ` FROM computers WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at ` + dir + `, id ` + dir
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	return c.query(ctx, q, args...)
 }
 
 func (c computers) Alive(ctx context.Context) ([]store.Computer, error) {

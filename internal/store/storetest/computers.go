@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -158,5 +160,85 @@ func testPauseResumeUsage(t *testing.T, b Backend) {
 	}
 	if err := cs.SetExpiry(ctx, "cmp_1", now.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("extending a stopped computer: %v, want ErrNotFound", err)
+	}
+}
+
+// testComputersPage: a computer list is paged by the store (GET
+// /v1/computers): at most Limit rows, by creation then id (ties broken by
+// id), newest first with Desc, after a given computer of the selection
+// (ErrNotFound for one outside it), filters applied before the page.
+func testComputersPage(t *testing.T, b Backend) {
+	db, _ := b.open(t)
+	seed(t, db) // cmp_1, starting, created now
+	ctx := context.Background()
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	want := []string{}
+	for i := range 30 {
+		id := fmt.Sprintf("cmp_p%02d", i)
+		// Three computers per millisecond: the id orders them.
+		c := store.Computer{ID: id, OrgID: "org_1", KeyID: "key_1", Status: store.StatusReady,
+			CreatedAt: base.Add(time.Duration(i/3) * time.Millisecond), ExpiresAt: base.Add(2 * time.Hour), Instance: "i"}
+		if err := db.Computers().Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, id)
+	}
+	if err := db.Computers().Stop(ctx, store.Stop{ComputerID: "cmp_p05", At: time.Now(), Reason: "deleted"}); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "cmp_1")
+	ids := func(f store.ComputerFilter) []string {
+		t.Helper()
+		f.OrgID = "org_1"
+		cs, err := db.Computers().List(ctx, f)
+		if err != nil {
+			t.Fatalf("list %+v: %v", f, err)
+		}
+		out := []string{}
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	// Every computer, four at a time (five rows asked: a page and one
+	// more to tell whether there are more).
+	var got []string
+	after := ""
+	for range 20 {
+		page := ids(store.ComputerFilter{After: after, Limit: 5})
+		if len(page) > 5 {
+			t.Fatalf("a page of limit 5 read %d rows", len(page))
+		}
+		got = append(got, page[:min(4, len(page))]...)
+		if len(page) < 5 {
+			break
+		}
+		after = page[3]
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("paged %v, want %v", got, want)
+	}
+	desc := slices.Clone(want)
+	slices.Reverse(desc)
+	if got := ids(store.ComputerFilter{Desc: true, Limit: 3}); !slices.Equal(got, desc[:3]) {
+		t.Errorf("newest first %v, want %v", got, desc[:3])
+	}
+	if got := ids(store.ComputerFilter{Desc: true, After: "cmp_p07", Limit: 4}); !slices.Equal(got, []string{"cmp_p06", "cmp_p05", "cmp_p04", "cmp_p03"}) {
+		t.Errorf("newest first after cmp_p07: %v", got)
+	}
+	if got := ids(store.ComputerFilter{AliveOnly: true, After: "cmp_p03", Limit: 3}); !slices.Equal(got, []string{"cmp_p04", "cmp_p06", "cmp_p07"}) {
+		t.Errorf("alive after cmp_p03: %v", got)
+	}
+	if got := ids(store.ComputerFilter{}); !slices.Equal(got, want) {
+		t.Errorf("no limit: %v", got)
+	}
+	for _, f := range []store.ComputerFilter{
+		{OrgID: "org_1", AliveOnly: true, After: "cmp_p05"}, // stopped: not in the selection
+		{OrgID: "org_1", After: "cmp_nope"},
+		{OrgID: "org_2", After: "cmp_p01"},
+	} {
+		if _, err := db.Computers().List(ctx, f); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("list %+v: %v, want ErrNotFound", f, err)
+		}
 	}
 }

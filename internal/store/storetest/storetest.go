@@ -36,6 +36,7 @@ func Run(t *testing.T, b Backend) {
 		{"Instances", testInstances},
 		{"Paging", testPaging},
 		{"PagingWhileWriting", testPagingWhileWriting},
+		{"ComputersPage", testComputersPage},
 		{"Volumes", testVolumes},
 		{"Scripts", testScripts},
 		{"Egress", testEgressFilters},
