@@ -103,6 +103,7 @@ func (s *Server) killTree(p *process) {
 	p.killed = true
 	pid, leaf := p.pid, p.leaf
 	p.mu.Unlock()
+	defer s.reg.killed()
 	if pid > 0 {
 		unix.Kill(-pid, unix.SIGKILL)
 		unix.Kill(pid, unix.SIGKILL)

@@ -370,6 +370,7 @@ func (s *Server) forkTraced(p *process, prog string, argv []string, attr *syscal
 	r := s.reg
 	r.waitMu.Lock()
 	defer r.waitMu.Unlock()
+	r.drainHeld()
 	pidfd := -1
 	attr.Sys.PidFD = &pidfd
 	pid, err := syscall.ForkExec(prog, argv, attr)

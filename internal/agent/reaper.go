@@ -134,6 +134,13 @@ func ended(fd int) bool {
 	}
 }
 
+// killed says that processes were just killed that may have no pidfd
+// (the rest of a process tree): reap drains soon, as after an orphan.
+func (r *registry) killed() {
+	r.orphans.Store(true)
+	r.wake()
+}
+
 // wake has reap look at its timer again.
 func (r *registry) wake() {
 	select {
@@ -198,6 +205,13 @@ func (r *registry) nextPeriod(period time.Duration, poked bool) time.Duration {
 func (r *registry) drain() (children bool) {
 	r.waitMu.Lock()
 	defer r.waitMu.Unlock()
+	return r.drainHeld()
+}
+
+// drainHeld is drain for a caller that holds waitMu (a spawn, before its
+// fork: what ended since the last drain, such as the rest of a tree just
+// killed, is reaped before the next process runs).
+func (r *registry) drainHeld() (children bool) {
 	handed, orphan := false, false
 	defer func() {
 		if orphan {
