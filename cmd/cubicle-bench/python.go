@@ -37,8 +37,11 @@ and prints p50, p90, p99, mean and n in milliseconds:
            DataFrame's describe()): POST /v1/computers from a full warm
            pool, whose kernels already imported numpy, pandas and
            matplotlib, plus POST …/python; the pool refills between runs
+           and, in another pool computer, its kernel's CPU time before any
+           cell (its start and the whole prelude: a refill's kernel)
   cold     the same on a server without a pool: a cold start, and the
-           first cell starts the kernel and runs the prelude
+           first cell starts the kernel and runs the prelude (lazily: it
+           imports what the cell names); then the kernel's CPU time
 It starts two 'cubicle serve' (one with a warm pool of --pool, one with
 none) on 127.0.0.1, jupyter_server (python3-jupyter-server; skipped with
 a note when missing) and the host kernel, each with a temporary

@@ -13,8 +13,9 @@
 // one bounded frame: python.go (calls: validation, cells, per_call kernels),
 // python_session.go (the session kernel and its crash, idle and restart
 // policies), python_turnstile.go (the in-order queue), python_launch.go
-// (starting a kernel), python_kernel.go (a running kernel: process, kill,
-// cells), python_output.go (outputs fitted into frames).
+// (starting a kernel, with python_launcher.py), python_prelude.go (the lazy
+// prelude, with python_lazy.py), python_kernel.go (a running kernel:
+// process, kill, cells), python_output.go (outputs fitted into frames).
 //
 // It moves directories as tar archives, extracted and written as the
 // sandbox user through no symlink (tar_write.go, tar_read.go;

@@ -205,11 +205,12 @@ func timeoutSecs(req protocol.PythonRequest) int {
 	return int(math.Ceil(req.Timeout.D().Seconds()))
 }
 
-// newKernel starts a kernel and runs the prelude in it. A kernel that cannot
-// start for its own reasons, or a failing prelude, gives a message for the
-// result (failure); an agent problem gives err. died reports a kernel that
-// died by itself while starting.
-func (m *pythonManager) newKernel(ctx context.Context, cwd, prelude string) (k *pyKernel, failure string, died bool, err error) {
+// newKernel starts a kernel and runs the prelude in it; lazy defers the
+// imports at the prelude's top until a cell needs them (python_prelude.go).
+// A kernel that cannot start for its own reasons, or a failing prelude,
+// gives a message for the result (failure); an agent problem gives err.
+// died reports a kernel that died by itself while starting.
+func (m *pythonManager) newKernel(ctx context.Context, cwd, prelude string, lazy bool) (k *pyKernel, failure string, died bool, err error) {
 	k, err = m.s.startKernel(ctx, sessionKernel(cwd))
 	if err != nil {
 		var se *kernelStartError
@@ -221,29 +222,51 @@ func (m *pythonManager) newKernel(ctx context.Context, cwd, prelude string) (k *
 		}
 		return nil, "", false, err
 	}
-	if prelude == "" {
-		return k, "", false, nil
-	}
 	pctx, cancel := context.WithTimeoutCause(ctx, preludeTimeout, errTimedOut)
 	defer cancel()
-	run := k.runCell(pctx, prelude, defaultMaxOutput, nil)
+	cells := []string{prelude}
+	if lazy {
+		if items, rest := splitPrelude(prelude); len(items) > 0 {
+			cells = []string{lazyPreludeCell(items), rest}
+		}
+	}
+	for _, code := range cells {
+		if code == "" {
+			continue
+		}
+		failure, stopped, died, err := m.runPrelude(ctx, pctx, k, code)
+		if stopped {
+			k = nil
+		}
+		if failure != "" || err != nil {
+			return k, failure, died, err
+		}
+	}
+	return k, "", false, nil
+}
+
+// runPrelude runs one cell of a prelude in k (pctx bounds it, ctx is the
+// call's). stopped: k did not survive it (it was stopped); failure or err
+// say why the prelude failed.
+func (m *pythonManager) runPrelude(ctx, pctx context.Context, k *pyKernel, code string) (failure string, stopped, died bool, err error) {
+	run := k.runCell(pctx, code, defaultMaxOutput, nil)
 	switch {
 	case ctx.Err() != nil:
 		k.stop(killStop)
-		return nil, "", false, ctx.Err()
+		return "", true, false, ctx.Err()
 	case run.interrupted:
 		k.stop(killStop)
-		return nil, fmt.Sprintf("The prelude did not finish within %d seconds.", int(preludeTimeout.Seconds())), false, nil
+		return fmt.Sprintf("The prelude did not finish within %d seconds.", int(preludeTimeout.Seconds())), true, false, nil
 	case run.err != nil:
 		msg, crashed := m.describeLoss(k, run.err)
 		k.stop(killStop)
-		return nil, "The prelude failed: " + msg, crashed, nil
+		return "The prelude failed: " + msg, true, crashed, nil
 	case run.res.Failed():
 		// The kernel stays: the prelude only prepares it, and the cells may
 		// not need what failed.
-		return k, "The prelude failed: " + failureText(&run.res) + ".", false, nil
+		return "The prelude failed: " + failureText(&run.res) + ".", false, false, nil
 	}
-	return k, "", false, nil
+	return "", false, false, nil
 }
 
 // outcome is how a call's cells ended.
@@ -348,7 +371,7 @@ func (m *pythonManager) runPerCall(ctx context.Context, id uint32, req protocol.
 		cancelResult(ctx, &res, req, "before it started")
 		return res, nil
 	}
-	k, failure, _, err := m.newKernel(ctx, cwd, req.Prelude)
+	k, failure, _, err := m.newKernel(ctx, cwd, req.Prelude, len(req.Cells) > 0)
 	if err != nil {
 		if ctx.Err() != nil {
 			cancelResult(ctx, &res, req, "while the Python kernel was starting")

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -86,7 +87,7 @@ func (s *Server) spawnKernel(spec kernelSpec, dir, file string) (*pyKernel, erro
 		devnull.Close()
 		return nil, fmt.Errorf("%w: pipe: %v", protocol.ErrInternal, err)
 	}
-	argv := []string{s.init.Python, "-m", "ipykernel_launcher", "-f", file,
+	argv := []string{s.init.Python, filepath.Join(dir, kernelLauncher), "-f", file,
 		"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False"}
 	// The computer's own environment (Spec.Env), then the spec's, may
 	// override these.
@@ -181,9 +182,17 @@ type kernelStartError struct {
 
 func (e *kernelStartError) Error() string { return e.msg }
 
-// writeConnFile creates a private directory under the computer's /tmp and
-// the connection file in it, as the sandbox user: the agent has no
-// CAP_DAC_OVERRIDE or CAP_CHOWN, and the kernel (uid 1000) must read it.
+// kernelLauncher is the name of the launcher (python_launcher.py) in a
+// kernel's private directory.
+const kernelLauncher = "launch.py"
+
+//go:embed python_launcher.py
+var kernelLauncherSource []byte
+
+// writeConnFile creates a private directory under the computer's /tmp with
+// the connection file and the launcher in it, as the sandbox user: the agent
+// has no CAP_DAC_OVERRIDE or CAP_CHOWN, and the kernel (uid 1000) must read
+// them.
 func (s *Server) writeConnFile(ci kernel.ConnInfo) (dir, file string, err error) {
 	err = s.ws.as(func() error {
 		d, err := os.MkdirTemp("/tmp", "cubicle-kernel-") // mode 0700
@@ -191,9 +200,12 @@ func (s *Server) writeConnFile(ci kernel.ConnInfo) (dir, file string, err error)
 			return err
 		}
 		f := filepath.Join(d, "kernel.json")
-		if err := ci.WriteConnectionFile(f); err != nil {
-			os.Remove(f)
-			os.Remove(d)
+		err = ci.WriteConnectionFile(f)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(d, kernelLauncher), kernelLauncherSource, 0o600)
+		}
+		if err != nil {
+			os.RemoveAll(d)
 			return err
 		}
 		dir, file = d, f

@@ -140,7 +140,7 @@ func (m *pythonManager) startSessionKernel(ctx context.Context, cwd string, req 
 		res.KernelRestarted = true
 		note = m.lost
 	}
-	nk, failure, died, err := m.newKernel(ctx, cwd, m.prelude)
+	nk, failure, died, err := m.newKernel(ctx, cwd, m.prelude, len(req.Cells) > 0) // a warm-up imports all now
 	if err != nil {
 		if ctx.Err() != nil {
 			cancelResult(ctx, res, req, "while the Python kernel was starting")
@@ -175,7 +175,7 @@ func (m *pythonManager) afterCells(ctx context.Context, k *pyKernel, out outcome
 		// The kernel ignored SIGINT: a new one keeps the session usable.
 		m.drop(k, killUnresponsive, "")
 		res.KernelRestarted = true
-		nk, failure, _, err := m.newKernel(context.WithoutCancel(ctx), m.cwd, m.prelude)
+		nk, failure, _, err := m.newKernel(context.WithoutCancel(ctx), m.cwd, m.prelude, true)
 		if err == nil && nk != nil {
 			m.setKernel(nk)
 			if failure != "" {
@@ -329,7 +329,7 @@ func (m *pythonManager) restart(ctx context.Context) error {
 	if k := m.current(); k != nil {
 		m.drop(k, killRestart, "")
 	}
-	k, failure, _, err := m.newKernel(ctx, m.cwd, m.prelude)
+	k, failure, _, err := m.newKernel(ctx, m.cwd, m.prelude, true)
 	if err != nil {
 		return err
 	}

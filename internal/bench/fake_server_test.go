@@ -177,8 +177,11 @@ func (f *fakeServer) python(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(f.coldDelay)
 	}
 	text := "2"
-	if req.Cells[0].Code == firstCell {
+	switch req.Cells[0].Code {
+	case firstCell:
 		text = describeText
+	case kernelCPUCell:
+		text = "0.5"
 	}
 	out, _ := json.Marshal(map[string]any{"type": "execute_result", "text": text, "mime": "text/plain", "execution_count": 1})
 	if r.Header.Get("Accept") == "text/event-stream" {

@@ -30,6 +30,11 @@ const (
 	RowPyFirstCold          = "python_first_cell_cold"
 	RowPyFirstColdCreate    = "python_first_cell_cold_create"
 	RowPyFirstColdCell      = "python_first_cell_cold_cell"
+	// The kernel's CPU time (user+sys, ms) as a cell reads it: in a cold
+	// computer after its first cell, and in a pool computer before any
+	// (its start and the whole prelude: what a pool refill costs).
+	RowPyKernelCPUCold = "python_kernel_cpu_cold"
+	RowPyKernelCPUPool = "python_kernel_cpu_pool"
 )
 
 const (
@@ -57,6 +62,7 @@ var PythonTargets = []Goal{
 	{RowPyOnePlusOne, "1+1 through the HTTP API (POST …/python)", 8 * time.Millisecond},
 	{RowPyFirstWarm, "first cell in a new computer (warm pool)", 50 * time.Millisecond},
 	{RowPyFirstWarmMem, "first cell, memory_mb set (warm pool)", 50 * time.Millisecond},
+	{RowPyFirstCold, "first cell, no pooled kernel", 500 * time.Millisecond},
 	{RowKGWOnePlusOne, "1+1 over the Kernel Gateway API's WebSocket", 10 * time.Millisecond},
 }
 
@@ -253,6 +259,9 @@ func RunPython(ctx context.Context, cfg PythonConfig) (*PythonReport, error) {
 	var fc []*path
 	if cfg.FirstN > 0 {
 		fc = append(fc, pyFirstWarm(warm, warmTr, pool, cfg, 0), pyFirstWarm(warm, warmTr, pool, cfg, firstCellMemoryMB))
+		if cfg.Warm.PoolSize > 0 {
+			fc = append(fc, pyPoolKernelCPU(warm, warmTr, pool, cfg))
+		}
 		if cfg.Cold.URL != "" {
 			cold, coldTr, closeCold, err := openTracked(ctx, cfg.Cold, cfg.Timeout, "the cold server", undone)
 			if err != nil {

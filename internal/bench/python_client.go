@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,9 @@ const (
 	onePlusOneResult = "2"
 	// firstCell is the first cell of a brand-new computer.
 	firstCell = "import pandas as pd; df = pd.DataFrame({'a': range(100)}); df.describe()"
+	// kernelCPUCell's result is the kernel's user+sys CPU seconds so far
+	// (all its threads; it names no prelude import).
+	kernelCPUCell = "(lambda r: r.ru_utime + r.ru_stime)(__import__('resource').getrusage(0))"
 )
 
 // firstCellOK says whether text is df.describe() of range(100): a table
@@ -99,4 +103,19 @@ func (c *apiClient) pythonSSE(ctx context.Context, id string, req client.PythonR
 		return 0, err
 	}
 	return time.Since(start), checkPython(a, ok)
+}
+
+// kernelCPU runs kernelCPUCell in computer id and returns the CPU time its
+// kernel has used.
+func (c *apiClient) kernelCPU(ctx context.Context, id string, timeout time.Duration) (time.Duration, error) {
+	var secs float64
+	_, err := c.python(ctx, id, pythonRequest(kernelCPUCell, 0), func(text string) bool {
+		v, err := strconv.ParseFloat(text, 64)
+		secs = v
+		return err == nil && v >= 0 && v < 1e6
+	}, timeout)
+	if err != nil {
+		return 0, fmt.Errorf("kernel CPU: %w", err)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
 }

@@ -123,7 +123,8 @@ func TestPythonVerdicts(t *testing.T) {
 	if len(sp) != 2 || sp[0].Ratio != 7 || !sp[0].Met || sp[0].Minimum != 5 || sp[1].Ratio != 40 || !sp[1].Met || sp[1].Minimum != 0 {
 		t.Errorf("speedups %+v", sp)
 	}
-	if len(ts) != 2 || !ts[0].Met || ts[0].Row != RowPyOnePlusOne || ts[1].Met || ts[1].Row != RowPyFirstWarm {
+	if len(ts) != 3 || !ts[0].Met || ts[0].Row != RowPyOnePlusOne || ts[1].Met || ts[1].Row != RowPyFirstWarm ||
+		ts[2].Met || ts[2].Row != RowPyFirstCold {
 		t.Errorf("targets %+v", ts)
 	}
 	sp, _, _ = pythonVerdicts([]Row{row(RowPyOnePlusOne, 12*time.Millisecond), row(RowJupyterOnePlusOne, 49*time.Millisecond)})
@@ -180,7 +181,7 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 	for _, r := range rep.Rows {
 		ids = append(ids, r.ID)
 		want := 10
-		if strings.HasPrefix(r.ID, "python_first_cell") {
+		if strings.HasPrefix(r.ID, "python_first_cell") || strings.HasPrefix(r.ID, "python_kernel_cpu") {
 			want = 4
 		}
 		if r.N != want || r.Failures != 0 {
@@ -188,7 +189,8 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 		}
 	}
 	want := []string{RowPyOnePlusOne, RowPyOnePlusOneSSE, RowPyFirstWarm, RowPyFirstWarmCreate, RowPyFirstWarmCell,
-		RowPyFirstWarmMem, RowPyFirstWarmMemCreate, RowPyFirstWarmMemCell, RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell}
+		RowPyFirstWarmMem, RowPyFirstWarmMemCreate, RowPyFirstWarmMemCell, RowPyKernelCPUPool,
+		RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell, RowPyKernelCPUCold}
 	if !slices.Equal(ids, want) {
 		t.Errorf("rows %v, want %v", ids, want)
 	}
@@ -203,7 +205,10 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 	if all, cr, cell := byID[RowPyFirstCold], byID[RowPyFirstColdCreate], byID[RowPyFirstColdCell]; all.Min < cr.Min || all.Min < cell.Min {
 		t.Errorf("the whole first cell is shorter than a part: %+v %+v %+v", all, cr, cell)
 	}
-	if len(rep.Targets) != 3 || len(rep.Speedups) != 1 || rep.Speedups[0].Fast != RowPyFirstWarm {
+	if c, p := byID[RowPyKernelCPUCold], byID[RowPyKernelCPUPool]; time.Duration(c.P50) != 500*time.Millisecond || time.Duration(p.P50) != 500*time.Millisecond {
+		t.Errorf("kernel CPU rows: cold %v, pool %v; want the fake's 500 ms", c.P50, p.P50)
+	}
+	if len(rep.Targets) != 4 || len(rep.Speedups) != 1 || rep.Speedups[0].Fast != RowPyFirstWarm {
 		t.Errorf("targets %+v speedups %+v", rep.Targets, rep.Speedups)
 	}
 	if n := warmF.memoryCreates[firstCellMemoryMB]; n < 4 { // the timed runs, and warm-up
@@ -220,7 +225,8 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"cubicle  1+1  POST …/python (JSON)", "warm     new computer + first cell", "cold server:",
-		"first cell: warm pool vs cold", "not judged (no jupyter_server row)", "first cell in a new computer (warm pool)"} {
+		"first cell: warm pool vs cold", "not judged (no jupyter_server row)", "first cell in a new computer (warm pool)",
+		"cold     first cell, no pooled kernel", "warm     pool kernel CPU ms", "first cell, no pooled kernel"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, b.String())
 		}

@@ -122,32 +122,73 @@ func kernelChannelsPath(j *Jupyter, cfg PythonConfig, name string, required, qui
 }
 
 // firstCellSample creates a computer and runs the first cell in it, timing
-// both; the computer is deleted afterwards (untimed), after settle.
+// both; with cpuRow it then reads its kernel's CPU time (untimed). The
+// computer is deleted afterwards (untimed), after settle.
 func firstCellSample(ctx context.Context, c *apiClient, tr *tracker, cfg PythonConfig, settle func(context.Context) error,
-	create client.CreateRequest, rowAll, rowCreate, rowCell string) (map[string]time.Duration, error) {
+	create client.CreateRequest, rowAll, rowCreate, rowCell, cpuRow string) (map[string]time.Duration, error) {
 	req := pythonRequest(firstCell, pythonFirstCellTimeout)
+	m := map[string]time.Duration{}
 	start := time.Now()
-	id, dc, err := c.createReq(ctx, create)
+	dc, err := inNewComputer(ctx, c, tr, settle, create, func(id string) error {
+		dp, err := c.python(ctx, id, req, firstCellOK, cfg.FirstTimeout)
+		m[rowAll], m[rowCell] = time.Since(start), dp
+		if err == nil && cpuRow != "" {
+			m[cpuRow], err = c.kernelCPU(ctx, id, cfg.Timeout)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
+	m[rowCreate] = dc
+	return m, nil
+}
+
+// inNewComputer creates a computer, runs f in it and deletes it after
+// settle (neither timed); it returns how long the create took.
+func inNewComputer(ctx context.Context, c *apiClient, tr *tracker, settle func(context.Context) error,
+	create client.CreateRequest, f func(id string) error) (time.Duration, error) {
+	id, dc, err := c.createReq(ctx, create)
+	if err != nil {
+		return 0, err
+	}
 	tr.add(id)
-	dp, perr := c.python(ctx, id, req, firstCellOK, cfg.FirstTimeout)
-	all := time.Since(start)
+	ferr := f(id)
 	var serr error
 	if settle != nil {
 		serr = settle(ctx)
 	}
 	if err := deleteTracked(ctx, c, tr, id); err != nil {
-		return nil, fmt.Errorf("delete %s: %w", id, err)
+		return 0, fmt.Errorf("delete %s: %w", id, err)
 	}
-	if perr != nil {
-		return nil, perr
+	if ferr != nil {
+		return 0, ferr
 	}
-	if serr != nil {
-		return nil, serr
+	return dc, serr
+}
+
+// pyPoolKernelCPU reads the CPU time of a pool computer's kernel before
+// any cell of its user: its start and the whole prelude, the kernel's part
+// of every pool refill (issue 15 goal 3).
+func pyPoolKernelCPU(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
+	return &path{
+		name: "cubicle pool kernel CPU", required: true,
+		rows: []rowDef{{RowPyKernelCPUPool, "warm     pool kernel CPU ms: start + whole prelude"}},
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			if err := pool.wait(ctx); err != nil {
+				return nil, err
+			}
+			var d time.Duration
+			_, err := inNewComputer(ctx, c, tr, pool.wait, client.CreateRequest{}, func(id string) (err error) {
+				d, err = c.kernelCPU(ctx, id, cfg.Timeout)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			return map[string]time.Duration{RowPyKernelCPUPool: d}, nil
+		},
 	}
-	return map[string]time.Duration{rowAll: all, rowCreate: dc, rowCell: dp}, nil
 }
 
 // pyFirstWarm times POST /v1/computers from a full warm pool plus the
@@ -177,23 +218,26 @@ func pyFirstWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig, 
 				return nil, err
 			}
 			return firstCellSample(ctx, c, tr, cfg, pool.wait, client.CreateRequest{MemoryMB: memoryMB},
-				rows[0].id, rows[1].id, rows[2].id)
+				rows[0].id, rows[1].id, rows[2].id, "")
 		},
 	}
 }
 
 // pyFirstCold times a cold POST /v1/computers on the server without a pool
-// plus the first cell, which starts the kernel and runs the prelude.
+// plus the first cell, which starts the kernel and runs the prelude (its
+// imports when the cell needs them); then it reads the kernel's CPU time.
 func pyFirstCold(c *apiClient, tr *tracker, cfg PythonConfig) *path {
 	return &path{
 		name: "cubicle first cell (cold)", required: true,
 		rows: []rowDef{
-			{RowPyFirstCold, "cold     new computer + first cell"},
+			{RowPyFirstCold, "cold     first cell, no pooled kernel"},
 			{RowPyFirstColdCreate, "cold       POST /v1/computers (cold start)"},
 			{RowPyFirstColdCell, "cold       POST …/python (kernel, prelude, cell)"},
+			{RowPyKernelCPUCold, "cold       kernel CPU ms: start, prelude, cell"},
 		},
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			return firstCellSample(ctx, c, tr, cfg, nil, client.CreateRequest{}, RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell)
+			return firstCellSample(ctx, c, tr, cfg, nil, client.CreateRequest{}, RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell,
+				RowPyKernelCPUCold)
 		},
 	}
 }

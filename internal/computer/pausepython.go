@@ -69,7 +69,8 @@ const pythonSaveCell = `def _cubicle_save():
         if name.startswith("_") or name in skip:
             continue
         if isinstance(value, types.ModuleType):
-            modules[name] = value.__name__
+            if "_cubicle_item" not in value.__dict__:  # a lazy prelude's stand-in comes back with the prelude
+                modules[name] = value.__name__
             continue
         if isinstance(value, (types.FunctionType, type)) and getattr(value, "__module__", None) == "__main__":
             try:

@@ -22,7 +22,7 @@ type Options struct {
 	MaxImageBytes    int64         // one decoded PNG; default 16 MiB
 	StallTimeout     time.Duration // a message, once started, must progress; also bounds each handshake; default 10 s
 	WriteTimeout     time.Duration // the kernel must accept what we send; default 10 s
-	Grace            time.Duration // completion with only one of execute_reply / idle; default 2 s
+	Grace            time.Duration // completion with only one of execute_reply / idle (after a barrier when idle is missing: execute.go); default 2 s
 	Username         string        // header username; default "cubicle"
 	// OnMessage, when set, puts the Client in raw mode (raw.go): every
 	// message the kernel sends, except replies to the Client's own
@@ -312,12 +312,18 @@ func (c *Client) isRecent(id string) bool {
 	return false
 }
 
-// forget removes a completed execution (called with e.mu held; takes c.mu).
+// forget removes a completed execution and its barrier (called with e.mu
+// held; takes c.mu).
 func (c *Client) forget(e *execution) {
 	c.mu.Lock()
-	delete(c.pending, e.id)
-	c.recent[c.recentN%len(c.recent)] = e.id
-	c.recentN++
+	for _, id := range []string{e.id, e.probe} {
+		if id == "" {
+			continue
+		}
+		delete(c.pending, id)
+		c.recent[c.recentN%len(c.recent)] = id
+		c.recentN++
+	}
 	c.mu.Unlock()
 }
 

@@ -61,14 +61,21 @@
 //     subscriber makes the kernel's PUB socket drop messages, including
 //     idle). Caller callbacks run in the caller's goroutine (Run), never in
 //     a reader, so a slow caller cannot make a reader lag.
-//   - Completion is execute_reply and status idle both seen; or one of them
-//     and then Grace (2 s) without traffic for the cell. ipykernel flushes
-//     a cell's output before its reply and sends idle after both, but the
-//     two sockets race: on a loaded host the iopub reader can fall behind
-//     the reply by hundreds of milliseconds while output is still queued
-//     (a 200 ms grace once cut the last 356 bytes of a 10,000-message
-//     flood under the race detector). Only a kernel whose idle is lost
-//     (a PUB socket drops messages) waits the whole grace.
+//   - Completion is execute_reply and status idle both seen. ipykernel
+//     publishes a cell's output before its reply and idle after both, but
+//     the two sockets race: on a loaded host the reply can be read while
+//     output is still queued in the iopub socket. So a reply without idle
+//     for Grace (2 s) of iopub silence does not complete the cell by
+//     itself: the client sends a barrier (kernel_info_request on control;
+//     its busy status on iopub follows everything published before it) and
+//     completes the cell when that status arrives, or after 5 Graces of
+//     silence (no barrier answered: the idle was lost, a PUB socket drops
+//     messages when its reader lags). A time limit alone cut output twice:
+//     200 ms cut the last 356 bytes of a 10,000-message flood under the
+//     race detector, 2 s the last 30 bytes of one in a computer on a host
+//     at load 20–30 (the process stalled past the grace after reading the
+//     reply; TestOutputAfterReplyNotCut). An idle without a reply completes
+//     after Grace.
 //   - Connect repeats kernel_info_request until iopub delivers a status
 //     message, because iopub misses what is published before the
 //     subscription reaches the kernel.

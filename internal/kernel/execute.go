@@ -88,6 +88,10 @@ type execution struct {
 	cancelled bool
 	timer     *time.Timer
 	end       time.Time
+	// probe is the msg_id of the iopub barrier (see graceExpired), once
+	// sent: its status on iopub means every output the kernel published
+	// before it has been read.
+	probe string
 }
 
 // deliverEvery is the least time between two deliveries of outputs to a
@@ -286,6 +290,15 @@ func (e *execution) handle(z *zconn, m *Message) bool {
 		return false
 	}
 	c := e.c
+	if e.probe != "" && m.Parent.MsgID == e.probe {
+		// The barrier: its status follows on iopub whatever the kernel
+		// published before it, so nothing of the cell is still on the way.
+		if z == c.iopub && m.Header.MsgType == "status" {
+			e.finish()
+			e.signal()
+		}
+		return true
+	}
 	switch z {
 	case c.iopub:
 		switch m.Header.MsgType {
@@ -346,6 +359,12 @@ func (e *execution) handle(z *zconn, m *Message) bool {
 // check completes the execution when both execute_reply and idle arrived,
 // or arms the grace timer when one did. While waiting for idle, any iopub
 // traffic for the cell restarts the grace period.
+//
+// The grace does not complete a cell whose reply came without idle: the
+// reply and iopub are different sockets, and a loaded host can read the
+// reply seconds before the output the kernel published ahead of it (the
+// reader lags, or the whole process stalls and the timer fires before the
+// reader runs again). graceExpired sends a barrier instead.
 func (e *execution) check(iopub bool) {
 	if e.replied && e.idle {
 		e.finish()
@@ -357,10 +376,31 @@ func (e *execution) check(iopub bool) {
 	if e.timer == nil {
 		e.timer = time.AfterFunc(e.c.opts.Grace, e.graceExpired)
 	} else if iopub && !e.idle {
-		e.timer.Reset(e.c.opts.Grace)
+		e.timer.Reset(e.silence())
 	}
 }
 
+// barrierWait is how many Graces of iopub silence a barrier is given: it is
+// answered unless the kernel's iopub is stuck or drops messages.
+const barrierWait = 5
+
+// silence is how long the cell may go without iopub traffic once it has
+// its reply or idle.
+func (e *execution) silence() time.Duration {
+	if e.probe != "" {
+		return barrierWait * e.c.opts.Grace
+	}
+	return e.c.opts.Grace
+}
+
+// graceExpired completes a cell that has had its idle but no reply for
+// Grace. One that has its reply but no idle is completed only once
+// everything the kernel published before now has been read: it sends a
+// barrier (kernel_info_request on the control socket, answered by ipykernel
+// even while a cell runs, with a busy status on iopub that follows every
+// message published before it) and completes the cell when that status
+// arrives, or after barrierWait Graces without iopub traffic for the cell
+// (the kernel answers no barrier: its idle was lost).
 func (e *execution) graceExpired() {
 	defer func() {
 		if r := recover(); r != nil {
@@ -368,10 +408,33 @@ func (e *execution) graceExpired() {
 		}
 	}()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.done {
+	if e.done {
+		e.mu.Unlock()
+		return
+	}
+	if !e.replied || e.probe != "" {
 		e.finish()
 		e.signal()
+		e.mu.Unlock()
+		return
+	}
+	c := e.c
+	e.probe = c.newID()
+	c.mu.Lock()
+	c.pending[e.probe] = e
+	c.mu.Unlock()
+	e.timer.Reset(e.silence())
+	probe := e.probe
+	e.mu.Unlock()
+	// Not under e.mu: the write may wait for the kernel (WriteTimeout) while
+	// the readers go on.
+	if err := c.send(c.control, probe, "kernel_info_request", map[string]any{}); err != nil {
+		e.mu.Lock()
+		if !e.done {
+			e.finish()
+			e.signal()
+		}
+		e.mu.Unlock()
 	}
 }
 

@@ -143,7 +143,7 @@ func cellStatuses(res sandbox.PythonResult) []string {
 // kernelProcs lists the pids of ipykernel processes in sb.
 func kernelProcs(t testing.TB, sb sandbox.Sandbox) []string {
 	t.Helper()
-	out := mustSucceed(t, sb, `for d in /proc/[0-9]*; do tr '\0' ' ' < $d/cmdline 2>/dev/null | grep -q '^/usr/bin/python3 -m ipykernel_launcher' && echo ${d#/proc/}; done; true`)
+	out := mustSucceed(t, sb, `for d in /proc/[0-9]*; do tr '\0' ' ' < $d/cmdline 2>/dev/null | grep -q '^/usr/bin/python3 /tmp/cubicle-kernel-[^ /]*/launch.py -f ' && echo ${d#/proc/}; done; true`)
 	return strings.Fields(out)
 }
 
@@ -155,7 +155,7 @@ func agentOf(t testing.TB, sb sandbox.Sandbox) int {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(b, []byte("ipykernel_launcher\x00-f\x00"+file+"\x00")) {
+		if err != nil || !bytes.Contains(b, []byte("/launch.py\x00-f\x00"+file+"\x00")) {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
