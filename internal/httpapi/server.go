@@ -94,7 +94,7 @@ func New(o Options) *API {
 		a.scripts = scripts.New(o.Store, o.Governance)
 	}
 	a.sockets.ctx, a.sockets.cancel = context.WithCancel(context.Background())
-	a.mcp = mcp.New(a.comp, a.tools)
+	a.mcp = mcp.New(a.comp, a.tools, a.scripts)
 	a.portProxy = a.newPortProxy()
 	a.routes()
 	for _, m := range o.Mounts {

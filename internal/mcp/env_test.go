@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -114,8 +115,23 @@ func structured(t *testing.T, r *sdk.CallToolResult, v any) {
 // none); it returns the status.
 func (e *env) rest(key, method, path string, v any) int {
 	e.t.Helper()
-	req, _ := http.NewRequestWithContext(e.t.Context(), method, e.url+path, nil)
+	return e.restBody(key, method, path, nil, v)
+}
+
+// restBody is rest with a JSON body (nil: none).
+func (e *env) restBody(key, method, path string, body, v any) int {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(e.t.Context(), method, e.url+path, rd)
 	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)

@@ -30,21 +30,23 @@ const instructions = "Cubicle gives you disposable, locked-down Linux computers.
 
 // Server serves Cubicle's computers as MCP tools over streamable HTTP.
 type Server struct {
-	comp *computer.Manager
-	reg  *tools.Registry
+	comp    *computer.Manager
+	reg     *tools.Registry
+	scripts Scripts // nil: no script tools
+	// base serves the built-in tools (server: a principal without
+	// scripts).
+	base *sdk.Server
 	// http is the SDK's streamable handler behind the principal's
 	// hand-over (ServeHTTP).
 	http http.Handler
 }
 
 // New builds the MCP server of the computers service comp, whose
-// exec/file/python tools are reg's (tools.Default()).
-func New(comp *computer.Manager, reg *tools.Registry) *Server {
-	s := &Server{comp: comp, reg: reg}
-	srv := sdk.NewServer(implementation(), &sdk.ServerOptions{Instructions: instructions})
-	for _, t := range s.tools() {
-		srv.AddTool(t.def, s.handler(t.run))
-	}
+// exec/file/python tools are reg's (tools.Default()), and whose callers'
+// organisations' scripts are scripts' (nil: none offered).
+func New(comp *computer.Manager, reg *tools.Registry, scripts Scripts) *Server {
+	s := &Server{comp: comp, reg: reg, scripts: scripts}
+	s.base = s.newServer()
 	// Stateless: every POST is a whole exchange on a session of its own,
 	// so nothing is kept between requests (a restarted server, or one of
 	// several, answers any request) and each request is authenticated
@@ -52,18 +54,18 @@ func New(comp *computer.Manager, reg *tools.Registry) *Server {
 	// on a loopback listener) is off: it protects servers without
 	// authentication, while every request here carries a key, and it
 	// would refuse a reverse proxy on the same host.
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
+	h := sdk.NewStreamableHTTPHandler(s.server, &sdk.StreamableHTTPOptions{
 		Stateless: true, DisableLocalhostProtection: true, PropagateRequestCancellation: true,
 		MaxRequestBodyBytes: BodyLimit(comp)})
 	// The SDK hands a request's auth.TokenInfo to its tool handlers; the
 	// verifier makes it of the principal ServeHTTP put in the context (the
 	// key was checked by the transport's authentication, not here).
 	s.http = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
-		p, ok := ctx.Value(principalKey{}).(governance.Principal)
+		rq, ok := ctx.Value(requestKey{}).(*request)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: p.Key.ID, Extra: map[string]any{extraPrincipal: p}}, nil
+		return &auth.TokenInfo{UserID: rq.p.Key.ID, Extra: map[string]any{extraPrincipal: rq.p}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	return s
 }
@@ -86,7 +88,24 @@ func implementation() *sdk.Implementation {
 	return &sdk.Implementation{Name: Name, Title: "Cubicle", Version: version}
 }
 
-type principalKey struct{}
+// newServer is an SDK server with the built-in tools.
+func (s *Server) newServer() *sdk.Server {
+	srv := sdk.NewServer(implementation(), &sdk.ServerOptions{Instructions: instructions})
+	for _, t := range s.tools() {
+		srv.AddTool(t.def, s.handler(t.run))
+	}
+	return srv
+}
+
+// request is what ServeHTTP hands the SDK's handler in the context: the
+// authenticated principal, and the request's server once built (the SDK
+// asks for it more than once per request).
+type request struct {
+	p   governance.Principal
+	srv *sdk.Server
+}
+
+type requestKey struct{}
 
 // extraPrincipal is the principal's key in auth.TokenInfo.Extra.
 const extraPrincipal = "cubicle.principal"
@@ -94,7 +113,7 @@ const extraPrincipal = "cubicle.principal"
 // ServeHTTP serves one MCP request (POST /mcp) of principal p, whom the
 // transport authenticated.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request, p governance.Principal) {
-	s.http.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	s.http.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestKey{}, &request{p: p})))
 }
 
 // errNoPrincipal: a tool called without the hand-over (never through

@@ -99,17 +99,23 @@ func (s *Server) delegated(name, toolName, title, desc string, ann *sdk.ToolAnno
 	}
 	ann.Title = title
 	def := &sdk.Tool{Name: name, Title: title, Description: desc, InputSchema: inputSchema(t.Schema), Annotations: ann}
-	return tool{def, func(ctx context.Context, p governance.Principal, args json.RawMessage) (*sdk.CallToolResult, error) {
+	return tool{def, s.onComputer(toolName, s.reg)}
+}
+
+// onComputer runs reg's tool toolName with a call's arguments but
+// computer_id on the computer computer_id names.
+func (s *Server) onComputer(toolName string, reg *tools.Registry) run {
+	return func(ctx context.Context, p governance.Principal, args json.RawMessage) (*sdk.CallToolResult, error) {
 		id, rest, msg := splitComputerID(args)
 		if msg != "" {
 			return failedResult(msg), nil
 		}
-		res, err := s.comp.RunTool(ctx, p, id, s.reg, toolName, rest)
+		res, err := s.comp.RunTool(ctx, p, id, reg, toolName, rest)
 		if err != nil {
 			return nil, err
 		}
 		return toolResult(res), nil
-	}}
+	}
 }
 
 // splitComputerID takes computer_id out of a delegated tool's arguments;
@@ -148,14 +154,24 @@ func inputSchema(strict json.RawMessage) json.RawMessage {
 		panic("mcp: a tool's schema is not JSON: " + err.Error())
 	}
 	optionalNullable(s)
-	props := s["properties"].(map[string]any)
+	b, _ := json.Marshal(withComputerID(s))
+	return b
+}
+
+// withComputerID adds computer_id to object schema s as its first
+// required property.
+func withComputerID(s map[string]any) map[string]any {
+	props, _ := s["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
 	var id map[string]any
 	json.Unmarshal([]byte(computerIDSchema), &id)
 	props["computer_id"] = id
+	s["properties"] = props
 	req, _ := s["required"].([]any)
 	s["required"] = append([]any{"computer_id"}, req...)
-	b, _ := json.Marshal(s)
-	return b
+	return s
 }
 
 // optionalNullable drops the nullable properties of object schema s (and

@@ -78,6 +78,11 @@ func compileSchema(raw json.RawMessage, meta bool) (*compiled, error) {
 		return nil, err
 	}
 	if meta {
+		if props, _ := root["properties"].(map[string]any); props != nil {
+			if _, ok := props[ReservedProperty]; ok {
+				return nil, fmt.Errorf("input_schema.properties.%s is reserved: MCP passes the computer's id in it (name the property otherwise)", ReservedProperty)
+			}
+		}
 		if err := checkMeta(root); err != nil {
 			return nil, err
 		}

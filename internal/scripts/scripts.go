@@ -34,6 +34,10 @@ const (
 // ToolPrefix starts every script's tool name.
 const ToolPrefix = "script__"
 
+// ReservedProperty is the top-level argument a script's schema may not
+// declare: MCP's script tools take the computer's id in it (internal/mcp).
+const ReservedProperty = "computer_id"
+
 // DefaultInterpreter runs a script that names none.
 var DefaultInterpreter = []string{"/bin/sh"}
 
