@@ -51,24 +51,17 @@ func (a *API) extendComputer(w http.ResponseWriter, r *http.Request, p governanc
 	return nil
 }
 
-// pauseComputer stops a running computer, keeping its workspace.
-func (a *API) pauseComputer(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	v, err := a.comp.Pause(r.Context(), p, r.PathValue("id"))
-	if err != nil {
-		return err
+// computerAction is a route that acts on the computer {id} without a
+// body (pause, resume) and answers its view.
+func computerAction(act func(ctx context.Context, p governance.Principal, id string) (computer.View, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
+		v, err := act(r.Context(), p, r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, computerViewOf(v))
+		return nil
 	}
-	writeJSON(w, http.StatusOK, computerViewOf(v))
-	return nil
-}
-
-// resumeComputer starts a paused computer again.
-func (a *API) resumeComputer(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
-	v, err := a.comp.Resume(r.Context(), p, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, computerViewOf(v))
-	return nil
 }
 
 func (a *API) listComputers(w http.ResponseWriter, r *http.Request, p governance.Principal) error {

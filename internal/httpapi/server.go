@@ -136,8 +136,8 @@ func (a *API) routes() {
 	m.Handle("GET /v1/computers/{id}", a.auth(a.getComputer))
 	m.Handle("DELETE /v1/computers/{id}", a.auth(a.deleteComputer))
 	m.Handle("POST /v1/computers/{id}/lifetime", a.auth(a.extendComputer))
-	m.Handle("POST /v1/computers/{id}/pause", a.auth(a.pauseComputer))
-	m.Handle("POST /v1/computers/{id}/resume", a.auth(a.resumeComputer))
+	m.Handle("POST /v1/computers/{id}/pause", a.auth(computerAction(a.comp.Pause)))   // stops it, keeping its workspace
+	m.Handle("POST /v1/computers/{id}/resume", a.auth(computerAction(a.comp.Resume))) // starts a paused one again
 	m.Handle("POST /v1/computers/{id}/exec", a.auth(a.exec))
 	m.Handle("POST /v1/computers/{id}/processes", a.auth(a.startProcess))
 	m.Handle("GET /v1/computers/{id}/processes", a.auth(a.listProcesses))
