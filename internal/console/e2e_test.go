@@ -231,7 +231,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("the browser run failed at %s\n(screenshot %s)\nsteps done: %+v\nscript errors: %q\nserver log:\n%s",
 			got.Error, filepath.Join(shots, "failure.png"), got.Steps, got.ConsoleErrors, shared.output())
 	}
-	if len(got.Steps) != 13 {
+	if len(got.Steps) != 14 {
 		t.Errorf("steps: %+v", got.Steps)
 	}
 	if !strings.Contains(got.CSP, "script-src 'self';") {
@@ -281,7 +281,7 @@ func TestConsoleInBrowser(t *testing.T) {
 // light text on it.
 func checkShots(t *testing.T, dir string, names []string) {
 	t.Helper()
-	want := []string{"login", "computers", "terminal", "terminal-only", "files", "python", "python-cell", "artifacts", "activity", "keys"}
+	want := []string{"login", "computers", "terminal", "terminal-only", "files", "python", "python-cell", "artifacts", "activity", "keys", "scripts"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Errorf("screenshots %q, want %q", names, want)
 	}

@@ -13,6 +13,7 @@ const routes = [
   [/^\/egress$/, 'egress', () => import('./egress.js')],
   [/^\/admin\/keys$/, 'keys', () => import('./admin.js').then(m => ({render: m.renderKeys}))],
   [/^\/admin\/orgs$/, 'orgs', () => import('./admin.js').then(m => ({render: m.renderOrgs}))],
+  [/^\/admin\/scripts$/, 'scripts', () => import('./scripts.js')],
 ];
 
 const REVOKED = 'The server no longer accepts the key (revoked?). Sign in again.';

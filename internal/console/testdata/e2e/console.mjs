@@ -179,6 +179,26 @@ try {
   await page.getByRole("cell", { name: "default", exact: true }).waitFor();
   await done(step);
 
+  step = "scripts";
+  await page.getByRole("link", { name: "Scripts" }).click();
+  const scriptName = `e2e${Date.now()}`; // the server may be another run's too
+  await page.getByLabel("Name", { exact: true }).fill(scriptName);
+  await page.getByLabel("Description", { exact: true }).fill("Says hello.");
+  await page.getByLabel("Source", { exact: true }).fill("echo hello\n");
+  await page.getByRole("button", { name: "Create script" }).click();
+  await page.getByRole("status").filter({ hasText: `Created script__${scriptName} (version 1)` }).waitFor();
+  await page.getByRole("cell", { name: `script__${scriptName}`, exact: true }).waitFor();
+  await page.getByRole("button", { name: `Edit ${scriptName}` }).click();
+  await page.getByLabel("Description", { exact: true }).fill("Says hello twice.");
+  await page.getByRole("button", { name: "Save script" }).click();
+  await page.getByRole("status").filter({ hasText: `Saved script__${scriptName} (version 2)` }).waitFor();
+  await page.getByRole("cell", { name: "Says hello twice.", exact: true }).waitFor();
+  await shot("scripts");
+  await page.getByRole("button", { name: `Delete ${scriptName}` }).click();
+  await page.getByRole("status").filter({ hasText: `Deleted script__${scriptName}` }).waitFor();
+  await page.getByRole("cell", { name: `script__${scriptName}`, exact: true }).waitFor({ state: "detached" });
+  await done(step);
+
   step = "delete";
   await page.getByRole("link", { name: "Computers", exact: true }).click();
   await page.getByRole("button", { name: `Delete ${id}` }).click();
