@@ -49,6 +49,11 @@ func (s *Server) tools() []tool {
 				`"idle_timeout_seconds":{"type":"integer","minimum":0,"description":"End the computer this long after the last call on it (default: never; within its lifetime)."},` +
 				`"exec_timeout_seconds":{"type":"integer","minimum":0,"description":"The longest a command or a python call may run (default: the deployment's)."},` +
 				`"template":{"type":"string","description":"The template (root filesystem) to make it from; default: the deployment's."},` +
+				`"network_policy":{"type":"object","description":"Internet for the computer: {\"type\":\"allowlist\",\"allowed_domains\":[\"pypi.org\"]} lets it reach those domains (within what the deployment, organisation and key allow); {\"type\":\"disabled\"} or leaving it out: loopback only (unless the deployment gives every computer internet). The organisation's domain secrets apply; none are given here.",` +
+				`"properties":{"type":{"type":"string","enum":["disabled","allowlist"]},` +
+				`"allowed_domains":{"type":"array","items":{"type":"string"},"description":"Domains it may reach, e.g. pypi.org."},` +
+				`"allowed_cidrs":{"type":"array","items":{"type":"string"},"description":"Networks it may reach by IP address, e.g. 203.0.113.0/24."}},` +
+				`"required":["type"],"additionalProperties":false},` +
 				`"metadata":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels of your own, kept with the computer."}},` +
 				`"additionalProperties":false}`),
 			Annotations: &sdk.ToolAnnotations{OpenWorldHint: ptr(false)}}, s.createComputer},
@@ -235,6 +240,24 @@ type createArgs struct {
 	ExecTimeoutSeconds *int              `json:"exec_timeout_seconds"`
 	Template           *string           `json:"template"`
 	Metadata           map[string]string `json:"metadata"`
+	NetworkPolicy      *networkPolicy    `json:"network_policy"`
+}
+
+// networkPolicy is create_computer's network_policy: the REST API's
+// without domain_secrets (a secret never passes through a model's
+// arguments; the organisation's secrets apply).
+type networkPolicy struct {
+	Type           string   `json:"type"`
+	AllowedDomains []string `json:"allowed_domains"`
+	AllowedCIDRs   []string `json:"allowed_cidrs"`
+}
+
+// request is the policy as the computers service takes it (nil: none).
+func (n *networkPolicy) request() *computer.NetworkPolicy {
+	if n == nil {
+		return nil
+	}
+	return &computer.NetworkPolicy{Type: n.Type, AllowedDomains: n.AllowedDomains, AllowedCIDRs: n.AllowedCIDRs}
 }
 
 func seconds(n *int) time.Duration {
@@ -259,7 +282,7 @@ func (s *Server) createComputer(ctx context.Context, p governance.Principal, arg
 	}
 	v, err := s.comp.Create(ctx, p, computer.CreateRequest{MemoryMB: deref(a.MemoryMB), Lifetime: seconds(a.LifetimeSeconds),
 		IdleTimeout: seconds(a.IdleTimeoutSeconds), ExecTimeout: seconds(a.ExecTimeoutSeconds),
-		Template: deref(a.Template), Metadata: a.Metadata})
+		Template: deref(a.Template), Metadata: a.Metadata, NetworkPolicy: a.NetworkPolicy.request()})
 	if err != nil {
 		return nil, err
 	}
@@ -351,6 +374,17 @@ type limitsView struct {
 	LifetimeSeconds    int64   `json:"lifetime_seconds"`
 	ExecTimeoutSeconds int64   `json:"exec_timeout_seconds"`
 	IdleTimeoutSeconds int64   `json:"idle_timeout_seconds,omitempty"`
+	// NetworkPolicy is an internet computer's (absent: loopback only).
+	NetworkPolicy *networkPolicy `json:"network_policy,omitempty"`
+}
+
+// networkPolicyOf is a computer's policy as the tools show it (its
+// domain secrets' names are not shown).
+func networkPolicyOf(p *computer.NetworkPolicy) *networkPolicy {
+	if p == nil {
+		return nil
+	}
+	return &networkPolicy{Type: p.Type, AllowedDomains: p.AllowedDomains, AllowedCIDRs: p.AllowedCIDRs}
 }
 
 func viewOf(v computer.View) computerView {
@@ -359,7 +393,7 @@ func viewOf(v computer.View) computerView {
 		CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339), ExpiresAt: v.ExpiresAt.UTC().Format(time.RFC3339),
 		Limits: limitsView{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, DiskMB: l.DiskMB,
 			LifetimeSeconds: int64(l.Lifetime / time.Second), ExecTimeoutSeconds: int64(l.ExecTimeout / time.Second),
-			IdleTimeoutSeconds: int64(l.IdleTimeout / time.Second)},
+			IdleTimeoutSeconds: int64(l.IdleTimeout / time.Second), NetworkPolicy: networkPolicyOf(l.NetworkPolicy)},
 		Metadata: v.Metadata, Failure: v.Failure}
 }
 
