@@ -1,5 +1,6 @@
 // Package mcp is the Model Context Protocol transport: Cubicle's computers
-// as MCP tools (create, list and delete computers; exec; read, write and
+// as MCP tools (create, list, extend and delete computers; the templates;
+// exec; read, write and
 // list files; python cells, whose images are MCP image content; the
 // caller's organisation's scripts, script__<name>, read for every request
 // since the transport is stateless). Server is

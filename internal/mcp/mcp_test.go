@@ -76,7 +76,7 @@ func TestMCPTools(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"create_computer", "delete_computer", "exec", "list_computers", "list_files", "python", "read_file", "write_file"}
+	want := []string{"create_computer", "delete_computer", "exec", "extend_computer", "list_computers", "list_files", "list_templates", "python", "read_file", "write_file"}
 	if slices.Sort(names); !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}

@@ -25,6 +25,8 @@ const (
 	ReadFile       = "read_file"
 	ListFiles      = "list_files"
 	Python         = "python"
+	ExtendComputer = "extend_computer"
+	ListTemplates  = "list_templates"
 )
 
 // tool is an MCP tool and its body.
@@ -62,6 +64,16 @@ func (s *Server) tools() []tool {
 			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 				`"all":{"type":"boolean","description":"Include computers that have ended (default false)."}},"additionalProperties":false}`),
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}}, s.listComputers},
+		{&sdk.Tool{Name: ExtendComputer, Title: "Extend a computer's life",
+			Description: "Set a computer's remaining lifetime: it now ends lifetime_seconds from now (brought down to the key's or the deployment's longest lifetime). Use it before a long task on a computer that would end too soon.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"computer_id":` + computerIDSchema + `,` +
+				`"lifetime_seconds":{"type":"integer","minimum":1,"description":"How long from now the computer lives."}},` +
+				`"required":["computer_id","lifetime_seconds"],"additionalProperties":false}`),
+			Annotations: &sdk.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.extendComputer},
+		{&sdk.Tool{Name: ListTemplates, Title: "List templates",
+			Description: "List the templates computers can be made from (create_computer's template): each one's name, whether its computers run Python cells, whether it is the default, and what it asks of its computers.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}}, s.listTemplates},
 		{&sdk.Tool{Name: DeleteComputer, Title: "Delete a computer",
 			Description: "Destroy a computer and everything in it (its processes, files and Python state). It cannot be undone.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"computer_id":` + computerIDSchema + `},` +

@@ -87,7 +87,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 					t.Errorf("tool %s has no description", tl.Name)
 				}
 			}
-			if len(got.Tools) != 8 || required["exec"] != "computer_id" || required["python"] != "computer_id,cells" || required["create_computer"] != "" {
+			if len(got.Tools) != 10 || required["exec"] != "computer_id" || required["python"] != "computer_id,cells" || required["create_computer"] != "" {
 				t.Errorf("tools: %+v", got.Tools)
 			}
 			if got.Server != "cubicle" || got.Created.IsError || !strings.HasPrefix(got.Created.ID, "cmp_") || got.Created.Status != "ready" {
