@@ -1,10 +1,9 @@
 // Package mcp is the Model Context Protocol transport: Cubicle's computers
 // as MCP tools (create, list, extend and delete computers; the templates;
-// exec; read, write and
-// list files; python cells, whose images are MCP image content; the
-// caller's organisation's scripts, script__<name>, read for every request
-// since the transport is stateless). Server is
-// served over streamable HTTP at /mcp by internal/httpapi, behind the REST
+// exec; read, write and list files; python cells, whose images are MCP
+// image content; the caller's organisation's scripts, script__<name>, read
+// for every request since the transport is stateless). Server is served
+// over streamable HTTP at /mcp by internal/httpapi, behind the REST
 // API's own bearer-key authentication, which hands it the principal; Relay
 // serves the same tools over stdio for a local agent (`cubicle mcp`) by
 // calling a server's /mcp with a key, so a tool call is always the server's
