@@ -59,5 +59,5 @@ func (s *Server) listTemplates(ctx context.Context, p governance.Principal, args
 			views[i].Defaults = d
 		}
 	}
-	return textResult(fmt.Sprintf("%d templates.\n%s", len(views), jsonText(views)), map[string]any{"templates": views}), nil
+	return textResult(counted(len(views), "template")+"\n"+jsonText(views), map[string]any{"templates": views}), nil
 }

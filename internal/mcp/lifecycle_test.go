@@ -26,7 +26,7 @@ func TestMCPLifecycle(t *testing.T) {
 	}
 	r := call(t, s, mcp.ListTemplates, nil)
 	structured(t, r, &ts)
-	if r.IsError || len(ts.Templates) == 0 || ts.Templates[0].Name != "host" || !ts.Templates[0].Python || !ts.Templates[0].Default {
+	if r.IsError || !strings.HasPrefix(text(r), "1 template.\n") || len(ts.Templates) != 1 || ts.Templates[0].Name != "host" || !ts.Templates[0].Python || !ts.Templates[0].Default {
 		t.Errorf("list_templates: %q", text(r))
 	}
 

@@ -317,12 +317,15 @@ func (s *Server) listComputers(ctx context.Context, p governance.Principal, args
 	for i, v := range list {
 		views[i] = viewOf(v)
 	}
-	body := map[string]any{"computers": views}
-	text := fmt.Sprintf("%d computers.\n%s", len(views), jsonText(views))
-	if len(views) == 1 {
-		text = "1 computer.\n" + jsonText(views)
+	return textResult(counted(len(views), "computer")+"\n"+jsonText(views), map[string]any{"computers": views}), nil
+}
+
+// counted is "<n> <noun>s." ("1 <noun>.").
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun + "."
 	}
-	return textResult(text, body), nil
+	return fmt.Sprintf("%d %ss.", n, noun)
 }
 
 func (s *Server) deleteComputer(ctx context.Context, p governance.Principal, args json.RawMessage) (*sdk.CallToolResult, error) {
