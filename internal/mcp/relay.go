@@ -17,14 +17,16 @@ import (
 // Relay serves MCP over in and out (a local agent's stdio: `cubicle mcp`)
 // with the tools of the Cubicle server at baseURL, calling its /mcp with
 // key: tools/list is the server's answer for that key, and every tool call
-// is forwarded as it is and answered with the server's result. So a local
+// is forwarded as it is (its progress token too, and the server's progress
+// notifications back) and answered with the server's result. So a local
 // agent gets exactly the server's tools, limits, capabilities and audit,
 // and nothing of a computer runs in this process. It connects before
 // serving, so a server that cannot be reached or refuses the key is an
 // error at once (ErrRefused for the key); then it serves until in ends or
 // ctx is done.
 func Relay(ctx context.Context, baseURL, key string, in io.ReadCloser, out io.WriteCloser) error {
-	remote, err := Dial(ctx, baseURL, key)
+	var routes progressRoutes
+	remote, err := dial(ctx, baseURL, key, &sdk.ClientOptions{ProgressNotificationHandler: routes.notify})
 	if err != nil {
 		return err
 	}
@@ -40,7 +42,9 @@ func Relay(ctx context.Context, baseURL, key string, in io.ReadCloser, out io.Wr
 	local := sdk.NewServer(implementation(), opts)
 	for _, t := range list.Tools {
 		local.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			res, err := remote.CallTool(ctx, &sdk.CallToolParams{Name: t.Name, Arguments: req.Params.Arguments})
+			params, done := routes.forward(req, t.Name)
+			res, err := remote.CallTool(ctx, params)
+			done()
 			if err != nil && ctx.Err() == nil {
 				// The server could not be asked (gone, restarted with
 				// another key set...): the model is told, as a tool error.
@@ -58,9 +62,14 @@ var ErrRefused = errors.New("the server refused the key")
 // Dial connects an MCP client session to the /mcp of the Cubicle server at
 // baseURL, every request carrying key.
 func Dial(ctx context.Context, baseURL, key string) (*sdk.ClientSession, error) {
+	return dial(ctx, baseURL, key, nil)
+}
+
+// dial is Dial with the client's options (nil: the defaults).
+func dial(ctx context.Context, baseURL, key string, opts *sdk.ClientOptions) (*sdk.ClientSession, error) {
 	b := &bearer{key: key, base: http.DefaultTransport}
 	hc := &http.Client{Transport: b}
-	c := sdk.NewClient(implementation(), nil)
+	c := sdk.NewClient(implementation(), opts)
 	// The server is stateless: no stream of its own to listen to, and a
 	// refused request is not retried.
 	s, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint(baseURL), HTTPClient: hc,

@@ -140,7 +140,9 @@ func (s *Server) handler(f run) sdk.ToolHandler {
 		if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 			args = json.RawMessage("{}") // no arguments: every one is optional
 		}
+		stop := heartbeat(ctx, req)
 		res, err := f(ctx, p, args)
+		stop()
 		if err != nil {
 			return errorResult(ctx, err), nil
 		}

@@ -53,7 +53,7 @@ func TestMCPStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	list, err := s.ListTools(t.Context(), nil)
-	if err != nil || len(list.Tools) != 8 {
+	if err != nil || len(list.Tools) != 10 {
 		t.Fatalf("tools: %v %v", list, err)
 	}
 	if !strings.Contains(s.InitializeResult().Instructions, "create_computer") {
