@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +27,25 @@ type outPipe struct {
 	// noDeadline: f has no read deadlines (not pollable); it is then
 	// closed after outputGrace, as before deadlines were used.
 	noDeadline bool
+	// deadline is f's read deadline (Unix nanoseconds, 0 for none): a
+	// splice, which does not wait on f, checks it (spliceable).
+	deadline atomic.Int64
+}
+
+// setDeadline sets f's read deadline (the zero time: none).
+func (o *outPipe) setDeadline(t time.Time) error {
+	if t.IsZero() {
+		o.deadline.Store(0)
+	} else {
+		o.deadline.Store(t.UnixNano())
+	}
+	return o.f.SetReadDeadline(t)
+}
+
+// pastDeadline says whether f's read deadline has passed.
+func (o *outPipe) pastDeadline() bool {
+	d := o.deadline.Load()
+	return d != 0 && time.Now().UnixNano() >= d
 }
 
 // newOutPipe wraps f; grow makes a pipe hold protocol.OutputChunk bytes
@@ -80,7 +100,7 @@ func (o *outPipe) mainExited() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.exited = true
-	if !o.measured && o.f.SetReadDeadline(time.Now().Add(outputGrace)) != nil {
+	if !o.measured && o.setDeadline(time.Now().Add(outputGrace)) != nil {
 		o.noDeadline = true
 	}
 }
@@ -99,38 +119,63 @@ func (o *outPipe) backlog() int {
 		sc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }) // FIONREAD
 	}
 	if n > 0 {
-		o.f.SetReadDeadline(time.Time{})
+		o.setDeadline(time.Time{})
 	}
 	return n
 }
 
-// pump forwards one output pipe to emit (outputTo). Backpressure is end to
+// output is where a pump's frames go (outputTo): frame takes one read
+// into memory, after room for its header (protocol.HeaderRoom), so it
+// goes out as it was read, without a copy; splice, when not nil, sends
+// the next n bytes of the pipe as a frame without reading them
+// (spliceFrame). Each reports false when the output can go nowhere any
+// more.
+type output struct {
+	frame  func(frame []byte) bool
+	splice func(pipe *os.File, n int) bool
+}
+
+// pump forwards one output pipe to out (outputTo). Backpressure is end to
 // end: when the host reads slowly, the agent's write blocks and so does the
 // process, so neither side buffers more than a frame. A background
 // process's ring never blocks: it drops its oldest bytes. A frame takes
 // up to protocol.OutputChunk: whatever the pipe holds and what comes
-// within coalesceWindow of the first byte.
-func (s *Server) pump(wg *sync.WaitGroup, emit func([]byte) bool, o *outPipe) {
+// within coalesceWindow of the first byte; a pipe that holds spliceMin
+// or more when the pump comes back to it is spliced.
+func (s *Server) pump(wg *sync.WaitGroup, out output, o *outPipe) {
 	defer wg.Done()
-	buf := make([]byte, protocol.OutputChunk)
+	frame := make([]byte, protocol.HeaderRoom+protocol.OutputChunk)
+	buf := frame[protocol.HeaderRoom:]
 	remaining := 0 // of the backlog
 	for {
 		if remaining == 0 {
 			remaining = o.backlog()
 		}
-		n, err := o.f.Read(buf)
-		if n > 0 && err == nil && n < len(buf) {
-			n += o.gather(buf[n:], time.Now())
+		var (
+			n, k int
+			err  error
+		)
+		if out.splice != nil {
+			k = s.spliceable(o)
 		}
-		if n > 0 {
-			if !emit(buf[:n]) {
+		if k > 0 {
+			if !out.splice(o.f, k) {
 				return
 			}
-			if remaining > 0 {
-				if remaining -= n; remaining <= 0 {
-					remaining = -1 // drained: the grace for descendants runs from here
-					o.f.SetReadDeadline(time.Now().Add(outputGrace))
-				}
+			n = k
+		} else {
+			n, err = o.f.Read(buf)
+			if n > 0 && err == nil && n < len(buf) {
+				n += o.gather(buf[n:], time.Now())
+			}
+			if n > 0 && !out.frame(frame[:protocol.HeaderRoom+n]) {
+				return
+			}
+		}
+		if n > 0 && remaining > 0 {
+			if remaining -= n; remaining <= 0 {
+				remaining = -1 // drained: the grace for descendants runs from here
+				o.setDeadline(time.Now().Add(outputGrace))
 			}
 		}
 		if err != nil {

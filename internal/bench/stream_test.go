@@ -22,7 +22,11 @@ func TestStreamRowsAndTargets(t *testing.T) {
 	}
 	paths := []*streamPath{mk("host", StreamText, ModePipe, 0), mk("host", StreamZeros, ModePipe, 0),
 		mk("cubicle", StreamText, ModeSSE, 150), mk("cubicle", StreamZeros, ModeBase64, 200), mk("cubicle", StreamZeros, ModeBinary, 50),
-		mk("baseline", StreamText, ModeSSE, 700), mk("baseline", StreamZeros, ModeBase64, 700)}
+		mk("cubicle", StreamText, ModeBinary, 60),
+		mk("baseline", StreamText, ModeSSE, 700), mk("baseline", StreamZeros, ModeBase64, 700), mk("baseline", StreamZeros, ModeBinary, 60)}
+	agent := 7
+	paths[2].agentPID, paths[2].agentTicks, paths[2].cmdTicks = &agent, 30, 40
+	paths[0].cmdCPU = 2 * time.Second
 	sec := func(s float64) Duration { return Duration(time.Duration(s * float64(time.Second))) }
 	var rows []Row
 	for _, p := range paths {
@@ -36,8 +40,13 @@ func TestStreamRowsAndTargets(t *testing.T) {
 	if len(got) != len(paths) || got[0].P50 != 1024 || got[2].P50 != 512 || got[2].Ratio != 0.5 || got[2].Max != 1024 || got[2].ServerCPU != 1.5 {
 		t.Fatalf("rows: %+v", got)
 	}
+	if got[2].AgentCPU != 0.3 || got[2].CommandCPU != 0.4 || got[0].CommandCPU != 2 || got[3].AgentCPU != 0 {
+		t.Fatalf("agent and command CPU: %+v", got)
+	}
+	// Text's fastest way is the binary stream; the baseline's CPU is its
+	// SSE way's, not its binary stream's.
 	want := map[string]bool{
-		"text (sse) ÷ host pipe, p50": true, "server CPU/GiB text (sse) ÷ baseline (sse)": true,
+		"text (binary) ÷ host pipe, p50": true, "server CPU/GiB text (binary) ÷ baseline (sse)": true,
 		"zeros (binary) ÷ host pipe, p50": true, "server CPU/GiB zeros (binary) ÷ baseline (sse-base64)": true}
 	targets := streamTargets(got)
 	for _, tg := range targets {
