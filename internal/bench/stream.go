@@ -287,8 +287,8 @@ func (sp *streamPath) timed(run func(ctx context.Context) (int64, error), size i
 		}
 		a1 := ticksOf(agent)
 		sp.cpuTicks += processTicks(sp.serverPID) - cpu0
-		sp.agentTicks += a1.own - a0.own
-		sp.cmdTicks += a1.children - a0.children
+		sp.agentTicks += int64(a1.own - a0.own)
+		sp.cmdTicks += int64(a1.children - a0.children)
 		sp.readerCPU += selfCPU() - self0
 		sp.cmdCPU += childrenCPU() - children0
 		sp.bytes += n

@@ -109,41 +109,18 @@ func streamOnce(ctx context.Context, c *client.Client, id string, req client.Exe
 // processTicks is a process's user + system CPU time in clock ticks
 // (/proc/PID/stat); 0 when pid is 0 or unreadable.
 func processTicks(pid int) int64 {
-	return ticksOf(pid).own
+	return int64(ticksOf(pid).own)
 }
 
-// procTicks is a process's CPU time in clock ticks: its own (user +
-// system) and its children's that it waited for.
-type procTicks struct{ own, children int64 }
-
-// ticksOf reads /proc/PID/stat: utime + stime and cutime + cstime
-// (the agent reaps the commands, so their time is its children's); zero
-// when pid is 0 or unreadable.
-func ticksOf(pid int) procTicks {
-	f := statFields(pid)
-	if len(f) < 15 {
-		return procTicks{}
-	}
-	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v }
-	return procTicks{own: n(11) + n(12), children: n(13) + n(14)}
-}
-
-// statFields are /proc/PID/stat's fields after the command's name: [0]
-// is field 3 (state), [1] the parent's pid, [11] utime (field 14).
-func statFields(pid int) []string {
+// ticksOf is a process's CPU times (readStat): its own and its children's
+// that it waited for (the agent reaps the commands, so theirs are its
+// children's); zero when pid is 0 or unreadable.
+func ticksOf(pid int) statTicks {
 	if pid <= 0 {
-		return nil
+		return statTicks{}
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(s[i+1:])
+	t, _, _ := readStat(pid)
+	return t
 }
 
 // agentOf finds the agent of a server's only computer: a grandchild of
@@ -157,8 +134,8 @@ func agentOf(server int) int {
 		if err != nil {
 			continue
 		}
-		if f := statFields(pid); len(f) > 1 {
-			parent[pid], _ = strconv.Atoi(f[1])
+		if _, ppid, ok := readStat(pid); ok {
+			parent[pid] = ppid
 		}
 	}
 	agent := 0

@@ -3,7 +3,9 @@ package bench
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -81,5 +83,42 @@ func TestStreamCommandCounts(t *testing.T) {
 	}
 	if processTicks(os.Getpid()) < 0 || processTicks(0) != 0 || processTicks(1<<30) != 0 {
 		t.Error("processTicks")
+	}
+}
+
+// TestAgentOf: the agent is found as the server's only grandchild (the
+// server, its launcher, the agent): here this process, a shell and the
+// sleep it started; with two grandchildren there is no answer.
+func TestAgentOf(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		cmd := exec.Command("sh", "-c", strings.Repeat("sleep 30 & ", n)+"wait")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // killed as a group below
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if got = agentOf(os.Getpid()); got != 0 || n == 2 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n == 2 {
+			time.Sleep(200 * time.Millisecond) // both sleeps started
+			got = agentOf(os.Getpid())
+		}
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(got) + "/comm")
+		switch {
+		case n == 1 && strings.TrimSpace(string(comm)) != "sleep":
+			t.Errorf("one grandchild: agentOf = %d (%q), want the sleep", got, comm)
+		case n == 2 && got != 0:
+			t.Errorf("two grandchildren: agentOf = %d, want 0", got)
+		}
+		if n == 1 && ticksOf(got).own < 0 {
+			t.Error("ticksOf")
+		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
 	}
 }
