@@ -453,7 +453,7 @@ func (s *Server) outputTo(p *process, kind protocol.Kind) output {
 	}
 	return output{
 		frame:  func(frame []byte) bool { return s.sendInPlace(kind, p.id, frame) == nil },
-		splice: func(pipe *os.File, n int) bool { return s.spliceFrame(kind, p.id, pipe, n) == nil },
+		splice: func(frame []byte, pipe *os.File, n int) bool { return s.spliceFrame(kind, p.id, frame, pipe, n) == nil },
 	}
 }
 

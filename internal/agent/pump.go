@@ -62,33 +62,63 @@ func newOutPipe(f *os.File, grow bool) *outPipe {
 	return &outPipe{f: f, coalesce: grow}
 }
 
-// coalesceWindow is how long a pump waits, after a read, for more output
-// to fill its frame: a fast writer's many small writes then travel as a
-// few large frames (a frame's cost is mostly per frame: wake-ups, system
-// calls, an event), while a slow writer's line is at most this late.
+// coalesceWindow is how long a pump waits, after the first byte, for more
+// output to fill its frame: a fast writer's many small writes then travel
+// as a few large frames (a frame's cost is mostly per frame: wake-ups,
+// system calls, an event), while a slow writer's line is at most this
+// late.
 const coalesceWindow = time.Millisecond
 
-// gather reads more into buf, from a pipe, until it is full, the pipe is
-// empty for coalesceWindow after first, or at its end or an error (which
-// the next Read sees again). It returns the bytes read.
-func (o *outPipe) gather(buf []byte, first time.Time) int {
-	sc, err := o.f.SyscallConn()
-	if !o.coalesce || err != nil {
+// settleTick is how long the pump sleeps between looks at how much the
+// pipe holds while it fills a frame: it wakes once a tick, not once for
+// each of the writer's writes (which, for a writer of 4 KiB writes, was
+// most of the agent's CPU), and stops as soon as a tick brought nothing.
+const settleTick = 200 * time.Microsecond
+
+// settle waits, up to coalesceWindow after first, while the pipe fills
+// towards room more bytes, and returns how many of them it holds (at
+// most room): it stops when they are there, when a tick brought nothing
+// (the writer paused or ended) or when the window is over. It reads
+// nothing.
+func (o *outPipe) settle(room int, first time.Time) int {
+	if !o.coalesce {
 		return 0
 	}
-	end, total := first.Add(coalesceWindow), 0
+	end, held := first.Add(coalesceWindow), pipeHolds(o.f)
+	for held < room {
+		left := time.Until(end)
+		if left <= 0 {
+			break
+		}
+		time.Sleep(min(left, settleTick))
+		now := pipeHolds(o.f)
+		if now <= held {
+			break
+		}
+		held = now
+	}
+	return min(held, room)
+}
+
+// drain reads what the pipe holds into buf without waiting, until buf is
+// full, the pipe is empty, or at its end or an error (which the next Read
+// sees again). It returns the bytes read.
+func (o *outPipe) drain(buf []byte) int {
+	sc, err := o.f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	total := 0
 	sc.Control(func(fd uintptr) {
 		for total < len(buf) {
 			k, err := unix.Read(int(fd), buf[total:])
-			if k > 0 {
-				total += k
-				continue
+			if k <= 0 {
+				if err == unix.EINTR {
+					continue
+				}
+				return // empty (EAGAIN), the end, or an error
 			}
-			left := time.Until(end)
-			if err != unix.EAGAIN || left <= 0 {
-				return // the end, an error, or the window is over
-			}
-			unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int((left+time.Millisecond-1)/time.Millisecond))
+			total += k
 		}
 	})
 	return total
@@ -126,13 +156,14 @@ func (o *outPipe) backlog() int {
 
 // output is where a pump's frames go (outputTo): frame takes one read
 // into memory, after room for its header (protocol.HeaderRoom), so it
-// goes out as it was read, without a copy; splice, when not nil, sends
-// the next n bytes of the pipe as a frame without reading them
+// goes out as it was read, without a copy; splice, when not nil, sends a
+// frame of what was read (the same shape, possibly only the header's
+// room) followed by the next n bytes of the pipe, which it does not read
 // (spliceFrame). Each reports false when the output can go nowhere any
 // more.
 type output struct {
 	frame  func(frame []byte) bool
-	splice func(pipe *os.File, n int) bool
+	splice func(frame []byte, pipe *os.File, n int) bool
 }
 
 // pump forwards one output pipe to out (outputTo). Backpressure is end to
@@ -140,8 +171,8 @@ type output struct {
 // process, so neither side buffers more than a frame. A background
 // process's ring never blocks: it drops its oldest bytes. A frame takes
 // up to protocol.OutputChunk: whatever the pipe holds and what comes
-// within coalesceWindow of the first byte; a pipe that holds spliceMin
-// or more when the pump comes back to it is spliced.
+// within coalesceWindow of the first byte (settle); when that is
+// spliceMin or more, what the pipe holds is spliced, not read.
 func (s *Server) pump(wg *sync.WaitGroup, out output, o *outPipe) {
 	defer wg.Done()
 	frame := make([]byte, protocol.HeaderRoom+protocol.OutputChunk)
@@ -152,25 +183,29 @@ func (s *Server) pump(wg *sync.WaitGroup, out output, o *outPipe) {
 			remaining = o.backlog()
 		}
 		var (
-			n, k int
-			err  error
+			n       int
+			err     error
+			spliced bool
 		)
-		if out.splice != nil {
-			k = s.spliceable(o)
-		}
-		if k > 0 {
-			if !out.splice(o.f, k) {
-				return
-			}
-			n = k
-		} else {
+		// The first bytes: already in the pipe (then nothing is read
+		// yet), or waited for by a read, which the read deadlines end.
+		if !o.coalesce || o.pastDeadline() || pipeHolds(o.f) == 0 {
 			n, err = o.f.Read(buf)
-			if n > 0 && err == nil && n < len(buf) {
-				n += o.gather(buf[n:], time.Now())
+		}
+		if err == nil && o.coalesce && n < len(buf) {
+			more := o.settle(len(buf)-n, time.Now())
+			switch {
+			case more >= spliceMin && out.splice != nil && s.splice.usable():
+				if !out.splice(frame[:protocol.HeaderRoom+n], o.f, more) {
+					return
+				}
+				n, spliced = n+more, true
+			case more > 0:
+				n += o.drain(buf[n:])
 			}
-			if n > 0 && !out.frame(frame[:protocol.HeaderRoom+n]) {
-				return
-			}
+		}
+		if n > 0 && !spliced && !out.frame(frame[:protocol.HeaderRoom+n]) {
+			return
 		}
 		if n > 0 && remaining > 0 {
 			if remaining -= n; remaining <= 0 {

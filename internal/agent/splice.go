@@ -12,12 +12,11 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
 )
 
-// spliceMin is the least a process's pipe must hold for its output to go
-// to the host by splice(2) instead of a read and a write: a fast writer's
-// pipe is full when the pump comes back to it (backpressure), so its
-// frames move from the pipe to the control channel as page references,
-// never copied in the agent; a slow writer's output is read as before,
-// gathered for coalesceWindow into one frame.
+// spliceMin is the least of a frame that must still be in the pipe, once
+// the pump has let it fill (settle), for it to go to the host by
+// splice(2) instead of a read and a write: a fast writer's output then
+// moves from the pipe to the control channel as page references, never
+// copied in the agent; a slow writer's few bytes are read.
 const spliceMin = 64 << 10
 
 // splicer moves output frames from a pipe straight into the control
@@ -51,40 +50,32 @@ func pipeHolds(f *os.File) int {
 	return n
 }
 
-// spliceable is how many bytes of o's pipe the next frame may splice: 0
-// when the pipe holds less than spliceMin, splicing is off, or the pipe's
-// read deadline passed (the next read then ends the pump: a descendant
-// that writes on and on after the main process exited is cut off after
-// the grace, however full it keeps the pipe).
-func (s *Server) spliceable(o *outPipe) int {
-	if s.splice.raw == nil || s.splice.off.Load() || !o.coalesce || o.pastDeadline() {
-		return 0
-	}
-	if n := pipeHolds(o.f); n >= spliceMin {
-		return min(n, protocol.OutputChunk)
-	}
-	return 0
-}
+// usable says whether frames may be spliced into the channel.
+func (sp *splicer) usable() bool { return sp.raw != nil && !sp.off.Load() }
 
-// spliceFrame sends a frame of kind and id whose payload is the next n
-// bytes of pipe, which holds at least that many (spliceable): the header,
-// then the bytes spliced from the pipe into the channel. Where the kernel
-// refuses the splice before moving a byte, the bytes are read and written
-// instead (and splicing is off from then on): the header already went.
-// The pipe stays open throughout (a close waits), so a frame whose header
-// went is always whole.
-func (s *Server) spliceFrame(kind protocol.Kind, id uint32, pipe *os.File, n int) error {
+// spliceFrame sends a frame of kind and id whose payload is what frame
+// holds after the room for its header (what was read, perhaps nothing)
+// and then the next n bytes of pipe, which holds at least that many
+// (settle): the header and what was read in one write, then the rest
+// spliced from the pipe into the channel. Where the kernel refuses the
+// splice before moving a byte, those bytes are read and written instead
+// (and splicing is off from then on): the header already went. The pipe
+// stays open throughout (a close waits), so a frame whose header went is
+// always whole.
+func (s *Server) spliceFrame(kind protocol.Kind, id uint32, frame []byte, pipe *os.File, n int) error {
 	psc, err := pipe.SyscallConn()
 	if err != nil {
 		return err
 	}
-	var hdr [protocol.HeaderRoom]byte
-	protocol.PutHeader(hdr[:], kind, id, n)
+	if len(frame)-protocol.HeaderRoom+n > protocol.MaxPayload {
+		return protocol.ErrFrameTooLarge
+	}
+	protocol.PutHeader(frame, kind, id, len(frame)-protocol.HeaderRoom+n)
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	var serr error
 	cerr := psc.Control(func(pfd uintptr) {
-		if _, serr = s.conn.Write(hdr[:]); serr != nil {
+		if _, serr = s.conn.Write(frame); serr != nil {
 			return
 		}
 		left := n
