@@ -69,33 +69,37 @@ func newOutPipe(f *os.File, grow bool) *outPipe {
 // late.
 const coalesceWindow = time.Millisecond
 
-// settleTick is how long the pump sleeps between looks at how much the
-// pipe holds while it fills a frame: it wakes once a tick, not once for
-// each of the writer's writes (which, for a writer of 4 KiB writes, was
-// most of the agent's CPU), and stops as soon as a tick brought nothing.
+// settleTick is how long the pump first sleeps while the pipe fills a
+// frame: it wakes once a tick, not once for each of the writer's writes
+// (which, for a writer of 4 KiB writes, was most of the agent's CPU), and
+// stops as soon as a tick brought nothing.
 const settleTick = 200 * time.Microsecond
 
 // settle waits, up to coalesceWindow after first, while the pipe fills
 // towards room more bytes, and returns how many of them it holds (at
-// most room): it stops when they are there, when a tick brought nothing
-// (the writer paused or ended) or when the window is over. It reads
+// most room): it stops when they are there, when a sleep brought nothing
+// (the writer paused or ended) or when the window is over. After the
+// first tick it sleeps as long as the writer, at the rate it went, takes
+// to fill the rest: a fast writer's frame takes two wake-ups. It reads
 // nothing.
 func (o *outPipe) settle(room int, first time.Time) int {
 	if !o.coalesce {
 		return 0
 	}
-	end, held := first.Add(coalesceWindow), pipeHolds(o.f)
+	end, held, last, tick := first.Add(coalesceWindow), pipeHolds(o.f), time.Now(), settleTick
 	for held < room {
 		left := time.Until(end)
 		if left <= 0 {
 			break
 		}
-		time.Sleep(min(left, settleTick))
-		now := pipeHolds(o.f)
+		time.Sleep(min(left, tick))
+		now, at := pipeHolds(o.f), time.Now()
 		if now <= held {
 			break
 		}
-		held = now
+		perByte := float64(at.Sub(last)) / float64(now-held)
+		tick = max(settleTick/4, time.Duration(perByte*float64(room-now)))
+		held, last = now, at
 	}
 	return min(held, room)
 }
