@@ -92,7 +92,16 @@ func (o *outPipe) settle(room int, first time.Time) int {
 		if left <= 0 {
 			break
 		}
-		time.Sleep(min(left, tick))
+		if held == 0 {
+			// The pipe is empty: the writer may have ended (a command
+			// that printed a line and exited), which a sleep would not
+			// see; look every hangupTick.
+			if o.waitHeld(min(left, tick)) {
+				break
+			}
+		} else {
+			time.Sleep(min(left, tick))
+		}
 		now, at := pipeHolds(o.f), time.Now()
 		if now <= held {
 			break
@@ -102,6 +111,34 @@ func (o *outPipe) settle(room int, first time.Time) int {
 		held, last = now, at
 	}
 	return min(held, room)
+}
+
+// hangupTick is how often settle looks whether the writers of an empty
+// pipe are gone.
+const hangupTick = 50 * time.Microsecond
+
+// waitHeld sleeps up to d while the pipe is empty, and reports whether
+// its writers are gone (then it returns at once: nothing more can come).
+func (o *outPipe) waitHeld(d time.Duration) (ended bool) {
+	sc, err := o.f.SyscallConn()
+	if err != nil {
+		time.Sleep(d)
+		return false
+	}
+	for waited := time.Duration(0); waited < d && pipeHolds(o.f) == 0; waited += hangupTick {
+		sc.Control(func(fd uintptr) {
+			p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			// A zero timeout: it never blocks the agent's thread.
+			if n, _ := unix.Poll(p, 0); n > 0 && p[0].Revents&unix.POLLHUP != 0 && p[0].Revents&unix.POLLIN == 0 {
+				ended = true
+			}
+		})
+		if ended {
+			return true
+		}
+		time.Sleep(hangupTick)
+	}
+	return false
 }
 
 // drain reads what the pipe holds into buf without waiting, until buf is
