@@ -18,14 +18,18 @@ by side in one run with the same command's output read from a host pipe:
   cubicle   POST /v1/computers/{id}/exec with the same command: SSE
             (text as UTF-8 events, random bytes and NULs as base64
             events) and the binary stream (Accept:
-            application/vnd.cubicle.stream) for random bytes and NULs
+            application/vnd.cubicle.stream) for every kind
   baseline  with --baseline, a second server from another cubicle binary
-            (e.g. main's, built in a detached worktree), the same SSE
-            requests: before and after in one run
+            (e.g. main's, built in a detached worktree), the same
+            requests (the binary stream when its /openapi.json names
+            it): before and after in one run
 The commands write --size bytes: text is yes lines, random a 32M file of
 random bytes again and again, zeros /dev/zero. Prints MiB/s (p50, slowest,
-fastest), the ratio to the host pipe, the server's CPU seconds per GiB
-(/proc/PID/stat around each run) and this process's (the reader's). It
+fastest), the ratio to the host pipe, and CPU seconds per GiB of each
+process in the path (/proc/PID/stat around each run): the server, the
+computer's agent, the command (what the agent reaped; on the host, this
+process's children) and this process (the reader). The targets judge,
+for each kind, the fastest way through the API against the host pipe. It
 starts each server itself (pool 0, in a temporary directory) and removes
 everything afterwards, also on Ctrl-C. Exits 0 when every run succeeded,
 1 when one failed, 130 when interrupted. Needs root.
@@ -42,7 +46,7 @@ func benchStream(args []string) int {
 	warmup := fs.Int("warmup", 1, "untimed runs per path before")
 	sz := cliflag.Size{Bytes: bench.DefaultStreamSize}
 	fs.Var(&sz, "size", "bytes of output per run")
-	baseline := fs.String("baseline", "", "a second cubicle binary to measure side by side (its server gets the SSE requests only)")
+	baseline := fs.String("baseline", "", "a second cubicle binary to measure side by side (the same requests)")
 	c := commonFlags(fs, os.TempDir(), "directory for the bench's temporary state (a fresh directory inside it, removed afterwards)",
 		"bound on one run per 256M of --size")
 	c.timeout.D = bench.DefaultStreamTimeout // a slow path on a busy host takes its time
@@ -93,8 +97,12 @@ func runBenchStream(ctx context.Context, cfg bench.StreamConfig, p place, baseli
 		if err != nil {
 			return nil, err
 		}
+		binary, err := bench.ServesBinaryStream(ctx, srv.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sv.label, err)
+		}
 		cfg.Servers = append(cfg.Servers, bench.StreamServer{Label: sv.label, Binary: sv.binary, URL: srv.URL, Key: srv.Key,
-			PID: srv.PID(), BinaryStream: sv.label == "cubicle"})
+			PID: srv.PID(), BinaryStream: binary})
 	}
 	return bench.RunStream(ctx, cfg)
 }

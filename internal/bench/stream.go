@@ -104,9 +104,10 @@ type StreamReport struct {
 }
 
 // StreamRow is one path's throughput: MiB/s of the p50, slowest and
-// fastest run, the server's CPU seconds per GiB over all timed runs (0
-// for the host pipe), this process's (the reader's) and the ratio of its
-// p50 to the host pipe's of the same kind.
+// fastest run, CPU seconds per GiB over all runs of each process in the
+// path (the server's, 0 for the host pipe; the computer's agent's; the
+// command's, the shell and what it ran; this process's, the reader's)
+// and the ratio of its p50 to the host pipe's of the same kind.
 type StreamRow struct {
 	ID        string  `json:"id"`
 	Label     string  `json:"label"`
@@ -119,8 +120,12 @@ type StreamRow struct {
 	Min       float64 `json:"min_mib_s"`
 	Max       float64 `json:"max_mib_s"`
 	ServerCPU float64 `json:"server_cpu_s_per_gib,omitempty"`
-	ReaderCPU float64 `json:"reader_cpu_s_per_gib"`
-	Ratio     float64 `json:"ratio_to_pipe,omitempty"`
+	AgentCPU  float64 `json:"agent_cpu_s_per_gib,omitempty"`
+	// CommandCPU is what the command's processes used: on the host this
+	// process's children's, in a computer the agent's (which reaps them).
+	CommandCPU float64 `json:"command_cpu_s_per_gib,omitempty"`
+	ReaderCPU  float64 `json:"reader_cpu_s_per_gib"`
+	Ratio      float64 `json:"ratio_to_pipe,omitempty"`
 }
 
 // AddNote records a note; cleanup says that something could not be
@@ -150,9 +155,15 @@ type streamPath struct {
 	*path
 	row       StreamRow
 	serverPID int
-	cpuTicks  int64         // the server's, over every run
-	readerCPU time.Duration // this process's, over every run
-	bytes     int64         // over every run
+	// agentPID is the computer's agent, found once the computer exists
+	// (shared by a server's paths); nil for the host pipe.
+	agentPID   *int
+	cpuTicks   int64         // the server's, over every run
+	agentTicks int64         // the agent's own
+	cmdTicks   int64         // the command's: the agent's children's
+	cmdCPU     time.Duration // on the host: this process's children's
+	readerCPU  time.Duration // this process's, over every run
+	bytes      int64         // over every run
 }
 
 // RunStream measures, interleaved, the same commands' output read from a
@@ -259,8 +270,12 @@ func hostPipePath(kind, command string, size int64, timeout time.Duration) *stre
 // (warm-up runs too: the figures are ratios, CPU per byte).
 func (sp *streamPath) timed(run func(ctx context.Context) (int64, error), size int64) func(ctx context.Context) (map[string]time.Duration, error) {
 	return func(ctx context.Context) (map[string]time.Duration, error) {
-		cpu0 := processTicks(sp.serverPID)
-		self0 := selfCPU()
+		agent := 0
+		if sp.agentPID != nil {
+			agent = *sp.agentPID
+		}
+		cpu0, a0 := processTicks(sp.serverPID), ticksOf(agent)
+		self0, children0 := selfCPU(), childrenCPU()
 		start := time.Now()
 		n, err := run(ctx)
 		d := time.Since(start)
@@ -270,8 +285,12 @@ func (sp *streamPath) timed(run func(ctx context.Context) (int64, error), size i
 		if n != size {
 			return nil, fmt.Errorf("read %d bytes, want %d", n, size)
 		}
+		a1 := ticksOf(agent)
 		sp.cpuTicks += processTicks(sp.serverPID) - cpu0
+		sp.agentTicks += int64(a1.own - a0.own)
+		sp.cmdTicks += int64(a1.children - a0.children)
 		sp.readerCPU += selfCPU() - self0
+		sp.cmdCPU += childrenCPU() - children0
 		sp.bytes += n
 		return map[string]time.Duration{sp.row.ID: d}, nil
 	}

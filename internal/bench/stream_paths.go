@@ -1,13 +1,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/client"
@@ -20,22 +22,23 @@ const streamExecTimeout = 300
 // serverStreamPaths are the paths through one server: a computer (made
 // at set-up, with the random file in its /tmp) and, for each kind, SSE
 // (text as UTF-8, the others as base64) and, when the server has it, the
-// binary stream (random and zeros).
+// binary stream.
 func serverStreamPaths(s StreamServer, cfg StreamConfig, timeout time.Duration) ([]*streamPath, error) {
 	c, err := newAPIClient(s.URL, s.Key, 2, timeout)
 	if err != nil {
 		return nil, err
 	}
 	var id string
+	agent := new(int)
 	const random = "/tmp/random"
 	type way struct{ kind, mode string }
 	ways := []way{{StreamText, ModeSSE}, {StreamRandom, ModeBase64}, {StreamZeros, ModeBase64}}
 	if s.BinaryStream {
-		ways = append(ways, way{StreamRandom, ModeBinary}, way{StreamZeros, ModeBinary})
+		ways = append(ways, way{StreamText, ModeBinary}, way{StreamRandom, ModeBinary}, way{StreamZeros, ModeBinary})
 	}
 	var paths []*streamPath
 	for i, w := range ways {
-		sp := &streamPath{serverPID: s.PID, row: StreamRow{Kind: w.kind, Server: s.Label, Mode: w.mode}}
+		sp := &streamPath{serverPID: s.PID, agentPID: agent, row: StreamRow{Kind: w.kind, Server: s.Label, Mode: w.mode}}
 		sp.row.ID = "stream_" + s.Label + "_" + w.kind + "_" + w.mode
 		sp.row.Label = s.Label + " " + w.mode + ", " + w.kind
 		sp.path = &path{name: sp.row.Label, required: true, rows: []rowDef{{sp.row.ID, sp.row.Label}}}
@@ -46,6 +49,7 @@ func serverStreamPaths(s StreamServer, cfg StreamConfig, timeout time.Duration) 
 					return err
 				}
 				_, err = c.exec(ctx, id, []string{"sh", "-c", fmt.Sprintf("head -c %d /dev/urandom > %s", randomFile, random)}, "")
+				*agent = agentOf(s.PID) // 0 (no agent column) when not found
 				return err
 			}
 			sp.path.close = func(ctx context.Context) error {
@@ -76,41 +80,22 @@ func streamOnce(ctx context.Context, c *client.Client, id string, req client.Exe
 		stderr strings.Builder
 		res    client.ExecResult
 		err    error
-		bad    error // a base64 event that did not decode
 	)
+	onOutput := func(stream string, data []byte) {
+		if stream == "stdout" {
+			n += int64(len(data))
+		} else if stderr.Len() < 4096 {
+			stderr.Write(data)
+		}
+	}
 	switch mode {
 	case ModeBinary:
-		res, err = c.ExecBinary(ctx, id, req, func(stream string, data []byte) {
-			if stream == "stdout" {
-				n += int64(len(data))
-			} else if stderr.Len() < 4096 {
-				stderr.Write(data)
-			}
-		})
-	default:
-		var buf []byte
-		if mode == ModeBase64 {
-			req.Encoding = "base64"
-		}
-		res, err = c.ExecStream(ctx, id, req, func(o client.ExecOutput) {
-			data := []byte(o.Data)
-			if mode == ModeBase64 { // decoded as a client would
-				buf = slices.Grow(buf[:0], base64.StdEncoding.DecodedLen(len(data)))[:base64.StdEncoding.DecodedLen(len(data))]
-				k, derr := base64.StdEncoding.Decode(buf, data)
-				if derr != nil && bad == nil {
-					bad = fmt.Errorf("%s event: %w", o.Stream, derr)
-				}
-				data = buf[:k]
-			}
-			if o.Stream == "stdout" {
-				n += int64(len(data))
-			} else if stderr.Len() < 4096 {
-				stderr.Write(data)
-			}
-		})
-	}
-	if err == nil {
-		err = bad
+		res, err = c.ExecBinary(ctx, id, req, onOutput)
+	case ModeBase64:
+		req.Encoding = "base64"
+		fallthrough
+	default: // decoded as a client would
+		res, err = c.ExecStreamBytes(ctx, id, req, onOutput)
 	}
 	if err != nil {
 		return n, err
@@ -124,27 +109,79 @@ func streamOnce(ctx context.Context, c *client.Client, id string, req client.Exe
 // processTicks is a process's user + system CPU time in clock ticks
 // (/proc/PID/stat); 0 when pid is 0 or unreadable.
 func processTicks(pid int) int64 {
+	return int64(ticksOf(pid).own)
+}
+
+// ticksOf is a process's CPU times (readStat): its own and its children's
+// that it waited for (the agent reaps the commands, so theirs are its
+// children's); zero when pid is 0 or unreadable.
+func ticksOf(pid int) statTicks {
 	if pid <= 0 {
+		return statTicks{}
+	}
+	t, _, _ := readStat(pid)
+	return t
+}
+
+// agentOf finds the agent of a server's only computer: a grandchild of
+// the server (the server starts the launcher, which forks each agent);
+// 0 unless there is exactly one.
+func agentOf(server int) int {
+	entries, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, ppid, ok := readStat(pid); ok {
+			parent[pid] = ppid
+		}
+	}
+	agent := 0
+	for pid, pp := range parent {
+		if pp > 0 && parent[pp] == server {
+			if agent != 0 {
+				return 0
+			}
+			agent = pid
+		}
+	}
+	return agent
+}
+
+// childrenCPU is the CPU time of this process's children that it waited
+// for (the host pipe's commands).
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) != nil {
 		return 0
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state); utime is field 14
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // clockTick is USER_HZ, the unit of /proc/PID/stat's times (100 on
 // every Linux architecture Cubicle builds for).
 const clockTick = 10 * time.Millisecond
+
+// ServesBinaryStream says whether the server at url has exec's binary
+// stream: its OpenAPI document names the media type (a cubicle from
+// before it does not, and would answer such a request with JSON).
+func ServesBinaryStream(ctx context.Context, url string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+"/openapi.json", nil)
+	if err != nil {
+		return false, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
+	if err == nil && res.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET /openapi.json: %s", res.Status)
+	}
+	return bytes.Contains(b, []byte(client.BinaryStream)), err
+}

@@ -83,9 +83,11 @@ type FrameReader struct {
 	buf []byte
 }
 
-// NewFrameReader reads frames from r.
+// NewFrameReader reads frames from r. Its buffer is small (4 KiB): a
+// large payload is then read straight into the frame's buffer, not copied
+// through a buffer that read ahead.
 func NewFrameReader(r io.Reader) *FrameReader {
-	return &FrameReader{br: bufio.NewReaderSize(r, 64<<10)}
+	return &FrameReader{br: bufio.NewReaderSize(r, 4<<10)}
 }
 
 // Next returns the next frame's type and payload (valid until the next

@@ -205,6 +205,12 @@ var Stop = errors.New("stop the event stream")
 // ends the call without error. A status other than 200 is an *Error, and
 // a 200 that is not an event stream is an error.
 func (c *Client) Stream(ctx context.Context, path string, body any, fn func(Event) error) error {
+	return c.stream(ctx, path, body, false, fn)
+}
+
+// stream is Stream; with view, an event's Data is valid only during fn
+// (EventReader.View: no copy).
+func (c *Client) stream(ctx context.Context, path string, body any, view bool, fn func(Event) error) error {
 	const method = http.MethodPost
 	res, err := c.send(ctx, method, path, body, "text/event-stream")
 	if err != nil {
@@ -230,8 +236,12 @@ func (c *Client) Stream(ctx context.Context, path string, body any, fn func(Even
 		return fmt.Errorf("%s %s: the answer is %q, not an event stream", method, path, ct)
 	}
 	er := NewEventReader(res.Body, c.cfg.MaxLine, c.cfg.MaxEvent)
+	next := er.Next
+	if view {
+		next = er.View
+	}
 	for {
-		ev, err := er.Next()
+		ev, err := next()
 		if err == nil {
 			err = fn(ev)
 		}

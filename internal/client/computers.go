@@ -56,16 +56,39 @@ func (c *Client) Exec(ctx context.Context, id string, req ExecRequest) (ExecResu
 // ExecStream runs a process with its output streamed: onOutput sees each
 // stdout and stderr event as it arrives; the result is the exit event.
 func (c *Client) ExecStream(ctx context.Context, id string, req ExecRequest, onOutput func(ExecOutput)) (ExecResult, error) {
+	return c.execEvents(ctx, id, req, false, func(stream string, data []byte) {
+		onOutput(ExecOutput{Stream: stream, Data: string(data)})
+	})
+}
+
+// ExecStreamBytes is ExecStream for bulk output, with the bytes: onOutput
+// sees each event's data decoded (from base64 too, when req.Encoding is
+// "base64") into a buffer reused for the next one, so data is valid only
+// during the call, as ExecBinary's. An event's bytes are copied once
+// from the connection and decoded once, nothing else.
+func (c *Client) ExecStreamBytes(ctx context.Context, id string, req ExecRequest, onOutput func(stream string, data []byte)) (ExecResult, error) {
+	return c.execEvents(ctx, id, req, req.Encoding == "base64", onOutput)
+}
+
+// execEvents runs an exec's event stream: each output event's data
+// decoded into one reused buffer (from base64 with b64) for onOutput.
+func (c *Client) execEvents(ctx context.Context, id string, req ExecRequest, b64 bool, onOutput func(stream string, data []byte)) (ExecResult, error) {
 	path := computerPath(id) + "/exec"
-	var exit *ExecResult
-	err := c.Stream(ctx, path, req, func(ev Event) error {
+	var (
+		exit *ExecResult
+		buf  []byte
+	)
+	err := c.stream(ctx, path, req, true, func(ev Event) error {
 		switch ev.Name {
 		case "stdout", "stderr":
-			data, err := outputData(ev.Data)
-			if err != nil {
+			var err error
+			if buf, err = appendOutputData(buf[:0], ev.Data, b64); err != nil {
 				return fmt.Errorf("bad %s event %.100q: %v", ev.Name, ev.Data, err)
 			}
-			onOutput(ExecOutput{Stream: ev.Name, Data: data})
+			onOutput(ev.Name, buf)
+			if cap(buf) > 4<<20 {
+				buf = nil // a huge event once: do not keep its buffer
+			}
 		case "exit":
 			exit = new(ExecResult)
 			if err := json.Unmarshal(ev.Data, exit); err != nil {

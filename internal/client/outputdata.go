@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -11,36 +12,54 @@ import (
 	"unicode/utf8"
 )
 
-// outputData decodes an output event's data, {"data": "…"}. The server's
-// own shape, exactly that object, is unquoted directly (encoding/json's
-// decoder takes several times as long over a stream's megabytes); any
-// other valid JSON of the same meaning goes through encoding/json, as does
-// anything the fast path does not take as it is.
+// outputData decodes an output event's data, {"data": "…"}.
 func outputData(ev []byte) (string, error) {
+	b, err := appendOutputData(nil, ev, false)
+	return string(b), err
+}
+
+// appendOutputData appends an output event's data, {"data": "…"}, to dst;
+// with b64 the string is base64 and dst gets the bytes it encodes. The
+// server's own shape, exactly that object, is decoded directly
+// (encoding/json's decoder takes several times as long over a stream's
+// megabytes), into dst: no copy but that one. Any other valid JSON of the
+// same meaning goes through encoding/json, as does anything the fast path
+// does not take as it is.
+func appendOutputData(dst, ev []byte, b64 bool) ([]byte, error) {
 	const pre, suf = `{"data":"`, `"}`
 	if len(ev) >= len(pre)+len(suf) && bytes.HasPrefix(ev, []byte(pre)) && bytes.HasSuffix(ev, []byte(suf)) {
-		if s, ok := unquote(ev[len(pre) : len(ev)-len(suf)]); ok {
-			return s, nil
+		in := ev[len(pre) : len(ev)-len(suf)]
+		if b64 {
+			// Base64's alphabet has nothing to escape: a backslash here
+			// is JSON the fast path leaves to encoding/json.
+			if bytes.IndexByte(in, '\\') < 0 {
+				return base64.StdEncoding.AppendDecode(dst, in)
+			}
+		} else if out, ok := appendUnquoted(dst, in); ok {
+			return out, nil
 		}
 	}
 	var d struct {
 		Data *string `json:"data"`
 	}
 	if err := json.Unmarshal(ev, &d); err != nil {
-		return "", err
+		return dst, err
 	}
 	if d.Data == nil {
-		return "", errors.New("no data")
+		return dst, errors.New("no data")
 	}
-	return *d.Data, nil
+	if b64 {
+		return base64.StdEncoding.AppendDecode(dst, []byte(*d.Data))
+	}
+	return append(dst, *d.Data...), nil
 }
 
-// unquote decodes the inside of a JSON string; ok is false for anything
-// it does not decode exactly as encoding/json does (an unescaped quote or
-// control byte, a bad escape, invalid UTF-8), which the caller then hands
-// to encoding/json.
-func unquote(in []byte) (string, bool) {
-	out := make([]byte, 0, len(in))
+// appendUnquoted appends the inside of a JSON string, decoded, to dst; ok
+// is false for anything it does not decode exactly as encoding/json does
+// (an unescaped quote or control byte, a bad escape, invalid UTF-8), which
+// the caller then hands to encoding/json.
+func appendUnquoted(dst, in []byte) ([]byte, bool) {
+	out := dst
 	start, i := 0, 0
 	for i < len(in) {
 		if i+8 <= len(in) {
@@ -54,14 +73,14 @@ func unquote(in []byte) (string, bool) {
 		c := in[i]
 		switch {
 		case c == '"' || c < 0x20:
-			return "", false
+			return dst, false
 		case c != '\\':
 			i++
 			continue
 		}
 		out = append(out, in[start:i]...)
 		if i+1 >= len(in) {
-			return "", false
+			return dst, false
 		}
 		switch e := in[i+1]; e {
 		case '"', '\\', '/':
@@ -79,21 +98,21 @@ func unquote(in []byte) (string, bool) {
 		case 'u':
 			r, n, ok := unicodeEscape(in[i:])
 			if !ok {
-				return "", false
+				return dst, false
 			}
 			out = utf8.AppendRune(out, r)
 			i += n - 2
 		default:
-			return "", false
+			return dst, false
 		}
 		i += 2
 		start = i
 	}
 	out = append(out, in[start:]...)
-	if !utf8.Valid(out) {
-		return "", false
+	if !utf8.Valid(out[len(dst):]) {
+		return dst, false
 	}
-	return string(out), true
+	return out, true
 }
 
 // unicodeEscape decodes \uXXXX at the start of b, with the \uXXXX of a

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -42,6 +43,37 @@ func TestOutputData(t *testing.T) {
 		case err != nil || got != *d.Data:
 			t.Errorf("%q: got %q, %v; want %q", c, got, err, *d.Data)
 		}
+	}
+}
+
+// TestAppendOutputData: base64 events decode to the exact bytes (NULs,
+// invalid UTF-8) appended after what dst held, the server's shape directly
+// and any other JSON of the same meaning through encoding/json; bad base64
+// is an error; text decodes into dst as outputData does.
+func TestAppendOutputData(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 500 {
+		b := make([]byte, rng.IntN(3000))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		enc := base64.StdEncoding.EncodeToString(b)
+		escaped := strings.ReplaceAll(enc, "/", `\/`) // valid JSON, not the server's shape
+		for _, ev := range []string{`{"data":"` + enc + `"}`, `{"data":"` + escaped + `"}`, `{ "data": "` + enc + `" }`} {
+			got, err := appendOutputData([]byte("prefix"), []byte(ev), true)
+			if err != nil || !bytes.Equal(got, append([]byte("prefix"), b...)) {
+				t.Fatalf("%.80q: %v, %d bytes", ev, err, len(got))
+			}
+		}
+	}
+	for _, bad := range []string{`{"data":"@@@@"}`, `{"data":"QUJD\u0000"}`, `{"data":"QUJ"}`} {
+		if _, err := appendOutputData(nil, []byte(bad), true); err == nil {
+			t.Errorf("%q decoded without an error", bad)
+		}
+	}
+	got, err := appendOutputData([]byte("x"), []byte(`{"data":"a\n\u00e9"}`), false)
+	if err != nil || string(got) != "xa\né" {
+		t.Fatalf("text: %q, %v", got, err)
 	}
 }
 

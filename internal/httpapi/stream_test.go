@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,8 +28,9 @@ type streamed struct {
 // streamModes are the ways a process's exact bytes can be streamed.
 var streamModes = []string{"sse-base64", "binary"}
 
-// stream runs req on computer id in mode: "sse" (UTF-8 text events),
-// "sse-base64" or "binary" (the binary stream), through internal/client.
+// stream runs req on computer id in mode: "sse" (UTF-8 text events, as
+// strings: ExecStream), "sse-base64" (decoded by ExecStreamBytes) or
+// "binary" (the binary stream), through internal/client.
 func (e *env) stream(ctx context.Context, id string, req client.ExecRequest, mode string) (streamed, error) {
 	var s streamed
 	start := time.Now()
@@ -51,24 +51,12 @@ func (e *env) stream(ctx context.Context, id string, req client.ExecRequest, mod
 		s.exit, err = c.ExecBinary(ctx, id, req, add)
 		return s, err
 	}
-	var bad error
 	if mode == "sse-base64" {
 		req.Encoding = "base64"
+		s.exit, err = c.ExecStreamBytes(ctx, id, req, add)
+		return s, err
 	}
-	s.exit, err = c.ExecStream(ctx, id, req, func(o client.ExecOutput) {
-		data := []byte(o.Data)
-		if mode == "sse-base64" {
-			d, derr := base64.StdEncoding.DecodeString(o.Data)
-			if derr != nil && bad == nil {
-				bad = fmt.Errorf("%s event %.40q: %w", o.Stream, o.Data, derr)
-			}
-			data = d
-		}
-		add(o.Stream, data)
-	})
-	if err == nil {
-		err = bad
-	}
+	s.exit, err = c.ExecStream(ctx, id, req, func(o client.ExecOutput) { add(o.Stream, []byte(o.Data)) })
 	return s, err
 }
 

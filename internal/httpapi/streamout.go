@@ -38,28 +38,31 @@ func newBinaryStream(w http.ResponseWriter) *sse {
 // sendData sends output: an SSE event {"data": …} whose value is base64
 // of data (b64) or data as a JSON string, or a binary frame of the bytes.
 // The event is built in one reused buffer and written at once (no JSON
-// encoder, no copies of the data but the one into the buffer); id, when
-// not "", is the SSE event's id.
+// encoder, no copies of the data but the one into the buffer); a binary
+// frame is its header and then data itself, not copied. id, when not "",
+// is the SSE event's id.
 func (s *sse) sendData(event, id string, data []byte, b64 bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
-	b := s.buf[:0]
-	switch {
-	case s.binary:
-		b = appendFrame(b, binaryFrames[event], data)
-	default:
-		if id != "" {
-			b = append(append(append(b, "id: "...), id...), '\n')
-		}
-		b = append(append(append(b, "event: "...), event...), "\ndata: {\"data\":"...)
-		if b64 {
-			b = append(base64.StdEncoding.AppendEncode(append(b, '"'), data), '"')
-		} else {
-			b = appendJSONString(b, data)
-		}
-		b = append(b, "}\n\n"...)
+	if s.binary {
+		var hdr [5]byte
+		s.w.Write(appendFrameHeader(hdr[:0], binaryFrames[event], len(data)))
+		s.w.Write(data)
+		s.rc.Flush()
+		return
 	}
+	b := s.buf[:0]
+	if id != "" {
+		b = append(append(append(b, "id: "...), id...), '\n')
+	}
+	b = append(append(append(b, "event: "...), event...), "\ndata: {\"data\":"...)
+	if b64 {
+		b = append(base64.StdEncoding.AppendEncode(append(b, '"'), data), '"')
+	} else {
+		b = appendJSONString(b, data)
+	}
+	b = append(b, "}\n\n"...)
 	s.w.Write(b)
 	s.rc.Flush()
 	if cap(b) <= maxEventBuf {
@@ -78,9 +81,13 @@ func (s *sse) sendFrame(event string, v any) {
 }
 
 func appendFrame(b []byte, typ byte, payload []byte) []byte {
-	b = append(b, typ)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
-	return append(b, payload...)
+	return append(appendFrameHeader(b, typ, len(payload)), payload...)
+}
+
+// appendFrameHeader appends a binary frame's header: its type, and n, the
+// length of the payload that follows.
+func appendFrameHeader(b []byte, typ byte, n int) []byte {
+	return binary.BigEndian.AppendUint32(append(b, typ), uint32(n))
 }
 
 // streamOut sends a process's output as stdout/stderr events. As text, a

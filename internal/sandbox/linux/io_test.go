@@ -439,3 +439,48 @@ func TestCancelBeforeStart(t *testing.T) {
 		t.Errorf("next exec: %q", got)
 	}
 }
+
+// pausingWriter sleeps before every write: a slow host, so the process's
+// pipe is full whenever the agent comes back to it (its output is then
+// spliced into the control channel).
+type pausingWriter struct {
+	bytes.Buffer
+	pause  time.Duration
+	writes int
+}
+
+func (w *pausingWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.pause)
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestOutputSplicedExact: output that the agent splices from a full pipe
+// (a slow reader) or reads (a fast one) arrives byte for byte, in order
+// within each stream, also where spliced and read frames alternate (a
+// small write after a large one).
+func TestOutputSplicedExact(t *testing.T) {
+	sb := newComputer(t, newDriver(t), nil)
+	const size = 8 << 20
+	sum := strings.Fields(mustSucceed(t, sb, fmt.Sprintf("head -c %d /dev/urandom > /tmp/r && sha256sum /tmp/r", size)))[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, pause := range []time.Duration{0, 2 * time.Millisecond} {
+		out, errb := &pausingWriter{pause: pause}, &pausingWriter{pause: pause}
+		st, err := sb.Exec(ctx, sandbox.ExecRequest{Command: "cat /tmp/r; echo one; cat /tmp/r >&2; cat /tmp/r; echo two"},
+			sandbox.ExecIO{Stdout: out, Stderr: errb})
+		if err != nil || st.ExitCode != 0 {
+			t.Fatalf("pause %v: %+v, %v", pause, st, err)
+		}
+		o, e := out.Bytes(), errb.Bytes()
+		hex := func(b []byte) string { return fmt.Sprintf("%x", sha256.Sum256(b)) }
+		if len(o) != 2*size+8 || hex(o[:size]) != sum || string(o[size:size+4]) != "one\n" || hex(o[size+4:2*size+4]) != sum ||
+			string(o[2*size+4:]) != "two\n" {
+			t.Fatalf("pause %v: stdout of %d bytes is not the file, one, the file, two (%d bytes)", pause, len(o), 2*size+8)
+		}
+		if len(e) != size || hex(e) != sum {
+			t.Fatalf("pause %v: stderr of %d bytes is not the file", pause, len(e))
+		}
+		t.Logf("pause %v: %d stdout frames, %d stderr frames", pause, out.writes, errb.writes)
+	}
+}
