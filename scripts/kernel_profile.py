@@ -151,6 +151,14 @@ def kernel(launcher, profile=None, prelude="lazy"):
             if m["parent_header"].get("msg_id") == mid:
                 break
         ready = time.monotonic() - t0
+        # iopub may subscribe after the reply (a cell's idle would be lost):
+        # ask again until a status arrives there.
+        while True:
+            try:
+                if kc.get_iopub_msg(timeout=0.2)["msg_type"] == "status":
+                    break
+            except queue.Empty:
+                kc.kernel_info()
         # The kernel's clock and the collector's total as a cell reads them
         # (CLOCK: a cell of its own, whose cost, probe, is measured and
         # taken off each phase).

@@ -14,9 +14,11 @@ import gc
 
 gc.disable()
 
+import copy
 import importlib.util
 import logging
 import os
+import re
 import sys
 import types
 
@@ -86,11 +88,90 @@ class _NoDebuggerNote(logging.Filter):
 logging.getLogger(IPKernelApp.__name__).addFilter(_NoDebuggerNote())
 
 
+class _LazyParser:
+    # The argparse parser of a named script magic (%%bash, %%sh, ...), built
+    # if ever used: the magic runs %%script's own parser, and IPython replaces
+    # the help text the parser's construction writes into its docstring.
+    def __init__(self, construct, func):
+        self._construct, self._func = construct, func
+
+    def __getattr__(self, name):
+        doc = self._func.__doc__
+        parser = self._construct(self._func)
+        self._func.__doc__, self._func.parser = doc, parser
+        return getattr(parser, name)
+
+
+class _Start:
+    # What the kernel's initialization does many times over, done once while
+    # it lasts: traitlets lists a class's members (dir() and getattr of each)
+    # at every configurable's creation and for the command line; IPython
+    # builds eight argparse parsers and their help texts that no one reads.
+    def __enter__(self):
+        import IPython.core.magic_arguments as ma
+        import traitlets.traitlets as tt
+
+        self._undo = [(tt, "getmembers", tt.getmembers), (ma, "construct_parser", ma.construct_parser)]
+        members, construct, cache = tt.getmembers, ma.construct_parser, {}
+
+        def getmembers(obj, predicate=None):
+            if predicate is not None or not isinstance(obj, type):
+                return members(obj, predicate)
+            if obj not in cache:
+                cache[obj] = members(obj)
+            return cache[obj]
+
+        def construct_parser(func):
+            if func.__name__ == "named_script_magic":  # IPython's ScriptMagics._make_script_magic
+                return _LazyParser(construct, func)
+            return construct(func)
+
+        tt.getmembers, ma.construct_parser = getmembers, construct_parser
+
+    def __exit__(self, *exc):
+        for mod, name, value in self._undo:
+            setattr(mod, name, value)
+
+
+_KV = re.compile(r"--([A-Z]\w*)\.([A-Za-z_]\w*)=(.*)", re.S)
+
+
+def _argv_config(argv):
+    # The agent's argv (python_launch.go: -f FILE, --Class.trait=value) as
+    # traitlets' command line loads it, without building its parser of every
+    # configurable trait; None for any other argv (traitlets parses it).
+    from traitlets.config import Config
+    from traitlets.config.loader import DeferredConfigString
+
+    cfg, i = Config(), 0
+    while i < len(argv):
+        if argv[i] == "-f" and i + 1 < len(argv):
+            cfg.IPKernelApp.connection_file = argv[i + 1]
+            i += 2
+            continue
+        m = _KV.fullmatch(argv[i])
+        if m is None:
+            return None
+        cfg[m[1]][m[2]] = DeferredConfigString(m[3])
+        i += 1
+    return cfg
+
+
 def main():
-    # IPKernelApp.launch_instance, with the collector back on before the
-    # kernel serves.
-    app = IPKernelApp.instance()
-    app.initialize()
+    # IPKernelApp.launch_instance, with the agent's argv read here and the
+    # collector back on before the kernel serves.
+    with _Start():
+        app = IPKernelApp.instance()
+        cfg = _argv_config(sys.argv[1:])
+        if cfg is not None:
+
+            def parse_command_line(argv=None):
+                app.argv, app.extra_args = sys.argv[1:], []
+                app.cli_config = copy.deepcopy(cfg)
+                app.update_config(cfg)
+
+            app.parse_command_line = parse_command_line
+        app.initialize()
     gc.freeze()
     gc.enable()
     app.start()

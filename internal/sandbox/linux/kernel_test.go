@@ -230,17 +230,17 @@ func TestKernelRelay(t *testing.T) {
 				} `json:"_jupyter_types_experimental"`
 			} `json:"metadata"`
 		}
-		if err := json.Unmarshal(reply.Content, &rc); err != nil || rc.Status != "ok" || !slices.Contains(rc.Matches, "os.path") {
+		if err := json.Unmarshal(reply.Content, &rc); err != nil || rc.Status != "ok" || !slices.Contains(rc.Matches, "path") {
 			t.Fatalf("complete_reply %s (%v)", reply.Content, err)
 		}
 		typ := ""
 		for _, m := range rc.Metadata.Types {
-			if m.Text == "os.path" {
+			if m.Text == "path" {
 				typ = m.Type
 			}
 		}
 		if typ != "module" { // jedi's; IPython's own completer says "<unknown>"
-			t.Errorf("os.path completed as type %q, want jedi's \"module\": %s", typ, reply.Content)
+			t.Errorf("path completed as type %q, want jedi's \"module\": %s", typ, reply.Content)
 		}
 	})
 
