@@ -9,7 +9,8 @@
 #   first completion request.
 # The cyclic garbage collector is off while the kernel starts (what the
 # start allocates lives as long as the kernel) and what exists then is
-# frozen (gc.freeze): no collection walks it again.
+# frozen (gc.freeze): no collection walks it again; for a warm-up, until
+# its prelude has run (main).
 import gc
 
 gc.disable()
@@ -159,7 +160,13 @@ def _argv_config(argv):
 
 def main():
     # IPKernelApp.launch_instance, with the agent's argv read here and the
-    # collector back on before the kernel serves.
+    # collector back on before the kernel serves; with
+    # --freeze-after-first-cell (a warm-up: its first cell is the whole
+    # prelude, which imports the scientific stack) after that cell, and
+    # what it imported frozen too.
+    warm_up = "--freeze-after-first-cell" in sys.argv
+    if warm_up:
+        sys.argv.remove("--freeze-after-first-cell")
     with _Start():
         app = IPKernelApp.instance()
         cfg = _argv_config(sys.argv[1:])
@@ -173,7 +180,16 @@ def main():
             app.parse_command_line = parse_command_line
         app.initialize()
     gc.freeze()
-    gc.enable()
+    if warm_up:
+
+        def thaw(result=None):
+            app.shell.events.unregister("post_run_cell", thaw)
+            gc.freeze()
+            gc.enable()
+
+        app.shell.events.register("post_run_cell", thaw)
+    else:
+        gc.enable()
     app.start()
 
 
