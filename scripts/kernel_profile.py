@@ -27,14 +27,14 @@ Meant for a quiet machine; under load, compare CPU, not wall.
 """
 import json, os, queue, shutil, statistics, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernel_start import PRELUDE as EAGER, await_kernel_info, cpu as cpu_proc, lazy_cell, run  # noqa: E402
+
 PY = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
 AGENT = os.path.join(HERE, "..", "internal", "agent")
 LAUNCHER = os.path.join(AGENT, "python_launcher.py")
 FLAGS = ["--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False"]
-PRELUDE_ITEMS = [{"module": "numpy", "bind": "np"}, {"module": "pandas", "bind": "pd"},
-                 {"module": "matplotlib", "bind": "matplotlib", "plain": True},
-                 {"module": "matplotlib.pyplot", "bind": "plt"}, {"magic": True, "args": "inline"}]
 
 # The child: runs the launcher as `python3 launch.py -f ...` would, with
 # the clock read at each phase; the parent reads them from a cell.
@@ -81,24 +81,7 @@ App.initialize = initialize
 """
 
 
-def cpu_proc(pid):
-    tck = os.sysconf("SC_CLK_TCK")
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / tck
-
-
-def lazy_cell():
-    src = open(os.path.join(AGENT, "python_lazy.py")).read()
-    return src + "\n_cubicle_lazy_prelude(" + json.dumps(json.dumps(PRELUDE_ITEMS)) + ")\ndel _cubicle_lazy_prelude\n"
-
-
 CLOCK = "(__import__('time').process_time(), _cubicle_phases['gc']['t'])"
-
-
-def run(kc, code):
-    r = kc.execute_interactive(code, timeout=180, output_hook=lambda m: None)
-    if r["content"]["status"] != "ok":
-        raise RuntimeError(f"{code[:40]!r}: {r['content']}")
 
 
 def value(kc, expr):
@@ -113,7 +96,6 @@ def value(kc, expr):
     return eval(out[0])
 
 
-EAGER = "import numpy as np\nimport pandas as pd\nimport matplotlib\nimport matplotlib.pyplot as plt\n%matplotlib inline\n"
 
 
 def kernel(launcher, profile=None, prelude="lazy"):
@@ -142,16 +124,7 @@ def kernel(launcher, profile=None, prelude="lazy"):
     kc.load_connection_file()
     kc.start_channels()
     try:
-        mid = kc.kernel_info()
-        while True:
-            try:
-                m = kc.get_shell_msg(timeout=0.005)
-            except queue.Empty:
-                if p.poll() is not None:
-                    raise RuntimeError("kernel died: " + open(d + "/stderr").read()[-3000:])
-                continue
-            if m["parent_header"].get("msg_id") == mid:
-                break
+        await_kernel_info(kc, lambda: p.poll() is not None, d + "/stderr", poll=0.005)
         ready = time.monotonic() - t0
         # iopub may subscribe after the reply (a cell's idle would be lost):
         # ask again until a status arrives there.
