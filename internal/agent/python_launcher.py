@@ -47,11 +47,14 @@ class _Jedi(_Later):
     # (kept here, applied to jedi's own) and imports jedi.api.helpers and
     # jedi.api.classes (stand-ins while it imports).
     def _loaded(self, mod):
+        if self.__dict__.get("_applied"):
+            return
         import jedi.api.classes
         import jedi.api.helpers  # noqa: F401
 
         for k, v in vars(self.__dict__["settings"]).items():
             setattr(mod.settings, k, v)
+        self.__dict__["_applied"] = True  # once: a cell may change jedi.settings later
 
 
 def _embed(**kwargs):

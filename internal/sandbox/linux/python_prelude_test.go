@@ -93,12 +93,16 @@ func TestPythonLazyPrelude(t *testing.T) {
 		run(t, sandbox.PythonRequest{Reset: true, Prelude: config.DefaultPrelude})
 		// The warm-up's kernel kept its collector off for the prelude only
 		// (python_launcher.py): it is on for the first cell of its user.
-		c := run(t, sandbox.PythonRequest{Cells: pyCells(loaded, "import gc; gc.isenabled()")})
+		// A cycle of the user's first cell is collectable (not frozen as the
+		// prelude's objects were): the freeze happened once.
+		c := run(t, sandbox.PythonRequest{Cells: pyCells(loaded,
+			"import gc, weakref\nclass C: pass\na = C(); a.me = a; r = weakref.ref(a)",
+			"del a; gc.collect(); gc.isenabled(), r() is None")})
 		if got := c.value(0); got != "['matplotlib', 'matplotlib.pyplot', 'numpy', 'pandas']" {
 			t.Errorf("after a warm-up: %s", got)
 		}
-		if got := c.value(1); got != "True" {
-			t.Errorf("the collector after a warm-up: enabled %s", got)
+		if got := c.value(2); got != "(True, True)" {
+			t.Errorf("the collector after a warm-up: enabled, cycle collected %s", got)
 		}
 	})
 
