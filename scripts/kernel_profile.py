@@ -28,7 +28,7 @@ Meant for a quiet machine; under load, compare CPU, not wall.
 import json, os, queue, shutil, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernel_start import PRELUDE as EAGER, await_kernel_info, cpu as cpu_proc, lazy_cell, run  # noqa: E402
+from kernel_start import PRELUDE as EAGER, await_kernel_info, cpu as cpu_proc, lazy_cell, run, stop  # noqa: E402
 
 PY = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -173,10 +173,7 @@ def kernel(launcher, profile=None, prelude="lazy"):
         out["proc_total"] = cpu_proc(p.pid)
         return out
     finally:
-        kc.stop_channels()
-        p.kill()
-        p.wait()
-        shutil.rmtree(d, ignore_errors=True)
+        stop(kc, p, d)
 
 
 def phases(n, launchers, prelude="lazy"):

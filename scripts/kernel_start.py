@@ -52,6 +52,14 @@ def await_kernel_info(kc, died, stderr, poll=0.02):
             return
 
 
+def stop(kc, p, d):
+    """Closes the client, kills the kernel and removes its directory."""
+    kc.stop_channels()
+    p.kill()
+    p.wait()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def run(kc, code):
     t = time.monotonic()
     r = kc.execute_interactive(code, timeout=180, output_hook=lambda m: None)
@@ -109,10 +117,7 @@ def sample(variant, fontcache=None):
         out["total_cpu"] = cpu(p.pid)
         return out
     finally:
-        kc.stop_channels()
-        p.kill()
-        p.wait()
-        shutil.rmtree(d, ignore_errors=True)
+        stop(kc, p, d)
 
 
 def main():
