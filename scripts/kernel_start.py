@@ -37,6 +37,29 @@ def lazy_cell():
     return src + "\n_cubicle_lazy_prelude(" + json.dumps(json.dumps(items)) + ")\ndel _cubicle_lazy_prelude\n"
 
 
+def await_kernel_info(kc, died, stderr, poll=0.02):
+    """Waits for the reply to a kernel_info_request; died() says the kernel
+    exited (its stderr's tail is then in the error)."""
+    mid = kc.kernel_info()
+    while True:
+        try:
+            m = kc.get_shell_msg(timeout=poll)
+        except queue.Empty:
+            if died():
+                raise RuntimeError("kernel died: " + open(stderr).read()[-3000:])
+            continue
+        if m["parent_header"].get("msg_id") == mid:
+            return
+
+
+def stop(kc, p, d):
+    """Closes the client, kills the kernel and removes its directory."""
+    kc.stop_channels()
+    p.kill()
+    p.wait()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def run(kc, code):
     t = time.monotonic()
     r = kc.execute_interactive(code, timeout=180, output_hook=lambda m: None)
@@ -80,17 +103,7 @@ def sample(variant, fontcache=None):
     kc.load_connection_file()
     kc.start_channels()
     try:
-        mid = kc.kernel_info()
-        while True:
-            try:
-                m = kc.get_shell_msg(timeout=0.02)
-            except queue.Empty:
-                if not zyg and p.poll() is not None:
-                    print(open(d + "/stderr").read()[-3000:], file=sys.stderr)
-                    raise RuntimeError("kernel died")
-                continue
-            if m["parent_header"].get("msg_id") == mid:
-                break
+        await_kernel_info(kc, lambda: not zyg and p.poll() is not None, d + "/stderr")
         out = {"start": time.monotonic() - t0, "start_cpu": cpu(p.pid)}
         if zyg:
             out["zygote_cpu"] = cpu(z.pid) - zc
@@ -104,10 +117,7 @@ def sample(variant, fontcache=None):
         out["total_cpu"] = cpu(p.pid)
         return out
     finally:
-        kc.stop_channels()
-        p.kill()
-        p.wait()
-        shutil.rmtree(d, ignore_errors=True)
+        stop(kc, p, d)
 
 
 def main():

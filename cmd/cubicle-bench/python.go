@@ -41,7 +41,9 @@ and prints p50, p90, p99, mean and n in milliseconds:
            cell (its start and the whole prelude: a refill's kernel)
   cold     the same on a server without a pool: a cold start, and the
            first cell starts the kernel and runs the prelude (lazily: it
-           imports what the cell names); then the kernel's CPU time
+           imports what the cell names); then the kernel's CPU time; and
+           the same with 1+1 as the first cell (it names no prelude
+           import: the kernel's start alone; its target is 500 ms p50)
 It starts two 'cubicle serve' (one with a warm pool of --pool, one with
 none) on 127.0.0.1, jupyter_server (python3-jupyter-server; skipped with
 a note when missing) and the host kernel, each with a temporary

@@ -211,7 +211,9 @@ func timeoutSecs(req protocol.PythonRequest) int {
 // gives a message for the result (failure); an agent problem gives err.
 // died reports a kernel that died by itself while starting.
 func (m *pythonManager) newKernel(ctx context.Context, cwd, prelude string, lazy bool) (k *pyKernel, failure string, died bool, err error) {
-	k, err = m.s.startKernel(ctx, sessionKernel(cwd))
+	spec := sessionKernel(cwd)
+	spec.warmUp = !lazy && prelude != ""
+	k, err = m.s.startKernel(ctx, spec)
 	if err != nil {
 		var se *kernelStartError
 		switch {

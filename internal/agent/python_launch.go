@@ -27,6 +27,10 @@ type kernelSpec struct {
 	cwd  string
 	env  []string // after the computer's own (a relay client's variables)
 	opts kernel.Options
+	// warmUp: the first cell is an eager prelude; the kernel keeps its
+	// cyclic garbage collector off until that cell ends
+	// (python_launcher.py, --freeze-after-first-cell).
+	warmUp bool
 }
 
 // sessionKernel is the spec of Python calls' kernels (session and per_call).
@@ -89,6 +93,9 @@ func (s *Server) spawnKernel(spec kernelSpec, dir, file string) (*pyKernel, erro
 	}
 	argv := []string{s.init.Python, filepath.Join(dir, kernelLauncher), "-f", file,
 		"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False"}
+	if spec.warmUp {
+		argv = append(argv, "--freeze-after-first-cell")
+	}
 	// The computer's own environment (Spec.Env), then the spec's, may
 	// override these.
 	env := dedupEnv(append([]string{

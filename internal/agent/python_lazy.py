@@ -6,7 +6,7 @@ def _cubicle_lazy_prelude(spec):
     # stand-in is used (code that names it only indirectly). A %matplotlib
     # magic runs with matplotlib's first use. An interrupt during such an
     # import interrupts the cell.
-    import ast, contextlib, importlib, importlib.util, io, json, re, sys, threading, types
+    import ast, contextlib, gc, importlib, importlib.util, io, json, re, sys, threading, types
 
     ip = get_ipython()
     ns = ip.user_ns
@@ -46,6 +46,8 @@ def _cubicle_lazy_prelude(spec):
                 it["done"] = True
                 ip.run_line_magic("matplotlib", it.get("args", ""))
                 return None
+            collecting = gc.isenabled()
+            gc.disable()  # an import's objects outlive it: no passes over them meanwhile
             try:
                 mod = importlib.import_module(it["module"])
             except Exception:
@@ -55,6 +57,9 @@ def _cubicle_lazy_prelude(spec):
                 if ns.get(it["bind"]) is it["proxy"]:
                     del ns[it["bind"]]
                 return None
+            finally:
+                if collecting:
+                    gc.enable()
             value = sys.modules[it["top"]] if it.get("plain") else mod
             it["value"], it["done"] = value, True
             if ns.get(it["bind"]) is it["proxy"]:

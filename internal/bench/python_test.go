@@ -119,13 +119,18 @@ func TestPythonVerdicts(t *testing.T) {
 	sp, _, ts := pythonVerdicts([]Row{
 		row(RowPyOnePlusOne, 7*time.Millisecond), row(RowJupyterOnePlusOne, 49*time.Millisecond),
 		row(RowPyFirstWarm, 60*time.Millisecond), row(RowPyFirstCold, 2400*time.Millisecond),
+		row(RowPyFirstColdPlain, 510*time.Millisecond),
 	})
 	if len(sp) != 2 || sp[0].Ratio != 7 || !sp[0].Met || sp[0].Minimum != 5 || sp[1].Ratio != 40 || !sp[1].Met || sp[1].Minimum != 0 {
 		t.Errorf("speedups %+v", sp)
 	}
+	// The cold pandas cell is not judged; the cold 1+1 is, against 500 ms.
 	if len(ts) != 3 || !ts[0].Met || ts[0].Row != RowPyOnePlusOne || ts[1].Met || ts[1].Row != RowPyFirstWarm ||
-		ts[2].Met || ts[2].Row != RowPyFirstCold {
+		ts[2].Met || ts[2].Row != RowPyFirstColdPlain || ts[2].Limit != Duration(500*time.Millisecond) {
 		t.Errorf("targets %+v", ts)
+	}
+	if _, _, ts := pythonVerdicts([]Row{row(RowPyFirstColdPlain, 490*time.Millisecond)}); len(ts) != 1 || !ts[0].Met {
+		t.Errorf("cold 1+1 in 490 ms: targets %+v", ts)
 	}
 	sp, _, _ = pythonVerdicts([]Row{row(RowPyOnePlusOne, 12*time.Millisecond), row(RowJupyterOnePlusOne, 49*time.Millisecond)})
 	if len(sp) != 1 || sp[0].Met {
@@ -190,7 +195,8 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 	}
 	want := []string{RowPyOnePlusOne, RowPyOnePlusOneSSE, RowPyFirstWarm, RowPyFirstWarmCreate, RowPyFirstWarmCell,
 		RowPyFirstWarmMem, RowPyFirstWarmMemCreate, RowPyFirstWarmMemCell, RowPyKernelCPUPool,
-		RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell, RowPyKernelCPUCold}
+		RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell, RowPyKernelCPUCold,
+		RowPyFirstColdPlain, RowPyFirstColdPlainCreate, RowPyFirstColdPlainCell, RowPyKernelCPUColdPlain}
 	if !slices.Equal(ids, want) {
 		t.Errorf("rows %v, want %v", ids, want)
 	}
@@ -208,6 +214,9 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 	if c, p := byID[RowPyKernelCPUCold], byID[RowPyKernelCPUPool]; time.Duration(c.P50) != 500*time.Millisecond || time.Duration(p.P50) != 500*time.Millisecond {
 		t.Errorf("kernel CPU rows: cold %v, pool %v; want the fake's 500 ms", c.P50, p.P50)
 	}
+	if c := byID[RowPyFirstColdPlainCell]; time.Duration(c.P50) < 20*time.Millisecond || time.Duration(byID[RowPyKernelCPUColdPlain].P50) != 500*time.Millisecond {
+		t.Errorf("cold 1+1: cell %+v, kernel CPU %+v", c, byID[RowPyKernelCPUColdPlain])
+	}
 	if len(rep.Targets) != 4 || len(rep.Speedups) != 1 || rep.Speedups[0].Fast != RowPyFirstWarm {
 		t.Errorf("targets %+v speedups %+v", rep.Targets, rep.Speedups)
 	}
@@ -217,8 +226,8 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 	if n, m := warmF.alive(), coldF.alive(); n != 0 || m != 0 {
 		t.Errorf("%d and %d computers left alive", n, m)
 	}
-	if n := coldF.next; n != 5 { // one warm-up and four timed first cells
-		t.Errorf("%d computers on the cold server, want 5", n)
+	if n := coldF.next; n != 10 { // per cell (pandas, 1+1) one warm-up and four timed first cells
+		t.Errorf("%d computers on the cold server, want 10", n)
 	}
 	var b strings.Builder
 	if err := WritePythonTable(&b, rep); err != nil {
@@ -226,7 +235,8 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 	}
 	for _, s := range []string{"cubicle  1+1  POST …/python (JSON)", "warm     new computer + first cell", "cold server:",
 		"first cell: warm pool vs cold", "not judged (no jupyter_server row)", "first cell in a new computer (warm pool)",
-		"cold     first cell, no pooled kernel", "warm     pool kernel CPU ms", "first cell, no pooled kernel"} {
+		"cold     first cell, no pooled kernel", "warm     pool kernel CPU ms", "cold     first cell 1+1, no pooled kernel",
+		"  first cell 1+1, no pooled kernel" + strings.Repeat(" ", 18) + " ≤ 500 ms p50"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, b.String())
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -209,6 +210,47 @@ func TestKernelRelay(t *testing.T) {
 		t.Logf("busy %s; reply at %d", busy.Content, ri)
 		if got := c.result("os.environ['RELAY_VAR'], os.getcwd(), os.getuid()"); got != "('from-client', '/workspace', 1000)" {
 			t.Errorf("kernel env/cwd/uid: %s", got)
+		}
+	})
+
+	t.Run("Complete", func(t *testing.T) {
+		// The launcher imports jedi with the first completion request
+		// (python_launcher.py): it must still complete, with jedi's types.
+		c.t = t
+		code := "import os\nos.pat" // path first: jedi types the first match even past its deadline
+		id := c.send(c.message("shell", "complete_request", nil, map[string]any{"code": code, "cursor_pos": len(code)}))
+		reply, _ := c.find(0, "complete_reply", isReply(id))
+		var rc struct {
+			Status   string   `json:"status"`
+			Matches  []string `json:"matches"`
+			Metadata struct {
+				Types []struct {
+					Text string `json:"text"`
+					Type string `json:"type"`
+				} `json:"_jupyter_types_experimental"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(reply.Content, &rc); err != nil || rc.Status != "ok" || !slices.Contains(rc.Matches, "path") {
+			t.Fatalf("complete_reply %s (%v)", reply.Content, err)
+		}
+		typ := ""
+		for _, m := range rc.Metadata.Types {
+			if m.Text == "path" {
+				typ = m.Type
+			}
+		}
+		if typ != "module" { // jedi's; IPython's own completer says "<unknown>"
+			t.Errorf("path completed as type %q, want jedi's \"module\": %s", typ, reply.Content)
+		}
+	})
+
+	t.Run("CollectorOn", func(t *testing.T) {
+		// The launcher starts the kernel with the cyclic collector off and
+		// turns it on before serving; cyclic garbage of a cell is collected.
+		c.t = t
+		code := "import gc, weakref\nclass C: pass\na = C(); a.me = a; r = weakref.ref(a); del a\ngc.collect()\n(gc.isenabled(), r() is None)"
+		if got := c.result(code); got != "(True, True)" {
+			t.Errorf("collector enabled, cycle collected: %s", got)
 		}
 	})
 

@@ -54,6 +54,9 @@ func TestPythonLazyPrelude(t *testing.T) {
 		if got := c.value(4); got != "(True, True, 3)" {
 			t.Errorf("np after pandas imported numpy: %s", got)
 		}
+		if got := pyOK(t, sb, "import gc; gc.isenabled()").value(0); got != "True" { // off only while it imported
+			t.Errorf("the collector after deferred imports: enabled %s", got)
+		}
 		// Naming plt imports pyplot and runs %matplotlib inline: one image.
 		c = run(t, sandbox.PythonRequest{Cells: pyCells(
 			"fig = plt.figure(figsize=(3, 2)); plt.plot([1, 3, 2]); plt.show()",
@@ -88,9 +91,18 @@ func TestPythonLazyPrelude(t *testing.T) {
 
 	t.Run("WarmUpImportsAll", func(t *testing.T) {
 		run(t, sandbox.PythonRequest{Reset: true, Prelude: config.DefaultPrelude})
-		c := run(t, sandbox.PythonRequest{Cells: pyCells(loaded)})
+		// The warm-up's kernel kept its collector off for the prelude only
+		// (python_launcher.py): it is on for the first cell of its user.
+		// A cycle of the user's first cell is collectable (not frozen as the
+		// prelude's objects were): the freeze happened once.
+		c := run(t, sandbox.PythonRequest{Cells: pyCells(loaded,
+			"import gc, weakref\nclass C: pass\na = C(); a.me = a; r = weakref.ref(a)",
+			"del a; gc.collect(); gc.isenabled(), r() is None")})
 		if got := c.value(0); got != "['matplotlib', 'matplotlib.pyplot', 'numpy', 'pandas']" {
 			t.Errorf("after a warm-up: %s", got)
+		}
+		if got := c.value(2); got != "(True, True)" {
+			t.Errorf("the collector after a warm-up: enabled, cycle collected %s", got)
 		}
 	})
 
