@@ -445,16 +445,13 @@ func (s *Server) stdinFor(want bool) (child, host *os.File, err error) {
 }
 
 // outputTo is where p's output of stream kind goes: data frames on its
-// stream (read, or spliced from the pipe), or a background process's
-// ring.
-func (s *Server) outputTo(p *process, kind protocol.Kind) output {
+// stream, or a background process's ring. It reports false when the
+// output can go nowhere any more.
+func (s *Server) outputTo(p *process, kind protocol.Kind) func([]byte) bool {
 	if p.bg != nil {
-		return output{frame: func(frame []byte) bool { p.bg.output(kind, frame[protocol.HeaderRoom:]); return true }}
+		return func(b []byte) bool { p.bg.output(kind, b); return true }
 	}
-	return output{
-		frame:  func(frame []byte) bool { return s.sendInPlace(kind, p.id, frame) == nil },
-		splice: func(frame []byte, pipe *os.File, n int) bool { return s.spliceFrame(kind, p.id, frame, pipe, n) == nil },
-	}
+	return func(b []byte) bool { return s.send(kind, p.id, b) == nil }
 }
 
 func (s *Server) feedStdin(p *process, w *os.File) {

@@ -3,7 +3,6 @@ package agent
 import (
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,25 +26,6 @@ type outPipe struct {
 	// noDeadline: f has no read deadlines (not pollable); it is then
 	// closed after outputGrace, as before deadlines were used.
 	noDeadline bool
-	// deadline is f's read deadline (Unix nanoseconds, 0 for none): a
-	// splice, which does not wait on f, checks it (spliceable).
-	deadline atomic.Int64
-}
-
-// setDeadline sets f's read deadline (the zero time: none).
-func (o *outPipe) setDeadline(t time.Time) error {
-	if t.IsZero() {
-		o.deadline.Store(0)
-	} else {
-		o.deadline.Store(t.UnixNano())
-	}
-	return o.f.SetReadDeadline(t)
-}
-
-// pastDeadline says whether f's read deadline has passed.
-func (o *outPipe) pastDeadline() bool {
-	d := o.deadline.Load()
-	return d != 0 && time.Now().UnixNano() >= d
 }
 
 // newOutPipe wraps f; grow makes a pipe hold protocol.OutputChunk bytes
@@ -62,104 +42,33 @@ func newOutPipe(f *os.File, grow bool) *outPipe {
 	return &outPipe{f: f, coalesce: grow}
 }
 
-// coalesceWindow is how long a pump waits, after the first byte, for more
-// output to fill its frame: a fast writer's many small writes then travel
-// as a few large frames (a frame's cost is mostly per frame: wake-ups,
-// system calls, an event), while a slow writer's line is at most this
-// late.
+// coalesceWindow is how long a pump waits, after a read, for more output
+// to fill its frame: a fast writer's many small writes then travel as a
+// few large frames (a frame's cost is mostly per frame: wake-ups, system
+// calls, an event), while a slow writer's line is at most this late.
 const coalesceWindow = time.Millisecond
 
-// settleTick is how long the pump first sleeps while the pipe fills a
-// frame: it wakes once a tick, not once for each of the writer's writes
-// (which, for a writer of 4 KiB writes, was most of the agent's CPU), and
-// stops as soon as a tick brought nothing.
-const settleTick = 200 * time.Microsecond
-
-// settle waits, up to coalesceWindow after first, while the pipe fills
-// towards room more bytes, and returns how many of them it holds (at
-// most room): it stops when they are there, when a sleep brought nothing
-// (the writer paused or ended) or when the window is over. After the
-// first tick it sleeps as long as the writer, at the rate it went, takes
-// to fill the rest: a fast writer's frame takes two wake-ups. It reads
-// nothing.
-func (o *outPipe) settle(room int, first time.Time) int {
-	if !o.coalesce {
+// gather reads more into buf, from a pipe, until it is full, the pipe is
+// empty for coalesceWindow after first, or at its end or an error (which
+// the next Read sees again). It returns the bytes read.
+func (o *outPipe) gather(buf []byte, first time.Time) int {
+	sc, err := o.f.SyscallConn()
+	if !o.coalesce || err != nil {
 		return 0
 	}
-	end, held, last, tick := first.Add(coalesceWindow), pipeHolds(o.f), time.Now(), settleTick
-	for held < room {
-		left := time.Until(end)
-		if left <= 0 {
-			break
-		}
-		if held == 0 {
-			// The pipe is empty: the writer may have ended (a command
-			// that printed a line and exited), which a sleep would not
-			// see; look every hangupTick.
-			if o.waitHeld(min(left, tick)) {
-				break
-			}
-		} else {
-			time.Sleep(min(left, tick))
-		}
-		now, at := pipeHolds(o.f), time.Now()
-		if now <= held {
-			break
-		}
-		perByte := float64(at.Sub(last)) / float64(now-held)
-		tick = max(settleTick/4, time.Duration(perByte*float64(room-now)))
-		held, last = now, at
-	}
-	return min(held, room)
-}
-
-// hangupTick is how often settle looks whether the writers of an empty
-// pipe are gone.
-const hangupTick = 50 * time.Microsecond
-
-// waitHeld sleeps up to d while the pipe is empty, and reports whether
-// its writers are gone (then it returns at once: nothing more can come).
-func (o *outPipe) waitHeld(d time.Duration) (ended bool) {
-	sc, err := o.f.SyscallConn()
-	if err != nil {
-		time.Sleep(d)
-		return false
-	}
-	for waited := time.Duration(0); waited < d && pipeHolds(o.f) == 0; waited += hangupTick {
-		sc.Control(func(fd uintptr) {
-			p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			// A zero timeout: it never blocks the agent's thread.
-			if n, _ := unix.Poll(p, 0); n > 0 && p[0].Revents&unix.POLLHUP != 0 && p[0].Revents&unix.POLLIN == 0 {
-				ended = true
-			}
-		})
-		if ended {
-			return true
-		}
-		time.Sleep(hangupTick)
-	}
-	return false
-}
-
-// drain reads what the pipe holds into buf without waiting, until buf is
-// full, the pipe is empty, or at its end or an error (which the next Read
-// sees again). It returns the bytes read.
-func (o *outPipe) drain(buf []byte) int {
-	sc, err := o.f.SyscallConn()
-	if err != nil {
-		return 0
-	}
-	total := 0
+	end, total := first.Add(coalesceWindow), 0
 	sc.Control(func(fd uintptr) {
 		for total < len(buf) {
 			k, err := unix.Read(int(fd), buf[total:])
-			if k <= 0 {
-				if err == unix.EINTR {
-					continue
-				}
-				return // empty (EAGAIN), the end, or an error
+			if k > 0 {
+				total += k
+				continue
 			}
-			total += k
+			left := time.Until(end)
+			if err != unix.EAGAIN || left <= 0 {
+				return // the end, an error, or the window is over
+			}
+			unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int((left+time.Millisecond-1)/time.Millisecond))
 		}
 	})
 	return total
@@ -171,7 +80,7 @@ func (o *outPipe) mainExited() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.exited = true
-	if !o.measured && o.setDeadline(time.Now().Add(outputGrace)) != nil {
+	if !o.measured && o.f.SetReadDeadline(time.Now().Add(outputGrace)) != nil {
 		o.noDeadline = true
 	}
 }
@@ -190,68 +99,38 @@ func (o *outPipe) backlog() int {
 		sc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }) // FIONREAD
 	}
 	if n > 0 {
-		o.setDeadline(time.Time{})
+		o.f.SetReadDeadline(time.Time{})
 	}
 	return n
 }
 
-// output is where a pump's frames go (outputTo): frame takes one read
-// into memory, after room for its header (protocol.HeaderRoom), so it
-// goes out as it was read, without a copy; splice, when not nil, sends a
-// frame of what was read (the same shape, possibly only the header's
-// room) followed by the next n bytes of the pipe, which it does not read
-// (spliceFrame). Each reports false when the output can go nowhere any
-// more.
-type output struct {
-	frame  func(frame []byte) bool
-	splice func(frame []byte, pipe *os.File, n int) bool
-}
-
-// pump forwards one output pipe to out (outputTo). Backpressure is end to
+// pump forwards one output pipe to emit (outputTo). Backpressure is end to
 // end: when the host reads slowly, the agent's write blocks and so does the
 // process, so neither side buffers more than a frame. A background
 // process's ring never blocks: it drops its oldest bytes. A frame takes
 // up to protocol.OutputChunk: whatever the pipe holds and what comes
-// within coalesceWindow of the first byte (settle); when that is
-// spliceMin or more, what the pipe holds is spliced, not read.
-func (s *Server) pump(wg *sync.WaitGroup, out output, o *outPipe) {
+// within coalesceWindow of the first byte.
+func (s *Server) pump(wg *sync.WaitGroup, emit func([]byte) bool, o *outPipe) {
 	defer wg.Done()
-	frame := make([]byte, protocol.HeaderRoom+protocol.OutputChunk)
-	buf := frame[protocol.HeaderRoom:]
+	buf := make([]byte, protocol.OutputChunk)
 	remaining := 0 // of the backlog
 	for {
 		if remaining == 0 {
 			remaining = o.backlog()
 		}
-		var (
-			n       int
-			err     error
-			spliced bool
-		)
-		// The first bytes: already in the pipe (then nothing is read
-		// yet), or waited for by a read, which the read deadlines end.
-		if !o.coalesce || o.pastDeadline() || pipeHolds(o.f) == 0 {
-			n, err = o.f.Read(buf)
+		n, err := o.f.Read(buf)
+		if n > 0 && err == nil && n < len(buf) {
+			n += o.gather(buf[n:], time.Now())
 		}
-		if err == nil && o.coalesce && n < len(buf) {
-			more := o.settle(len(buf)-n, time.Now())
-			switch {
-			case more >= spliceMin && out.splice != nil && s.splice.usable():
-				if !out.splice(frame[:protocol.HeaderRoom+n], o.f, more) {
-					return
-				}
-				n, spliced = n+more, true
-			case more > 0:
-				n += o.drain(buf[n:])
+		if n > 0 {
+			if !emit(buf[:n]) {
+				return
 			}
-		}
-		if n > 0 && !spliced && !out.frame(frame[:protocol.HeaderRoom+n]) {
-			return
-		}
-		if n > 0 && remaining > 0 {
-			if remaining -= n; remaining <= 0 {
-				remaining = -1 // drained: the grace for descendants runs from here
-				o.setDeadline(time.Now().Add(outputGrace))
+			if remaining > 0 {
+				if remaining -= n; remaining <= 0 {
+					remaining = -1 // drained: the grace for descendants runs from here
+					o.f.SetReadDeadline(time.Now().Add(outputGrace))
+				}
 			}
 		}
 		if err != nil {

@@ -23,7 +23,6 @@ type Server struct {
 
 	writeMu sync.Mutex
 	wbuf    []byte
-	splice  *splicer // output spliced into conn (splice.go)
 
 	ws      *workspace
 	reg     *registry
@@ -65,7 +64,6 @@ func NewServer(conn io.ReadWriter, init protocol.Init, workspaceDir *os.File, sp
 		tars:     make(map[uint32]*tarUpload),
 		tarReads: make(map[uint32]*atomic.Bool),
 		watches:  make(map[uint32]*fileWatch),
-		splice:   newSplicer(conn),
 	}
 	s.leaves.kick = make(chan struct{}, 1)
 	s.trim = newThreadTrim()
@@ -223,18 +221,6 @@ func (s *Server) send(kind protocol.Kind, id uint32, payload []byte) error {
 	if cap(s.wbuf) > 2*protocol.OutputChunk {
 		s.wbuf = nil // do not pin a large buffer after a big reply
 	}
-	return err
-}
-
-// sendInPlace is send of a frame whose payload follows the room for its
-// header (protocol.FrameInPlace): written as it is, no copy.
-func (s *Server) sendInPlace(kind protocol.Kind, id uint32, frame []byte) error {
-	if err := protocol.FrameInPlace(frame, kind, id); err != nil {
-		return err
-	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	_, err := s.conn.Write(frame)
 	return err
 }
 

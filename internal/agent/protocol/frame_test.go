@@ -213,28 +213,3 @@ func TestRecycledChunksAreReused(t *testing.T) {
 		t.Errorf("reading %d recycled chunks allocated %d bytes (a fresh chunk per frame is %d)", frames, got, frames*ChunkSize)
 	}
 }
-
-// TestFrameInPlace: a payload read after HeaderRoom bytes becomes the
-// frame that AppendFrame makes of it, read back whole; a buffer without
-// room, or with more than MaxPayload after it, is refused.
-func TestFrameInPlace(t *testing.T) {
-	payload := []byte("\x00output\xff")
-	b := append(make([]byte, HeaderRoom), payload...)
-	if err := FrameInPlace(b, KindStdout, 42); err != nil {
-		t.Fatal(err)
-	}
-	want, _ := AppendFrame(nil, Frame{Kind: KindStdout, ID: 42, Payload: payload})
-	if !bytes.Equal(b, want) {
-		t.Fatalf("in place %x, appended %x", b, want)
-	}
-	f, err := ReadFrame(bytes.NewReader(b))
-	if err != nil || f.Kind != KindStdout || f.ID != 42 || !bytes.Equal(f.Payload, payload) {
-		t.Fatalf("read back %+v, %v", f, err)
-	}
-	if err := FrameInPlace(make([]byte, HeaderRoom-1), KindStdout, 1); err == nil {
-		t.Error("a buffer shorter than the header was taken")
-	}
-	if err := FrameInPlace(make([]byte, HeaderRoom+MaxPayload+1), KindStdout, 1); !errors.Is(err, ErrFrameTooLarge) {
-		t.Errorf("a payload over MaxPayload: %v", err)
-	}
-}

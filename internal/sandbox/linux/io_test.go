@@ -441,8 +441,7 @@ func TestCancelBeforeStart(t *testing.T) {
 }
 
 // pausingWriter sleeps before every write: a slow host, so the process's
-// pipe is full whenever the agent comes back to it (its output is then
-// spliced into the control channel).
+// pipe is full whenever the agent comes back to it.
 type pausingWriter struct {
 	bytes.Buffer
 	pause  time.Duration
@@ -455,11 +454,10 @@ func (w *pausingWriter) Write(p []byte) (int, error) {
 	return w.Buffer.Write(p)
 }
 
-// TestOutputSplicedExact: output that the agent splices from a full pipe
-// (a slow reader) or reads (a fast one) arrives byte for byte, in order
-// within each stream, also where spliced and read frames alternate (a
-// small write after a large one).
-func TestOutputSplicedExact(t *testing.T) {
+// TestOutputExactBehindSlowReader: output that waits in a full pipe (a
+// slow reader) or flows (a fast one) arrives byte for byte, in order
+// within each stream, also where large and small writes alternate.
+func TestOutputExactBehindSlowReader(t *testing.T) {
 	sb := newComputer(t, newDriver(t), nil)
 	const size = 8 << 20
 	sum := strings.Fields(mustSucceed(t, sb, fmt.Sprintf("head -c %d /dev/urandom > /tmp/r && sha256sum /tmp/r", size)))[0]
