@@ -126,7 +126,7 @@ func TestServeFleet(t *testing.T) {
 	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") ||
 		!strings.Contains(first, "one") || strings.Contains(first, "two") || firstAt > 900*time.Millisecond ||
 		!strings.Contains(string(rest), "two") || !strings.Contains(string(rest), "event: exit") {
-		t.Fatalf("SSE through B: %d %q after %v (%v), then %q", res.StatusCode, first, firstAt, err, rest)
+		t.Fatalf("SSE through B: %d %q after %v (%v), then %q\nA's log:\n%s\nB's log:\n%s", res.StatusCode, first, firstAt, err, rest, a.stderr, b.stderr)
 	}
 
 	// A terminal (the pty WebSocket) through B: cubicle shell's output

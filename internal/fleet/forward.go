@@ -112,6 +112,12 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			what+" runs on another server, which this one cannot forward to (set cluster.secret and cluster.url on every replica)"))
 		return
 	}
+	// The owner may answer before the body's end reaches it (a stream
+	// opens once the command is read): without full duplex the server
+	// would drain and close the body under the proxy's pending read at
+	// the first flush, and the proxy would drop the connection to the
+	// owner, cutting the stream.
+	http.NewResponseController(w).EnableFullDuplex()
 	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), target{}, in)))
 }
 

@@ -189,6 +189,8 @@ try {
   await page.getByRole("status").filter({ hasText: `Created script__${scriptName} (version 1)` }).waitFor();
   await page.getByRole("cell", { name: `script__${scriptName}`, exact: true }).waitFor();
   await page.getByRole("button", { name: `Edit ${scriptName}` }).click();
+  // The form fills itself from a GET: type once it has.
+  await page.getByRole("heading", { name: `Edit script__${scriptName}`, exact: true }).waitFor();
   await page.getByLabel("Description", { exact: true }).fill("Says hello twice.");
   await page.getByRole("button", { name: "Save script" }).click();
   await page.getByRole("status").filter({ hasText: `Saved script__${scriptName} (version 2)` }).waitFor();
