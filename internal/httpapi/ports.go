@@ -127,6 +127,10 @@ func (a *API) proxyTo(w http.ResponseWriter, r *http.Request, t portTarget) {
 		return
 	}
 	ctx := context.WithValue(r.Context(), portTargetKey{}, t)
+	// The app may answer while it reads the body: without full duplex
+	// the server would drain the body (up to 256 KiB) at the answer's
+	// first flush, taking it from the app.
+	http.NewResponseController(w).EnableFullDuplex()
 	a.portProxy.ServeHTTP(w, r.WithContext(ctx))
 }
 

@@ -20,13 +20,18 @@ import (
 
 // portServers are python servers for the port proxy's tests: on 8001 an
 // HTTP server that answers a POST with its body's length and sha256 and
-// the headers it got; on 8765 a WebSocket echo server (RFC 6455 by hand:
+// the headers it got (below /early it sends the answer's headers before
+// it reads the body); on 8765 a WebSocket echo server (RFC 6455 by hand:
 // Debian's python3 has no WebSocket module).
 const portServers = `
 import base64, hashlib, http.server, json, socket, struct, threading
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_POST(self):
+        early = self.path.startswith("/early")
+        if early:  # the answer's headers before the body is read
+            self.send_response(200); self.send_header("Content-Type", "application/json")
+            self.send_header("Connection", "close"); self.end_headers(); self.wfile.flush()
         n, h = 0, hashlib.sha256()
         if self.headers.get("Transfer-Encoding") == "chunked":
             while True:
@@ -40,6 +45,8 @@ class H(http.server.BaseHTTPRequestHandler):
                 b = self.rfile.read(min(left, 65536)); left -= len(b); n += len(b); h.update(b)
         out = json.dumps({"len": n, "sha256": h.hexdigest(), "path": self.path,
             "headers": {k: v for k, v in self.headers.items()}}).encode()
+        if early:
+            self.wfile.write(out); self.close_connection = True; return
         self.send_response(200); self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out))); self.end_headers(); self.wfile.write(out)
     def log_message(self, *a): pass
@@ -162,6 +169,34 @@ func TestPortProxy(t *testing.T) {
 		if h["Host"] != "127.0.0.1:8001" || h["X-Forwarded-Host"] == "" || h["X-Forwarded-Proto"] != "http" ||
 			h["X-Forwarded-Prefix"] != "/v1/computers/"+id+"/ports/8001" || h["X-Forwarded-For"] == "" {
 			t.Errorf("forwarding headers: %v", h)
+		}
+	})
+
+	// An app that answers before it has read the body (a stream of
+	// progress while an upload comes in) gets the whole body. Without
+	// full duplex the server drained the body at the answer's first flush,
+	// taking from the app what it had not read yet.
+	t.Run("post answered early", func(t *testing.T) {
+		body := make([]byte, 1<<20)
+		rand.Read(body)
+		sum := sha256.Sum256(body)
+		pr, pw := io.Pipe()
+		go func() {
+			time.Sleep(300 * time.Millisecond) // the answer's headers are out first
+			pw.Write(body)
+			pw.Close()
+		}()
+		r := e.doCtx(context.Background(), e.admin, "POST", base+"8001/early", pr, nil)
+		var got struct {
+			Len    int    `json:"len"`
+			Sha256 string `json:"sha256"`
+		}
+		if r.code != 200 {
+			t.Fatalf("POST: %s", r)
+		}
+		r.json(t, &got)
+		if got.Len != len(body) || got.Sha256 != hex.EncodeToString(sum[:]) {
+			t.Fatalf("the app got %d bytes (%s), want %d", got.Len, got.Sha256, len(body))
 		}
 	})
 
