@@ -444,14 +444,14 @@ func (s *Server) stdinFor(want bool) (child, host *os.File, err error) {
 	return r, w, nil
 }
 
-// outputTo is where p's output of stream kind goes: data frames on its
-// stream, or a background process's ring. It reports false when the
-// output can go nowhere any more.
-func (s *Server) outputTo(p *process, kind protocol.Kind) func([]byte) bool {
+// outputTo is where p's output of stream kind goes: a frame (its payload
+// after protocol.HeaderRoom) on its stream, or a background process's
+// ring. It reports false when the output can go nowhere any more.
+func (s *Server) outputTo(p *process, kind protocol.Kind) func(frame []byte) bool {
 	if p.bg != nil {
-		return func(b []byte) bool { p.bg.output(kind, b); return true }
+		return func(frame []byte) bool { p.bg.output(kind, frame[protocol.HeaderRoom:]); return true }
 	}
-	return func(b []byte) bool { return s.send(kind, p.id, b) == nil }
+	return func(frame []byte) bool { return s.sendInPlace(kind, p.id, frame) == nil }
 }
 
 func (s *Server) feedStdin(p *process, w *os.File) {

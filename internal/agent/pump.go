@@ -109,10 +109,12 @@ func (o *outPipe) backlog() int {
 // process, so neither side buffers more than a frame. A background
 // process's ring never blocks: it drops its oldest bytes. A frame takes
 // up to protocol.OutputChunk: whatever the pipe holds and what comes
-// within coalesceWindow of the first byte.
-func (s *Server) pump(wg *sync.WaitGroup, emit func([]byte) bool, o *outPipe) {
+// within coalesceWindow of the first byte. It is read after room for its
+// header (protocol.HeaderRoom) and goes out as it was read, not copied.
+func (s *Server) pump(wg *sync.WaitGroup, emit func(frame []byte) bool, o *outPipe) {
 	defer wg.Done()
-	buf := make([]byte, protocol.OutputChunk)
+	frame := make([]byte, protocol.HeaderRoom+protocol.OutputChunk)
+	buf := frame[protocol.HeaderRoom:]
 	remaining := 0 // of the backlog
 	for {
 		if remaining == 0 {
@@ -123,7 +125,7 @@ func (s *Server) pump(wg *sync.WaitGroup, emit func([]byte) bool, o *outPipe) {
 			n += o.gather(buf[n:], time.Now())
 		}
 		if n > 0 {
-			if !emit(buf[:n]) {
+			if !emit(frame[:protocol.HeaderRoom+n]) {
 				return
 			}
 			if remaining > 0 {

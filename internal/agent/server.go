@@ -224,6 +224,18 @@ func (s *Server) send(kind protocol.Kind, id uint32, payload []byte) error {
 	return err
 }
 
+// sendInPlace is send of a frame whose payload follows the room for its
+// header (protocol.FrameInPlace): written as it is, without a copy.
+func (s *Server) sendInPlace(kind protocol.Kind, id uint32, frame []byte) error {
+	if err := protocol.FrameInPlace(frame, kind, id); err != nil {
+		return err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	_, err := s.conn.Write(frame)
+	return err
+}
+
 func (s *Server) sendJSON(kind protocol.Kind, id uint32, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {

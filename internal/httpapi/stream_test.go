@@ -102,7 +102,8 @@ func TestExecStreamExactBytes(t *testing.T) {
 
 // TestExecStreamCoalesced: a fast writer's many small writes reach the
 // client as far fewer, larger events or frames; the process's output is
-// read up to a frame's worth (256 KiB) at a time.
+// read up to a frame's worth (protocol.OutputChunk, 1 MiB) at a time,
+// and an SSE event carries at most 256 KiB of it.
 func TestExecStreamCoalesced(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)

@@ -18,8 +18,8 @@ const binaryStream = "application/vnd.cubicle.stream"
 var binaryFrames = map[string]byte{"stdout": 1, "stderr": 2, "exit": 3, "error": 4}
 
 // maxEventBuf is the largest event buffer an sse keeps for the next
-// event: an output chunk's worst case as a JSON string (six bytes a
-// byte) is a little over it, and is then allocated each time.
+// event: an exec's event holds at most maxEventData bytes of output,
+// whose worst case as a JSON string (six bytes a byte) fits in it.
 const maxEventBuf = 2 << 20
 
 // wantsBinary says whether a request asks for the binary stream.
@@ -109,8 +109,12 @@ func heldIndex(kind string) int {
 }
 
 func (s *streamOut) write(kind string, data []byte) {
-	if s.base64 || s.sse.binary {
-		s.sse.sendData(kind, "", data, s.base64)
+	if s.sse.binary {
+		s.sse.sendData(kind, "", data, false)
+		return
+	}
+	if s.base64 {
+		s.send(kind, data)
 		return
 	}
 	i, buf := heldIndex(kind), data
@@ -123,7 +127,29 @@ func (s *streamOut) write(kind string, data []byte) {
 		s.held[i] = append([]byte(nil), buf[n:]...)
 	}
 	if n > 0 {
-		s.sse.sendData(kind, "", buf[:n], false)
+		s.send(kind, buf[:n])
+	}
+}
+
+// maxEventData is the most output one SSE event carries: a frame (up to
+// protocol.OutputChunk) is sent as events of at most this much, so an
+// event stays small for every client's parser (six bytes a byte as an
+// escaped JSON string: 1.5 MiB at most).
+const maxEventData = 256 << 10
+
+// send sends data as events of at most maxEventData bytes each, as text
+// cut between UTF-8 sequences, as base64 at a multiple of 3 bytes (each
+// event's value decodes on its own).
+func (s *streamOut) send(kind string, data []byte) {
+	for len(data) > 0 {
+		n := min(len(data), maxEventData)
+		if s.base64 && n < len(data) {
+			n -= n % 3
+		} else if n < len(data) {
+			n = max(completeUTF8(data[:n]), 1)
+		}
+		s.sse.sendData(kind, "", data[:n], s.base64)
+		data = data[n:]
 	}
 }
 
@@ -132,7 +158,7 @@ func (s *streamOut) flush() {
 	for i, kind := range []string{"stdout", "stderr"} {
 		if b := s.held[i]; len(b) > 0 {
 			s.held[i] = nil
-			s.sse.sendData(kind, "", b, false)
+			s.send(kind, b)
 		}
 	}
 }

@@ -19,7 +19,7 @@ const ChunkSize = 32 << 10
 // reads a process's pipes (made this large) up to this much at a time,
 // so a fast writer's output travels in few large frames while a slow
 // one's still goes out as soon as it is written.
-const OutputChunk = 256 << 10
+const OutputChunk = 1 << 20
 
 const headerSize = 9 // payload length (4), kind (1), stream id (4)
 
@@ -130,10 +130,35 @@ func AppendFrame(buf []byte, f Frame) ([]byte, error) {
 	if len(f.Payload) > MaxPayload {
 		return buf, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(f.Payload))
 	}
-	var hdr [headerSize]byte
-	binary.BigEndian.PutUint32(hdr[0:4], uint32(len(f.Payload)))
-	hdr[4] = byte(f.Kind)
-	binary.BigEndian.PutUint32(hdr[5:9], f.ID)
+	var hdr [HeaderRoom]byte
+	PutHeader(hdr[:], f.Kind, f.ID, len(f.Payload))
 	buf = append(buf, hdr[:]...)
 	return append(buf, f.Payload...), nil
+}
+
+// HeaderRoom is the room a frame's header takes before its payload (see
+// FrameInPlace).
+const HeaderRoom = headerSize
+
+// FrameInPlace writes the header of a frame of kind and id into the first
+// HeaderRoom bytes of b, whose payload is the rest: a sender that reads
+// the payload into b[HeaderRoom:] writes b as it is, without a copy.
+func FrameInPlace(b []byte, kind Kind, id uint32) error {
+	n := len(b) - headerSize
+	if n < 0 {
+		return fmt.Errorf("%w: no room for the header", ErrInternal)
+	}
+	if n > MaxPayload {
+		return fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, n)
+	}
+	PutHeader(b, kind, id, n)
+	return nil
+}
+
+// PutHeader writes into b[:HeaderRoom] the header of a frame of kind and
+// id whose payload, n bytes (at most MaxPayload), follows it.
+func PutHeader(b []byte, kind Kind, id uint32, n int) {
+	binary.BigEndian.PutUint32(b[0:4], uint32(n))
+	b[4] = byte(kind)
+	binary.BigEndian.PutUint32(b[5:9], id)
 }

@@ -37,7 +37,7 @@ func socketpair() (host, agentEnd *os.File, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("control channel: %w", err)
 	}
-	// The agent's sends (process output, up to 256 KiB a frame) queue up
+	// The agent's sends (process output, up to 1 MiB a frame) queue up
 	// to controlSendBuffer without blocking it, so the host reads a frame
 	// or more at a time instead of waking for each piece of one.
 	// Best effort: SO_SNDBUFFORCE passes net.core.wmem_max (root only).
