@@ -206,7 +206,8 @@ func timeoutSecs(req protocol.PythonRequest) int {
 }
 
 // newKernel starts a kernel and runs the prelude in it; lazy defers the
-// imports at the prelude's top until a cell needs them (python_prelude.go).
+// imports at the prelude's top until a cell needs them, a warm-up (not
+// lazy) all but matplotlib's (python_prelude.go).
 // A kernel that cannot start for its own reasons, or a failing prelude,
 // gives a message for the result (failure); an agent problem gives err.
 // died reports a kernel that died by itself while starting.
@@ -227,10 +228,11 @@ func (m *pythonManager) newKernel(ctx context.Context, cwd, prelude string, lazy
 	pctx, cancel := context.WithTimeoutCause(ctx, preludeTimeout, errTimedOut)
 	defer cancel()
 	cells := []string{prelude}
-	if lazy {
-		if items, rest := splitPrelude(prelude); len(items) > 0 {
-			cells = []string{lazyPreludeCell(items), rest}
+	if items, rest := splitPrelude(prelude); len(items) > 0 {
+		if !lazy {
+			items = warmUpItems(items)
 		}
+		cells = []string{lazyPreludeCell(items), rest}
 	}
 	for _, code := range cells {
 		if code == "" {

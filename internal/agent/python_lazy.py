@@ -5,7 +5,8 @@ def _cubicle_lazy_prelude(spec):
     # module), before any cell once something else imported it, or when the
     # stand-in is used (code that names it only indirectly). A %matplotlib
     # magic runs with matplotlib's first use. An interrupt during such an
-    # import interrupts the cell.
+    # import interrupts the cell. An item marked "now" (a warm-up's) is
+    # imported at once.
     import ast, contextlib, gc, importlib, importlib.util, io, json, re, sys, threading, types
 
     ip = get_ipython()
@@ -89,8 +90,8 @@ def _cubicle_lazy_prelude(spec):
             it["proxy"] = LazyModule(it["module"])
             it["proxy"].__dict__["_cubicle_item"] = it
             ns[it["bind"]] = it["proxy"]
-            if it["module"] in sys.modules:
-                load(it)  # already imported: nothing to defer
+            if it["module"] in sys.modules or it.get("now"):
+                load(it)  # already imported, or a warm-up's: nothing to defer
 
     words = set().union(*(it["words"] for it in items)) if items else set()
     names_rx = re.compile(r"\b(?:%s)\b" % "|".join(sorted(map(re.escape, words)))) if words else None

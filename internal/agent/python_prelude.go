@@ -12,8 +12,8 @@ import (
 // kernel started for a call does not import numpy, pandas and matplotlib
 // before a cell that needs none of them, and one that needs pandas does not
 // import matplotlib. A warm-up (a call without cells, what the warm pool
-// runs) imports everything at once: it is ahead of time, and its first cell
-// must find everything ready.
+// runs) imports everything but matplotlib at once (warmUpItems): it is
+// ahead of time, and its first cell must find numpy and pandas ready.
 
 // preludeItem is a statement of a prelude's top that a kernel defers: an
 // import (Module, bound to Bind) or a %matplotlib magic (Magic set; its
@@ -27,6 +27,23 @@ type preludeItem struct {
 	Magic   bool   `json:"magic,omitempty"`
 	Args    string `json:"args,omitempty"`
 	Guarded bool   `json:"guarded,omitempty"`
+	// Now: imported by the prelude's cell itself, not deferred (a
+	// warm-up's imports but plotting: warmUpItems).
+	Now bool `json:"now,omitempty"`
+}
+
+// warmUpItems marks what a warm-up imports at once: every item but
+// matplotlib's imports and the %matplotlib magic, which a kernel imports
+// with its first use of them (a plot, ~0.3 s once). A pool kernel is
+// started for every computer the pool hands out and most never plot:
+// importing matplotlib ahead of time was a quarter of a refill's CPU
+// (issue 15 goal 3), while numpy and pandas stay ready (goal 2).
+func warmUpItems(items []preludeItem) []preludeItem {
+	for i := range items {
+		top, _, _ := strings.Cut(items[i].Module, ".")
+		items[i].Now = !items[i].Magic && top != "matplotlib"
+	}
+	return items
 }
 
 var (

@@ -17,7 +17,7 @@ import (
 // TestPythonLazyPrelude: a kernel started by a call imports the prelude's
 // imports when a cell first needs them, with the prelude's behaviour intact
 // (names bound, %matplotlib inline, failures, the rest of the prelude); a
-// warm-up (what the pool runs) imports everything at once.
+// warm-up (what the pool runs) imports everything but matplotlib at once.
 func TestPythonLazyPrelude(t *testing.T) {
 	t.Parallel()
 	sb := newComputer(t, newDriver(t), nil)
@@ -89,20 +89,34 @@ func TestPythonLazyPrelude(t *testing.T) {
 		}
 	})
 
-	t.Run("WarmUpImportsAll", func(t *testing.T) {
+	t.Run("WarmUpImportsAllButPlotting", func(t *testing.T) {
 		run(t, sandbox.PythonRequest{Reset: true, Prelude: config.DefaultPrelude})
 		// The warm-up's kernel kept its collector off for the prelude only
 		// (python_launcher.py): it is on for the first cell of its user.
 		// A cycle of the user's first cell is collectable (not frozen as the
-		// prelude's objects were): the freeze happened once.
+		// prelude's objects were): the freeze happened once. numpy and
+		// pandas are imported and bound; matplotlib waits for the first
+		// plot, which shows inline.
 		c := run(t, sandbox.PythonRequest{Cells: pyCells(loaded,
 			"import gc, weakref\nclass C: pass\na = C(); a.me = a; r = weakref.ref(a)",
-			"del a; gc.collect(); gc.isenabled(), r() is None")})
-		if got := c.value(0); got != "['matplotlib', 'matplotlib.pyplot', 'numpy', 'pandas']" {
+			"del a; gc.collect(); gc.isenabled(), r() is None",
+			"import types; type(pd) is types.ModuleType, type(np) is types.ModuleType",
+			"plt.figure(figsize=(2, 2)); plt.plot([1, 3, 2]); plt.show()",
+			loaded)})
+		if got := c.value(0); got != "['numpy', 'pandas']" {
 			t.Errorf("after a warm-up: %s", got)
 		}
 		if got := c.value(2); got != "(True, True)" {
 			t.Errorf("the collector after a warm-up: enabled, cycle collected %s", got)
+		}
+		if got := c.value(3); got != "(True, True)" {
+			t.Errorf("numpy and pandas after a warm-up: modules %s", got)
+		}
+		if imgs := c.of(4, kernel.OutDisplay); len(imgs) != 1 || len(imgs[0].PNG) == 0 {
+			t.Errorf("the first plot after a warm-up: %s", c.summary())
+		}
+		if got := c.value(5); got != "['matplotlib', 'matplotlib.pyplot', 'numpy', 'pandas']" {
+			t.Errorf("after the first plot: %s", got)
 		}
 	})
 
