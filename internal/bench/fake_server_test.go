@@ -182,6 +182,8 @@ func (f *fakeServer) python(w http.ResponseWriter, r *http.Request) {
 		text = describeText
 	case kernelCPUCell:
 		text = "0.5"
+	case plotCell:
+		text = "True"
 	}
 	out, _ := json.Marshal(map[string]any{"type": "execute_result", "text": text, "mime": "text/plain", "execution_count": 1})
 	if r.Header.Get("Accept") == "text/event-stream" {

@@ -18,6 +18,10 @@ const (
 	onePlusOneResult = "2"
 	// firstCell is the first cell of a brand-new computer.
 	firstCell = "import pandas as pd; df = pd.DataFrame({'a': range(100)}); df.describe()"
+	// plotCell is a first plot: a figure drawn to PNG (its result says
+	// the PNG was made), and shown inline at the cell's end.
+	plotCell = "import io; fig, ax = plt.subplots(figsize=(3, 2)); ax.plot([1, 3, 2]); b = io.BytesIO(); " +
+		"fig.savefig(b, format='png'); b.getvalue()[:4] == b'\\x89PNG'"
 	// kernelCPUCell's result is the kernel's user+sys CPU seconds so far
 	// (all its threads; it names no prelude import).
 	kernelCPUCell = "(lambda r: r.ru_utime + r.ru_stime)(__import__('resource').getrusage(0))"

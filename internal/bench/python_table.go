@@ -14,7 +14,7 @@ func WritePythonTable(w io.Writer, r *PythonReport) error {
 	server := func(name string, s ServerInfo) {
 		fmt.Fprintf(&b, "%s server: %s at %s, warm pool %d", name, serverWho(s), s.URL, s.PoolSize)
 		if s.PoolSize > 0 {
-			b.WriteString(" (kernels ran the default prelude: numpy, pandas, matplotlib inline)")
+			b.WriteString(" (kernels ran the default prelude: numpy and pandas imported, matplotlib at the first plot)")
 		}
 		b.WriteByte('\n')
 	}

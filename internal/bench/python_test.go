@@ -186,7 +186,7 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 	for _, r := range rep.Rows {
 		ids = append(ids, r.ID)
 		want := 10
-		if strings.HasPrefix(r.ID, "python_first_cell") || strings.HasPrefix(r.ID, "python_kernel_cpu") {
+		if strings.HasPrefix(r.ID, "python_first_") || strings.HasPrefix(r.ID, "python_kernel_cpu") {
 			want = 4
 		}
 		if r.N != want || r.Failures != 0 {
@@ -194,7 +194,8 @@ func TestRunPythonAgainstFakeServers(t *testing.T) {
 		}
 	}
 	want := []string{RowPyOnePlusOne, RowPyOnePlusOneSSE, RowPyFirstWarm, RowPyFirstWarmCreate, RowPyFirstWarmCell,
-		RowPyFirstWarmMem, RowPyFirstWarmMemCreate, RowPyFirstWarmMemCell, RowPyKernelCPUPool,
+		RowPyFirstWarmMem, RowPyFirstWarmMemCreate, RowPyFirstWarmMemCell,
+		RowPyFirstPlotWarm, RowPyFirstPlotWarmCreate, RowPyFirstPlotWarmCell, RowPyKernelCPUPool,
 		RowPyFirstCold, RowPyFirstColdCreate, RowPyFirstColdCell, RowPyKernelCPUCold,
 		RowPyFirstColdPlain, RowPyFirstColdPlainCreate, RowPyFirstColdPlainCell, RowPyKernelCPUColdPlain}
 	if !slices.Equal(ids, want) {

@@ -130,6 +130,7 @@ type benchCell struct {
 var (
 	pandasFirstCell = benchCell{firstCell, firstCellOK}
 	plainFirstCell  = benchCell{onePlusOne, isResult(onePlusOneResult)}
+	plotFirstCell   = benchCell{plotCell, isResult("True")}
 )
 
 // firstCellSample creates a computer and runs cell in it as its first,
@@ -229,6 +230,26 @@ func pyFirstWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig, 
 				return nil, err
 			}
 			return firstCellSample(ctx, c, tr, cfg, pool.wait, client.CreateRequest{MemoryMB: memoryMB}, pandasFirstCell,
+				rows[0].id, rows[1].id, rows[2].id, "")
+		},
+	}
+}
+
+// pyFirstPlotWarm is pyFirstWarm with a plot as the first cell: a pool
+// kernel's warm-up leaves matplotlib to the first cell that uses it.
+func pyFirstPlotWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
+	rows := []rowDef{
+		{RowPyFirstPlotWarm, "warm     new computer + first plot"},
+		{RowPyFirstPlotWarmCreate, "warm       POST /v1/computers (from the pool)"},
+		{RowPyFirstPlotWarmCell, "warm       POST …/python (the plot)"},
+	}
+	return &path{
+		name: "cubicle first plot (warm pool)", required: true, rows: rows,
+		sample: func(ctx context.Context) (map[string]time.Duration, error) {
+			if err := pool.wait(ctx); err != nil {
+				return nil, err
+			}
+			return firstCellSample(ctx, c, tr, cfg, pool.wait, client.CreateRequest{}, plotFirstCell,
 				rows[0].id, rows[1].id, rows[2].id, "")
 		},
 	}
