@@ -42,6 +42,9 @@ func newOutPipe(f *os.File, grow bool) *outPipe {
 	return &outPipe{f: f, coalesce: grow}
 }
 
+// firstFrame is a pump's first frame size: a pipe's default capacity.
+const firstFrame = 64 << 10
+
 // coalesceWindow is how long a pump waits, after a read, for more output
 // to fill its frame: a fast writer's many small writes then travel as a
 // few large frames (a frame's cost is mostly per frame: wake-ups, system
@@ -111,9 +114,12 @@ func (o *outPipe) backlog() int {
 // up to protocol.OutputChunk: whatever the pipe holds and what comes
 // within coalesceWindow of the first byte. It is read after room for its
 // header (protocol.HeaderRoom) and goes out as it was read, not copied.
+// The frame starts at firstFrame bytes and grows to a whole chunk once a
+// frame filled it (a fast writer): most commands print little, and every
+// exec starts two pumps.
 func (s *Server) pump(wg *sync.WaitGroup, emit func(frame []byte) bool, o *outPipe) {
 	defer wg.Done()
-	frame := make([]byte, protocol.HeaderRoom+protocol.OutputChunk)
+	frame := make([]byte, protocol.HeaderRoom+firstFrame)
 	buf := frame[protocol.HeaderRoom:]
 	remaining := 0 // of the backlog
 	for {
@@ -127,6 +133,10 @@ func (s *Server) pump(wg *sync.WaitGroup, emit func(frame []byte) bool, o *outPi
 		if n > 0 {
 			if !emit(frame[:protocol.HeaderRoom+n]) {
 				return
+			}
+			if n == len(buf) && n < protocol.OutputChunk {
+				frame = make([]byte, protocol.HeaderRoom+protocol.OutputChunk)
+				buf = frame[protocol.HeaderRoom:]
 			}
 			if remaining > 0 {
 				if remaining -= n; remaining <= 0 {
