@@ -34,7 +34,7 @@ type preludeItem struct {
 
 // warmUpItems marks what a warm-up imports at once: every item but
 // matplotlib's imports and the %matplotlib magic, which a kernel imports
-// with its first use of them (a plot, ~0.3 s once). A pool kernel is
+// with its first use of them (a plot, ~0.5 s once). A pool kernel is
 // started for every computer the pool hands out and most never plot:
 // importing matplotlib ahead of time was a quarter of a refill's CPU
 // (issue 15 goal 3), while numpy and pandas stay ready (goal 2).

@@ -204,53 +204,47 @@ func pyPoolKernelCPU(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConf
 }
 
 // pyFirstWarm times POST /v1/computers from a full warm pool plus the
-// first cell in that computer, whose kernel already ran the prelude. The
-// pool's refill is waited for before each sample and after it (untimed).
-// With memoryMB the create asks for that memory (less than the pool's):
-// the pool computer takes it on its live cgroup.
+// first cell in that computer, whose kernel already ran the prelude. With
+// memoryMB the create asks for that memory (less than the pool's): the
+// pool computer takes it on its live cgroup.
 func pyFirstWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig, memoryMB int64) *path {
-	rows := []rowDef{
+	if memoryMB > 0 {
+		return warmFirstCellPath(c, tr, pool, cfg, fmt.Sprintf("cubicle first cell (warm pool, memory_mb %d)", memoryMB),
+			client.CreateRequest{MemoryMB: memoryMB}, pandasFirstCell, []rowDef{
+				{RowPyFirstWarmMem, fmt.Sprintf("warm     memory_mb %d: new computer + first cell", memoryMB)},
+				{RowPyFirstWarmMemCreate, "warm       POST /v1/computers (pool, limit set)"},
+				{RowPyFirstWarmMemCell, "warm       POST …/python (the cell)"},
+			})
+	}
+	return warmFirstCellPath(c, tr, pool, cfg, "cubicle first cell (warm pool)", client.CreateRequest{}, pandasFirstCell, []rowDef{
 		{RowPyFirstWarm, "warm     new computer + first cell"},
 		{RowPyFirstWarmCreate, "warm       POST /v1/computers (from the pool)"},
 		{RowPyFirstWarmCell, "warm       POST …/python (the cell)"},
-	}
-	name := "cubicle first cell (warm pool)"
-	if memoryMB > 0 {
-		name = fmt.Sprintf("cubicle first cell (warm pool, memory_mb %d)", memoryMB)
-		rows = []rowDef{
-			{RowPyFirstWarmMem, fmt.Sprintf("warm     memory_mb %d: new computer + first cell", memoryMB)},
-			{RowPyFirstWarmMemCreate, "warm       POST /v1/computers (pool, limit set)"},
-			{RowPyFirstWarmMemCell, "warm       POST …/python (the cell)"},
-		}
-	}
+	})
+}
+
+// pyFirstPlotWarm is pyFirstWarm with a plot as the first cell: a pool
+// kernel's warm-up leaves matplotlib to the first cell that uses it.
+func pyFirstPlotWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
+	return warmFirstCellPath(c, tr, pool, cfg, "cubicle first plot (warm pool)", client.CreateRequest{}, plotFirstCell, []rowDef{
+		{RowPyFirstPlotWarm, "warm     new computer + first plot"},
+		{RowPyFirstPlotWarmCreate, "warm       POST /v1/computers (from the pool)"},
+		{RowPyFirstPlotWarmCell, "warm       POST …/python (the plot)"},
+	})
+}
+
+// warmFirstCellPath times cell as the first of a computer created from
+// the full warm pool; rows are the whole, the create and the cell. The
+// pool's refill is waited for before each sample and after it (untimed).
+func warmFirstCellPath(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig, name string,
+	create client.CreateRequest, cell benchCell, rows []rowDef) *path {
 	return &path{
 		name: name, required: true, rows: rows,
 		sample: func(ctx context.Context) (map[string]time.Duration, error) {
 			if err := pool.wait(ctx); err != nil {
 				return nil, err
 			}
-			return firstCellSample(ctx, c, tr, cfg, pool.wait, client.CreateRequest{MemoryMB: memoryMB}, pandasFirstCell,
-				rows[0].id, rows[1].id, rows[2].id, "")
-		},
-	}
-}
-
-// pyFirstPlotWarm is pyFirstWarm with a plot as the first cell: a pool
-// kernel's warm-up leaves matplotlib to the first cell that uses it.
-func pyFirstPlotWarm(c *apiClient, tr *tracker, pool *poolWaiter, cfg PythonConfig) *path {
-	rows := []rowDef{
-		{RowPyFirstPlotWarm, "warm     new computer + first plot"},
-		{RowPyFirstPlotWarmCreate, "warm       POST /v1/computers (from the pool)"},
-		{RowPyFirstPlotWarmCell, "warm       POST …/python (the plot)"},
-	}
-	return &path{
-		name: "cubicle first plot (warm pool)", required: true, rows: rows,
-		sample: func(ctx context.Context) (map[string]time.Duration, error) {
-			if err := pool.wait(ctx); err != nil {
-				return nil, err
-			}
-			return firstCellSample(ctx, c, tr, cfg, pool.wait, client.CreateRequest{}, plotFirstCell,
-				rows[0].id, rows[1].id, rows[2].id, "")
+			return firstCellSample(ctx, c, tr, cfg, pool.wait, create, cell, rows[0].id, rows[1].id, rows[2].id, "")
 		},
 	}
 }

@@ -131,7 +131,7 @@ func AppendFrame(buf []byte, f Frame) ([]byte, error) {
 		return buf, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(f.Payload))
 	}
 	var hdr [HeaderRoom]byte
-	PutHeader(hdr[:], f.Kind, f.ID, len(f.Payload))
+	putHeader(hdr[:], f.Kind, f.ID, len(f.Payload))
 	buf = append(buf, hdr[:]...)
 	return append(buf, f.Payload...), nil
 }
@@ -151,13 +151,13 @@ func FrameInPlace(b []byte, kind Kind, id uint32) error {
 	if n > MaxPayload {
 		return fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, n)
 	}
-	PutHeader(b, kind, id, n)
+	putHeader(b, kind, id, n)
 	return nil
 }
 
-// PutHeader writes into b[:HeaderRoom] the header of a frame of kind and
+// putHeader writes into b[:HeaderRoom] the header of a frame of kind and
 // id whose payload, n bytes (at most MaxPayload), follows it.
-func PutHeader(b []byte, kind Kind, id uint32, n int) {
+func putHeader(b []byte, kind Kind, id uint32, n int) {
 	binary.BigEndian.PutUint32(b[0:4], uint32(n))
 	b[4] = byte(kind)
 	binary.BigEndian.PutUint32(b[5:9], id)
