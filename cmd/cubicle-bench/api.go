@@ -65,7 +65,11 @@ func benchAPI(args []string) int {
 	if *url != "" {
 		cfg.PoolSize = -1
 	}
-	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), c.timeout.D, &c.cubicle); bad {
+	bin := &c.cubicle
+	if *url != "" && !*withSandbox {
+		bin = nil // another's server, no driver here: no binary to run
+	}
+	if code, bad := checkBenchArgs(fs, fail, cfg.Validate(), c.timeout.D, bin); bad {
 		return code
 	}
 	switch {

@@ -142,8 +142,8 @@ func (o benchOutcome) finish() int {
 
 // checkBenchArgs makes the checks every server bench makes, in this order:
 // no positional argument, the config's own (validateErr), a positive
-// --timeout, a cubicle binary (resolveCubicle). bad says the command must
-// stop with code.
+// --timeout, a cubicle binary (resolveCubicle) unless cubicle is nil (the
+// bench runs none). bad says the command must stop with code.
 func checkBenchArgs(fs *flag.FlagSet, fail func(format string, args ...any) int, validateErr error, timeout time.Duration,
 	cubicle *string) (code int, bad bool) {
 	switch {
@@ -153,6 +153,9 @@ func checkBenchArgs(fs *flag.FlagSet, fail func(format string, args ...any) int,
 		return fail("%v", validateErr), true
 	case timeout <= 0:
 		return fail("--timeout must be positive"), true
+	}
+	if cubicle == nil {
+		return 0, false
 	}
 	if err := resolveCubicle(cubicle); err != nil {
 		return fail("%v", err), true

@@ -43,6 +43,12 @@ func TestDispatch(t *testing.T) {
 	if dispatch([]string{"api", "--cubicle", "/nonexistent/cubicle"}) != 2 {
 		t.Error("api with a missing --cubicle: want 2")
 	}
+	// Measuring another's server without the driver runs no binary: a
+	// missing one is no usage error (the refused connection is a failure).
+	if code := dispatch([]string{"api", "--url", "http://127.0.0.1:1", "--key", "k", "--sandbox=false",
+		"--cubicle", "/nonexistent/cubicle", "--concurrency", "0", "--data", t.TempDir()}); code != 1 {
+		t.Errorf("api --url --sandbox=false with no cubicle binary: %d, want 1 (the server cannot be reached)", code)
+	}
 }
 
 // TestGatewayServerConfigValid: the server the gateway bench starts is a
