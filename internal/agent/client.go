@@ -118,6 +118,12 @@ func (c *Client) gone() error {
 
 func (c *Client) send(kind protocol.Kind, id uint32, payload []byte) error {
 	buf, err := protocol.AppendFrame(nil, protocol.Frame{Kind: kind, ID: id, Payload: payload})
+	if errors.Is(err, protocol.ErrFrameTooLarge) {
+		// A request is made of the caller's input: too much of it is the
+		// caller's error (413 at the edge), not the channel's.
+		return hostError(fmt.Errorf("%w: the request is %d bytes, more than the %d the computer's control channel takes",
+			protocol.ErrTooLarge, len(payload), protocol.MaxPayload))
+	}
 	if err != nil {
 		return err
 	}
@@ -244,23 +250,36 @@ func (c *Client) Ping(ctx context.Context) error {
 // Stat describes one path.
 func (c *Client) Stat(ctx context.Context, path string) (sandbox.FileInfo, error) {
 	var fi protocol.FileInfo
-	err := c.call(ctx, protocol.KindStat, protocol.PathRequest{Path: path}, &fi)
+	err := c.callPath(ctx, protocol.KindStat, protocol.PathRequest{Path: path}, &fi)
 	return sandbox.FileInfo(fi), err
 }
 
 // List lists a directory.
 func (c *Client) List(ctx context.Context, path string) (sandbox.Listing, error) {
 	var l protocol.Listing
-	err := c.call(ctx, protocol.KindList, protocol.PathRequest{Path: path}, &l)
+	err := c.callPath(ctx, protocol.KindList, protocol.PathRequest{Path: path}, &l)
 	return listing(l), err
 }
 
 // Mkdir creates a directory (and its parents when parents is set).
 func (c *Client) Mkdir(ctx context.Context, path string, parents bool) error {
-	return c.call(ctx, protocol.KindMkdir, protocol.PathRequest{Path: path, Parents: parents}, nil)
+	return c.callPath(ctx, protocol.KindMkdir, protocol.PathRequest{Path: path, Parents: parents}, nil)
 }
 
 // Remove removes a file or an empty directory, or a whole tree when recursive.
 func (c *Client) Remove(ctx context.Context, path string, recursive bool) error {
-	return c.call(ctx, protocol.KindRemove, protocol.PathRequest{Path: path, Recursive: recursive}, nil)
+	return c.callPath(ctx, protocol.KindRemove, protocol.PathRequest{Path: path, Recursive: recursive}, nil)
 }
+
+// callPath is call for a request on one path, refused here when the agent
+// would refuse the path.
+func (c *Client) callPath(ctx context.Context, kind protocol.Kind, req protocol.PathRequest, reply any) error {
+	if err := checkPath(req.Path); err != nil {
+		return err
+	}
+	return c.call(ctx, kind, req, reply)
+}
+
+// checkPath refuses what the agent refuses of any path (too long, a NUL
+// byte) before it is sent: a path of a megabyte would not fit a frame.
+func checkPath(p string) error { return sandbox.CheckPath(p) }

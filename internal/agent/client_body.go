@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"io"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
@@ -25,14 +24,11 @@ func (c *Client) sendBody(ctx context.Context, id uint32, ch chan protocol.Frame
 			break
 		}
 		var n int
-		n, readErr = io.ReadFull(r, buf)
+		n, readErr = fill(r, buf)
 		if n > 0 {
 			if err := c.send(protocol.KindData, id, buf[:n]); err != nil {
 				return protocol.Frame{}, false, readErr, err
 			}
-		}
-		if errors.Is(readErr, io.EOF) || errors.Is(readErr, io.ErrUnexpectedEOF) {
-			readErr = io.EOF
 		}
 	}
 	var abort []byte
@@ -44,4 +40,17 @@ func (c *Client) sendBody(ctx context.Context, id uint32, ch chan protocol.Frame
 	}
 	f, err = c.next(context.WithoutCancel(ctx), ch)
 	return f, false, readErr, err
+}
+
+// fill reads into buf until it is full (nil), r ends (io.EOF), or r fails.
+// Unlike io.ReadFull it tells a short last read from r's own
+// io.ErrUnexpectedEOF: an HTTP body or a multipart part cut before its end
+// fails with it, and must not be taken for the whole upload.
+func fill(r io.Reader, buf []byte) (n int, err error) {
+	for n < len(buf) && err == nil {
+		var m int
+		m, err = r.Read(buf[n:])
+		n += m
+	}
+	return n, err
 }

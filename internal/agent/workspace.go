@@ -14,13 +14,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cubicle-sandbox/cubicle/internal/agent/protocol"
+	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
 )
 
 // WorkspacePath is where the user's files live inside a computer; the file
 // API never reaches outside it.
 const WorkspacePath = "/workspace"
 
-const maxPathLen = 4096
+const maxPathLen = sandbox.MaxPathLen
 
 // resolveFlags confine every lookup beneath /workspace: no "..", absolute
 // symlink or magic link (/proc/*/fd, /proc/*/root) can lead out, and no

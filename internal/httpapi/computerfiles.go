@@ -141,6 +141,9 @@ func (a *API) mkdirFile(w http.ResponseWriter, r *http.Request, p governance.Pri
 	if strings.TrimSpace(body.Path) == "" {
 		return withParam("path", fmt.Errorf("%w: path is required", errBadRequest))
 	}
+	if err := sandbox.CheckPath(body.Path); err != nil {
+		return withParam("path", fmt.Errorf("%w: %w", errBadRequest, err))
+	}
 	if err := a.comp.MakeDir(r.Context(), p, r.PathValue("id"), body.Path, body.Parents); err != nil {
 		if errors.Is(err, computer.ErrInvalid) {
 			return withParam("path", err)
@@ -165,6 +168,12 @@ func (a *API) moveFile(w http.ResponseWriter, r *http.Request, p governance.Prin
 		return withParam("from", fmt.Errorf("%w: from is required", errBadRequest))
 	case body.To == "":
 		return withParam("to", fmt.Errorf("%w: to is required", errBadRequest))
+	}
+	if err := sandbox.CheckPath(body.From); err != nil {
+		return withParam("from", fmt.Errorf("%w: %w", errBadRequest, err))
+	}
+	if err := sandbox.CheckPath(body.To); err != nil {
+		return withParam("to", fmt.Errorf("%w: %w", errBadRequest, err))
 	}
 	err := a.comp.MoveFile(r.Context(), p, r.PathValue("id"), body.From, body.To, body.Overwrite)
 	if err != nil {

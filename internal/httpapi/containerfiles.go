@@ -122,7 +122,7 @@ func (a *API) createContainerFile(w http.ResponseWriter, r *http.Request, p gove
 	}
 	defer body.Close()
 	if _, err := a.comp.PutFile(r.Context(), p, id, name, body); err != nil {
-		return err
+		return bodyError(r, err)
 	}
 	list, err := a.comp.ListFiles(r.Context(), p, id, path.Dir(name))
 	if err != nil {

@@ -66,13 +66,17 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// bodyError is err, or the 408 when r's body timed out. The server cancels
+// bodyError is err, a 400 for a body that ended before its end, or the
+// 408 when r's body timed out. The server cancels
 // the request's context inside the read that times out, before that read
 // returns, so a caller may see the cancellation first, or the body cut by
 // the handler that saw it (cutBody, which makes the read end as cut, not
 // as timed out): a cancellation or a cut past the body's deadline is the
 // timeout too.
 func bodyError(r *http.Request, err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: the body ended before it was complete (its Content-Length or multipart boundary says more); nothing was stored", errBadRequest)
+	}
 	b, ok := r.Body.(*deadlineBody)
 	if !ok || err == nil {
 		return err

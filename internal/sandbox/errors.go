@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error kinds a caller may test with errors.Is. A driver returns them
@@ -62,3 +63,18 @@ var (
 // ("files are limited to 1048576 bytes"): a computer's files
 // (internal/computer) and uploads (internal/httpapi) say it alike.
 func FilesLimited(limit int64) string { return fmt.Sprintf("files are limited to %d bytes", limit) }
+
+// MaxPathLen is the longest path a file call may name (Linux's PATH_MAX).
+const MaxPathLen = 4096
+
+// CheckPath refuses a path that no file call may name: longer than
+// MaxPathLen, or with a NUL byte (ErrInvalid).
+func CheckPath(p string) error {
+	switch {
+	case len(p) > MaxPathLen:
+		return fmt.Errorf("%w: the path is %d bytes; a path has at most %d", ErrInvalid, len(p), MaxPathLen)
+	case strings.IndexByte(p, 0) >= 0:
+		return fmt.Errorf("%w: the path contains a NUL byte", ErrInvalid)
+	}
+	return nil
+}
