@@ -128,11 +128,17 @@ func (m *Manager) Resume(ctx context.Context, p governance.Principal, id string)
 	if !ok {
 		return View{}, m.lacks(errCannotPause, "cannot pause computers")
 	}
+	// The record first: another organisation's computer is not found, a
+	// running or stopped one is said so, before the hold can tell that a
+	// computer of that id lives here.
+	if _, err := m.pausedRecord(ctx, p, id); err != nil {
+		return View{}, err
+	}
 	if !m.holdPaused(id) {
 		return View{}, fmt.Errorf("%w: %s is being resumed or deleted", ErrNotPaused, id)
 	}
 	defer m.releasePaused(id)
-	rec, err := m.pausedRecord(ctx, p, id)
+	rec, err := m.pausedRecord(ctx, p, id) // again, held: what a racing resume or delete left
 	if err != nil {
 		return View{}, err
 	}

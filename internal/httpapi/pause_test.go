@@ -198,3 +198,22 @@ func TestPauseRefusedWithHostMounts(t *testing.T) {
 		t.Fatalf("after the refused pause: %+v", g)
 	}
 }
+
+// TestResumeTellsNothingOfOthers: resuming another organisation's
+// computer is 404 like an id that does not exist (it was 409 "is being
+// resumed or deleted", which told that the computer exists), and resuming
+// one's own running computer says it is running.
+func TestResumeTellsNothingOfOthers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	_, mine := e.newKey("", computerCaps)
+	_, theirs := e.newKey(e.newOrg("other", true), computerCaps)
+	c := e.create(mine, nil)
+	for _, id := range []string{c.ID, "cmp_000000000000000000000000"} {
+		e.do(theirs, "POST", "/v1/computers/"+id+"/resume", nil).wantError(t, http.StatusNotFound, "")
+	}
+	er := e.do(mine, "POST", "/v1/computers/"+c.ID+"/resume", nil).wantError(t, http.StatusConflict, "computer_not_paused")
+	if !strings.Contains(er.Error.Message, "ready") {
+		t.Errorf("resume of a running computer: %q, want it said to be ready", er.Error.Message)
+	}
+}
