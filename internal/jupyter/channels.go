@@ -23,7 +23,7 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 	if err != nil {
 		return err
 	}
-	if n := k.connections(); n >= maxConns {
+	if n, ok := k.reserve(); !ok {
 		return fmt.Errorf("%w: the kernel already has %d connections", errTooMany, n)
 	}
 	noDelay(r.Context())
@@ -31,6 +31,7 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request, p governance.P
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled,
 		Subprotocols: []string{SubprotocolV1}})
 	if err != nil {
+		k.unreserve()
 		return nil // Accept has answered
 	}
 	ws.SetReadLimit(maxClientMessage)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,19 +203,41 @@ func TestChannelsKernelDeleted(t *testing.T) {
 	}
 }
 
-// TestChannelsLimit: a kernel takes at most maxConns connections.
+// TestChannelsLimit: a kernel takes at most maxConns connections, also
+// when they come at once (the count was checked before the upgrade and
+// not again: 34 to 52 of 320 concurrent upgrades got in).
 func TestChannelsLimit(t *testing.T) {
 	e := newFakeEnv(t, Config{})
 	k := startKernel(t, e.url, e.key, nil)
-	for range maxConns {
-		dialChannels(t, e.url, e.key, k.ID)
+	u := "ws" + strings.TrimPrefix(e.url, "http") + "/api/kernels/" + k.ID + "/channels?token=" + e.key
+	const tries = 10 * maxConns
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for range tries {
+		wg.Go(func() {
+			ws, res, err := websocket.Dial(t.Context(), u, nil)
+			code := 0
+			if res != nil {
+				code = res.StatusCode
+			}
+			if err == nil {
+				t.Cleanup(func() { ws.CloseNow() })
+			}
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes[http.StatusSwitchingProtocols] != maxConns || codes[http.StatusTooManyRequests] != tries-maxConns {
+		t.Fatalf("%d upgrades at once: %v, want %d connected and the rest 429", tries, codes, maxConns)
 	}
 	eventually(t, 5*time.Second, "all connections attached", func() bool {
 		var m model
 		json.Unmarshal(e.do("GET", "/api/kernels/"+k.ID, nil).body, &m)
 		return m.Connections == maxConns
 	})
-	u := "ws" + strings.TrimPrefix(e.url, "http") + "/api/kernels/" + k.ID + "/channels?token=" + e.key
 	if _, res, err := websocket.Dial(t.Context(), u, nil); err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("connection %d: %v %v", maxConns+1, err, res)
 	}

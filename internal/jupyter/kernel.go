@@ -38,6 +38,7 @@ type kernel struct {
 	state        string
 	lastActivity time.Time
 	conns        map[*conn]struct{}
+	reserved     int // slots taken by upgrades not yet attached
 	parents      parentMap
 	gone         bool
 }
@@ -91,10 +92,32 @@ func (k *kernel) connections() int {
 	return len(k.conns)
 }
 
-// attach adds a connection; false once the kernel is gone.
+// reserve takes one of the kernel's maxConns connection slots for an
+// upgrade (attach or unreserve gives it back); false with the number of
+// connections when none is left. Checking the count alone let concurrent
+// upgrades pass it together.
+func (k *kernel) reserve() (int, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if n := len(k.conns) + k.reserved; n >= maxConns {
+		return n, false
+	}
+	k.reserved++
+	return 0, true
+}
+
+func (k *kernel) unreserve() {
+	k.mu.Lock()
+	k.reserved--
+	k.mu.Unlock()
+}
+
+// attach adds a connection in a reserved slot; false once the kernel is
+// gone.
 func (k *kernel) attach(c *conn) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.reserved--
 	if k.gone {
 		return false
 	}
