@@ -271,6 +271,10 @@ func (a *API) deleteFile(w http.ResponseWriter, r *http.Request, p governance.Pr
 	return nil
 }
 
+// maxUnixSeconds is the last second of the year 9999: times are stored in
+// milliseconds, and a larger one would wrap.
+const maxUnixSeconds = 253402300799
+
 // timeParam reads a Unix-seconds query parameter.
 func timeParam(r *http.Request, name string) (time.Time, error) {
 	v := r.URL.Query().Get(name)
@@ -278,8 +282,8 @@ func timeParam(r *http.Request, name string) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return time.Time{}, withParam(name, fmt.Errorf("%w: %s must be Unix seconds", errBadRequest, name))
+	if err != nil || n < 0 || n > maxUnixSeconds {
+		return time.Time{}, withParam(name, fmt.Errorf("%w: %s must be Unix seconds, from 0 to %d (the end of 9999)", errBadRequest, name, maxUnixSeconds))
 	}
 	return time.Unix(n, 0), nil
 }

@@ -342,7 +342,7 @@ func (a *API) createLink(w http.ResponseWriter, r *http.Request, p governance.Pr
 	}
 	life := linkDefault
 	if body.ExpiresInSeconds != 0 {
-		if body.ExpiresInSeconds < 1 || time.Duration(body.ExpiresInSeconds)*time.Second > linkMax {
+		if body.ExpiresInSeconds < 1 || body.ExpiresInSeconds > int(linkMax/time.Second) {
 			return &computer.FieldError{Field: "expires_in_seconds", Err: fmt.Errorf("%w: from 1 to %d", computer.ErrInvalid, int(linkMax/time.Second))}
 		}
 		life = time.Duration(body.ExpiresInSeconds) * time.Second
