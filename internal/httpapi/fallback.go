@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"net/http"
+	"path"
+	"strconv"
 	"strings"
 
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
@@ -32,4 +34,18 @@ func (a *API) noRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	writeError(w, r, errdefs.New(errdefs.MethodNotAllowed, "", r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(allow, ", ")))
+}
+
+// uncleanPath reports a path the mux would redirect to its clean form (a
+// "." or ".." segment, or "//"). Such a path is refused instead: a client
+// that follows the redirect with its method would send DELETE
+// /v1/computers/X/files/.. to DELETE /v1/computers/X.
+func uncleanPath(p string) bool {
+	c := path.Clean(p)
+	return p != c && p != c+"/"
+}
+
+func refuseUncleanPath(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, errdefs.New(errdefs.InvalidArgument, "", "the path "+strconv.Quote(r.URL.Path)+
+		` has a "." or ".." segment or an empty one ("//"); send it without them`))
 }

@@ -238,7 +238,9 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	a.withBodyDeadline(w, r)
 	if t, ok := a.previewTarget(r); ok {
-		a.servePreview(rec, r, t)
+		a.servePreview(rec, r, t) // the app's own paths, as they come
+	} else if uncleanPath(r.URL.Path) {
+		refuseUncleanPath(rec, r)
 	} else {
 		a.attachRoute(r)
 		a.mux.ServeHTTP(rec, r)
