@@ -18,6 +18,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
@@ -358,6 +360,10 @@ func buildDigest(sp Spec) string {
 	return fmt.Sprintf("sha256:%x", sha256.Sum256(b))
 }
 
+// buildStopGrace is how long a cancelled build has to clean up after the
+// SIGTERM before its process group is killed.
+const buildStopGrace = 20 * time.Second
+
 // buildTar returns the cached tar of the spec, running mmdebstrap first
 // when there is none (or refresh); its output goes to progress as lines.
 func (s *Store) buildTar(ctx context.Context, sp Spec, refresh bool, progress func(Progress)) (string, error) {
@@ -380,15 +386,35 @@ func (s *Store) buildTar(ctx context.Context, sp Spec, refresh bool, progress fu
 	if len(sp.Packages) > 0 {
 		args = append(args, "--include="+strings.Join(sp.Packages, ","))
 	}
+	// mmdebstrap's scratch (its chroot, a GnuPG home: 200-300 MB) goes in a
+	// directory of the store's that is removed when the build ends, however
+	// it ends.
+	scratch, err := os.MkdirTemp(filepath.Join(s.dir, "tmp"), "mmdebstrap-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(scratch)
 	cmd := exec.CommandContext(ctx, "mmdebstrap", append(args, sp.Suite, tmp, sp.Mirror)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+scratch)
+	// Its own process group: a build whose caller went away (ctx) is asked
+	// to stop with SIGTERM, which mmdebstrap cleans up after, the whole
+	// group is killed after buildStopGrace, and none of its apt or dpkg
+	// children outlive it (killing mmdebstrap alone left them running).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = buildStopGrace
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("starting mmdebstrap: %w", err)
 	}
 	var last string
+	waited := make(chan struct{})
+	defer func() { <-waited }() // the group is gone before the scratch is removed
 	go func() {
+		defer close(waited)
 		err := cmd.Wait()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what ignored the SIGTERM
 		pw.CloseWithError(err)
 	}()
 	sc := bufio.NewScanner(pr)
