@@ -109,10 +109,28 @@ const clientID = "cubicle"
 // default template (the key's, else the deployment's).
 var defaultTemplates = []string{"", "base", "code-interpreter-v1", "code-interpreter"}
 
+// bodyReadError is why a request body could not be read, as the client's
+// error: over the limit (413), stalled (the server's 408), or cut (400).
+func bodyReadError(err error, limit int64) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return errdefs.Wrap(errdefs.TooLarge, "", fmt.Errorf("the request body is over %d bytes", limit))
+	case kindOf(err) == errdefs.Timeout:
+		return err
+	}
+	return errdefs.Wrap(errdefs.InvalidArgument, "", fmt.Errorf("the request body could not be read: %w", err))
+}
+
+func kindOf(err error) errdefs.Kind {
+	k, _ := errdefs.Of(err)
+	return k
+}
+
 func decodeBody(r *http.Request, v any, limit int64) error {
 	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
 	if err != nil {
-		return errdefs.Wrap(errdefs.TooLarge, "", fmt.Errorf("the request body is over %d bytes or unreadable: %w", limit, err))
+		return bodyReadError(err, limit)
 	}
 	if len(data) == 0 {
 		return nil

@@ -114,7 +114,9 @@ func unary[Req, Res any](h unaryHandler[Req, Res]) boxHandler {
 			}
 			data, err := io.ReadAll(io.LimitReader(r.Body, maxRPCMessage+1))
 			if err != nil {
-				return nil, err
+				// The client's doing (a stalled or cut body), not a deadline
+				// of the server's (deadline_exceeded would be a 504).
+				return nil, &rpcError{Code: "invalid_argument", Message: "the request message could not be read: " + err.Error()}
 			}
 			if len(data) > maxRPCMessage {
 				return nil, &rpcError{Code: "resource_exhausted", Message: "the request message is over 1 MiB"}

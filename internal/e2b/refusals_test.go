@@ -1,11 +1,15 @@
 package e2b_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"testing"
 )
@@ -113,6 +117,22 @@ func TestE2BRefusals(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d with %q", c.name, status, body, c.status, c.want)
 		}
 	}
+	// A body cut before its Content-Length is the client's error on both
+	// doors: it was a 413 "over 65536 bytes or unreadable" for one byte,
+	// and a 500 on envd.
+	for _, c := range []struct {
+		path   string
+		header map[string]string
+		status int
+		want   string
+	}{
+		{"/v2/sandboxes", key, 400, "could not be read"},
+		{"/filesystem.Filesystem/ListDir", box("49983", "application/json"), 400, `"code":"invalid_argument"`},
+	} {
+		if status, body := cutRequest(t, url+c.path, c.header); status != c.status || !strings.Contains(body, c.want) {
+			t.Errorf("a cut body on %s: %d %s, want %d with %q", c.path, status, body, c.status, c.want)
+		}
+	}
 	// Another organisation's key finds no such sandbox, by either door.
 	other := srv.otherOrgKey()
 	if status, body := call(t, "GET", url+"/sandboxes/"+sb.SandboxID, map[string]string{"X-API-Key": other}, nil); status != 404 {
@@ -127,4 +147,34 @@ func TestE2BRefusals(t *testing.T) {
 	if status, body := call(t, "DELETE", url+"/sandboxes/"+sb.SandboxID, key, nil); status != 404 {
 		t.Errorf("kill again: %d %s", status, body)
 	}
+}
+
+// cutRequest POSTs to u a body that announces 1000 bytes, sends one and
+// ends, and returns the answer.
+func cutRequest(t *testing.T, u string, header map[string]string) (int, string) {
+	t.Helper()
+	pu, err := neturl.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", pu.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var req strings.Builder
+	fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n", pu.RequestURI(), pu.Host)
+	for k, v := range header {
+		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+	}
+	req.WriteString("\r\n{")
+	c.Write([]byte(req.String()))
+	c.(*net.TCPConn).CloseWrite()
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
 }
