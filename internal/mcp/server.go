@@ -65,7 +65,7 @@ func New(comp *computer.Manager, reg *tools.Registry, scripts Scripts) *Server {
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: rq.p.Key.ID, Extra: map[string]any{extraPrincipal: rq.p}}, nil
+		return &auth.TokenInfo{UserID: rq.p.Key.ID, Extra: map[string]any{extraPrincipal: rq.p, extraRequest: ctx}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	return s
 }
@@ -107,8 +107,12 @@ type request struct {
 
 type requestKey struct{}
 
-// extraPrincipal is the principal's key in auth.TokenInfo.Extra.
-const extraPrincipal = "cubicle.principal"
+// Keys in auth.TokenInfo.Extra: the principal, and the HTTP request's
+// context.
+const (
+	extraPrincipal = "cubicle.principal"
+	extraRequest   = "cubicle.request"
+)
 
 // ServeHTTP serves one MCP request (POST /mcp) of principal p, whom the
 // transport authenticated.
@@ -132,6 +136,16 @@ func (s *Server) handler(f run) sdk.ToolHandler {
 		ok := false
 		if ti := req.Extra; ti != nil && ti.TokenInfo != nil {
 			p, ok = ti.TokenInfo.Extra[extraPrincipal].(governance.Principal)
+			// Every POST is a whole exchange (stateless): a call ends with
+			// its request, as a REST call does when its client goes. The
+			// SDK ties the two only for the newest protocol version; a
+			// client of an older one left its process running.
+			if rctx, isCtx := ti.TokenInfo.Extra[extraRequest].(context.Context); isCtx {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer context.AfterFunc(rctx, cancel)()
+				defer cancel()
+			}
 		}
 		if !ok {
 			return nil, errNoPrincipal

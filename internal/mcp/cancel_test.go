@@ -1,0 +1,50 @@
+package mcp_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cubicle-sandbox/cubicle/internal/mcp"
+)
+
+// TestMCPCallEndsWithItsRequest: a tools/call whose client goes away
+// (its POST cancelled) stops its process, as a REST exec does, whatever
+// protocol version the client speaks; a client of one before 2026-07-28
+// left it running up to the exec timeout.
+func TestMCPCallEndsWithItsRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.newKey(computerCaps)
+	var c struct{ ID string }
+	if code := e.restBody(key, "POST", "/v1/computers", map[string]any{}, &c); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	for _, version := range []string{"2025-06-18", "2025-03-26"} {
+		marker := "/workspace/finished-" + version
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"computer_id":%q,"command":"sleep 3; touch %s"}}}`,
+			mcp.Exec, c.ID, marker)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", version)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			// An SSE answer starts at once: read until the cancellation.
+			buf := make([]byte, 4096)
+			for err == nil {
+				_, err = res.Body.Read(buf)
+			}
+			res.Body.Close()
+		}
+		cancel()
+		time.Sleep(4 * time.Second) // past the command's own end
+		if code := e.rest(key, "GET", "/v1/computers/"+c.ID+"/files/"+strings.TrimPrefix(marker, "/workspace/")+"?stat=true", nil); code != http.StatusNotFound {
+			t.Errorf("protocol %s: the command ran to its end after its client went (stat: %d)", version, code)
+		}
+	}
+}
