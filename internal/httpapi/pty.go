@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
+	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs/errhttp"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/sandbox"
@@ -137,6 +140,9 @@ func (o *ptyOut) drop() { o.stopOnce.Do(func() { close(o.stop) }) }
 func (a *API) pty(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return withParam("Upgrade", fmt.Errorf("%w: GET …/pty is a WebSocket; send an Upgrade: websocket request", errBadRequest))
+	}
+	if err := upgradeRefusal(r); err != nil {
+		return err
 	}
 	// The terminal is found or started before the upgrade, so that a
 	// refusal (no such computer or terminal, too many terminals) is an
@@ -394,4 +400,44 @@ func (a *API) deleteTerminal(w http.ResponseWriter, r *http.Request, p governanc
 	}
 	writeJSON(w, http.StatusOK, terminalViewOf(s.Info()))
 	return nil
+}
+
+// upgradeRefusal is why websocket.Accept would refuse r, found before
+// anything is started for the connection: Accept's refusal came after the
+// terminal's command had started (a 400 for a bad Sec-WebSocket-Key, and
+// the command ran anyway).
+func upgradeRefusal(r *http.Request) error {
+	keys := r.Header.Values("Sec-WebSocket-Key")
+	switch {
+	case !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", "websocket"):
+		return withParam("Connection", fmt.Errorf("%w: a WebSocket upgrade needs Connection: Upgrade and Upgrade: websocket", errBadRequest))
+	case r.Header.Get("Sec-WebSocket-Version") != "13":
+		return withParam("Sec-WebSocket-Version", fmt.Errorf("%w: only WebSocket version 13 is served", errBadRequest))
+	case len(keys) != 1 || !validWebSocketKey(keys[0]):
+		return withParam("Sec-WebSocket-Key", fmt.Errorf("%w: Sec-WebSocket-Key must be one base64 value of 16 bytes", errBadRequest))
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return errdefs.New(errdefs.PermissionDenied, "", "the request's Origin "+strconv.Quote(o)+" is not this server")
+		}
+	}
+	return nil
+}
+
+func validWebSocketKey(k string) bool {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(k))
+	return err == nil && len(b) == 16
+}
+
+// headerHasToken reports whether a comma-separated header of h names
+// token (in any case).
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }

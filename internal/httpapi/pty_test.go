@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -375,4 +377,41 @@ func TestPTYReattach(t *testing.T) {
 		t.Fatalf("DELETE terminal: %s", r)
 	}
 	e.do(e.admin, "DELETE", "/v1/computers/"+id+"/terminals/term_nope", nil).wantError(t, http.StatusNotFound, "")
+}
+
+// TestPTYRefusedUpgradeRunsNothing: an upgrade that the WebSocket
+// handshake refuses (a bad Sec-WebSocket-Key or version, a foreign
+// Origin) is refused before the terminal's command starts: it was a 400
+// or 403 after the command had run.
+func TestPTYRefusedUpgradeRunsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := e.create(e.admin, nil).ID
+	good := map[string]string{"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+		"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+	for i, c := range []struct {
+		header, value string
+		code          int
+	}{
+		{"Sec-WebSocket-Key", "abc", http.StatusBadRequest},
+		{"Sec-WebSocket-Version", "8", http.StatusBadRequest},
+		{"Origin", "http://evil.example", http.StatusForbidden},
+		{"Connection", "keep-alive", http.StatusBadRequest},
+	} {
+		hdr := maps.Clone(good)
+		hdr[c.header] = c.value
+		path := fmt.Sprintf("/v1/computers/%s/pty?argv=/usr/bin/touch&argv=/workspace/ran_%d", id, i)
+		if r := e.doCtx(t.Context(), e.admin, "GET", path, nil, hdr); r.code != c.code {
+			t.Errorf("%s: %s: %d %.200s, want %d", c.header, c.value, r.code, r.body, c.code)
+		}
+	}
+	var audit struct{ Data []struct{ Type string } }
+	e.do(e.admin, "GET", "/v1/audit?type=computer.terminal_opened", nil).json(t, &audit)
+	if len(audit.Data) != 0 {
+		t.Errorf("%d terminals opened for refused upgrades", len(audit.Data))
+	}
+	time.Sleep(500 * time.Millisecond) // a started touch would have run by now
+	if out := e.sh(e.admin, id, "ls /workspace"); strings.Contains(out, "ran_") {
+		t.Fatalf("refused upgrades ran their command: %q", out)
+	}
 }
