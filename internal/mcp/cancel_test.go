@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,6 +46,39 @@ func TestMCPCallEndsWithItsRequest(t *testing.T) {
 		time.Sleep(4 * time.Second) // past the command's own end
 		if code := e.rest(key, "GET", "/v1/computers/"+c.ID+"/files/"+strings.TrimPrefix(marker, "/workspace/")+"?stat=true", nil); code != http.StatusNotFound {
 			t.Errorf("protocol %s: the command ran to its end after its client went (stat: %d)", version, code)
+		}
+	}
+}
+
+// TestMCPDuplicateArguments: a tool call that gives an argument twice is
+// refused naming it, and nothing runs; the last one ran.
+func TestMCPDuplicateArguments(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.newKey(computerCaps)
+	var c struct{ ID string }
+	if code := e.restBody(key, "POST", "/v1/computers", map[string]any{}, &c); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"computer_id":%q,"command":"touch /workspace/a","command":"touch /workspace/b"}}}`,
+		mcp.Exec, c.ID)
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(b), `duplicate field \"command\"`) || !strings.Contains(string(b), `"isError":true`) {
+		t.Errorf("a call with command twice: %s", b)
+	}
+	for _, f := range []string{"a", "b"} {
+		if code := e.rest(key, "GET", "/v1/computers/"+c.ID+"/files/"+f+"?stat=true", nil); code != http.StatusNotFound {
+			t.Errorf("/workspace/%s exists: the refused call ran", f)
 		}
 	}
 }

@@ -139,6 +139,9 @@ func (s *Server) onComputer(toolName string, reg *tools.Registry) run {
 // the rest go to the tool, which checks them. msg is the sentence of
 // arguments without a usable computer_id.
 func splitComputerID(args json.RawMessage) (id string, rest json.RawMessage, msg string) {
+	if msg := tools.DuplicateKeys(args); msg != "" {
+		return "", nil, msg // the map below would keep the last
+	}
 	var fields map[string]json.RawMessage
 	if len(args) > 0 && json.Unmarshal(args, &fields) != nil {
 		return "", nil, tools.DecodeArgs(args, &struct{}{})

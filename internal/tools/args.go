@@ -28,6 +28,9 @@ func DecodeArgs(raw json.RawMessage, v any, required ...string) string {
 	if msg != "" {
 		return msg
 	}
+	if msg := DuplicateKeys(raw); msg != "" {
+		return msg
+	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil {
 		return notAnObject
@@ -98,4 +101,14 @@ func ResolvePath(p string) (string, string) {
 		return abs, outsideWorkspace(abs)
 	}
 	return abs, ""
+}
+
+// DuplicateKeys is the sentence for arguments that give a key twice in
+// one object (at any depth), or "": decoders keep the last, so the model
+// or client would not be told which one ran.
+func DuplicateKeys(raw json.RawMessage) string {
+	if err := strictjson.Check(raw, nil); err != nil {
+		return "Invalid arguments: " + err.Error() + "."
+	}
+	return ""
 }

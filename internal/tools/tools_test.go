@@ -197,6 +197,7 @@ func TestWriteFile(t *testing.T) {
 		{`{"path":"a","content":null}`, "Invalid arguments: content is required.", ""},
 		{`{"path":"a","content":"x","mode":1}`, `Invalid arguments: unknown field "mode".`, ""},
 		{`{"path":5,"content":"x"}`, "Invalid arguments: path must be a string.", ""},
+		{`{"path":"a","content":"x","path":"b"}`, `Invalid arguments: duplicate field "path".`, ""},
 		{`[1]`, "Invalid arguments: expected a JSON object.", ""},
 		{`{"path":"a","content":"x"} {}`, "Invalid arguments: expected a JSON object.", ""},
 		{`not json`, "Invalid arguments: expected a JSON object.", ""},
