@@ -16,6 +16,7 @@ import (
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
 	"github.com/cubicle-sandbox/cubicle/internal/store"
+	"github.com/cubicle-sandbox/cubicle/internal/strictjson"
 )
 
 // maxAPIBody bounds an API request's body.
@@ -134,6 +135,9 @@ func decodeBody(r *http.Request, v any, limit int64) error {
 	}
 	if len(data) == 0 {
 		return nil
+	}
+	if err := strictjson.Check(data, nil); err != nil {
+		return errdefs.Wrap(errdefs.InvalidArgument, "", fmt.Errorf("the request body gives a key twice: %w", err))
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return errdefs.Wrap(errdefs.InvalidArgument, "", fmt.Errorf("the request body is not the JSON expected: %w", err))

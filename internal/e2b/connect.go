@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cubicle-sandbox/cubicle/internal/errdefs"
+	"github.com/cubicle-sandbox/cubicle/internal/strictjson"
 )
 
 // The Connect protocol (connectrpc.com/docs/protocol), as the SDK's
@@ -149,6 +150,9 @@ func isJSON(ct, want string) bool {
 func unmarshal(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
+	}
+	if err := strictjson.Check(data, nil); err != nil {
+		return rpcInvalid("the request message gives a key twice: %v", err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return rpcInvalid("the request message is not the JSON expected: %v", err)

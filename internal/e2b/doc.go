@@ -26,5 +26,6 @@
 //
 // It may import internal/computer, internal/governance, internal/sandbox,
 // internal/kernel (a cell's outputs), internal/store (status names),
-// internal/errdefs, internal/errdefs/errhttp and internal/log.
+// internal/strictjson (a key given twice), internal/errdefs,
+// internal/errdefs/errhttp and internal/log.
 package e2b

@@ -76,6 +76,9 @@ func TestE2BRefusals(t *testing.T) {
 		}
 	}
 
+	if status, body := call(t, "POST", url+"/v2/sandboxes", key, []byte(`{"templateID":"zz-none","templateID":"base"}`)); status != 400 || !strings.Contains(body, "duplicate field") {
+		t.Errorf("a create with templateID twice: %d %s", status, body)
+	}
 	status, body := call(t, "POST", url+"/v2/sandboxes", key, []byte(`{"templateID":"base","timeout":60}`))
 	var sb struct{ SandboxID, EnvdAccessToken, EnvdVersion string }
 	if status != 201 || json.Unmarshal([]byte(body), &sb) != nil || sb.EnvdAccessToken != secret || sb.EnvdVersion == "" {
@@ -96,6 +99,7 @@ func TestE2BRefusals(t *testing.T) {
 		{"wrong port", "GET", "/health", box("50005", ""), nil, 502, "49983"},
 		{"protobuf", "POST", "/process.Process/List", box("49983", "application/proto"), nil, 501, `"code":"unimplemented"`},
 		{"bad message", "POST", "/process.Process/List", box("49983", "application/json"), []byte(`[1]`), 400, `"code":"invalid_argument"`},
+		{"key twice", "POST", "/filesystem.Filesystem/ListDir", box("49983", "application/json"), []byte(`{"path":"/workspace","path":"/etc"}`), 400, `duplicate field`},
 		{"pty", "POST", "/process.Process/Start", box("49983", "application/connect+json"), envelope(start, uint32(len(start))), 200, "PTY"},
 		{"huge message", "POST", "/process.Process/Start", box("49983", "application/connect+json"), envelope(nil, 2<<20), 200, "resource_exhausted"},
 		{"cut message", "POST", "/process.Process/Start", box("49983", "application/connect+json"), envelope([]byte(`{}`), 10), 200, "cut short"},
