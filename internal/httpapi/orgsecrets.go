@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/cubicle-sandbox/cubicle/internal/computer"
@@ -41,6 +42,11 @@ func (a *API) listOrgSecrets(w http.ResponseWriter, r *http.Request, p governanc
 // deleteOrgSecret is DELETE /v1/admin/orgs/{id}/domain_secrets?domain=&name=.
 func (a *API) deleteOrgSecret(w http.ResponseWriter, r *http.Request, p governance.Principal) error {
 	q := r.URL.Query()
+	for _, name := range []string{"domain", "name"} {
+		if q.Get(name) == "" {
+			return withParam(name, fmt.Errorf("%w: give the secret's ?domain= and ?name=", errBadRequest))
+		}
+	}
 	if err := computer.DeleteOrgSecret(r.Context(), a.st, a.gov, p, r.PathValue("id"), q.Get("domain"), q.Get("name")); err != nil {
 		return err
 	}

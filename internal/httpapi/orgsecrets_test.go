@@ -55,6 +55,12 @@ func TestOrgSecretsAuditedAndSealed(t *testing.T) {
 		}
 		answers = append(answers, string(r.body))
 	}
+	for q, param := range map[string]string{"": "domain", "?domain=*.example.com": "name", "?name=x-key": "domain"} {
+		er := e.do(e.admin, "DELETE", secrets+q, nil).wantError(t, http.StatusBadRequest, "")
+		if er.Error.Param == nil || *er.Error.Param != param {
+			t.Errorf("delete%s: param %v, want %s (it was a 404 \"domain secret  for : not found\")", q, er.Error.Param, param)
+		}
+	}
 	if r := e.do(e.admin, "DELETE", secrets+"?domain=*.example.com&name=x-key", nil); r.code != http.StatusNoContent {
 		t.Fatalf("delete: %s", r)
 	}
