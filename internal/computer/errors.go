@@ -15,8 +15,11 @@ var (
 	ErrUnavailable      = errdefs.New(errdefs.Unavailable, "computer_unavailable", "the computer cannot be reached")
 	ErrCapacity         = errdefs.New(errdefs.ResourceExhausted, "", "no capacity for another computer right now")
 	ErrForbidden        = errdefs.New(errdefs.PermissionDenied, "", "computers are not enabled for this key or organisation")
-	ErrInvalid          = errdefs.New(errdefs.InvalidArgument, "", "invalid request")
-	ErrTooLarge         = errdefs.New(errdefs.TooLarge, "", "too large")
+	// ErrNoInternet refuses a network policy the deployment, the
+	// organisation or the key does not allow (403, as ErrForbidden).
+	ErrNoInternet = errdefs.New(errdefs.PermissionDenied, "", "the internet is not allowed")
+	ErrInvalid    = errdefs.New(errdefs.InvalidArgument, "", "invalid request")
+	ErrTooLarge   = errdefs.New(errdefs.TooLarge, "", "too large")
 	// ErrCursor: a list's page asked after a computer it does not hold.
 	ErrCursor = errdefs.New(errdefs.InvalidArgument, "", "no such computer to list after")
 )

@@ -89,10 +89,10 @@ func (m *Manager) internet(who governance.Principal, p *NetworkPolicy) (sandbox.
 		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.type must be %q or %q, got %q", ErrInvalid, PolicyDisabled, PolicyAllowlist, p.Type)
 	}
 	if !m.cfg.Internet.Enabled {
-		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: this deployment gives computers no internet (network.internet = false)", ErrForbidden)
+		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: this deployment gives computers no internet (network.internet = false)", ErrNoInternet)
 	}
 	if !who.Org.ComputerInternet {
-		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: the organisation has not turned on computer_internet (an admin can: PATCH /v1/admin/orgs/%s with {\"computer_internet\": true})", ErrForbidden, who.Org.ID)
+		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: the organisation has not turned on computer_internet (an admin can: PATCH /v1/admin/orgs/%s with {\"computer_internet\": true})", ErrNoInternet, who.Org.ID)
 	}
 	if len(p.AllowedDomains) == 0 && len(p.AllowedCIDRs) == 0 {
 		return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_domains: an allowlist needs at least one domain (or allowed_cidrs)", ErrInvalid)
@@ -108,7 +108,7 @@ func (m *Manager) internet(who governance.Principal, p *NetworkPolicy) (sandbox.
 			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_domains: %q is not allowed on this deployment", ErrInvalid, d)
 		}
 		if keyDomains != nil && !within(d, *keyDomains) {
-			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_domains: %q is not allowed for this key", ErrForbidden, d)
+			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_domains: %q is not allowed for this key", ErrNoInternet, d)
 		}
 		pol.Domains = append(pol.Domains, d)
 	}
@@ -121,7 +121,7 @@ func (m *Manager) internet(who governance.Principal, p *NetworkPolicy) (sandbox.
 			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_cidrs: %s is not allowed on this deployment", ErrInvalid, c)
 		}
 		if keyCIDRs != nil && !covered(c.Masked(), *keyCIDRs) {
-			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_cidrs: %s is not allowed for this key", ErrForbidden, c)
+			return "", sandbox.InternetPolicy{}, fmt.Errorf("%w: network_policy.allowed_cidrs: %s is not allowed for this key", ErrNoInternet, c)
 		}
 		pol.CIDRs = append(pol.CIDRs, c.Masked())
 	}

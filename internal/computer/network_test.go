@@ -3,6 +3,7 @@ package computer
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/governance"
@@ -37,10 +38,10 @@ func TestInternetLevels(t *testing.T) {
 		{"the suffix itself is not below it", plain, allow([]string{"example.org"}, nil), ErrInvalid},
 		{"outside the deployment", plain, allow([]string{"example.com"}, nil), ErrInvalid},
 		{"a CIDR wider than the deployment's", plain, allow(nil, []string{"203.0.112.0/23"}), ErrInvalid},
-		{"switch off", governance.Principal{Org: store.Org{ID: "org_2", AllowComputer: true}}, allow([]string{"pypi.org"}, nil), ErrForbidden},
+		{"switch off", governance.Principal{Org: store.Org{ID: "org_2", AllowComputer: true}}, allow([]string{"pypi.org"}, nil), ErrNoInternet},
 		{"within the key", narrowed, allow([]string{"v1.docs.example.org"}, []string{"203.0.113.0/29"}), nil},
-		{"the deployment allows it, the key does not", narrowed, allow([]string{"pypi.org"}, nil), ErrForbidden},
-		{"a CIDR outside the key's", narrowed, allow(nil, []string{"203.0.113.64/28"}), ErrForbidden},
+		{"the deployment allows it, the key does not", narrowed, allow([]string{"pypi.org"}, nil), ErrNoInternet},
+		{"a CIDR outside the key's", narrowed, allow(nil, []string{"203.0.113.64/28"}), ErrNoInternet},
 	}
 	for _, c := range cases {
 		mode, pol, err := m.internet(c.who, c.np)
@@ -57,7 +58,8 @@ func TestInternetLevels(t *testing.T) {
 		t.Errorf("names are normalised: %v", pol.Domains)
 	}
 	m.cfg.Internet.Enabled = false
-	if _, _, err := m.internet(plain, allow([]string{"pypi.org"}, nil)); !errors.Is(err, ErrForbidden) {
-		t.Errorf("a deployment without internet: %v", err)
+	_, _, err = m.internet(plain, allow([]string{"pypi.org"}, nil))
+	if !errors.Is(err, ErrNoInternet) || strings.Contains(err.Error(), "computers are not enabled") {
+		t.Errorf("a deployment without internet: %v (it said computers were not enabled)", err)
 	}
 }
