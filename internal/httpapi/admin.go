@@ -12,10 +12,10 @@ import (
 // orgSwitches are the switches of POST and PATCH /v1/admin/orgs, and the
 // policy (given: it replaces the whole policy).
 type orgSwitches struct {
-	AllowComputer            *bool           `json:"allow_computer"`
-	ComputerInternet         *bool           `json:"computer_internet"`
-	ComputerInternetBulkRows *bool           `json:"computer_internet_bulk_rows"`
-	Policy                   json.RawMessage `json:"policy"`
+	AllowComputer            *bool           `json:"allow_computer,omitempty"`
+	ComputerInternet         *bool           `json:"computer_internet,omitempty"`
+	ComputerInternetBulkRows *bool           `json:"computer_internet_bulk_rows,omitempty"`
+	Policy                   json.RawMessage `json:"policy,omitempty"`
 }
 
 func (o orgSwitches) settings() (governance.OrgSettings, error) {
@@ -90,10 +90,10 @@ func (a *API) listOrgs(w http.ResponseWriter, r *http.Request, p governance.Prin
 
 // createKeyBody is the body of POST /v1/admin/keys.
 type createKeyBody struct {
-	OrgID        string          `json:"org_id"`
-	Name         string          `json:"name"`
-	Capabilities json.RawMessage `json:"capabilities"`
-	Policy       json.RawMessage `json:"policy"`
+	OrgID        string          `json:"org_id,omitempty"` // default: the caller's organisation
+	Name         string          `json:"name,omitempty"`
+	Capabilities json.RawMessage `json:"capabilities,omitempty"` // default: none
+	Policy       json.RawMessage `json:"policy,omitempty"`
 }
 
 func (a *API) createKey(w http.ResponseWriter, r *http.Request, p governance.Principal) error {

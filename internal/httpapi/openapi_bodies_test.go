@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/cubicle-sandbox/cubicle/internal/httpapi"
@@ -78,6 +79,28 @@ func TestOpenAPIBodies(t *testing.T) {
 
 	check("PATCH /v1/admin/orgs/{id}", 200, e.do(e.admin, "PATCH", "/v1/admin/orgs/"+org, map[string]any{"computer_internet": false}))
 	check("GET /v1/admin/orgs/{id}/domain_secrets", 200, e.do(e.admin, "GET", "/v1/admin/orgs/"+org+"/domain_secrets", nil))
+	// The smallest bodies the server takes are valid by the document
+	// (it required what the handlers default: org_id, capabilities, an
+	// org's switches, a link's expiry).
+	for _, c := range []struct {
+		operation, path string
+		body            map[string]any
+	}{
+		{"POST /v1/admin/keys", "/v1/admin/keys", map[string]any{}},
+		{"POST /v1/admin/orgs", "/v1/admin/orgs", map[string]any{"name": "small"}},
+		{"PATCH /v1/admin/orgs/{id}", "/v1/admin/orgs/" + org, map[string]any{}},
+	} {
+		for _, err := range httpapi.CheckOpenAPIRequest(doc, c.operation, c.body) {
+			t.Errorf("%s %v: %s", c.operation, c.body, err)
+		}
+		method, _, _ := strings.Cut(c.operation, " ")
+		if r := e.do(e.admin, method, c.path, c.body); r.code >= 300 {
+			t.Errorf("%s %v: %s", c.operation, c.body, r)
+		}
+	}
+	for _, err := range httpapi.CheckOpenAPIRequest(doc, "POST /v1/computers/{id}/links", map[string]any{"port": 80}) {
+		t.Errorf("a link without expires_in_seconds: %s", err)
+	}
 	check("PATCH /v1/admin/keys/{id}", 200, e.do(e.admin, "PATCH", "/v1/admin/keys/"+keyID, map[string]any{"policy": map[string]any{"settings": map[string]any{}}}))
 	check("GET /v1/admin/keys", 200, e.do(e.admin, "GET", fmt.Sprintf("/v1/admin/keys?org_id=%s", org), nil))
 	check("DELETE /v1/responses/{id}", 404, e.do(key, "DELETE", "/v1/responses/resp_missing", nil))

@@ -328,7 +328,7 @@ func (a *API) linkPrincipal(w http.ResponseWriter, r *http.Request, t portTarget
 
 type linkBody struct {
 	Port             int `json:"port"`
-	ExpiresInSeconds int `json:"expires_in_seconds"`
+	ExpiresInSeconds int `json:"expires_in_seconds,omitempty"` // default 3600
 }
 
 // createLink is POST /v1/computers/{id}/links {"port", "expires_in_seconds"}.
