@@ -21,6 +21,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // openAPIDoc is the served document, decoded as a client reads it.
@@ -299,7 +300,13 @@ func fill(v reflect.Value, depth int) reflect.Value {
 		v.Set(m)
 	case reflect.Struct:
 		for i := range v.NumField() {
-			if f := v.Field(i); f.CanSet() {
+			f := v.Field(i)
+			if !f.CanSet() && v.Type().Field(i).Anonymous && f.Kind() == reflect.Struct {
+				// An embedded struct of an unexported type: its exported
+				// fields are the JSON object's (encoding/json promotes them).
+				f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+			}
+			if f.CanSet() {
 				fill(f, depth+1)
 			}
 		}
