@@ -166,6 +166,7 @@ try {
 
   step = "keys";
   await page.getByRole("link", { name: "Keys" }).click();
+  await page.getByRole("button", { name: "Create key" }).waitFor(); // this page's Name field, not the last one's
   const keyName = `console-e2e-${Date.now()}`; // the server may be another run's too
   await page.getByLabel("Name", { exact: true }).fill(keyName);
   await page.getByRole("button", { name: "Create key" }).click();
@@ -181,6 +182,8 @@ try {
 
   step = "scripts";
   await page.getByRole("link", { name: "Scripts" }).click();
+  // The organisations page has a Name field too: type once this one shows.
+  await page.getByRole("heading", { name: "New script", exact: true }).waitFor();
   const scriptName = `e2e${Date.now()}`; // the server may be another run's too
   await page.getByLabel("Name", { exact: true }).fill(scriptName);
   await page.getByLabel("Description", { exact: true }).fill("Says hello.");
