@@ -36,19 +36,7 @@ func TestTruncatedBodiesStoreNothing(t *testing.T) {
 	}
 
 	// A PUT whose client stops after 10 of its 100 bytes.
-	u, _ := url.Parse(e.url)
-	c, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "PUT /v1/computers/%s/files/put.txt HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n0123456789", id, e.admin)
-	c.(*net.TCPConn).CloseWrite()
-	res, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
+	res := e.raw(fmt.Sprintf("PUT /v1/computers/%s/files/put.txt HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n0123456789", id, e.admin))
 	if res.StatusCode != http.StatusBadRequest {
 		t.Errorf("a PUT cut after 10 of 100 bytes: %d, want 400", res.StatusCode)
 	}
@@ -81,4 +69,26 @@ func TestFilePathsAreNever5xx(t *testing.T) {
 			t.Errorf("%s: param %v, want %q: %.200s", c.route, er.Error.Param, c.param, r.body)
 		}
 	}
+}
+
+// raw sends request, as written, on a connection of its own, ends its
+// side of the connection, and reads the answer's status and headers: for
+// what an HTTP client would not send (a lying Content-Length, an unclean
+// path).
+func (e *env) raw(request string) *http.Response {
+	e.t.Helper()
+	u, _ := url.Parse(e.url)
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte(request))
+	c.(*net.TCPConn).CloseWrite()
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	res.Body.Close()
+	return res
 }
