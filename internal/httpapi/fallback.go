@@ -40,6 +40,7 @@ func (a *API) noRoute(w http.ResponseWriter, r *http.Request) {
 // "." or ".." segment, or "//"). Such a path is refused instead: a client
 // that follows the redirect with its method would send DELETE
 // /v1/computers/X/files/.. to DELETE /v1/computers/X.
+// p is the escaped path: "files/%2Fworkspace%2Fa" names /workspace/a.
 func uncleanPath(p string) bool {
 	c := path.Clean(p)
 	return p != c && p != c+"/"

@@ -239,7 +239,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	a.withBodyDeadline(w, r)
 	if t, ok := a.previewTarget(r); ok {
 		a.servePreview(rec, r, t) // the app's own paths, as they come
-	} else if uncleanPath(r.URL.Path) {
+	} else if uncleanPath(r.URL.EscapedPath()) { // as the mux matches it: %2F is no separator
 		refuseUncleanPath(rec, r)
 	} else {
 		a.attachRoute(r)
