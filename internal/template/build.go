@@ -415,6 +415,7 @@ func (s *Store) buildTar(ctx context.Context, sp Spec, refresh bool, progress fu
 		defer close(waited)
 		err := cmd.Wait()
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what ignored the SIGTERM
+		groupGone(cmd.Process.Pid, buildStopGrace)
 		pw.CloseWithError(err)
 	}()
 	sc := bufio.NewScanner(pr)
@@ -427,6 +428,16 @@ func (s *Store) buildTar(ctx context.Context, sp Spec, refresh bool, progress fu
 		return "", errf(ErrInvalid, "mmdebstrap failed (%v); its last line: %s", err, last)
 	}
 	return out, os.Rename(tmp, out)
+}
+
+// groupGone waits, at most d, until process group pgid has no member
+// left (killed ones may take a moment to exit and be reaped).
+func groupGone(pgid int, d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+			return
+		}
+	}
 }
 
 func report(progress func(Progress), p Progress) {
