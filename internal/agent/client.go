@@ -272,14 +272,11 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) error 
 }
 
 // callPath is call for a request on one path, refused here when the agent
-// would refuse the path.
+// would refuse the path (too long, a NUL byte): a path of a megabyte would
+// not fit a frame.
 func (c *Client) callPath(ctx context.Context, kind protocol.Kind, req protocol.PathRequest, reply any) error {
-	if err := checkPath(req.Path); err != nil {
+	if err := sandbox.CheckPath(req.Path); err != nil {
 		return err
 	}
 	return c.call(ctx, kind, req, reply)
 }
-
-// checkPath refuses what the agent refuses of any path (too long, a NUL
-// byte) before it is sent: a path of a megabyte would not fit a frame.
-func checkPath(p string) error { return sandbox.CheckPath(p) }

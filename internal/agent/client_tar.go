@@ -12,7 +12,7 @@ import (
 
 // Move renames a file or directory inside the workspace.
 func (c *Client) Move(ctx context.Context, from, to string, overwrite bool) error {
-	if err := errors.Join(checkPath(from), checkPath(to)); err != nil {
+	if err := errors.Join(sandbox.CheckPath(from), sandbox.CheckPath(to)); err != nil {
 		return err
 	}
 	return c.call(ctx, protocol.KindMove, protocol.MoveRequest{From: from, To: to, Overwrite: overwrite}, nil)
